@@ -1,0 +1,54 @@
+"""Document store on SQLite: key → bytes with an expiry, like a Couchbase bucket."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from adapters.embedded.sqlite import SqliteFile
+from core.timeutil import now_ms
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    key TEXT PRIMARY KEY,
+    body BLOB NOT NULL,
+    expires_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS documents_expiry ON documents (expires_at);
+"""
+
+# SQLite allows 32766 host parameters; stay well below
+_CHUNK = 500
+
+
+class SqliteDocumentStore:
+    def __init__(self, path: Path) -> None:
+        self._db = SqliteFile(path, _SCHEMA)
+
+    def upsert_many(self, documents: Mapping[str, bytes], ttl_seconds: int) -> None:
+        expires_at = now_ms() + ttl_seconds * 1000
+        with self._db.write() as conn:
+            conn.executemany(
+                "INSERT INTO documents (key, body, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET body = excluded.body, expires_at = excluded.expires_at",
+                [(key, body, expires_at) for key, body in documents.items()],
+            )
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        conn = self._db.connection()
+        now = now_ms()
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = conn.execute(
+                f"SELECT key, body FROM documents WHERE key IN ({marks}) AND expires_at > ?", (*chunk, now)
+            )
+            found.update((key, bytes(body)) for key, body in rows)
+        return found
+
+    def ping(self) -> None:
+        self._db.ping()
+
+    def close(self) -> None:
+        self._db.close()

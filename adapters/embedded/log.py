@@ -1,0 +1,159 @@
+"""A durable, partitioned event log on SQLite with Kafka's semantics: per-partition offsets,
+consumer groups with committed positions, at-least-once delivery until a commit."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from adapters.embedded.sqlite import SqliteFile
+from adapters.ports import Headers, LogRecord, OutgoingRecord
+from core.timeutil import now_ms
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    key BLOB,
+    value BLOB NOT NULL,
+    headers TEXT NOT NULL,
+    timestamp_ms INTEGER NOT NULL,
+    PRIMARY KEY (topic, partition, offset)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS commits (
+    grp TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    next_offset INTEGER NOT NULL,
+    PRIMARY KEY (grp, topic, partition)
+) WITHOUT ROWID;
+"""
+
+
+def _encode_headers(headers: Headers) -> str:
+    return json.dumps([[name, value.hex()] for name, value in headers])
+
+
+def _decode_headers(text: str) -> Headers:
+    return tuple((name, bytes.fromhex(value)) for name, value in json.loads(text))
+
+
+class SqliteEventLog:
+    def __init__(self, path: Path, partitions: int = 4) -> None:
+        self._db = SqliteFile(path, _SCHEMA)
+        self.partitions = partitions
+        # wakes consumers in this process as soon as something is published
+        self._published = threading.Condition()
+
+    def _partition_for(self, key: bytes | None) -> int:
+        if key is None:
+            return random.randrange(self.partitions)
+        return zlib.crc32(key) % self.partitions
+
+    def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
+        timestamp = now_ms()
+        with self._db.write() as conn:
+            next_offsets: dict[int, int] = {}
+            rows = []
+            for record in records:
+                partition = self._partition_for(record.key)
+                if partition not in next_offsets:
+                    (last,) = conn.execute(
+                        "SELECT COALESCE(MAX(offset), -1) FROM records WHERE topic = ? AND partition = ?",
+                        (topic, partition),
+                    ).fetchone()
+                    next_offsets[partition] = last + 1
+                offset = next_offsets[partition]
+                next_offsets[partition] = offset + 1
+                rows.append(
+                    (topic, partition, offset, record.key, record.value,
+                     _encode_headers(record.headers), timestamp)
+                )
+            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        with self._published:
+            self._published.notify_all()
+
+    def consumer(self, group: str, topic: str) -> SqliteLogConsumer:
+        return SqliteLogConsumer(self, group, topic)
+
+    def wait_for_publish(self, timeout_s: float) -> None:
+        with self._published:
+            self._published.wait(timeout_s)
+
+    def ping(self) -> None:
+        self._db.ping()
+
+    def close(self) -> None:
+        self._db.close()
+
+    @property
+    def db(self) -> SqliteFile:
+        return self._db
+
+
+class SqliteLogConsumer:
+    def __init__(self, log: SqliteEventLog, group: str, topic: str) -> None:
+        self._log = log
+        self._group = group
+        self._topic = topic
+        self._positions: dict[int, int] = {}
+        self.rewind()
+
+    def rewind(self) -> None:
+        committed = dict(
+            self._log.db.connection().execute(
+                "SELECT partition, next_offset FROM commits WHERE grp = ? AND topic = ?",
+                (self._group, self._topic),
+            )
+        )
+        self._positions = {p: committed.get(p, 0) for p in range(self._log.partitions)}
+
+    def _fetch(self, max_records: int, max_bytes: int) -> list[LogRecord]:
+        conn = self._log.db.connection()
+        batch: list[LogRecord] = []
+        size = 0
+        for partition, position in self._positions.items():
+            if len(batch) >= max_records or (batch and size >= max_bytes):
+                break
+            rows = conn.execute(
+                "SELECT offset, key, value, headers, timestamp_ms FROM records "
+                "WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?",
+                (self._topic, partition, position, max_records - len(batch)),
+            )
+            for offset, key, value, headers, timestamp_ms in rows:
+                if batch and size + len(value) > max_bytes:
+                    break
+                batch.append(
+                    LogRecord(self._topic, partition, offset, bytes(value),
+                              None if key is None else bytes(key), _decode_headers(headers), timestamp_ms)
+                )
+                size += len(value)
+                self._positions[partition] = offset + 1
+        return batch
+
+    def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:
+        batch = self._fetch(max_records, max_bytes)
+        if not batch and timeout_s > 0:
+            # another process may publish too: the wait is bounded, then we look again
+            self._log.wait_for_publish(timeout_s)
+            batch = self._fetch(max_records, max_bytes)
+        return batch
+
+    def commit(self, records: Sequence[LogRecord]) -> None:
+        next_offsets: dict[int, int] = {}
+        for record in records:
+            next_offsets[record.partition] = max(next_offsets.get(record.partition, 0), record.offset + 1)
+        with self._log.db.write() as conn:
+            conn.executemany(
+                "INSERT INTO commits VALUES (?, ?, ?, ?) ON CONFLICT (grp, topic, partition) "
+                "DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
+                [(self._group, self._topic, p, o) for p, o in next_offsets.items()],
+            )
+
+    def close(self) -> None:
+        """Positions live in the database; nothing to release beyond the shared connections."""

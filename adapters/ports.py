@@ -1,0 +1,155 @@
+"""The ports Blackbox's domain talks to. Every adapter (embedded SQLite, Kafka/MySQL/Couchbase,
+AWS) implements these and passes the same contract suite under tests/contract/."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+Headers = tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class OutgoingRecord:
+    value: bytes
+    key: bytes | None = None
+    headers: Headers = ()
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    topic: str
+    partition: int
+    offset: int
+    value: bytes
+    key: bytes | None
+    headers: Headers
+    timestamp_ms: int
+
+
+class LogConsumer(Protocol):
+    """A consumer-group member. Records come in offset order per partition; nothing is committed
+    unless `commit` is called, and `rewind` makes every uncommitted record come again."""
+
+    def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]: ...
+
+    def commit(self, records: Sequence[LogRecord]) -> None: ...
+
+    def rewind(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class EventLog(Protocol):
+    def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
+        """Returns only once every record is durable; raises on failure (nothing is then promised)."""
+        ...
+
+    def consumer(self, group: str, topic: str) -> LogConsumer: ...
+
+    def ping(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class DocumentStore(Protocol):
+    def upsert_many(self, documents: Mapping[str, bytes], ttl_seconds: int) -> None: ...
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """Missing or expired keys are absent from the answer."""
+        ...
+
+    def ping(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    report_key: str
+    event_id: str
+    sku: str
+    received_at: int
+    size_bytes: int
+    crash_type: str | None = None
+    error_code: str | None = None
+    platform: str | None = None
+    build_version: str | None = None
+    signature: str | None = None
+    attachments: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndexedReport:
+    report_id: int
+    submit_time: int
+    entry: IndexEntry
+
+
+@dataclass(frozen=True)
+class ReportFilter:
+    sku: str
+    limit: int
+    from_ms: int | None = None
+    to_ms: int | None = None
+    after_id: int = 0
+    offset: int = 0
+    equals: Mapping[str, str] = field(default_factory=dict)
+    """Exact-match filters by IndexEntry field name (crash_type, error_code, platform, ...)."""
+
+
+FILTERABLE = ("crash_type", "error_code", "platform", "build_version", "signature")
+
+
+class CrashIndex(Protocol):
+    def insert_many(self, entries: Sequence[IndexEntry]) -> None:
+        """One multi-row write; an entry whose report_key is already indexed is left as it is."""
+        ...
+
+    def find(self, query: ReportFilter) -> list[IndexedReport]:
+        """Reports by ascending report_id, submit_time in [from_ms, to_ms)."""
+        ...
+
+    def get(self, report_id: int) -> IndexedReport | None: ...
+
+    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
+        """Crashes per bucket start, by received_at in [from_ms, to_ms)."""
+        ...
+
+    def ping(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionBucket:
+    sku: str
+    minute: int
+    kind: str
+
+
+class OffsetConflict(Exception):
+    """Another writer applied this partition since we read its offset."""
+
+
+class SessionCounters(Protocol):
+    def applied_offset(self, consumer: str, topic_partition: str) -> int:
+        """The last offset applied for this partition, -1 before the first."""
+        ...
+
+    def apply(
+        self,
+        consumer: str,
+        topic_partition: str,
+        expected_offset: int,
+        new_offset: int,
+        increments: Mapping[SessionBucket, int],
+    ) -> None:
+        """Adds the increments and moves the offset in one transaction, only if the stored offset
+        is still `expected_offset`; otherwise raises OffsetConflict and changes nothing."""
+        ...
+
+    def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]: ...
+
+    def close(self) -> None: ...

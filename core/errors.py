@@ -1,0 +1,57 @@
+"""Domain errors. Each carries the contract's error code and HTTP status, so handlers map them
+without knowing which domain raised them (DESIGN §5)."""
+
+from __future__ import annotations
+
+
+class BlackboxError(Exception):
+    status = 500
+    code = "internal"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def body(self) -> dict[str, str]:
+        body = {"error": self.code, "message": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        return body
+
+
+class InvalidJson(BlackboxError):
+    status = 400
+    code = "invalid_json"
+
+
+class MissingField(BlackboxError):
+    status = 400
+    code = "missing_field"
+
+
+class InvalidField(BlackboxError):
+    status = 400
+    code = "invalid_field"
+
+
+class NotFound(BlackboxError):
+    status = 404
+    code = "not_found"
+
+
+class PayloadTooLarge(BlackboxError):
+    status = 413
+    code = "payload_too_large"
+
+
+class UnsupportedMediaType(BlackboxError):
+    status = 415
+    code = "unsupported_media_type"
+
+
+class Unavailable(BlackboxError):
+    """A dependency (log, store) did not answer; the client may retry."""
+
+    status = 503
+    code = "unavailable"

@@ -1,0 +1,51 @@
+"""The MSK event shape Lambda's Kafka event source mapping delivers, both ways: handlers read it,
+the local runtime's poller writes it (records keyed `topic-partition`, base64 key and value,
+headers as byte arrays)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import KafkaEvent
+
+from adapters.ports import LogRecord
+
+
+def from_msk_event(event: dict[str, Any]) -> list[LogRecord]:
+    return [
+        LogRecord(
+            topic=r.topic,
+            partition=r.partition,
+            offset=r.offset,
+            value=r.decoded_value,
+            key=r.decoded_key,
+            headers=tuple((k, bytes(v)) for h in r.headers for k, v in h.items()),
+            timestamp_ms=r.timestamp,
+        )
+        for r in KafkaEvent(event).records
+    ]
+
+
+def to_msk_event(records: Sequence[LogRecord], source_arn: str, bootstrap_servers: str) -> dict[str, Any]:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        item: dict[str, Any] = {
+            "topic": r.topic,
+            "partition": r.partition,
+            "offset": r.offset,
+            "timestamp": r.timestamp_ms,
+            "timestampType": "CREATE_TIME",
+            "value": base64.b64encode(r.value).decode(),
+            "headers": [{k: list(v)} for k, v in r.headers],
+        }
+        if r.key is not None:
+            item["key"] = base64.b64encode(r.key).decode()
+        grouped.setdefault(f"{r.topic}-{r.partition}", []).append(item)
+    return {
+        "eventSource": "aws:kafka",
+        "eventSourceArn": source_arn,
+        "bootstrapServers": bootstrap_servers,
+        "records": grouped,
+    }

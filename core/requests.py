@@ -1,0 +1,59 @@
+"""Turning an HTTP body into validated domain objects, with the contract's errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from core.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
+
+MAX_BODY_BYTES = 1 << 20
+
+M = TypeVar("M", bound=BaseModel)
+
+# pydantic puts the union member it tried into an error's loc; those are not field names
+_UNION_TAGS = {"str", "int", "none", "bool", "float", "list", "dict"}
+
+
+def parse_json_body(body: bytes, content_type: str | None, max_bytes: int = MAX_BODY_BYTES) -> Any:
+    if content_type is not None:
+        media_type = content_type.split(";", 1)[0].strip().lower()
+        if media_type != "application/json" and not media_type.endswith("+json"):
+            raise UnsupportedMediaType(f"expected application/json, got {media_type or 'nothing'}")
+    if len(body) > max_bytes:
+        raise PayloadTooLarge(f"body is {len(body)} bytes; the limit is {max_bytes}")
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidJson(f"body is not valid JSON: {exc}") from None
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """('attachments', 'a.png') → 'attachments.a.png'; (3, 'sku') → '[3].sku'."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def validation_error(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> BlackboxError:
+    first = exc.errors()[0]
+    loc = prefix + tuple(
+        p for p in first["loc"]
+        if isinstance(p, int) or not (p in _UNION_TAGS or p.startswith(("function-", "constrained-")))
+    )
+    path = field_path(loc) or "body"
+    if first["type"] == "missing":
+        return MissingField(f"{path} is required", path)
+    return InvalidField(f"{path}: {first['msg']}", path)
+
+
+def validate(model: type[M], data: Any, prefix: tuple[int | str, ...] = ()) -> M:
+    if not isinstance(data, dict):
+        raise InvalidField("expected a JSON object", field_path(prefix) or "body")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, prefix) from None

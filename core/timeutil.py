@@ -1,0 +1,40 @@
+"""Times are epoch milliseconds inside Blackbox and RFC 3339 UTC with milliseconds outside."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+from core.errors import InvalidField
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MINUTE_MS = 60_000
+HOUR_MS = 3_600_000
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def to_rfc3339(epoch_ms: int) -> str:
+    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+
+
+def parse_time(value: str, field: str) -> int:
+    """Accepts epoch milliseconds or RFC 3339 (a zone is required: a bare local time is ambiguous)."""
+    text = value.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise InvalidField(f"{field} must be RFC 3339 or epoch milliseconds", field) from None
+    if dt.tzinfo is None:
+        raise InvalidField(f"{field} must carry a time zone, e.g. 2026-01-01T00:00:00Z", field)
+    # integer arithmetic: float timestamps turn .123 into 122.99999...
+    return (dt - _EPOCH) // timedelta(milliseconds=1)
+
+
+def floor_to(epoch_ms: int, step_ms: int) -> int:
+    return epoch_ms - epoch_ms % step_ms

@@ -1,0 +1,34 @@
+"""Capture: validate a crash report, give it an eventId, and acknowledge only once it is durable
+on the log (DESIGN §3.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.ports import EventLog, OutgoingRecord
+from core.requests import parse_json_body, validate
+from core.timeutil import now_ms
+from core.topics import CRASHES, publish
+from crashes.model import CrashEnvelope, CrashSubmission, new_event_id, report_key
+
+
+@dataclass(frozen=True)
+class Receipt:
+    event_id: str
+    report_key: str
+
+
+def capture_crash(log: EventLog, body: bytes, content_type: str | None, idempotency_key: str | None) -> Receipt:
+    payload = parse_json_body(body, content_type)
+    submission = validate(CrashSubmission, payload)
+    event_id = new_event_id(f"crash\x00{submission.sku}", idempotency_key)
+    key = report_key(event_id)
+    envelope = CrashEnvelope(
+        eventId=event_id, reportKey=key, receivedAt=now_ms(), sizeBytes=len(body), payload=payload
+    )
+    publish(log, CRASHES, OutgoingRecord(
+        value=envelope.model_dump_json().encode(),
+        key=key.encode(),
+        headers=(("eventId", event_id.encode()),),
+    ))
+    return Receipt(event_id, key)

@@ -1,0 +1,89 @@
+"""What a crash report is, as submitted and as carried on the log."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import uuid
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, field_validator
+
+SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
+Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
+
+
+def decode_attachment(data: str) -> bytes:
+    """Strict standard base64, canonical so that re-encoding gives back exactly what was sent."""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("not valid base64") from None
+    if base64.b64encode(raw).decode() != data:
+        raise ValueError("not canonical base64 (padding or trailing bits)")
+    return raw
+
+
+def _checked_base64(data: str) -> str:
+    decode_attachment(data)
+    return data
+
+
+Attachment = Annotated[str, AfterValidator(_checked_base64)]
+
+# Ties eventIds derived from Idempotency-Key to Blackbox, so they never collide with another uuid5 user.
+_IDEMPOTENCY_NAMESPACE = uuid.UUID("0f3c1a52-8d4e-4f61-9b0e-6a7d2c5e8b13")
+
+
+class CrashSubmission(BaseModel):
+    """Validates the known fields; the stored payload is the submitted object itself."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    sku: Sku
+    crashType: str | None = None
+    errorCode: str | int | None = None
+    platform: str | None = None
+    buildVersion: str | None = None
+    playerId: str | None = None
+    sessionId: str | None = None
+    clientTime: str | int | None = None
+    stackTrace: str | None = None
+    attachments: dict[str, Attachment] | None = None
+
+    @field_validator("attachments")
+    @classmethod
+    def _named(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value and "" in value:
+            raise ValueError("attachment names must not be empty")
+        return value
+
+
+def new_event_id(scope: str, idempotency_key: str | None) -> str:
+    """A client retry with the same Idempotency-Key gets the same eventId (DESIGN §3.2)."""
+    if idempotency_key is None:
+        return str(uuid.uuid4())
+    return str(uuid.uuid5(_IDEMPOTENCY_NAMESPACE, f"{scope}\x00{idempotency_key}"))
+
+
+def report_key(event_id: str) -> str:
+    """First 16 bytes of SHA-256(eventId), hex: the document key (paper §6.1.1)."""
+    return hashlib.sha256(event_id.encode()).digest()[:16].hex()
+
+
+def attachment_key(report: str, name: str) -> str:
+    """Attachments live apart from the report body; names are hashed so any name makes a valid key."""
+    return f"{report}:{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+
+
+class CrashEnvelope(BaseModel):
+    """The value of a record on the crashes topic."""
+
+    model_config = ConfigDict(strict=True)
+
+    eventId: str
+    reportKey: str
+    receivedAt: int
+    sizeBytes: int
+    payload: dict[str, Any]

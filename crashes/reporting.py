@@ -1,0 +1,126 @@
+"""The reporter: listing and reading crash reports. Summaries come from the index alone; bodies
+and attachments are fetched from the document store only when asked for (DESIGN §3.7)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adapters.ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport, ReportFilter
+from core import queryparams
+from core.errors import InvalidField, NotFound
+from core.timeutil import to_rfc3339
+from crashes.model import attachment_key
+from crashes.persistence import ReportDocument
+
+MAX_LIMIT = 1000
+MAX_OFFSET = 1_000_000
+
+# query parameter → index field
+_FILTERS = dict(zip(("crashType", "errorCode", "platform", "buildVersion", "signature"), FILTERABLE, strict=True))
+
+
+def summary(report: IndexedReport) -> dict[str, Any]:
+    e = report.entry
+    return {
+        "reportId": report.report_id,
+        "reportKey": e.report_key,
+        "eventId": e.event_id,
+        "sku": e.sku,
+        "submitTime": to_rfc3339(report.submit_time),
+        "receivedAt": to_rfc3339(e.received_at),
+        "crashType": e.crash_type,
+        "errorCode": e.error_code,
+        "platform": e.platform,
+        "buildVersion": e.build_version,
+        "signature": e.signature,
+        "sizeBytes": e.size_bytes,
+        "attachments": list(e.attachments),
+    }
+
+
+def _encode_cursor(report_id: int) -> str:
+    return base64.urlsafe_b64encode(f"r{report_id}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if text.startswith("r") and text[1:].isdigit():
+            return int(text[1:])
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        pass
+    raise InvalidField("cursor is not one this API gave out", "cursor")
+
+
+def _full(reports: Sequence[IndexedReport], documents: DocumentStore) -> list[dict[str, Any]]:
+    """Summary plus the payload exactly as submitted: body and attachments in one multi-get."""
+    keys = [r.entry.report_key for r in reports]
+    keys += [attachment_key(r.entry.report_key, name) for r in reports for name in r.entry.attachments]
+    found = documents.get_many(keys)
+    full = []
+    for report in reports:
+        item = summary(report)
+        raw = found.get(report.entry.report_key)
+        item["payload"] = None if raw is None else _payload(ReportDocument.model_validate_json(raw), found)
+        full.append(item)
+    return full
+
+
+def _payload(document: ReportDocument, found: Mapping[str, bytes]) -> dict[str, Any]:
+    payload = dict(document.payload)
+    if document.attachmentNames is not None:
+        payload["attachments"] = {
+            name: base64.b64encode(found.get(attachment_key(document.reportKey, name), b"")).decode()
+            for name in document.attachmentNames
+        }
+    return payload
+
+
+def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
+    limit = queryparams.integer(params, "limit", 100, 1, MAX_LIMIT)
+    if "cursor" in params and "offset" in params:
+        raise InvalidField("give cursor or offset, not both", "offset")
+    query = ReportFilter(
+        sku=queryparams.required(params, "sku"),
+        limit=limit + 1,  # one more tells whether there is a next page
+        from_ms=queryparams.time(params, "from"),
+        to_ms=queryparams.time(params, "to"),
+        after_id=_decode_cursor(params["cursor"]) if "cursor" in params else 0,
+        offset=queryparams.integer(params, "offset", 0, 0, MAX_OFFSET),
+        equals={field: params[name] for name, field in _FILTERS.items() if name in params},
+    )
+    fields = queryparams.choice(params, "fields", ("summary", "full"))
+    found = index.find(query)
+    page = found[:limit]
+    reports = _full(page, documents) if fields == "full" else [summary(r) for r in page]
+    next_cursor = _encode_cursor(page[-1].report_id) if len(found) > limit else None
+    return {"reports": reports, "nextCursor": next_cursor}
+
+
+def _report(index: CrashIndex, report_id: str) -> IndexedReport:
+    report = index.get(int(report_id)) if report_id.isdigit() else None
+    if report is None:
+        raise NotFound(f"no crash report {report_id}")
+    return report
+
+
+def get_report(index: CrashIndex, documents: DocumentStore, report_id: str) -> dict[str, Any]:
+    return _full([_report(index, report_id)], documents)[0]
+
+
+def get_attachment(
+    index: CrashIndex, documents: DocumentStore, report_id: str, name: str
+) -> tuple[bytes, str]:
+    """The raw bytes and a content type guessed from the name (screenshots show as images)."""
+    report = _report(index, report_id)
+    if name not in report.entry.attachments:
+        raise NotFound(f"crash report {report_id} has no attachment {name!r}")
+    key = attachment_key(report.entry.report_key, name)
+    data = documents.get_many([key]).get(key)
+    if data is None:
+        raise NotFound(f"attachment {name!r} of crash report {report_id} has expired")
+    return data, mimetypes.guess_type(name)[0] or "application/octet-stream"

@@ -1,0 +1,36 @@
+"""Crash rate over time: crashes from the index, sessions from the counters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.ports import CrashIndex, SessionCounters
+from core import queryparams
+from core.errors import InvalidField
+from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, now_ms, to_rfc3339
+
+MAX_BUCKETS = 10_080  # a week of minutes
+_STEP = {"minute": MINUTE_MS, "hour": HOUR_MS}
+_DEFAULT_SPAN = {"minute": HOUR_MS, "hour": 24 * HOUR_MS}
+
+
+def crash_stats(index: CrashIndex, counters: SessionCounters, params: Mapping[str, str]) -> dict[str, Any]:
+    sku = queryparams.required(params, "sku")
+    granularity = queryparams.choice(params, "granularity", ("minute", "hour"))
+    step = _STEP[granularity]
+    to_param, from_param = queryparams.time(params, "to"), queryparams.time(params, "from")
+    to_ms = now_ms() if to_param is None else to_param
+    from_ms = to_ms - _DEFAULT_SPAN[granularity] if from_param is None else from_param
+    start = floor_to(from_ms, step)
+    if to_ms <= start:
+        raise InvalidField("to must be after from", "to")
+    if (to_ms - start) // step > MAX_BUCKETS:
+        raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
+    crashes = index.crash_counts(sku, start, to_ms, step)
+    sessions = counters.session_counts(sku, start, to_ms, step)
+    series = []
+    for bucket in range(start, to_ms, step):
+        c, s = crashes.get(bucket, 0), sessions.get(bucket, 0)
+        series.append({"start": to_rfc3339(bucket), "sessions": s, "crashes": c, "crashRate": c / s if s else None})
+    return {"series": series}

@@ -1,0 +1,38 @@
+"""Capture: POST /v1/crashes and POST /v1/sessions. Answers 202 once the event is on the log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from core.api import create_resolver, json_response, logger, raw_body
+from crashes.capture import capture_crash
+from sessions.capture import capture_sessions
+
+app = create_resolver()
+
+
+@app.post("/v1/crashes")
+def post_crash() -> Response[str]:
+    event = app.current_event
+    receipt = capture_crash(
+        current().log, raw_body(event), event.headers.get("content-type"), event.headers.get("idempotency-key")
+    )
+    return json_response(202, {"eventId": receipt.event_id, "reportKey": receipt.report_key})
+
+
+@app.post("/v1/sessions")
+def post_sessions() -> Response[str]:
+    event = app.current_event
+    accepted = capture_sessions(
+        current().log, raw_body(event), event.headers.get("content-type"), event.headers.get("idempotency-key")
+    )
+    return json_response(202, {"accepted": accepted})
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,59 @@
+"""Reporter: the crash query API and health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from core.api import create_resolver, json_response, logger
+from crashes.reporting import get_attachment, get_report, list_reports
+from crashes.stats import crash_stats
+
+app = create_resolver()
+
+
+@app.get("/v1/crashes")
+def crashes() -> Response[str]:
+    a = current()
+    return json_response(200, list_reports(a.index, a.documents, app.current_event.query_string_parameters))
+
+
+@app.get("/v1/crashes/<report_id>")
+def crash(report_id: str) -> Response[str]:
+    a = current()
+    return json_response(200, get_report(a.index, a.documents, report_id))
+
+
+@app.get("/v1/crashes/<report_id>/attachments/<name>")
+def attachment(report_id: str, name: str) -> Response[bytes]:
+    a = current()
+    data, content_type = get_attachment(a.index, a.documents, report_id, name)
+    return Response(status_code=200, content_type=content_type, body=data)
+
+
+@app.get("/v1/stats")
+def stats() -> Response[str]:
+    a = current()
+    return json_response(200, crash_stats(a.index, a.counters, app.current_event.query_string_parameters))
+
+
+@app.get("/v1/health")
+def health() -> Response[str]:
+    a = current()
+    components: dict[str, str] = {}
+    for name, part in (("log", a.log), ("documents", a.documents), ("index", a.index)):
+        try:
+            part.ping()
+            components[name] = "ok"
+        except Exception as exc:
+            components[name] = f"unavailable: {type(exc).__name__}"
+    healthy = all(state == "ok" for state in components.values())
+    return json_response(200 if healthy else 503, {"status": "ok" if healthy else "unavailable", "components": components})
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,18 @@
+"""Session counter: MSK batch from `sessions` → per-sku-minute counters, effectively once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from core.api import logger
+from core.msk import from_msk_event
+from sessions.counting import count_sessions
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    a = current()
+    return {"counted": count_sessions(from_msk_event(event), a.counters, a.log)}

@@ -1,0 +1,68 @@
+"""The `blackbox` command line (DESIGN §6)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from adapters.factory import Settings, build, install
+from local_runtime.functions import FUNCTIONS, LocalContext, load_handler
+from local_runtime.server import DataDirInUse, serve
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {"data_dir": args.data_dir} if args.data_dir is not None else {}
+    if args.profile is not None:
+        overrides["profile"] = args.profile
+    return Settings(**overrides)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        serve(_settings(args), args.host, args.port)
+    except DataDirInUse as exc:
+        print(f"blackbox: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _invoke(args: argparse.Namespace) -> int:
+    install(build(_settings(args)))
+    event = json.loads(Path(args.event).read_text())
+    result = load_handler(args.function)(event, LocalContext(function_name=args.function))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="blackbox", description="Crash reporting and leaderboards for online games")
+    commands = root.add_subparsers(dest="command", required=True)
+
+    def storage_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--data-dir", type=Path, default=None, help="where embedded data lives (default ./blackbox-data)")
+        p.add_argument("--profile", choices=["embedded"], default=None, help="which adapters to run on")
+
+    serve_cmd = commands.add_parser("serve", help="run the API, the consumers and the workers until stopped")
+    serve_cmd.add_argument("--host", default="127.0.0.1")
+    serve_cmd.add_argument("--port", type=int, default=8080)
+    storage_options(serve_cmd)
+    serve_cmd.set_defaults(run=_serve)
+
+    invoke_cmd = commands.add_parser("invoke", help="run one Lambda handler on one sample event")
+    invoke_cmd.add_argument("function", choices=sorted(FUNCTIONS))
+    invoke_cmd.add_argument("--event", required=True, help="a JSON event file, e.g. events/capture-crash.json")
+    storage_options(invoke_cmd)
+    invoke_cmd.set_defaults(run=_invoke)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    code: int = args.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The Lambda functions by name, as deployed: the local runtime, `blackbox invoke` and the CDK
+stacks all read this table."""
+
+from __future__ import annotations
+
+import importlib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.topics import CRASHES, SESSIONS
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+FUNCTIONS = {
+    "capture": "lambdas.capture",
+    "reporter": "lambdas.reporter",
+    "crash-consumer": "lambdas.crash_consumer",
+    "session-counter": "lambdas.session_counter",
+}
+
+# consumer function → the topic its event source mapping reads
+CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS}
+
+
+def load_handler(name: str) -> Handler:
+    if name not in FUNCTIONS:
+        raise KeyError(f"unknown function {name!r}; known: {', '.join(FUNCTIONS)}")
+    handler: Handler = importlib.import_module(FUNCTIONS[name]).handler
+    return handler
+
+
+@dataclass
+class LocalContext:
+    """The attributes of Lambda's context object that handlers and Powertools read."""
+
+    function_name: str
+    memory_limit_in_mb: int = 1024
+    function_version: str = "$LATEST"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    log_group_name: str = "local"
+    log_stream_name: str = "local"
+
+    @property
+    def invoked_function_arn(self) -> str:
+        return f"arn:aws:lambda:local:000000000000:function:blackbox-{self.function_name}"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000

@@ -1,0 +1,55 @@
+"""`blackbox serve`: the API behind the local gateway, and every consumer behind a poller, in one
+process until SIGINT/SIGTERM; then the in-flight batches finish and are committed."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from pathlib import Path
+
+import uvicorn
+
+from adapters.factory import Settings, build, install
+from local_runtime.functions import CONSUMERS, load_handler
+from local_runtime.gateway import Gateway
+from local_runtime.poller import Poller
+
+
+class DataDirInUse(RuntimeError):
+    pass
+
+
+def _lock(data_dir: Path) -> int:
+    """One serve per data directory: two would both consume the same topics."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(data_dir / "serve.lock", os.O_CREAT | os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DataDirInUse(f"another blackbox serve is using {data_dir}") from None
+    return fd
+
+
+def serve(settings: Settings, host: str, port: int) -> None:
+    lock = _lock(settings.data_dir)
+    adapters = build(settings)
+    install(adapters)
+    stop = threading.Event()
+    pollers = [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
+    for poller in pollers:
+        poller.start()
+    server = uvicorn.Server(uvicorn.Config(Gateway(), host=host, port=port, log_level="warning", access_log=False))
+    print(f"Blackbox serving on http://{host}:{port} (profile {settings.profile}, data in {settings.data_dir})",
+          flush=True)
+    try:
+        server.run()  # returns after SIGINT/SIGTERM, once in-flight requests are answered
+    finally:
+        stop.set()
+        for poller in pollers:
+            poller.join()
+        adapters.close()
+        install(None)
+        os.close(lock)  # releases the lock
+    print("Blackbox stopped; every consumed batch is committed", flush=True)

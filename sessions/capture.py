@@ -1,0 +1,30 @@
+"""Capture for session events: one object or a batch of up to 500, one durable log record."""
+
+from __future__ import annotations
+
+from adapters.ports import EventLog, OutgoingRecord
+from core.errors import InvalidField
+from core.requests import parse_json_body, validate
+from core.timeutil import now_ms
+from core.topics import SESSIONS, publish
+from crashes.model import new_event_id
+from sessions.model import MAX_BATCH, SessionCount, SessionEnvelope, SessionEvent
+
+
+def capture_sessions(log: EventLog, body: bytes, content_type: str | None, idempotency_key: str | None) -> int:
+    data = parse_json_body(body, content_type)
+    items = data if isinstance(data, list) else [data]
+    if len(items) > MAX_BATCH:
+        raise InvalidField(f"a batch holds at most {MAX_BATCH} sessions, got {len(items)}", "body")
+    batch = isinstance(data, list)
+    events = [validate(SessionEvent, item, (i,) if batch else ()) for i, item in enumerate(items)]
+    if not events:
+        return 0
+    event_id = new_event_id("sessions", idempotency_key)
+    envelope = SessionEnvelope(
+        eventId=event_id,
+        receivedAt=now_ms(),
+        sessions=[SessionCount(sku=e.sku, kind=e.kind) for e in events],
+    )
+    publish(log, SESSIONS, OutgoingRecord(value=envelope.model_dump_json().encode(), key=event_id.encode()))
+    return len(events)

@@ -1,0 +1,37 @@
+"""Session events, as submitted and as carried on the log."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from crashes.model import Sku
+
+MAX_BATCH = 500
+
+
+class SessionEvent(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    sku: Sku
+    kind: Literal["client", "server"]
+    playerId: str | None = None
+    sessionId: str | None = None
+
+
+class SessionCount(BaseModel):
+    model_config = ConfigDict(strict=True)
+
+    sku: str
+    kind: str
+
+
+class SessionEnvelope(BaseModel):
+    """One record per request: the counter only needs sku and kind of each session."""
+
+    model_config = ConfigDict(strict=True)
+
+    eventId: str
+    receivedAt: int
+    sessions: list[SessionCount]

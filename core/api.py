@@ -26,20 +26,21 @@ def error_response(error: BlackboxError) -> Response[str]:
 def create_resolver() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver()
 
-    @app.exception_handler(BlackboxError)
-    def _domain_error(error: BlackboxError) -> Response[str]:
+    def domain_error(error: BlackboxError) -> Response[str]:
         return error_response(error)
 
-    @app.not_found
-    def _no_route(_: Exception) -> Response[str]:
+    def no_route(_: Exception) -> Response[str]:
         event = app.current_event
         return error_response(NotFound(f"no route for {event.http_method} {event.path}"))
 
-    @app.exception_handler(Exception)
-    def _unexpected(error: Exception) -> Response[str]:
+    def unexpected(error: Exception) -> Response[str]:
         logger.exception("unhandled error")
         return json_response(500, {"error": "internal", "message": f"unexpected {type(error).__name__}"})
 
+    # registered by call: Powertools' decorators are untyped
+    app.exception_handler(BlackboxError)(domain_error)
+    app.not_found(no_route)
+    app.exception_handler(Exception)(unexpected)
     return app
 
 

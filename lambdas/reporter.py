@@ -51,7 +51,8 @@ def health() -> Response[str]:
         except Exception as exc:
             components[name] = f"unavailable: {type(exc).__name__}"
     healthy = all(state == "ok" for state in components.values())
-    return json_response(200 if healthy else 503, {"status": "ok" if healthy else "unavailable", "components": components})
+    body = {"status": "ok" if healthy else "unavailable", "components": components}
+    return json_response(200 if healthy else 503, body)
 
 
 @logger.inject_lambda_context

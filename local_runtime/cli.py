@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     commands = root.add_subparsers(dest="command", required=True)
 
     def storage_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--data-dir", type=Path, default=None, help="where embedded data lives (default ./blackbox-data)")
+        p.add_argument("--data-dir", type=Path, default=None, help="embedded data (default ./blackbox-data)")
         p.add_argument("--profile", choices=["embedded"], default=None, help="which adapters to run on")
 
     serve_cmd = commands.add_parser("serve", help="run the API, the consumers and the workers until stopped")

@@ -33,7 +33,8 @@ ROUTES = (
 
 def route(method: str, path: str) -> str | None:
     for route_method, prefix, function in ROUTES:
-        if method == route_method and (path == prefix or path.startswith(prefix if prefix.endswith("/") else prefix + "/")):
+        under = prefix if prefix.endswith("/") else prefix + "/"
+        if method == route_method and (path == prefix or path.startswith(under)):
             return function
     return None
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import uvicorn
@@ -18,6 +21,19 @@ from local_runtime.poller import Poller
 
 class DataDirInUse(RuntimeError):
     pass
+
+
+class _Server(uvicorn.Server):
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn re-raises SIGINT/SIGTERM once it has stopped, which would kill the process before
+        the pollers finish their batches; here the signal only stops the server."""
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def _lock(data_dir: Path) -> int:
@@ -40,9 +56,9 @@ def serve(settings: Settings, host: str, port: int) -> None:
     pollers = [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
     for poller in pollers:
         poller.start()
-    server = uvicorn.Server(uvicorn.Config(Gateway(), host=host, port=port, log_level="warning", access_log=False))
-    print(f"Blackbox serving on http://{host}:{port} (profile {settings.profile}, data in {settings.data_dir})",
-          flush=True)
+    config = uvicorn.Config(Gateway(), host=host, port=port, log_level="warning", access_log=False)
+    server = _Server(config)
+    print(f"Blackbox serving on http://{host}:{port} ({settings.profile}, data in {settings.data_dir})", flush=True)
     try:
         server.run()  # returns after SIGINT/SIGTERM, once in-flight requests are answered
     finally:

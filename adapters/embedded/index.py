@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,15 +51,17 @@ CREATE TABLE IF NOT EXISTS applied_offsets (
 ) WITHOUT ROWID;
 """
 
-_COLUMNS = (
-    "report_id, submit_time, report_key, event_id, sku, received_at, size_bytes, "
-    "crash_type, error_code, platform, build_version, signature, attachments"
+_ENTRY_COLUMNS = (
+    "report_key", "event_id", "sku", "received_at", "size_bytes",
+    "crash_type", "error_code", "platform", "build_version", "signature",
 )
+_COLUMNS = f"report_id, submit_time, {', '.join(_ENTRY_COLUMNS)}, attachments"
 
 
-def _report(row: sqlite3.Row | tuple[Any, ...]) -> IndexedReport:
+def _report(row: tuple[Any, ...]) -> IndexedReport:
     report_id, submit_time, *fields, attachments = row
-    return IndexedReport(report_id, submit_time, IndexEntry(*fields, attachments=tuple(json.loads(attachments))))
+    entry = IndexEntry(**dict(zip(_ENTRY_COLUMNS, fields, strict=True)), attachments=tuple(json.loads(attachments)))
+    return IndexedReport(report_id, submit_time, entry)
 
 
 def _bucket_counts(rows: Any) -> dict[int, int]:

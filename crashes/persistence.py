@@ -16,7 +16,8 @@ from crashes.signature import signature
 
 
 class ReportDocument(BaseModel):
-    """The report body in the document store: the payload without its attachment data."""
+    """The report body in the document store: the payload as submitted, but for the attachment
+    data, which is stored apart; each attachment's value here is null (names and key order stay)."""
 
     model_config = ConfigDict(strict=True)
 
@@ -24,8 +25,6 @@ class ReportDocument(BaseModel):
     reportKey: str
     receivedAt: int
     payload: dict[str, Any]
-    attachmentNames: list[str] | None
-    """None when the payload had no `attachments` field at all, so the payload comes back exactly."""
 
 
 def _optional_str(value: object) -> str | None:
@@ -48,15 +47,13 @@ def persist_crashes(
             rejected.append((record, f"malformed crash record: {'.'.join(map(str, first['loc']))}: {first['msg']}"))
             continue
         payload = dict(envelope.payload)
-        attachments: dict[str, str] | None = payload.pop("attachments", None)
-        for name, data in (attachments or {}).items():
+        attachments = submission.attachments or {}
+        for name, data in attachments.items():
             bodies[attachment_key(envelope.reportKey, name)] = decode_attachment(data)
+        if submission.attachments is not None:
+            payload["attachments"] = dict.fromkeys(attachments)
         bodies[envelope.reportKey] = ReportDocument(
-            eventId=envelope.eventId,
-            reportKey=envelope.reportKey,
-            receivedAt=envelope.receivedAt,
-            payload=payload,
-            attachmentNames=None if attachments is None else list(attachments),
+            eventId=envelope.eventId, reportKey=envelope.reportKey, receivedAt=envelope.receivedAt, payload=payload
         ).model_dump_json().encode()
         entries.append(
             IndexEntry(
@@ -70,7 +67,7 @@ def persist_crashes(
                 platform=submission.platform,
                 build_version=submission.buildVersion,
                 signature=signature(submission.stackTrace),
-                attachments=tuple(attachments or ()),
+                attachments=tuple(attachments),
             )
         )
     dead_letter(log, rejected)

@@ -72,10 +72,10 @@ def _full(reports: Sequence[IndexedReport], documents: DocumentStore) -> list[di
 
 def _payload(document: ReportDocument, found: Mapping[str, bytes]) -> dict[str, Any]:
     payload = dict(document.payload)
-    if document.attachmentNames is not None:
+    if isinstance(payload.get("attachments"), dict):
         payload["attachments"] = {
             name: base64.b64encode(found.get(attachment_key(document.reportKey, name), b"")).decode()
-            for name in document.attachmentNames
+            for name in payload["attachments"]
         }
     return payload
 

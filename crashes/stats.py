@@ -21,10 +21,11 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, params: Mapping[st
     step = _STEP[granularity]
     to_param, from_param = queryparams.time(params, "to"), queryparams.time(params, "from")
     to_ms = now_ms() if to_param is None else to_param
-    from_ms = to_ms - _DEFAULT_SPAN[granularity] if from_param is None else from_param
-    start = floor_to(from_ms, step)
-    if to_ms <= start:
+    # by default the whole buckets of the last hour (minute) or day (hour), the current one last
+    from_ms = floor_to(to_ms, step) + step - _DEFAULT_SPAN[granularity] if from_param is None else from_param
+    if to_ms <= from_ms:
         raise InvalidField("to must be after from", "to")
+    start = floor_to(from_ms, step)
     if (to_ms - start) // step > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
     crashes = index.crash_counts(sku, start, to_ms, step)

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from adapters.ports import CrashIndex, IndexEntry, ReportFilter
+
+
+def entry(n: int, sku: str = "game:pc", received_at: int = 1_000_000, **fields) -> IndexEntry:
+    return IndexEntry(report_key=f"{n:032x}", event_id=f"event-{n}", sku=sku, received_at=received_at,
+                      size_bytes=100 + n, **fields)
+
+
+def test_insert_assigns_increasing_ids_and_keeps_every_field(crash_index: CrashIndex):
+    e = entry(1, crash_type="AV", error_code="5", platform="ps5", build_version="1.2", signature="abc",
+              attachments=("a.png", "log.txt"))
+    crash_index.insert_many([e, entry(2)])
+    first, second = crash_index.find(ReportFilter(sku="game:pc", limit=10))
+    assert first.entry == e
+    assert second.report_id > first.report_id
+    assert crash_index.get(first.report_id) == first
+    assert first.submit_time > 0
+
+
+def test_insert_is_idempotent_by_report_key(crash_index: CrashIndex):
+    crash_index.insert_many([entry(1), entry(2)])
+    crash_index.insert_many([entry(2), entry(3)])
+    reports = crash_index.find(ReportFilter(sku="game:pc", limit=10))
+    assert [r.entry.event_id for r in reports] == ["event-1", "event-2", "event-3"]
+
+
+def test_find_pages_with_after_id_and_offset(crash_index: CrashIndex):
+    crash_index.insert_many([entry(n) for n in range(10)])
+    all_ids = [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=100))]
+    assert [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=3, after_id=all_ids[4]))] == \
+        all_ids[5:8]
+    assert [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=3, offset=8))] == all_ids[8:]
+
+
+def test_find_filters_by_sku_time_and_fields(crash_index: CrashIndex):
+    crash_index.insert_many([entry(1, platform="ps5"), entry(2, platform="pc"), entry(3, sku="other", platform="ps5")])
+    reports = crash_index.find(ReportFilter(sku="game:pc", limit=10, equals={"platform": "ps5"}))
+    assert [r.entry.event_id for r in reports] == ["event-1"]
+    submit = reports[0].submit_time
+    assert crash_index.find(ReportFilter(sku="game:pc", limit=10, from_ms=submit + 10_000)) == []
+    assert len(crash_index.find(ReportFilter(sku="game:pc", limit=10, from_ms=submit, to_ms=submit + 10_000))) == 2
+    assert crash_index.find(ReportFilter(sku="game:pc", limit=10, to_ms=submit)) == []
+
+
+def test_get_missing_is_none(crash_index: CrashIndex):
+    assert crash_index.get(12345) is None
+
+
+def test_crash_counts_by_bucket_of_received_at(crash_index: CrashIndex):
+    minute = 60_000
+    crash_index.insert_many([
+        entry(1, received_at=10 * minute), entry(2, received_at=10 * minute + 59_999),
+        entry(3, received_at=11 * minute), entry(4, received_at=12 * minute),
+        entry(5, sku="x", received_at=10 * minute),
+    ])
+    assert crash_index.crash_counts("game:pc", 10 * minute, 12 * minute, minute) == {10 * minute: 2, 11 * minute: 1}
+    assert crash_index.crash_counts("game:pc", 0, 60 * minute, 60 * minute) == {0: 4}
+    crash_index.ping()

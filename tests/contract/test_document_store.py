@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import time
+
+from adapters.ports import DocumentStore
+
+
+def test_upsert_then_get_many(document_store: DocumentStore):
+    document_store.upsert_many({"a": b"1", "b": b"\x00\xff" * 1000}, ttl_seconds=60)
+    assert document_store.get_many(["a", "b", "missing"]) == {"a": b"1", "b": b"\x00\xff" * 1000}
+
+
+def test_upsert_replaces(document_store: DocumentStore):
+    document_store.upsert_many({"a": b"old"}, ttl_seconds=60)
+    document_store.upsert_many({"a": b"new"}, ttl_seconds=60)
+    assert document_store.get_many(["a"]) == {"a": b"new"}
+
+
+def test_expired_documents_are_gone(document_store: DocumentStore):
+    document_store.upsert_many({"short": b"x"}, ttl_seconds=1)
+    document_store.upsert_many({"long": b"y"}, ttl_seconds=60)
+    time.sleep(1.1)
+    assert document_store.get_many(["short", "long"]) == {"long": b"y"}
+
+
+def test_many_keys_at_once(document_store: DocumentStore):
+    docs = {f"k{i}": str(i).encode() for i in range(2500)}
+    document_store.upsert_many(docs, ttl_seconds=60)
+    assert document_store.get_many(list(docs)) == docs
+
+
+def test_empty_requests(document_store: DocumentStore):
+    document_store.upsert_many({}, ttl_seconds=60)
+    assert document_store.get_many([]) == {}
+    document_store.ping()

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+from adapters.ports import EventLog, LogRecord, OutgoingRecord
+
+
+def drain(consumer, expected: int, rounds: int = 50) -> list[LogRecord]:
+    got: list[LogRecord] = []
+    for _ in range(rounds):
+        got += consumer.poll(max_records=100, max_bytes=1 << 20, timeout_s=0.05)
+        if len(got) >= expected:
+            break
+    return got
+
+
+def test_published_records_come_back_with_key_value_headers(event_log: EventLog):
+    event_log.publish("t", [OutgoingRecord(value=b"v1", key=b"k1", headers=(("eventId", b"\x00\xff"),))])
+    [record] = drain(event_log.consumer("g", "t"), 1)
+    assert (record.topic, record.value, record.key, record.headers) == ("t", b"v1", b"k1", (("eventId", b"\x00\xff"),))
+    assert record.timestamp_ms > 0
+
+
+def test_same_key_same_partition_in_publish_order(event_log: EventLog):
+    event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=b"board-7") for i in range(20)])
+    records = drain(event_log.consumer("g", "t"), 20)
+    assert len({r.partition for r in records}) == 1
+    assert [r.value for r in records] == [str(i).encode() for i in range(20)]
+    assert [r.offset for r in records] == sorted(r.offset for r in records)
+
+
+def test_offsets_are_dense_per_partition(event_log: EventLog):
+    event_log.publish("t", [OutgoingRecord(value=b"x", key=str(i).encode()) for i in range(60)])
+    by_partition: dict[int, list[int]] = defaultdict(list)
+    for r in drain(event_log.consumer("g", "t"), 60):
+        by_partition[r.partition].append(r.offset)
+    assert sum(map(len, by_partition.values())) == 60
+    for offsets in by_partition.values():
+        assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
+
+
+def test_uncommitted_records_come_again_after_rewind_and_to_a_new_member(event_log: EventLog):
+    event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=b"k") for i in range(5)])
+    consumer = event_log.consumer("g", "t")
+    first = drain(consumer, 5)
+    consumer.commit(first[:2])
+    consumer.rewind()
+    again = drain(consumer, 3)
+    assert [r.value for r in again] == [b"2", b"3", b"4"]
+    consumer.close()
+    assert [r.value for r in drain(event_log.consumer("g", "t"), 3)] == [b"2", b"3", b"4"]
+
+
+def test_committed_records_are_not_delivered_again(event_log: EventLog):
+    event_log.publish("t", [OutgoingRecord(value=b"a", key=b"k")])
+    consumer = event_log.consumer("g", "t")
+    consumer.commit(drain(consumer, 1))
+    event_log.publish("t", [OutgoingRecord(value=b"b", key=b"k")])
+    assert [r.value for r in drain(event_log.consumer("g", "t"), 1)] == [b"b"]
+
+
+def test_groups_and_topics_are_independent(event_log: EventLog):
+    event_log.publish("t1", [OutgoingRecord(value=b"one")])
+    event_log.publish("t2", [OutgoingRecord(value=b"two")])
+    a = event_log.consumer("a", "t1")
+    a.commit(drain(a, 1))
+    assert [r.value for r in drain(event_log.consumer("b", "t1"), 1)] == [b"one"]
+    assert [r.value for r in drain(event_log.consumer("a", "t2"), 1)] == [b"two"]
+
+
+def test_poll_respects_max_records_and_max_bytes_but_always_makes_progress(event_log: EventLog):
+    event_log.publish("t", [OutgoingRecord(value=b"x" * 1000, key=b"k") for _ in range(10)])
+    consumer = event_log.consumer("g", "t")
+    assert len(consumer.poll(max_records=3, max_bytes=1 << 20, timeout_s=0.05)) == 3
+    assert len(consumer.poll(max_records=100, max_bytes=2500, timeout_s=0.05)) == 2
+    assert len(consumer.poll(max_records=100, max_bytes=10, timeout_s=0.05)) == 1
+
+
+def test_concurrent_publishers_lose_nothing(event_log: EventLog):
+    def publish(worker: int) -> None:
+        for i in range(50):
+            event_log.publish("t", [OutgoingRecord(value=f"{worker}-{i}".encode())])
+
+    threads = [threading.Thread(target=publish, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    values = [r.value for r in drain(event_log.consumer("g", "t"), 200, rounds=200)]
+    assert sorted(values) == sorted(f"{w}-{i}".encode() for w in range(4) for i in range(50))
+
+
+def test_ping_answers(event_log: EventLog):
+    event_log.ping()

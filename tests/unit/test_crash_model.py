@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+
+import pytest
+
+from core.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
+from core.requests import parse_json_body, validate
+from crashes.model import CrashSubmission, attachment_key, decode_attachment, new_event_id, report_key
+
+
+def test_report_key_is_first_16_bytes_of_sha256_of_event_id():
+    event_id = "0b6c2a4e-1111-4222-8333-444455556666"
+    assert report_key(event_id) == hashlib.sha256(event_id.encode()).hexdigest()[:32]
+
+
+def test_idempotency_key_gives_the_same_event_id_per_scope():
+    assert new_event_id("crash\x00a", "k1") == new_event_id("crash\x00a", "k1")
+    assert new_event_id("crash\x00a", "k1") != new_event_id("crash\x00b", "k1")
+    assert new_event_id("crash\x00a", "k1") != new_event_id("crash\x00a", "k2")
+    assert new_event_id("crash\x00a", None) != new_event_id("crash\x00a", None)
+    assert uuid.UUID(new_event_id("crash\x00a", None)).version == 4
+
+
+def test_attachment_keys_differ_by_name_and_stay_short():
+    assert attachment_key("r", "a.png") != attachment_key("r", "b.png")
+    assert len(attachment_key("r" * 32, "x" * 5000)) == 32 + 1 + 16
+
+
+@pytest.mark.parametrize("data", ["aGVsbG8", "aGVs bG8=", "!!!!", "aGVsbG9="])
+def test_non_canonical_or_invalid_base64_is_refused(data: str):
+    with pytest.raises(ValueError):
+        decode_attachment(data)
+
+
+def test_canonical_base64_decodes():
+    assert decode_attachment(base64.b64encode(b"\x00\x01binary").decode()) == b"\x00\x01binary"
+
+
+@pytest.mark.parametrize(
+    ("payload", "error", "field"),
+    [
+        ({}, MissingField, "sku"),
+        ({"sku": 12}, InvalidField, "sku"),
+        ({"sku": ""}, InvalidField, "sku"),
+        ({"sku": "a/b"}, InvalidField, "sku"),
+        ({"sku": "x" * 65}, InvalidField, "sku"),
+        ({"sku": "g", "errorCode": 1.5}, InvalidField, "errorCode"),
+        ({"sku": "g", "errorCode": True}, InvalidField, "errorCode"),
+        ({"sku": "g", "stackTrace": ["a"]}, InvalidField, "stackTrace"),
+        ({"sku": "g", "attachments": "x"}, InvalidField, "attachments"),
+        ({"sku": "g", "attachments": {"a.png": "%%%"}}, InvalidField, "attachments.a.png"),
+        ({"sku": "g", "attachments": {"": "AA=="}}, InvalidField, "attachments"),
+    ],
+)
+def test_bad_crash_fields_name_the_field(payload, error, field):
+    with pytest.raises(error) as caught:
+        validate(CrashSubmission, payload)
+    assert caught.value.field == field
+
+
+def test_unknown_fields_are_kept_and_error_code_may_be_int_or_str():
+    submission = validate(CrashSubmission, {"sku": "g:1.x-y_z", "errorCode": 5, "custom": {"a": [1]}})
+    assert submission.model_extra == {"custom": {"a": [1]}}
+    assert validate(CrashSubmission, {"sku": "g", "errorCode": "E5"}).errorCode == "E5"
+
+
+def test_a_body_that_is_not_an_object_is_invalid():
+    with pytest.raises(InvalidField):
+        validate(CrashSubmission, [1, 2])
+
+
+def test_parse_json_body_errors():
+    with pytest.raises(InvalidJson):
+        parse_json_body(b"{nope", "application/json")
+    with pytest.raises(InvalidJson):
+        parse_json_body(b"\xff\xfe", None)
+    with pytest.raises(UnsupportedMediaType):
+        parse_json_body(b"{}", "text/plain")
+    with pytest.raises(PayloadTooLarge):
+        parse_json_body(b" " * 11, "application/json", max_bytes=10)
+    assert parse_json_body(b'{"a": 1}', "application/json; charset=utf-8") == {"a": 1}
+    assert parse_json_body(b"[]", "application/vnd.blackbox+json") == []

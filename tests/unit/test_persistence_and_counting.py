@@ -1,0 +1,105 @@
+"""The consumers' domain: idempotent persistence, effectively-once counting, dead letters."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from adapters.factory import Adapters
+from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
+from core.topics import DEADLETTER
+from crashes.capture import capture_crash
+from crashes.model import attachment_key
+from crashes.persistence import ReportDocument, persist_crashes
+from sessions.capture import capture_sessions
+from sessions.counting import CONSUMER, count_sessions
+
+
+def consume(adapters: Adapters, topic: str, group: str = "test") -> list[LogRecord]:
+    return adapters.log.consumer(group, topic).poll(1000, 1 << 30, timeout_s=0.1)
+
+
+def post_crash(adapters: Adapters, payload: dict, key: str | None = None) -> str:
+    return capture_crash(adapters.log, json.dumps(payload).encode(), "application/json", key).report_key
+
+
+def persist(adapters: Adapters, records: list[LogRecord]) -> int:
+    return persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+
+
+def test_a_redelivered_batch_changes_nothing(adapters: Adapters):
+    for i in range(3):
+        post_crash(adapters, {"sku": "g", "n": i})
+    records = consume(adapters, "crashes")
+    assert persist(adapters, records) == 3
+    first = adapters.index.find(ReportFilter(sku="g", limit=10))
+    persist(adapters, records)
+    assert adapters.index.find(ReportFilter(sku="g", limit=10)) == first
+
+
+def test_a_client_retry_with_the_same_idempotency_key_is_one_report(adapters: Adapters):
+    keys = {post_crash(adapters, {"sku": "g", "try": n}, key="retry-1") for n in range(3)}
+    assert len(keys) == 1
+    persist(adapters, consume(adapters, "crashes"))
+    assert len(adapters.index.find(ReportFilter(sku="g", limit=10))) == 1
+
+
+def test_attachments_are_stored_apart_from_the_body(adapters: Adapters):
+    png = b"\x89PNG" + bytes(range(256)) * 40
+    key = post_crash(adapters, {"sku": "g", "attachments": {"s.png": base64.b64encode(png).decode()}})
+    persist(adapters, consume(adapters, "crashes"))
+    found = adapters.documents.get_many([key, attachment_key(key, "s.png")])
+    body = ReportDocument.model_validate_json(found[key])
+    assert body.payload["attachments"] == {"s.png": None}
+    assert len(found[key]) < 500
+    assert found[attachment_key(key, "s.png")] == png
+    [report] = adapters.index.find(ReportFilter(sku="g", limit=10))
+    assert report.entry.attachments == ("s.png",)
+
+
+def test_malformed_crash_records_go_to_the_dead_letter_topic_with_a_reason(adapters: Adapters):
+    post_crash(adapters, {"sku": "g"})
+    adapters.log.publish("crashes", [OutgoingRecord(value=b"not json", key=b"poison")])
+    records = consume(adapters, "crashes")
+    assert persist(adapters, records) == 1
+    [dead] = consume(adapters, DEADLETTER)
+    headers = dict(dead.headers)
+    assert dead.value == b"not json"
+    assert b"malformed crash record" in headers["reason"]
+    assert headers["sourceTopic"] == b"crashes"
+
+
+def sessions(adapters: Adapters, *batches: list[dict]) -> None:
+    for batch in batches:
+        capture_sessions(adapters.log, json.dumps(batch).encode(), "application/json", None)
+
+
+def total(adapters: Adapters, sku: str = "g") -> int:
+    return sum(adapters.counters.session_counts(sku, 0, 2**62, 2**61).values())
+
+
+def test_sessions_count_once_even_when_batches_are_redelivered_or_overlap(adapters: Adapters):
+    sessions(adapters, *[[{"sku": "g", "kind": "client"}] * 3 for _ in range(4)])
+    records = consume(adapters, "sessions")
+    assert count_sessions(records[:2], adapters.counters, adapters.log) == 6
+    assert count_sessions(records[:2], adapters.counters, adapters.log) == 0  # redelivered
+    assert count_sessions(records, adapters.counters, adapters.log) == 6  # overlaps: only the new ones
+    assert total(adapters) == 12
+
+
+def test_session_offsets_are_stored_per_partition(adapters: Adapters):
+    sessions(adapters, *[[{"sku": "g", "kind": "server"}] for _ in range(20)])
+    records = consume(adapters, "sessions")
+    count_sessions(records, adapters.counters, adapters.log)
+    for partition in {r.partition for r in records}:
+        last = max(r.offset for r in records if r.partition == partition)
+        assert adapters.counters.applied_offset(CONSUMER, f"sessions-{partition}") == last
+    assert total(adapters) == 20
+
+
+def test_malformed_session_records_are_dead_lettered_and_the_rest_counted(adapters: Adapters):
+    sessions(adapters, [{"sku": "g", "kind": "client"}])
+    adapters.log.publish("sessions", [OutgoingRecord(value=b'{"eventId": 1}')])
+    count_sessions(consume(adapters, "sessions"), adapters.counters, adapters.log)
+    assert total(adapters) == 1
+    assert [r.value for r in consume(adapters, DEADLETTER)] == [b'{"eventId": 1}']

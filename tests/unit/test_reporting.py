@@ -1,0 +1,152 @@
+"""Listing, paging, filters, full payloads and stats, through the reporter's domain functions."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from adapters.factory import Adapters
+from core.errors import InvalidField, MissingField, NotFound
+from core.timeutil import now_ms, parse_time, to_rfc3339
+from crashes.capture import capture_crash
+from crashes.persistence import persist_crashes
+from crashes.reporting import get_attachment, get_report, list_reports
+from crashes.stats import crash_stats
+from sessions.capture import capture_sessions
+from sessions.counting import count_sessions
+
+
+def ingest(adapters: Adapters, payloads: list[dict]) -> None:
+    for payload in payloads:
+        capture_crash(adapters.log, json.dumps(payload).encode(), "application/json", None)
+    records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
+    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+
+
+def listing(adapters: Adapters, **params) -> dict:
+    return list_reports(adapters.index, adapters.documents, {k: str(v) for k, v in params.items()})
+
+
+def test_cursor_pages_through_everything_once(adapters: Adapters):
+    ingest(adapters, [{"sku": "g", "n": i} for i in range(25)])
+    seen, cursor = [], None
+    while True:
+        page = listing(adapters, sku="g", limit=10, **({"cursor": cursor} if cursor else {}))
+        seen += [r["reportId"] for r in page["reports"]]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert len(seen) == 25 and seen == sorted(set(seen))
+    assert [r["reportId"] for r in listing(adapters, sku="g", offset=20)["reports"]] == seen[20:]
+
+
+def test_summary_has_the_contract_fields_and_no_payload(adapters: Adapters):
+    ingest(adapters, [{"sku": "g", "crashType": "AV", "errorCode": 7, "platform": "ps5", "buildVersion": "1.0",
+                       "stackTrace": "#0 0x1 in f()", "attachments": {"a.txt": "aGk="}}])
+    [report] = listing(adapters, sku="g")["reports"]
+    assert set(report) == {"reportId", "reportKey", "eventId", "sku", "submitTime", "receivedAt", "crashType",
+                           "errorCode", "platform", "buildVersion", "signature", "sizeBytes", "attachments"}
+    assert report["errorCode"] == "7" and report["attachments"] == ["a.txt"]
+    assert report["submitTime"].endswith("Z") and parse_time(report["submitTime"], "t") >= parse_time(
+        report["receivedAt"], "t")
+
+
+def test_full_payload_is_exactly_what_was_sent(adapters: Adapters):
+    payloads = [
+        {"sku": "g", "attachments": {"dump.bin": base64.b64encode(bytes(range(256))).decode()}, "x": [1, {"y": None}]},
+        {"sku": "g", "attachments": {}},
+        {"sku": "g", "unicode": "💥 ü", "float": 1.5},
+    ]
+    ingest(adapters, payloads)
+    full = listing(adapters, sku="g", fields="full")["reports"]
+    # reports from different log partitions are indexed in no promised order
+    # exactly: the same JSON text, key order included
+    assert sorted(json.dumps(r["payload"]) for r in full) == sorted(json.dumps(p) for p in payloads)
+    [dump] = [r for r in full if r["attachments"] == ["dump.bin"]]
+    assert get_report(adapters.index, adapters.documents, str(dump["reportId"]))["payload"] == payloads[0]
+    data, content_type = get_attachment(adapters.index, adapters.documents, str(dump["reportId"]), "dump.bin")
+    assert data == bytes(range(256)) and content_type == "application/octet-stream"
+
+
+def test_filters(adapters: Adapters):
+    ingest(adapters, [
+        {"sku": "g", "platform": "ps5", "crashType": "AV", "errorCode": 1, "buildVersion": "1"},
+        {"sku": "g", "platform": "pc", "crashType": "AV", "errorCode": "1", "buildVersion": "2"},
+        {"sku": "g", "platform": "pc", "crashType": "OOM", "stackTrace": "#0 0x1 in boom()"},
+    ])
+
+    def found(**filters: str) -> list[tuple]:
+        reports = listing(adapters, sku="g", **filters)["reports"]
+        return sorted((r["platform"], r["crashType"], r["buildVersion"]) for r in reports)
+
+    assert found(platform="pc") == [("pc", "AV", "2"), ("pc", "OOM", None)]
+    assert found(crashType="AV", errorCode="1") == [("pc", "AV", "2"), ("ps5", "AV", "1")]
+    assert found(buildVersion="2") == [("pc", "AV", "2")]
+    [oom] = [r for r in listing(adapters, sku="g")["reports"] if r["crashType"] == "OOM"]
+    assert found(signature=oom["signature"]) == [("pc", "OOM", None)]
+    assert listing(adapters, sku="other")["reports"] == []
+
+
+def test_time_range_is_on_submit_time(adapters: Adapters):
+    ingest(adapters, [{"sku": "g"}])
+    [report] = listing(adapters, sku="g")["reports"]
+    submit = parse_time(report["submitTime"], "t")
+    assert listing(adapters, sku="g", **{"from": to_rfc3339(submit)})["reports"] == [report]
+    assert listing(adapters, sku="g", **{"from": submit + 1})["reports"] == []
+    assert listing(adapters, sku="g", to=submit)["reports"] == []
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "field"),
+    [
+        ({}, MissingField, "sku"),
+        ({"sku": "g", "limit": "0"}, InvalidField, "limit"),
+        ({"sku": "g", "limit": "1001"}, InvalidField, "limit"),
+        ({"sku": "g", "limit": "ten"}, InvalidField, "limit"),
+        ({"sku": "g", "cursor": "???"}, InvalidField, "cursor"),
+        ({"sku": "g", "cursor": "cjE", "offset": "1"}, InvalidField, "offset"),
+        ({"sku": "g", "fields": "all"}, InvalidField, "fields"),
+        ({"sku": "g", "from": "yesterday"}, InvalidField, "from"),
+        ({"sku": "g", "from": "2026-01-01T00:00:00"}, InvalidField, "from"),
+    ],
+)
+def test_bad_query_parameters(adapters: Adapters, params, error, field):
+    with pytest.raises(error) as caught:
+        list_reports(adapters.index, adapters.documents, params)
+    assert caught.value.field == field
+
+
+def test_missing_reports_and_attachments_are_not_found(adapters: Adapters):
+    ingest(adapters, [{"sku": "g", "attachments": {"a": "AA=="}}])
+    for report_id in ("999", "abc", "-1"):
+        with pytest.raises(NotFound):
+            get_report(adapters.index, adapters.documents, report_id)
+    with pytest.raises(NotFound):
+        get_attachment(adapters.index, adapters.documents, "1", "b")
+
+
+def test_stats_count_crashes_and_sessions_per_bucket(adapters: Adapters):
+    ingest(adapters, [{"sku": "g"}, {"sku": "g"}, {"sku": "h"}])
+    capture_sessions(adapters.log, json.dumps([{"sku": "g", "kind": "client"}] * 4).encode(), None, None)
+    count_sessions(adapters.log.consumer("t", "sessions").poll(100, 1 << 30, 0.1), adapters.counters, adapters.log)
+    now = now_ms()
+    series = crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": str(now - 120_000),
+                                                             "to": str(now + 60_000)})["series"]
+    assert len(series) in (3, 4)
+    assert sum(b["crashes"] for b in series) == 2 and sum(b["sessions"] for b in series) == 4
+    busy = [b for b in series if b["sessions"]]
+    assert busy[0]["crashRate"] == busy[0]["crashes"] / busy[0]["sessions"]
+    assert all(b["crashRate"] is None for b in series if not b["sessions"])
+    hourly = crash_stats(adapters.index, adapters.counters, {"sku": "g", "granularity": "hour"})["series"]
+    assert len(hourly) == 24 and sum(b["crashes"] for b in hourly) == 2
+
+
+def test_stats_bad_ranges(adapters: Adapters):
+    with pytest.raises(InvalidField):
+        crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": "1000", "to": "1000"})
+    with pytest.raises(InvalidField):
+        crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": "0", "to": str(now_ms())})
+    with pytest.raises(InvalidField):
+        crash_stats(adapters.index, adapters.counters, {"sku": "g", "granularity": "day"})

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from crashes.signature import signature, top_frames
+
+TRACE = """#0 0x00007ff6a1b2c3d4 in Renderer::DrawMesh(Mesh const*) at renderer.cpp:412
+#1 0x00007ff6a1b2a000 in Scene::Render() at scene.cpp:88
+#2 0x00007ff6a1b01234 in Game::Tick(float) at game.cpp:1201
+#3 0x00007ff6a1b00010 in main"""
+
+
+def test_addresses_offsets_lines_and_indices_do_not_change_the_signature():
+    moved = """#4 0x000055aa00001111 in Renderer::DrawMesh(Mesh const*) at renderer.cpp:415
+#5 0x000055aa00002222 in Scene::Render() at scene.cpp:90
+#6 0x000055aa00003333 in Game::Tick(float) at game.cpp:1300
+#7 0x000055aa00004444 in main"""
+    assert signature(TRACE) == signature(moved)
+
+
+def test_module_offsets_and_windows_style_frames():
+    a = "game.exe!Physics::Step+0x1f3\ngame.exe!World::Update+0x20"
+    b = "game.exe!Physics::Step+0x2a0\ngame.exe!World::Update+0x88"
+    assert signature(a) == signature(b)
+
+
+def test_different_functions_give_different_signatures():
+    other = TRACE.replace("Renderer::DrawMesh", "Renderer::DrawSprite")
+    assert signature(TRACE) != signature(other)
+
+
+def test_crash_handler_frames_are_ignored():
+    with_handler = "#0 0x1 in CrashHandler::OnSignal(int)\n#1 0x2 in __GI_raise\n" + TRACE
+    assert signature(with_handler) == signature(TRACE)
+
+
+def test_only_top_frames_count():
+    deep = "\n".join(f"#{i} 0x{i:x} in F{i}()" for i in range(10))
+    assert signature(deep + "\n#10 0x1 in A()") == signature(deep + "\n#10 0x1 in B()")
+    assert top_frames(deep) == ["in F0", "in F1", "in F2", "in F3", "in F4"]
+
+
+def test_no_trace_no_signature():
+    assert signature(None) is None
+    assert signature("") is None
+    assert signature("\n  \n") is None

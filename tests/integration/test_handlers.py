@@ -1,0 +1,114 @@
+"""Every Lambda handler, run on its sample event from events/, against the embedded adapters."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from adapters.factory import Adapters
+from core.msk import from_msk_event, to_msk_event
+from lambdas import capture, crash_consumer, reporter, session_counter
+from local_runtime.functions import FUNCTIONS, LocalContext
+from tests.conftest import EVENTS, load_event
+
+
+def call(handler, name: str, **changes) -> dict:
+    event = load_event(name) | changes
+    return handler(event, LocalContext(function_name=name))
+
+
+def body(response: dict) -> dict:
+    return json.loads(response["body"])
+
+
+def test_every_function_has_a_sample_event_named_after_it():
+    samples = [path.name for path in EVENTS.glob("*.json")]
+    assert all(any(s.startswith(function) for s in samples) for function in FUNCTIONS)
+    assert all(any(s.startswith(function) for function in FUNCTIONS) for s in samples)
+
+
+def test_capture_crash_sample_is_acknowledged_and_idempotent(adapters: Adapters):
+    first = call(capture.handler, "capture-crash.json")
+    again = call(capture.handler, "capture-crash.json")
+    assert first["statusCode"] == 202
+    assert body(first) == body(again)  # the sample carries an Idempotency-Key
+    assert set(body(first)) == {"eventId", "reportKey"}
+
+
+def test_capture_sessions_sample(adapters: Adapters):
+    response = call(capture.handler, "capture-sessions.json")
+    assert (response["statusCode"], body(response)) == (202, {"accepted": 2})
+
+
+def test_consumer_samples_then_reporter_samples(adapters: Adapters):
+    assert call(crash_consumer.handler, "crash-consumer.json") == {"persisted": 1}
+    assert call(session_counter.handler, "session-counter.json") == {"counted": 2}
+    assert call(session_counter.handler, "session-counter.json") == {"counted": 0}  # redelivered
+
+    listing = call(reporter.handler, "reporter-list-crashes.json")
+    assert listing["statusCode"] == 200
+    [report] = body(listing)["reports"]
+    assert report["reportId"] == 1 and report["crashType"] == "ACCESS_VIOLATION"
+
+    detail = body(call(reporter.handler, "reporter-get-crash.json"))
+    sent = json.loads(base64.b64decode(load_event("crash-consumer.json")["records"]["crashes-0"][0]["value"]))
+    assert detail["payload"] == sent["payload"]
+
+    attachment = call(reporter.handler, "reporter-get-attachment.json")
+    assert attachment["isBase64Encoded"] is True
+    assert base64.b64decode(attachment["body"]) == b"frame 18211: device lost\n"
+    assert attachment["multiValueHeaders"]["Content-Type"] == ["text/plain"]
+
+    stats = body(call(reporter.handler, "reporter-stats.json"))["series"]
+    assert len(stats) == 60
+    [busy] = [b for b in stats if b["crashes"]]
+    assert busy == {"start": "2026-11-20T10:15:00.000Z", "sessions": 2, "crashes": 1, "crashRate": 0.5}
+
+
+def test_health_sample(adapters: Adapters):
+    response = call(reporter.handler, "reporter-health.json")
+    assert response["statusCode"] == 200
+    assert body(response)["components"] == {"log": "ok", "documents": "ok", "index": "ok"}
+
+
+def test_health_reports_a_dead_component(adapters: Adapters):
+    adapters.index.close()
+    adapters.index.ping = lambda: (_ for _ in ()).throw(ConnectionError("gone"))  # type: ignore[method-assign]
+    response = call(reporter.handler, "reporter-health.json")
+    assert response["statusCode"] == 503
+    assert body(response)["components"]["index"].startswith("unavailable")
+
+
+@pytest.mark.parametrize(
+    ("changes", "status", "code"),
+    [
+        ({"body": "{not json"}, 400, "invalid_json"),
+        ({"body": '{"crashType": "AV"}'}, 400, "missing_field"),
+        ({"body": '{"sku": ["x"]}'}, 400, "invalid_field"),
+        ({"body": json.dumps({"sku": "g", "pad": "x" * (1 << 20)})}, 413, "payload_too_large"),
+        ({"headers": {"Content-Type": "text/plain"}}, 415, "unsupported_media_type"),
+        ({"path": "/v1/nothing"}, 404, "not_found"),
+    ],
+)
+def test_capture_errors_have_the_contract_body(adapters: Adapters, changes, status, code):
+    response = call(capture.handler, "capture-crash.json", **changes)
+    assert response["statusCode"] == status
+    assert body(response)["error"] == code and body(response)["message"]
+
+
+def test_a_failing_log_answers_503(adapters: Adapters):
+    def broken(topic, records):
+        raise TimeoutError("broker unreachable")
+
+    adapters.log.publish = broken  # type: ignore[method-assign]
+    response = call(capture.handler, "capture-crash.json")
+    assert response["statusCode"] == 503 and body(response)["error"] == "unavailable"
+
+
+def test_msk_event_shape_round_trips():
+    event = load_event("crash-consumer.json")
+    records = from_msk_event(event)
+    assert to_msk_event(records, event["eventSourceArn"], event["bootstrapServers"]) == event
+    assert records[0].headers[0][0] == "eventId"

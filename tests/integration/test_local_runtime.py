@@ -1,0 +1,100 @@
+"""The local gateway (HTTP ↔ API Gateway proxy events) and the poller (log ↔ MSK events)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+import time
+
+import httpx
+
+from adapters.factory import Adapters
+from adapters.ports import OutgoingRecord
+from core.msk import from_msk_event
+from local_runtime.gateway import GATEWAY_MAX_BODY, Gateway, proxy_event, route
+from local_runtime.poller import Poller
+
+
+def test_routes_follow_the_rest_api_resources():
+    assert route("POST", "/v1/crashes") == "capture"
+    assert route("POST", "/v1/sessions") == "capture"
+    assert route("GET", "/v1/crashes/12/attachments/a.png") == "reporter"
+    assert route("POST", "/v1/crashesX") is None
+    assert route("DELETE", "/v1/crashes") is None
+    assert route("GET", "/v2/x") is None
+
+
+def test_proxy_event_carries_query_headers_and_binary_bodies():
+    scope = {"method": "POST", "path": "/v1/crashes", "query_string": b"a=1&a=2&b=", "client": ("10.0.0.1", 1),
+             "headers": [(b"Content-Type", b"application/json"), (b"x-multi", b"1"), (b"x-multi", b"2")]}
+    event = proxy_event(scope, b"\xff\x00")
+    assert event["queryStringParameters"] == {"a": "2", "b": ""}
+    assert event["multiValueQueryStringParameters"] == {"a": ["1", "2"], "b": [""]}
+    assert event["headers"]["content-type"] == "application/json"
+    assert event["multiValueHeaders"]["x-multi"] == ["1", "2"]
+    assert event["isBase64Encoded"] and base64.b64decode(event["body"]) == b"\xff\x00"
+    assert proxy_event({**scope, "query_string": b""}, b"")["body"] is None
+
+
+def test_gateway_serves_through_the_handlers(adapters: Adapters):
+    async def scenario() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=Gateway(workers=2))
+        async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+            return [
+                await client.post("/v1/crashes", json={"sku": "g"}),
+                await client.get("/v1/health"),
+                await client.get("/nowhere"),
+                await client.post("/v1/crashes", content=b"x" * (GATEWAY_MAX_BODY + 1),
+                                  headers={"content-type": "application/json"}),
+            ]
+
+    posted, health, missing, huge = asyncio.run(scenario())
+    assert posted.status_code == 202 and set(posted.json()) == {"eventId", "reportKey"}
+    assert health.status_code == 200
+    assert (missing.status_code, missing.json()["error"]) == (404, "not_found")
+    assert (huge.status_code, huge.json()["error"]) == (413, "payload_too_large")
+
+
+def run_poller(adapters: Adapters, handler, until) -> Poller:
+    stop = threading.Event()
+    poller = Poller(adapters.log, "crash-consumer", "t", handler, stop)
+    poller.start()
+    deadline = time.monotonic() + 10
+    while not until() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    poller.join(timeout=10)
+    return poller
+
+
+def test_poller_commits_only_after_the_handler_succeeded_and_retries_failures(adapters: Adapters):
+    adapters.log.publish("t", [OutgoingRecord(value=json.dumps(i).encode(), key=b"k") for i in range(5)])
+    calls: list[list[int]] = []
+
+    def flaky(event, context):
+        values = [json.loads(r.value) for r in from_msk_event(event)]
+        calls.append(values)
+        if len(calls) < 3:
+            raise ConnectionError("database away")
+        return {"ok": True}
+
+    poller = run_poller(adapters, flaky, lambda: len(calls) >= 3)
+    assert calls[0] == calls[1] == calls[2] == [0, 1, 2, 3, 4]  # the same batch, again, until it succeeds
+    assert poller.batches == 1
+    # committed: a new member of the group gets nothing
+    assert adapters.log.consumer("blackbox-crash-consumer", "t").poll(100, 1 << 20, 0.05) == []
+
+
+def test_a_batch_that_never_succeeds_is_never_committed(adapters: Adapters):
+    adapters.log.publish("t", [OutgoingRecord(value=b"1", key=b"k")])
+    attempts: list[int] = []
+
+    def failing(event, context):
+        attempts.append(1)
+        raise RuntimeError("poison?")
+
+    run_poller(adapters, failing, lambda: len(attempts) >= 2)
+    again = adapters.log.consumer("blackbox-crash-consumer", "t").poll(100, 1 << 20, 0.05)
+    assert [r.value for r in again] == [b"1"]

@@ -20,6 +20,18 @@ FUNCTIONS = {
     "session-counter": "lambdas.session_counter",
 }
 
+# The REST API's routes (DESIGN §5): method, resource path, function. API Gateway declares exactly
+# these; the local gateway matches the same templates, so an unknown route is a 404 in both.
+API_ROUTES = (
+    ("POST", "/v1/crashes", "capture"),
+    ("POST", "/v1/sessions", "capture"),
+    ("GET", "/v1/crashes", "reporter"),
+    ("GET", "/v1/crashes/{reportId}", "reporter"),
+    ("GET", "/v1/crashes/{reportId}/attachments/{name}", "reporter"),
+    ("GET", "/v1/stats", "reporter"),
+    ("GET", "/v1/health", "reporter"),
+)
+
 # consumer function → the topic its event source mapping reads
 CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +15,7 @@ from urllib.parse import parse_qsl
 
 from core.errors import BlackboxError, NotFound, PayloadTooLarge
 from core.timeutil import now_ms
-from local_runtime.functions import Handler, LocalContext, load_handler
+from local_runtime.functions import API_ROUTES, Handler, LocalContext, load_handler
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -23,20 +24,14 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 # API Gateway's own payload limit; the handlers enforce the contract's smaller ones
 GATEWAY_MAX_BODY = 10 * 1024 * 1024
 
-# (method, path prefix, function); the first match owns the request, as the REST API's resources do
-ROUTES = (
-    ("POST", "/v1/crashes", "capture"),
-    ("POST", "/v1/sessions", "capture"),
-    ("GET", "/v1/", "reporter"),
-)
+_ROUTES = [
+    (method, re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$"), function)
+    for method, path, function in API_ROUTES
+]
 
 
 def route(method: str, path: str) -> str | None:
-    for route_method, prefix, function in ROUTES:
-        under = prefix if prefix.endswith("/") else prefix + "/"
-        if method == route_method and (path == prefix or path.startswith(under)):
-            return function
-    return None
+    return next((f for m, pattern, f in _ROUTES if m == method and pattern.match(path)), None)
 
 
 def proxy_event(scope: Scope, body: bytes) -> dict[str, Any]:

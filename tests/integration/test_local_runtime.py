@@ -20,7 +20,10 @@ from local_runtime.poller import Poller
 def test_routes_follow_the_rest_api_resources():
     assert route("POST", "/v1/crashes") == "capture"
     assert route("POST", "/v1/sessions") == "capture"
+    assert route("GET", "/v1/crashes") == "reporter"
     assert route("GET", "/v1/crashes/12/attachments/a.png") == "reporter"
+    assert route("GET", "/v1/crashes/12/attachments/a/b") is None
+    assert route("GET", "/v1/other") is None
     assert route("POST", "/v1/crashesX") is None
     assert route("DELETE", "/v1/crashes") is None
     assert route("GET", "/v2/x") is None

@@ -1,0 +1,35 @@
+# The README's two commands: `make serve` and `make test`. Everything else is a step of those.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# the CDK's jsii runtime runs on the machine's Node 20
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+
+.PHONY: serve test lint typecheck pytest synth clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/blackbox serve
+
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+synth: $(STAMP)
+	$(BIN)/python app.py
+
+clean:
+	rm -rf $(VENV) cdk.out blackbox-data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,64 @@
+"""The SQL the index and counters share on SQLite and MySQL, written with `?` placeholders
+(`pyformat` turns them into PyMySQL's)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from adapters.ports import FILTERABLE, IndexedReport, IndexEntry, ReportFilter
+
+ENTRY_COLUMNS = (
+    "report_key", "event_id", "sku", "received_at", "size_bytes",
+    "crash_type", "error_code", "platform", "build_version", "signature",
+)
+INSERT_COLUMNS = ("report_id", "submit_time", *ENTRY_COLUMNS, "attachments")
+SELECT_REPORTS = f"SELECT {', '.join(INSERT_COLUMNS)} FROM reports"
+
+CRASH_COUNTS = (
+    "SELECT received_at - received_at % ? AS bucket, COUNT(*) FROM reports "
+    "WHERE sku = ? AND received_at >= ? AND received_at < ? GROUP BY bucket"
+)
+SESSION_COUNTS = (
+    "SELECT minute - minute % ? AS bucket, SUM(count) FROM session_counts "
+    "WHERE sku = ? AND minute >= ? AND minute < ? GROUP BY bucket"
+)
+APPLIED_OFFSET = "SELECT applied FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
+
+
+def pyformat(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def entry_values(entry: IndexEntry, report_id: int | None, submit_time: int) -> tuple[Any, ...]:
+    """Values in INSERT_COLUMNS order; report_id None lets the database assign it."""
+    return (report_id, submit_time, *(getattr(entry, c) for c in ENTRY_COLUMNS), json.dumps(list(entry.attachments)))
+
+
+def report_from_row(row: Iterable[Any]) -> IndexedReport:
+    report_id, submit_time, *fields, attachments = row
+    entry = IndexEntry(**dict(zip(ENTRY_COLUMNS, fields, strict=True)), attachments=tuple(json.loads(attachments)))
+    return IndexedReport(int(report_id), int(submit_time), entry)
+
+
+def find_query(query: ReportFilter) -> tuple[str, list[Any]]:
+    clauses = ["sku = ?", "report_id > ?"]
+    params: list[Any] = [query.sku, query.after_id]
+    if query.from_ms is not None:
+        clauses.append("submit_time >= ?")
+        params.append(query.from_ms)
+    if query.to_ms is not None:
+        clauses.append("submit_time < ?")
+        params.append(query.to_ms)
+    for name, value in sorted(query.equals.items()):
+        if name not in FILTERABLE:
+            raise ValueError(f"not a filterable field: {name}")
+        clauses.append(f"{name} = ?")
+        params.append(value)
+    sql = f"{SELECT_REPORTS} WHERE {' AND '.join(clauses)} ORDER BY report_id LIMIT ? OFFSET ?"
+    return sql, [*params, query.limit, query.offset]
+
+
+def bucket_counts(rows: Iterable[tuple[Any, Any]]) -> dict[int, int]:
+    return {int(bucket): int(count) for bucket, count in rows}

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from adapters.factory import Settings, build, install
+from adapters.factory import Settings, build, install, migrate
 from local_runtime.functions import FUNCTIONS, LocalContext, load_handler
 from local_runtime.server import DataDirInUse, serve
 
@@ -36,13 +36,20 @@ def _invoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    applied = migrate(_settings(args))
+    print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {name}" for name in applied))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="blackbox", description="Crash reporting and leaderboards for online games")
     commands = root.add_subparsers(dest="command", required=True)
 
     def storage_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--data-dir", type=Path, default=None, help="embedded data (default ./blackbox-data)")
-        p.add_argument("--profile", choices=["embedded"], default=None, help="which adapters to run on")
+        p.add_argument("--profile", choices=["embedded", "services"], default=None,
+                       help="embedded (SQLite, the default) or services (Kafka, MySQL, Couchbase)")
 
     serve_cmd = commands.add_parser("serve", help="run the API, the consumers and the workers until stopped")
     serve_cmd.add_argument("--host", default="127.0.0.1")
@@ -55,6 +62,10 @@ def parser() -> argparse.ArgumentParser:
     invoke_cmd.add_argument("--event", required=True, help="a JSON event file, e.g. events/capture-crash.json")
     storage_options(invoke_cmd)
     invoke_cmd.set_defaults(run=_invoke)
+
+    migrate_cmd = commands.add_parser("migrate", help="apply pending schema migrations to the index database")
+    storage_options(migrate_cmd)
+    migrate_cmd.set_defaults(run=_migrate)
     return root
 
 

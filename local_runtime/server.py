@@ -13,7 +13,7 @@ from pathlib import Path
 
 import uvicorn
 
-from adapters.factory import Settings, build, install
+from adapters.factory import Settings, build, install, migrate
 from local_runtime.functions import CONSUMERS, load_handler
 from local_runtime.gateway import Gateway
 from local_runtime.poller import Poller
@@ -50,6 +50,7 @@ def _lock(data_dir: Path) -> int:
 
 def serve(settings: Settings, host: str, port: int) -> None:
     lock = _lock(settings.data_dir)
+    migrate(settings)  # as the AWS deployment's custom resource does before the functions run
     adapters = build(settings)
     install(adapters)
     stop = threading.Event()

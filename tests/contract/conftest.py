@@ -1,5 +1,5 @@
-"""Every adapter of a port runs the same contract suite: add an engine to ENGINES and each test
-here runs against it unchanged."""
+"""Every adapter of a port runs the same contract suite: each test here runs, unchanged, against
+the embedded adapter (SQLite) and the real engine (Kafka, Couchbase, MariaDB)."""
 
 from __future__ import annotations
 
@@ -8,37 +8,54 @@ from pathlib import Path
 
 import pytest
 
+from adapters.couchbase.documents import CouchbaseDocumentStore
 from adapters.embedded.documents import SqliteDocumentStore
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.embedded.log import SqliteEventLog
+from adapters.kafka.auth import plaintext
+from adapters.kafka.log import KafkaEventLog
+from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.ports import CrashIndex, DocumentStore, EventLog, SessionCounters
+from tests.services import mysql_database, namespace, settings
 
-ENGINES = ["embedded"]
+ENGINES = ["embedded", "services"]
 
 
 @pytest.fixture(params=ENGINES)
 def event_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventLog]:
-    log = SqliteEventLog(tmp_path / "log.sqlite", partitions=3)
+    if request.param == "embedded":
+        log: EventLog = SqliteEventLog(tmp_path / "log.sqlite", partitions=3)
+    else:
+        log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=3, topic_prefix=f"{namespace()}.")
     yield log
     log.close()
 
 
 @pytest.fixture(params=ENGINES)
 def document_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DocumentStore]:
-    store = SqliteDocumentStore(tmp_path / "documents.sqlite")
+    if request.param == "embedded":
+        store: DocumentStore = SqliteDocumentStore(tmp_path / "documents.sqlite")
+    else:
+        s = settings()
+        store = CouchbaseDocumentStore(s.couchbase_url, s.couchbase_bucket, s.couchbase_username,
+                                       s.couchbase_password, key_prefix=f"{namespace()}:")
     yield store
     store.close()
 
 
 @pytest.fixture(params=ENGINES)
 def crash_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CrashIndex]:
-    index = SqliteCrashIndex(SqliteIndexDatabase(tmp_path / "index.sqlite"))
-    yield index
-    index.close()
+    if request.param == "embedded":
+        yield SqliteCrashIndex(SqliteIndexDatabase(tmp_path / "index.sqlite"))
+        return
+    with mysql_database(namespace()) as database:
+        yield MysqlCrashIndex(database)
 
 
 @pytest.fixture(params=ENGINES)
 def session_counters(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionCounters]:
-    counters = SqliteSessionCounters(SqliteIndexDatabase(tmp_path / "index.sqlite"))
-    yield counters
-    counters.close()
+    if request.param == "embedded":
+        yield SqliteSessionCounters(SqliteIndexDatabase(tmp_path / "index.sqlite"))
+        return
+    with mysql_database(namespace()) as database:
+        yield MysqlSessionCounters(database)

@@ -1,18 +1,30 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 
 from adapters.ports import EventLog, LogRecord, OutgoingRecord
 
 
-def drain(consumer, expected: int, rounds: int = 50) -> list[LogRecord]:
+def drain(consumer, expected: int, timeout_s: float = 30, close: bool = True, **limits) -> list[LogRecord]:
+    """Polls until `expected` records came (or the deadline), then a little longer to catch extras."""
     got: list[LogRecord] = []
-    for _ in range(rounds):
-        got += consumer.poll(max_records=100, max_bytes=1 << 20, timeout_s=0.05)
-        if len(got) >= expected:
-            break
+    deadline = time.monotonic() + timeout_s
+    while len(got) < expected and time.monotonic() < deadline:
+        got += consumer.poll(**({"max_records": 100, "max_bytes": 1 << 20} | limits), timeout_s=0.2)
+    got += consumer.poll(max_records=100, max_bytes=1 << 20, timeout_s=0.3)
+    if close:
+        consumer.close()
     return got
+
+
+def first_batch(consumer, max_records: int, max_bytes: int, timeout_s: float = 30) -> list[LogRecord]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if batch := consumer.poll(max_records=max_records, max_bytes=max_bytes, timeout_s=0.2):
+            return batch
+    return []
 
 
 def test_published_records_come_back_with_key_value_headers(event_log: EventLog):
@@ -43,19 +55,19 @@ def test_offsets_are_dense_per_partition(event_log: EventLog):
 def test_uncommitted_records_come_again_after_rewind_and_to_a_new_member(event_log: EventLog):
     event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=b"k") for i in range(5)])
     consumer = event_log.consumer("g", "t")
-    first = drain(consumer, 5)
+    first = drain(consumer, 5, close=False)
     consumer.commit(first[:2])
     consumer.rewind()
     again = drain(consumer, 3)
     assert [r.value for r in again] == [b"2", b"3", b"4"]
-    consumer.close()
     assert [r.value for r in drain(event_log.consumer("g", "t"), 3)] == [b"2", b"3", b"4"]
 
 
 def test_committed_records_are_not_delivered_again(event_log: EventLog):
     event_log.publish("t", [OutgoingRecord(value=b"a", key=b"k")])
     consumer = event_log.consumer("g", "t")
-    consumer.commit(drain(consumer, 1))
+    consumer.commit(drain(consumer, 1, close=False))
+    consumer.close()
     event_log.publish("t", [OutgoingRecord(value=b"b", key=b"k")])
     assert [r.value for r in drain(event_log.consumer("g", "t"), 1)] == [b"b"]
 
@@ -64,17 +76,24 @@ def test_groups_and_topics_are_independent(event_log: EventLog):
     event_log.publish("t1", [OutgoingRecord(value=b"one")])
     event_log.publish("t2", [OutgoingRecord(value=b"two")])
     a = event_log.consumer("a", "t1")
-    a.commit(drain(a, 1))
+    a.commit(drain(a, 1, close=False))
+    a.close()
     assert [r.value for r in drain(event_log.consumer("b", "t1"), 1)] == [b"one"]
     assert [r.value for r in drain(event_log.consumer("a", "t2"), 1)] == [b"two"]
 
 
-def test_poll_respects_max_records_and_max_bytes_but_always_makes_progress(event_log: EventLog):
+def test_batches_respect_max_records_and_max_bytes_but_always_make_progress(event_log: EventLog):
     event_log.publish("t", [OutgoingRecord(value=b"x" * 1000, key=b"k") for _ in range(10)])
     consumer = event_log.consumer("g", "t")
-    assert len(consumer.poll(max_records=3, max_bytes=1 << 20, timeout_s=0.05)) == 3
-    assert len(consumer.poll(max_records=100, max_bytes=2500, timeout_s=0.05)) == 2
-    assert len(consumer.poll(max_records=100, max_bytes=10, timeout_s=0.05)) == 1
+    batches = []
+    while sum(map(len, batches)) < 10 and (batch := first_batch(consumer, max_records=3, max_bytes=2500)):
+        batches.append(batch)
+    assert sorted(r.offset for b in batches for r in b) == list(range(10))
+    assert all(1 <= len(b) <= 2 for b in batches)  # 2 records of 1000 bytes fit in 2500, 3 do not
+    assert drain(consumer, 0) == []
+    single = event_log.consumer("g2", "t")
+    assert len(first_batch(single, max_records=100, max_bytes=10)) == 1
+    single.close()
 
 
 def test_concurrent_publishers_lose_nothing(event_log: EventLog):
@@ -87,7 +106,7 @@ def test_concurrent_publishers_lose_nothing(event_log: EventLog):
         t.start()
     for t in threads:
         t.join()
-    values = [r.value for r in drain(event_log.consumer("g", "t"), 200, rounds=200)]
+    values = [r.value for r in drain(event_log.consumer("g", "t"), 200)]
     assert sorted(values) == sorted(f"{w}-{i}".encode() for w in range(4) for i in range(50))
 
 

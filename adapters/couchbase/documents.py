@@ -1,0 +1,60 @@
+"""The document store on Couchbase: raw binary documents with an expiry, written and read in
+parallel multi-operations; the cluster object is made once and reused (it pools its connections)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from datetime import timedelta
+
+from couchbase.auth import PasswordAuthenticator
+from couchbase.cluster import Cluster
+from couchbase.exceptions import CouchbaseException, DocumentNotFoundException
+from couchbase.options import ClusterOptions, ClusterTimeoutOptions
+from couchbase.transcoder import RawBinaryTranscoder
+
+_TRANSCODER = RawBinaryTranscoder()
+_CHUNK = 1000  # keys per multi-operation
+_PING_KEY = "blackbox:ping"
+
+
+class CouchbaseDocumentStore:
+    def __init__(self, url: str, bucket: str, username: str, password: str, key_prefix: str = "") -> None:
+        """`key_prefix` lets several deployments share one bucket."""
+        self._prefix = key_prefix
+        options = ClusterOptions(
+            PasswordAuthenticator(username, password),
+            timeout_options=ClusterTimeoutOptions(
+                kv_timeout=timedelta(seconds=10), connect_timeout=timedelta(seconds=20)
+            ),
+        )
+        self._cluster = Cluster(url, options)
+        self._collection = self._cluster.bucket(bucket).default_collection()
+
+    def upsert_many(self, documents: Mapping[str, bytes], ttl_seconds: int) -> None:
+        items = [(self._prefix + key, body) for key, body in documents.items()]
+        for start in range(0, len(items), _CHUNK):
+            result = self._collection.upsert_multi(
+                dict(items[start : start + _CHUNK]), expiry=timedelta(seconds=ttl_seconds), transcoder=_TRANSCODER
+            )
+            if not result.all_ok:
+                key, error = next(iter(result.exceptions.items()))
+                raise CouchbaseException(f"upsert of {key} failed: {error}")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(self._prefix + key for key in keys))
+        for start in range(0, len(unique), _CHUNK):
+            result = self._collection.get_multi(unique[start : start + _CHUNK], transcoder=_TRANSCODER)
+            for key, error in result.exceptions.items():
+                if not isinstance(error, DocumentNotFoundException):
+                    raise CouchbaseException(f"get of {key} failed: {error}")
+            found.update((key[len(self._prefix) :], bytes(r.value)) for key, r in result.results.items())
+        return found
+
+    def ping(self) -> None:
+        with suppress(DocumentNotFoundException):  # not found still means the bucket answered
+            self._collection.get(self._prefix + _PING_KEY, transcoder=_TRANSCODER)
+
+    def close(self) -> None:
+        self._cluster.close()

@@ -1,0 +1,211 @@
+"""The event log on Apache Kafka (MSK in AWS) with confluent-kafka: an idempotent acks=all producer
+whose publish returns only once the brokers confirmed every record, and consumer-group members
+that commit only what they are told to."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from adapters.ports import LogRecord, OutgoingRecord
+
+MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+
+
+class PublishTimeout(TimeoutError):
+    pass
+
+
+def _int(value: int | None) -> int:
+    """Partition and offset are set on every message that has no error."""
+    assert value is not None
+    return value
+
+
+def _headers(message: Message) -> tuple[tuple[str, bytes], ...]:
+    raw = message.headers() or []
+    pairs = raw.items() if isinstance(raw, dict) else raw
+    return tuple((k, v.encode() if isinstance(v, str) else v or b"") for k, v in pairs)
+
+
+class KafkaEventLog:
+    def __init__(
+        self,
+        client_config: dict[str, Any],
+        partitions: int = 4,
+        topic_prefix: str = "",
+        publish_timeout_s: float = 10.0,
+    ) -> None:
+        """`client_config` holds bootstrap.servers and security settings (see adapters.kafka.auth);
+        `topic_prefix` lets several deployments share one cluster."""
+        self._config = client_config
+        self._partitions = partitions
+        self._prefix = topic_prefix
+        self._timeout = publish_timeout_s
+        self._producer = Producer({
+            **client_config,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 2,
+            "compression.type": "lz4",
+            "message.max.bytes": MAX_MESSAGE_BYTES,
+        })
+        self._admin = AdminClient(client_config)
+        self._known_topics: set[str] = set()
+        self._topics_lock = threading.Lock()
+        # delivery reports are served by this thread, so publishers only wait for their own
+        self._running = True
+        self._poller = threading.Thread(target=self._serve_delivery_reports, name="kafka-delivery", daemon=True)
+        self._poller.start()
+
+    def _serve_delivery_reports(self) -> None:
+        while self._running:
+            self._producer.poll(0.05)
+
+    def _name(self, topic: str) -> str:
+        return self._prefix + topic
+
+    def ensure_topic(self, topic: str) -> None:
+        """Creates the topic unless it exists (in AWS the deployment already made it)."""
+        name = self._name(topic)
+        with self._topics_lock:
+            if name in self._known_topics:
+                return
+            future = self._admin.create_topics([NewTopic(name, self._partitions, 1)], operation_timeout=10)[name]
+            try:
+                future.result(timeout=30)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+            self._known_topics.add(name)
+
+    def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
+        if not records:
+            return
+        self.ensure_topic(topic)
+        pending = len(records)
+        errors: list[KafkaError] = []
+        done = threading.Event()
+        lock = threading.Lock()
+
+        def delivered(error: KafkaError | None, _: Message) -> None:
+            nonlocal pending
+            with lock:
+                if error is not None:
+                    errors.append(error)
+                pending -= 1
+                if pending == 0:
+                    done.set()
+
+        for record in records:
+            self._produce(topic, record, delivered)
+        if not done.wait(self._timeout):
+            raise PublishTimeout(f"{pending} of {len(records)} records not confirmed in {self._timeout} s")
+        if errors:
+            raise KafkaException(errors[0])
+
+    def _produce(self, topic: str, record: OutgoingRecord, on_delivery: Callable[..., None]) -> None:
+        while True:
+            try:
+                self._producer.produce(
+                    self._name(topic), value=record.value, key=record.key, headers=list(record.headers),
+                    on_delivery=on_delivery,
+                )
+                return
+            except BufferError:  # the local queue is full: wait for deliveries to drain it
+                self._producer.poll(0.05)
+
+    def consumer(self, group: str, topic: str) -> KafkaLogConsumer:
+        self.ensure_topic(topic)
+        return KafkaLogConsumer(self._config, self._name(group), self._name(topic), topic)
+
+    def ping(self) -> None:
+        self._admin.list_topics(timeout=5)
+
+    def close(self) -> None:
+        self._running = False
+        self._poller.join()
+        self._producer.flush(self._timeout)
+
+
+class KafkaLogConsumer:
+    def __init__(self, config: dict[str, Any], group: str, topic: str, logical_topic: str) -> None:
+        self._topic = topic
+        self._logical_topic = logical_topic
+        self._consumer = Consumer({
+            **config,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.message.max.bytes": MAX_MESSAGE_BYTES,
+            "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+        })
+        self._consumer.subscribe([topic])
+
+    def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:
+        messages = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
+        batch: list[LogRecord] = []
+        size = 0
+        for i, message in enumerate(messages):
+            error = message.error()
+            if error is not None:
+                if error.fatal() or not error.retriable():
+                    raise KafkaException(error)
+                continue
+            value = message.value() or b""
+            if batch and size + len(value) > max_bytes:
+                self._seek_to_first_of(messages[i:])
+                break
+            size += len(value)
+            batch.append(LogRecord(
+                topic=self._logical_topic,
+                partition=_int(message.partition()),
+                offset=_int(message.offset()),
+                value=value,
+                key=message.key(),
+                headers=_headers(message),
+                timestamp_ms=message.timestamp()[1],
+            ))
+        return batch
+
+    def _seek_to_first_of(self, messages: Sequence[Message]) -> None:
+        """Hands back what did not fit: each partition resumes at its first record left over."""
+        first: dict[int, int] = {}
+        for message in messages:
+            if message.error() is None:
+                first.setdefault(_int(message.partition()), _int(message.offset()))
+        for partition, offset in first.items():
+            self._consumer.seek(TopicPartition(self._topic, partition, offset))
+
+    def commit(self, records: Sequence[LogRecord]) -> None:
+        next_offsets: dict[int, int] = {}
+        for record in records:
+            next_offsets[record.partition] = max(next_offsets.get(record.partition, 0), record.offset + 1)
+        if next_offsets:
+            self._consumer.commit(
+                offsets=[TopicPartition(self._topic, p, o) for p, o in next_offsets.items()], asynchronous=False
+            )
+
+    def rewind(self) -> None:
+        assigned = self._consumer.assignment()
+        if not assigned:
+            return
+        for tp in self._consumer.committed(assigned, timeout=10):
+            offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+            self._consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+
+    def close(self) -> None:
+        self._consumer.close()

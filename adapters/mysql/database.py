@@ -1,0 +1,135 @@
+"""MySQL through PyMySQL: a connection per thread, reused across calls (and Lambda invocations),
+reconnected when the server went away; explicit transactions; versioned migrations."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from urllib.parse import unquote, urlsplit
+
+import pymysql
+from pymysql.cursors import Cursor
+
+MIGRATIONS = resources.files("adapters.mysql") / "migrations"
+DAY_MS = 86_400_000
+# a connection idle longer than this is checked before use: RDS Proxy and MySQL drop idle ones
+IDLE_CHECK_S = 30.0
+
+
+class MysqlDatabase:
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "mysql":
+            raise ValueError(f"expected mysql://user:password@host:port/database, got {url!r}")
+        self._host = parts.hostname or "127.0.0.1"
+        self._port = parts.port or 3306
+        self._user = unquote(parts.username or "root")
+        self._password = unquote(parts.password or "")
+        self.database = parts.path.lstrip("/") or "blackbox"
+        self._local = threading.local()
+        self._all: list[pymysql.connections.Connection[Cursor]] = []
+        self._lock = threading.Lock()
+
+    def _connect(self, database: str | None) -> pymysql.connections.Connection[Cursor]:
+        return pymysql.connect(
+            host=self._host, port=self._port, user=self._user, password=self._password, database=database,
+            charset="utf8mb4", autocommit=True, connect_timeout=5, read_timeout=30, write_timeout=30,
+        )
+
+    def connection(self) -> pymysql.connections.Connection[Cursor]:
+        conn: pymysql.connections.Connection[Cursor] | None = getattr(self._local, "conn", None)
+        now = time.monotonic()
+        if conn is not None and now - self._local.used > IDLE_CHECK_S:
+            try:
+                conn.ping(reconnect=False)
+            except pymysql.err.Error:
+                conn = None
+        if conn is None:
+            conn = self._connect(self.database)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        self._local.used = now
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Cursor]:
+        conn = self.connection()
+        conn.begin()
+        try:
+            with conn.cursor() as cursor:
+                yield cursor
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+    def ping(self) -> None:
+        with self.connection().cursor() as cursor:
+            cursor.execute("SELECT 1")
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    def migrate(self, days_ahead: int = 7) -> list[str]:
+        """Applies the migrations not yet applied, in order; returns their names. Then makes sure the
+        index has a partition for each day from today to `days_ahead`."""
+        self._create_database()
+        applied: list[str] = []
+        with self.transaction() as cursor:
+            cursor.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version VARCHAR(255) PRIMARY KEY, "
+                "applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+            )
+            cursor.execute("SELECT version FROM schema_migrations")
+            done = {row[0] for row in cursor.fetchall()}
+        for migration in sorted(MIGRATIONS.iterdir(), key=lambda m: m.name):
+            if not migration.name.endswith(".sql") or migration.name in done:
+                continue
+            # DDL commits implicitly in MySQL; each statement is written to be re-runnable
+            with self.transaction() as cursor:
+                for statement in migration.read_text().split(";\n"):
+                    if statement.strip() and not all(
+                        line.startswith("--") for line in statement.strip().splitlines()
+                    ):
+                        cursor.execute(statement)
+                cursor.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (migration.name,))
+            applied.append(migration.name)
+        self.ensure_day_partitions(days_ahead)
+        return applied
+
+    def _create_database(self) -> None:
+        with self._connect(None) as conn, conn.cursor() as cursor:
+            cursor.execute(
+                f"CREATE DATABASE IF NOT EXISTS `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+            )
+
+    def ensure_day_partitions(self, days_ahead: int) -> None:
+        with self.transaction() as cursor:
+            cursor.execute(
+                "SELECT partition_name, partition_description FROM information_schema.partitions "
+                "WHERE table_schema = %s AND table_name = 'reports'",
+                (self.database,),
+            )
+            existing = {name for name, _ in cursor.fetchall()}
+            today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+            new = []
+            for n in range(days_ahead + 1):
+                day = today + timedelta(days=n)
+                name = f"p{day:%Y%m%d}"
+                if name not in existing:
+                    bound = int((day + timedelta(days=1)).timestamp() * 1000)
+                    new.append(f"PARTITION {name} VALUES LESS THAN ({bound})")
+            if new:
+                cursor.execute(
+                    "ALTER TABLE reports REORGANIZE PARTITION p_future INTO "
+                    f"({', '.join(new)}, PARTITION p_future VALUES LESS THAN MAXVALUE)"
+                )

@@ -1,0 +1,122 @@
+"""The crash index and session counters on MySQL (RDS through RDS Proxy in AWS, MariaDB here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from adapters.mysql.database import MysqlDatabase
+from adapters.ports import IndexedReport, IndexEntry, OffsetConflict, ReportFilter, SessionBucket
+from adapters.sql.queries import (
+    APPLIED_OFFSET,
+    CRASH_COUNTS,
+    INSERT_COLUMNS,
+    SELECT_REPORTS,
+    SESSION_COUNTS,
+    bucket_counts,
+    entry_values,
+    find_query,
+    pyformat,
+    report_from_row,
+)
+from core.timeutil import now_ms
+
+
+def _marks(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+class MysqlCrashIndex:
+    def __init__(self, database: MysqlDatabase) -> None:
+        self._db = database
+
+    def insert_many(self, entries: Sequence[IndexEntry]) -> None:
+        unique = list({e.report_key: e for e in reversed(entries)}.values())[::-1]
+        if not unique:
+            return
+        keys = [e.report_key for e in unique]
+        with self._db.transaction() as cursor:
+            # the keys already indexed are locked and skipped: their rows went in with them
+            cursor.execute(f"SELECT report_key FROM report_keys WHERE report_key IN ({_marks(len(keys))}) FOR UPDATE",
+                           keys)
+            known = {row[0] for row in cursor.fetchall()}
+            fresh = [e for e in unique if e.report_key not in known]
+            if not fresh:
+                return
+            cursor.executemany("INSERT INTO report_keys (report_key) VALUES (%s)", [(e.report_key,) for e in fresh])
+            cursor.execute(
+                f"SELECT report_key, report_id FROM report_keys WHERE report_key IN ({_marks(len(fresh))})",
+                [e.report_key for e in fresh],
+            )
+            ids = dict(cursor.fetchall())
+            submit_time = now_ms()
+            # executemany folds these into one multi-row INSERT
+            cursor.executemany(
+                f"INSERT INTO reports ({', '.join(INSERT_COLUMNS)}) VALUES ({_marks(len(INSERT_COLUMNS))})",
+                [entry_values(e, ids[e.report_key], submit_time) for e in fresh],
+            )
+
+    def find(self, query: ReportFilter) -> list[IndexedReport]:
+        sql, params = find_query(query)
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(sql), params)
+            return [report_from_row(row) for row in cursor.fetchall()]
+
+    def get(self, report_id: int) -> IndexedReport | None:
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(f"{SELECT_REPORTS} WHERE report_id = ?"), (report_id,))
+            row = cursor.fetchone()
+        return None if row is None else report_from_row(row)
+
+    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(CRASH_COUNTS), (bucket_ms, sku, from_ms, to_ms))
+            return bucket_counts(cursor.fetchall())
+
+    def ping(self) -> None:
+        self._db.ping()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class MysqlSessionCounters:
+    def __init__(self, database: MysqlDatabase) -> None:
+        self._db = database
+
+    def applied_offset(self, consumer: str, topic_partition: str) -> int:
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(APPLIED_OFFSET), (consumer, topic_partition))
+            row = cursor.fetchone()
+        return -1 if row is None else int(row[0])
+
+    def apply(
+        self,
+        consumer: str,
+        topic_partition: str,
+        expected_offset: int,
+        new_offset: int,
+        increments: Mapping[SessionBucket, int],
+    ) -> None:
+        with self._db.transaction() as cursor:
+            cursor.execute(pyformat(APPLIED_OFFSET) + " FOR UPDATE", (consumer, topic_partition))
+            row = cursor.fetchone()
+            if (-1 if row is None else row[0]) != expected_offset:
+                raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected_offset}")
+            cursor.executemany(
+                "INSERT INTO session_counts (sku, minute, kind, count) VALUES (%s, %s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE count = count + VALUES(count)",
+                [(b.sku, b.minute, b.kind, n) for b, n in increments.items()],
+            )
+            cursor.execute(
+                "INSERT INTO applied_offsets (consumer, topic_partition, applied) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE applied = VALUES(applied)",
+                (consumer, topic_partition, new_offset),
+            )
+
+    def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(SESSION_COUNTS), (bucket_ms, sku, from_ms, to_ms))
+            return bucket_counts(cursor.fetchall())
+
+    def close(self) -> None:
+        self._db.close()

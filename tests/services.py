@@ -1,0 +1,36 @@
+"""The real engines for tests: scripts/services must have started them (`make test` and .ci/run
+do). Each test gets its own namespace in them: a MySQL database, a topic prefix, a key prefix."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from adapters.factory import Settings
+from adapters.mysql.database import MysqlDatabase
+
+
+def settings(**overrides: str) -> Settings:
+    return Settings(profile="services", **overrides)  # type: ignore[arg-type]
+
+
+def namespace() -> str:
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+def mysql_url(database: str) -> str:
+    return f"{settings().mysql_url.rsplit('/', 1)[0]}/{database}"
+
+
+@contextmanager
+def mysql_database(name: str) -> Iterator[MysqlDatabase]:
+    """A freshly migrated database, dropped afterwards."""
+    database = MysqlDatabase(mysql_url(name))
+    database.migrate()
+    try:
+        yield database
+    finally:
+        with database.connection().cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        database.close()

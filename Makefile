@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # the CDK's jsii runtime runs on the machine's Node 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: serve test lint typecheck pytest synth clean
+.PHONY: serve test services lint typecheck pytest synth clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,11 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(BIN)/blackbox serve
 
-test: lint typecheck pytest
+test: lint typecheck services pytest
+
+# Kafka, MariaDB and CouchbaseMock for the `services` profile and its tests (installed when missing)
+services:
+	scripts/services start
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -32,4 +36,5 @@ synth: $(STAMP)
 	$(BIN)/python app.py
 
 clean:
-	rm -rf $(VENV) cdk.out blackbox-data .pytest_cache .mypy_cache .ruff_cache
+	-scripts/services stop
+	rm -rf $(VENV) cdk.out blackbox-data .services .pytest_cache .mypy_cache .ruff_cache

@@ -31,6 +31,12 @@ def mysql_database(name: str) -> Iterator[MysqlDatabase]:
     try:
         yield database
     finally:
-        with database.connection().cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
         database.close()
+        drop_database(name)
+
+
+def drop_database(name: str) -> None:
+    database = MysqlDatabase(mysql_url(name))
+    with database.connection().cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    database.close()

@@ -21,9 +21,12 @@ def free_port() -> int:
 
 
 class Serve:
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, profile: str = "embedded",
+                 env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.log_path = log_path
+        self.profile = profile
+        self.env = os.environ | (env or {})
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -33,9 +36,9 @@ class Serve:
 
     def start(self) -> None:
         command = [sys.executable, "-m", "local_runtime.cli", "serve", "--port", str(self.port),
-                   "--data-dir", str(self.data_dir)]
+                   "--data-dir", str(self.data_dir), "--profile", self.profile]
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

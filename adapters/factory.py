@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -21,7 +21,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="BLACKBOX_", env_file=SERVICES_ENV_FILE, extra="ignore")
 
-    profile: Literal["embedded", "services"] = "embedded"
+    profile: Literal["embedded", "services", "aws"] = "embedded"
     data_dir: Path = Path("blackbox-data")
     log_partitions: int = 4
     retention_days: int = 90
@@ -33,6 +33,11 @@ class Settings(BaseSettings):
     couchbase_username: str = "blackbox"
     couchbase_password: str = ""
     couchbase_key_prefix: str = ""
+    # the aws profile: MSK bootstrap brokers come from kafka_bootstrap, credentials from Secrets Manager
+    aws_region: str = "us-east-1"
+    mysql_secret_arn: str = ""
+    mysql_proxy_host: str | None = None
+    couchbase_secret_arn: str = ""
 
 
 @dataclass
@@ -54,9 +59,24 @@ class Adapters:
 
 def build(settings: Settings) -> Adapters:
     # imports per profile: a Lambda package carries only the clients its profile needs
-    if settings.profile == "services":
-        return _services(settings)
-    return _embedded(settings)
+    if settings.profile == "embedded":
+        return _embedded(settings)
+    if settings.profile == "aws":
+        import boto3
+
+        from adapters.aws import resolve
+
+        connections = resolve(
+            boto3.client("secretsmanager", region_name=settings.aws_region), region=settings.aws_region,
+            kafka_bootstrap=settings.kafka_bootstrap, mysql_secret_arn=settings.mysql_secret_arn,
+            mysql_proxy_host=settings.mysql_proxy_host, couchbase_secret_arn=settings.couchbase_secret_arn,
+        )
+        return _engines(settings, connections.kafka_config, connections.mysql_url,
+                        connections.couchbase_username, connections.couchbase_password)
+    from adapters.kafka.auth import plaintext
+
+    return _engines(settings, plaintext(settings.kafka_bootstrap), settings.mysql_url,
+                    settings.couchbase_username, settings.couchbase_password)
 
 
 def _embedded(settings: Settings) -> Adapters:
@@ -75,23 +95,22 @@ def _embedded(settings: Settings) -> Adapters:
     )
 
 
-def _services(settings: Settings) -> Adapters:
+def _engines(
+    settings: Settings, kafka_config: dict[str, Any], mysql_url: str, couchbase_username: str, couchbase_password: str
+) -> Adapters:
+    """Kafka, MySQL and Couchbase: the services profile on one machine, MSK/RDS/EC2 in AWS."""
     from adapters.couchbase.documents import CouchbaseDocumentStore
-    from adapters.kafka.auth import plaintext
     from adapters.kafka.log import KafkaEventLog
     from adapters.mysql.database import MysqlDatabase
     from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 
-    sql = MysqlDatabase(settings.mysql_url)
+    sql = MysqlDatabase(mysql_url)
     return Adapters(
         settings=settings,
-        log=KafkaEventLog(
-            plaintext(settings.kafka_bootstrap), partitions=settings.log_partitions,
-            topic_prefix=settings.kafka_topic_prefix,
-        ),
+        log=KafkaEventLog(kafka_config, partitions=settings.log_partitions, topic_prefix=settings.kafka_topic_prefix),
         documents=CouchbaseDocumentStore(
-            settings.couchbase_url, settings.couchbase_bucket, settings.couchbase_username,
-            settings.couchbase_password, settings.couchbase_key_prefix,
+            settings.couchbase_url, settings.couchbase_bucket, couchbase_username, couchbase_password,
+            settings.couchbase_key_prefix,
         ),
         index=MysqlCrashIndex(sql),
         counters=MysqlSessionCounters(sql),

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from adapters.ports import CrashIndex, DocumentStore, EventLog, SessionCounters
+from adapters.ports import CrashIndex, DocumentStore, EventLog, SessionCounters, SpillStore
 
 # written by scripts/services start: where the local engines listen
 SERVICES_ENV_FILE = ".services/services.env"
@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     mysql_secret_arn: str = ""
     mysql_proxy_host: str | None = None
     couchbase_secret_arn: str = ""
+    spill_bucket: str = ""
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Adapters:
     documents: DocumentStore
     index: CrashIndex
     counters: SessionCounters
+    spill: SpillStore
 
     @property
     def retention_seconds(self) -> int:
@@ -71,12 +73,23 @@ def build(settings: Settings) -> Adapters:
             kafka_bootstrap=settings.kafka_bootstrap, mysql_secret_arn=settings.mysql_secret_arn,
             mysql_proxy_host=settings.mysql_proxy_host, couchbase_secret_arn=settings.couchbase_secret_arn,
         )
-        return _engines(settings, connections.kafka_config, connections.mysql_url,
-                        connections.couchbase_username, connections.couchbase_password)
+        from adapters.spill.s3 import S3SpillStore
+
+        spill = S3SpillStore(boto3.client("s3", region_name=settings.aws_region), settings.spill_bucket)
+        return _engines(settings, spill, kafka_config=connections.kafka_config, mysql_url=connections.mysql_url,
+                        couchbase_username=connections.couchbase_username,
+                        couchbase_password=connections.couchbase_password)
     from adapters.kafka.auth import plaintext
 
-    return _engines(settings, plaintext(settings.kafka_bootstrap), settings.mysql_url,
-                    settings.couchbase_username, settings.couchbase_password)
+    return _engines(settings, _spill_directory(settings), kafka_config=plaintext(settings.kafka_bootstrap),
+                    mysql_url=settings.mysql_url, couchbase_username=settings.couchbase_username,
+                    couchbase_password=settings.couchbase_password)
+
+
+def _spill_directory(settings: Settings) -> SpillStore:
+    from adapters.spill.directory import DirectorySpillStore
+
+    return DirectorySpillStore(settings.data_dir / "spill")
 
 
 def _embedded(settings: Settings) -> Adapters:
@@ -92,11 +105,13 @@ def _embedded(settings: Settings) -> Adapters:
         documents=SqliteDocumentStore(data / "documents.sqlite"),
         index=SqliteCrashIndex(sql),
         counters=SqliteSessionCounters(sql),
+        spill=_spill_directory(settings),
     )
 
 
 def _engines(
-    settings: Settings, kafka_config: dict[str, Any], mysql_url: str, couchbase_username: str, couchbase_password: str
+    settings: Settings, spill: SpillStore, *, kafka_config: dict[str, Any], mysql_url: str, couchbase_username: str,
+    couchbase_password: str,
 ) -> Adapters:
     """Kafka, MySQL and Couchbase: the services profile on one machine, MSK/RDS/EC2 in AWS."""
     from adapters.couchbase.documents import CouchbaseDocumentStore
@@ -114,6 +129,7 @@ def _engines(
         ),
         index=MysqlCrashIndex(sql),
         counters=MysqlSessionCounters(sql),
+        spill=spill,
     )
 
 

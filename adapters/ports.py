@@ -53,6 +53,27 @@ class EventLog(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class SpilledRecord:
+    spill_id: str
+    topic: str
+    record: OutgoingRecord
+
+
+class SpillStore(Protocol):
+    """Where capture puts an event the log would not take in time, until `blackbox replay`."""
+
+    def put(self, topic: str, record: OutgoingRecord) -> None:
+        """Returns only once the record is durable."""
+        ...
+
+    def list(self, limit: int) -> list[SpilledRecord]:
+        """The oldest spilled records first."""
+        ...
+
+    def delete(self, spill_id: str) -> None: ...
+
+
 class DocumentStore(Protocol):
     def upsert_many(self, documents: Mapping[str, bytes], ttl_seconds: int) -> None: ...
 

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 
 from core.errors import BlackboxError, NotFound
+from core.requests import Posted
 
 logger = Logger(service="blackbox")
 
@@ -44,7 +45,8 @@ def create_resolver() -> APIGatewayRestResolver:
     return app
 
 
-def raw_body(event: APIGatewayProxyEvent) -> bytes:
+def posted(event: APIGatewayProxyEvent) -> Posted:
     body = event.body or ""
-    return base64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
+    raw = base64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
+    return Posted(raw, event.headers.get("content-type"), event.headers.get("idempotency-key"))
 

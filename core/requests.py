@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -15,6 +16,18 @@ M = TypeVar("M", bound=BaseModel)
 
 # pydantic puts the union member it tried into an error's loc; those are not field names
 _UNION_TAGS = {"str", "int", "none", "bool", "float", "list", "dict"}
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A POST as capture sees it."""
+
+    body: bytes
+    content_type: str | None = None
+    idempotency_key: str | None = None
+
+    def json(self) -> Any:
+        return parse_json_body(self.body, self.content_type)
 
 
 def parse_json_body(body: bytes, content_type: str | None, max_bytes: int = MAX_BODY_BYTES) -> Any:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from adapters.ports import EventLog, LogRecord, OutgoingRecord
+from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
+from core.api import logger
 from core.errors import Unavailable
 
 CRASHES = "crashes"
@@ -36,9 +37,27 @@ def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> Non
     )
 
 
-def publish(log: EventLog, topic: str, record: OutgoingRecord) -> None:
-    """Capture's write: durable, or a 503 the client may retry (nothing was promised)."""
+def publish(log: EventLog, spill: SpillStore, topic: str, record: OutgoingRecord) -> None:
+    """Capture's write: durable on the log, or else in the spill store until `blackbox replay`
+    (DESIGN §1); only when both fail a 503 the client may retry, as nothing was promised."""
     try:
         log.publish(topic, [record])
-    except Exception as exc:
-        raise Unavailable(f"the event log did not take the event: {type(exc).__name__}") from exc
+        return
+    except Exception as log_error:
+        logger.warning("event log did not take the event; spilling it", extra={"error": repr(log_error)})
+        try:
+            spill.put(topic, record)
+        except Exception as spill_error:
+            raise Unavailable(f"neither the event log nor the spill store took the event: {spill_error!r}") from None
+
+
+def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
+    """Publishes spilled events again, oldest first; each leaves the spill store once it is on the
+    log, so a crash midway repeats at most one event (consumers are idempotent by key)."""
+    replayed = 0
+    while spilled := spill.list(limit=batch):
+        for item in spilled:
+            log.publish(item.topic, [item.record])
+            spill.delete(item.spill_id)
+            replayed += 1
+    return replayed

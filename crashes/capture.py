@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.ports import EventLog, OutgoingRecord
-from core.requests import parse_json_body, validate
+from adapters.ports import EventLog, OutgoingRecord, SpillStore
+from core.requests import Posted, validate
 from core.timeutil import now_ms
 from core.topics import CRASHES, publish
 from crashes.model import CrashEnvelope, CrashSubmission, new_event_id, report_key
@@ -18,15 +18,15 @@ class Receipt:
     report_key: str
 
 
-def capture_crash(log: EventLog, body: bytes, content_type: str | None, idempotency_key: str | None) -> Receipt:
-    payload = parse_json_body(body, content_type)
+def capture_crash(log: EventLog, spill: SpillStore, posted: Posted) -> Receipt:
+    payload = posted.json()
     submission = validate(CrashSubmission, payload)
-    event_id = new_event_id(f"crash\x00{submission.sku}", idempotency_key)
+    event_id = new_event_id(f"crash\x00{submission.sku}", posted.idempotency_key)
     key = report_key(event_id)
     envelope = CrashEnvelope(
-        eventId=event_id, reportKey=key, receivedAt=now_ms(), sizeBytes=len(body), payload=payload
+        eventId=event_id, reportKey=key, receivedAt=now_ms(), sizeBytes=len(posted.body), payload=payload
     )
-    publish(log, CRASHES, OutgoingRecord(
+    publish(log, spill, CRASHES, OutgoingRecord(
         value=envelope.model_dump_json().encode(),
         key=key.encode(),
         headers=(("eventId", event_id.encode()),),

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import create_resolver, json_response, logger, raw_body
+from core.api import create_resolver, json_response, logger, posted
 from crashes.capture import capture_crash
 from sessions.capture import capture_sessions
 
@@ -17,19 +17,15 @@ app = create_resolver()
 
 @app.post("/v1/crashes")
 def post_crash() -> Response[str]:
-    event = app.current_event
-    receipt = capture_crash(
-        current().log, raw_body(event), event.headers.get("content-type"), event.headers.get("idempotency-key")
-    )
+    a = current()
+    receipt = capture_crash(a.log, a.spill, posted(app.current_event))
     return json_response(202, {"eventId": receipt.event_id, "reportKey": receipt.report_key})
 
 
 @app.post("/v1/sessions")
 def post_sessions() -> Response[str]:
-    event = app.current_event
-    accepted = capture_sessions(
-        current().log, raw_body(event), event.headers.get("content-type"), event.headers.get("idempotency-key")
-    )
+    a = current()
+    accepted = capture_sessions(a.log, a.spill, posted(app.current_event))
     return json_response(202, {"accepted": accepted})
 
 

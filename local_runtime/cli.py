@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from adapters.factory import Settings, build, install, migrate
+from core.topics import replay_spilled
 from local_runtime.functions import FUNCTIONS, LocalContext, load_handler
 from local_runtime.server import DataDirInUse, serve
 
@@ -42,6 +43,15 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    adapters = build(_settings(args))
+    try:
+        print(f"replayed {replay_spilled(adapters.log, adapters.spill)} spilled event(s)")
+    finally:
+        adapters.close()
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="blackbox", description="Crash reporting and leaderboards for online games")
     commands = root.add_subparsers(dest="command", required=True)
@@ -66,6 +76,10 @@ def parser() -> argparse.ArgumentParser:
     migrate_cmd = commands.add_parser("migrate", help="apply pending schema migrations to the index database")
     storage_options(migrate_cmd)
     migrate_cmd.set_defaults(run=_migrate)
+
+    replay_cmd = commands.add_parser("replay", help="publish the events capture spilled while the log was down")
+    storage_options(replay_cmd)
+    replay_cmd.set_defaults(run=_replay)
     return root
 
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from adapters.ports import EventLog, OutgoingRecord
+from adapters.ports import EventLog, OutgoingRecord, SpillStore
 from core.errors import InvalidField
-from core.requests import parse_json_body, validate
+from core.requests import Posted, validate
 from core.timeutil import now_ms
 from core.topics import SESSIONS, publish
 from crashes.model import new_event_id
 from sessions.model import MAX_BATCH, SessionCount, SessionEnvelope, SessionEvent
 
 
-def capture_sessions(log: EventLog, body: bytes, content_type: str | None, idempotency_key: str | None) -> int:
-    data = parse_json_body(body, content_type)
+def capture_sessions(log: EventLog, spill: SpillStore, posted: Posted) -> int:
+    data = posted.json()
     items = data if isinstance(data, list) else [data]
     if len(items) > MAX_BATCH:
         raise InvalidField(f"a batch holds at most {MAX_BATCH} sessions, got {len(items)}", "body")
@@ -20,11 +20,11 @@ def capture_sessions(log: EventLog, body: bytes, content_type: str | None, idemp
     events = [validate(SessionEvent, item, (i,) if batch else ()) for i, item in enumerate(items)]
     if not events:
         return 0
-    event_id = new_event_id("sessions", idempotency_key)
+    event_id = new_event_id("sessions", posted.idempotency_key)
     envelope = SessionEnvelope(
         eventId=event_id,
         receivedAt=now_ms(),
         sessions=[SessionCount(sku=e.sku, kind=e.kind) for e in events],
     )
-    publish(log, SESSIONS, OutgoingRecord(value=envelope.model_dump_json().encode(), key=event_id.encode()))
+    publish(log, spill, SESSIONS, OutgoingRecord(value=envelope.model_dump_json().encode(), key=event_id.encode()))
     return len(events)

@@ -47,7 +47,7 @@ class KafkaEventLog:
         client_config: dict[str, Any],
         partitions: int = 4,
         topic_prefix: str = "",
-        publish_timeout_s: float = 10.0,
+        publish_timeout_s: float = 2.0,
     ) -> None:
         """`client_config` holds bootstrap.servers and security settings (see adapters.kafka.auth);
         `topic_prefix` lets several deployments share one cluster."""
@@ -62,6 +62,8 @@ class KafkaEventLog:
             "linger.ms": 2,
             "compression.type": "lz4",
             "message.max.bytes": MAX_MESSAGE_BYTES,
+            # a record not confirmed in time is expired, not delivered later: capture spills it instead
+            "message.timeout.ms": int(publish_timeout_s * 1000),
         })
         self._admin = AdminClient(client_config)
         self._known_topics: set[str] = set()
@@ -112,7 +114,8 @@ class KafkaEventLog:
 
         for record in records:
             self._produce(topic, record, delivered)
-        if not done.wait(self._timeout):
+        # librdkafka reports the expiry itself; the extra second only guards against a lost report
+        if not done.wait(self._timeout + 1):
             raise PublishTimeout(f"{pending} of {len(records)} records not confirmed in {self._timeout} s")
         if errors:
             raise KafkaException(errors[0])

@@ -9,6 +9,7 @@ import pytest
 
 from adapters.factory import Adapters
 from core.msk import from_msk_event, to_msk_event
+from core.topics import replay_spilled
 from lambdas import capture, crash_consumer, reporter, session_counter
 from local_runtime.functions import FUNCTIONS, LocalContext
 from tests.conftest import EVENTS, load_event
@@ -98,11 +99,30 @@ def test_capture_errors_have_the_contract_body(adapters: Adapters, changes, stat
     assert body(response)["error"] == code and body(response)["message"]
 
 
-def test_a_failing_log_answers_503(adapters: Adapters):
-    def broken(topic, records):
-        raise TimeoutError("broker unreachable")
+def broken(*args, **kwargs):
+    raise TimeoutError("unreachable")
 
-    adapters.log.publish = broken  # type: ignore[method-assign]
+
+def test_a_dead_log_spills_then_replay_publishes_and_the_report_arrives(adapters: Adapters, monkeypatch):
+    publish = adapters.log.publish
+    monkeypatch.setattr(adapters.log, "publish", broken)
+    response = call(capture.handler, "capture-crash.json")
+    assert response["statusCode"] == 202
+    assert [s.topic for s in adapters.spill.list(10)] == ["crashes"]
+    monkeypatch.setattr(adapters.log, "publish", publish)
+
+    assert replay_spilled(adapters.log, adapters.spill) == 1
+    assert adapters.spill.list(10) == []
+    records = adapters.log.consumer("test", "crashes").poll(10, 1 << 30, 0.1)
+    assert crash_consumer.handler(to_msk_event(records, "arn", "local"), LocalContext("crash-consumer")) == \
+        {"persisted": 1}
+    [report] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
+    assert report["eventId"] == body(response)["eventId"]
+
+
+def test_a_dead_log_and_a_dead_spill_answer_503(adapters: Adapters, monkeypatch):
+    monkeypatch.setattr(adapters.log, "publish", broken)
+    monkeypatch.setattr(adapters.spill, "put", broken)
     response = call(capture.handler, "capture-crash.json")
     assert response["statusCode"] == 503 and body(response)["error"] == "unavailable"
 

@@ -7,6 +7,7 @@ import json
 
 from adapters.factory import Adapters
 from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
+from core.requests import Posted
 from core.topics import DEADLETTER
 from crashes.capture import capture_crash
 from crashes.model import attachment_key
@@ -20,7 +21,8 @@ def consume(adapters: Adapters, topic: str, group: str = "test") -> list[LogReco
 
 
 def post_crash(adapters: Adapters, payload: dict, key: str | None = None) -> str:
-    return capture_crash(adapters.log, json.dumps(payload).encode(), "application/json", key).report_key
+    posted = Posted(json.dumps(payload).encode(), idempotency_key=key)
+    return capture_crash(adapters.log, adapters.spill, posted).report_key
 
 
 def persist(adapters: Adapters, records: list[LogRecord]) -> int:
@@ -71,7 +73,7 @@ def test_malformed_crash_records_go_to_the_dead_letter_topic_with_a_reason(adapt
 
 def sessions(adapters: Adapters, *batches: list[dict]) -> None:
     for batch in batches:
-        capture_sessions(adapters.log, json.dumps(batch).encode(), "application/json", None)
+        capture_sessions(adapters.log, adapters.spill, Posted(json.dumps(batch).encode()))
 
 
 def total(adapters: Adapters, sku: str = "g") -> int:

@@ -9,6 +9,7 @@ import pytest
 
 from adapters.factory import Adapters
 from core.errors import InvalidField, MissingField, NotFound
+from core.requests import Posted
 from core.timeutil import now_ms, parse_time, to_rfc3339
 from crashes.capture import capture_crash
 from crashes.persistence import persist_crashes
@@ -20,7 +21,7 @@ from sessions.counting import count_sessions
 
 def ingest(adapters: Adapters, payloads: list[dict]) -> None:
     for payload in payloads:
-        capture_crash(adapters.log, json.dumps(payload).encode(), "application/json", None)
+        capture_crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
     records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
     persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
 
@@ -129,7 +130,7 @@ def test_missing_reports_and_attachments_are_not_found(adapters: Adapters):
 
 def test_stats_count_crashes_and_sessions_per_bucket(adapters: Adapters):
     ingest(adapters, [{"sku": "g"}, {"sku": "g"}, {"sku": "h"}])
-    capture_sessions(adapters.log, json.dumps([{"sku": "g", "kind": "client"}] * 4).encode(), None, None)
+    capture_sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 4).encode()))
     count_sessions(adapters.log.consumer("t", "sessions").poll(100, 1 << 30, 0.1), adapters.counters, adapters.log)
     now = now_ms()
     series = crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": str(now - 120_000),

@@ -1,0 +1,41 @@
+"""One spilled record as a small JSON document, the same in a directory and in S3. Ids sort by
+time, so listing gives the oldest first."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import time
+import uuid
+
+from adapters.ports import OutgoingRecord, SpilledRecord
+
+# orders the spills of one process made within the same nanosecond
+_SEQUENCE = itertools.count()
+
+
+def new_spill_id(topic: str) -> str:
+    return f"{time.time_ns():020d}-{next(_SEQUENCE):09d}-{topic}-{uuid.uuid4().hex[:12]}"
+
+
+def encode(topic: str, record: OutgoingRecord) -> bytes:
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    return json.dumps({
+        "topic": topic,
+        "key": None if record.key is None else b64(record.key),
+        "value": b64(record.value),
+        "headers": [[name, b64(value)] for name, value in record.headers],
+    }).encode()
+
+
+def decode(spill_id: str, data: bytes) -> SpilledRecord:
+    doc = json.loads(data)
+    record = OutgoingRecord(
+        value=base64.b64decode(doc["value"]),
+        key=None if doc["key"] is None else base64.b64decode(doc["key"]),
+        headers=tuple((name, base64.b64decode(value)) for name, value in doc["headers"]),
+    )
+    return SpilledRecord(spill_id, doc["topic"], record)

@@ -1,0 +1,46 @@
+"""The spill store's contract, on a local directory and on S3 (moto: no S3 runs here)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.ports import OutgoingRecord, SpillStore
+from adapters.spill.directory import DirectorySpillStore
+from adapters.spill.s3 import S3SpillStore
+
+
+@pytest.fixture(params=["directory", "s3"])
+def spill_store(request: pytest.FixtureRequest, tmp_path: Path,
+                monkeypatch: pytest.MonkeyPatch) -> Iterator[SpillStore]:
+    if request.param == "directory":
+        yield DirectorySpillStore(tmp_path / "spill")
+        return
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        client = boto3.client("s3", region_name="eu-west-1")
+        client.create_bucket(Bucket="spill", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        yield S3SpillStore(client, "spill")
+
+
+def test_put_list_delete_keeps_records_exactly_and_oldest_first(spill_store: SpillStore):
+    records = [OutgoingRecord(value=bytes([i]) * 3, key=None if i % 2 else b"k", headers=(("eventId", b"\x00\xff"),))
+               for i in range(5)]
+    for i, record in enumerate(records):
+        spill_store.put("crashes" if i < 3 else "sessions", record)
+    listed = spill_store.list(limit=100)
+    assert [s.record for s in listed] == records
+    assert [s.topic for s in listed] == ["crashes"] * 3 + ["sessions"] * 2
+    assert [s.record for s in spill_store.list(limit=2)] == records[:2]
+    spill_store.delete(listed[0].spill_id)
+    spill_store.delete(listed[0].spill_id)  # twice is harmless
+    assert [s.record for s in spill_store.list(limit=100)] == records[1:]
+
+
+def test_empty(spill_store: SpillStore):
+    assert spill_store.list(limit=10) == []

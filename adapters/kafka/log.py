@@ -86,9 +86,12 @@ class KafkaEventLog:
         with self._topics_lock:
             if name in self._known_topics:
                 return
-            future = self._admin.create_topics([NewTopic(name, self._partitions, 1)], operation_timeout=10)[name]
+            # bounded like a publish: with the broker away, capture must get to spill quickly
+            future = self._admin.create_topics(
+                [NewTopic(name, self._partitions, 1)], operation_timeout=self._timeout, request_timeout=self._timeout
+            )[name]
             try:
-                future.result(timeout=30)
+                future.result(timeout=self._timeout + 1)
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                     raise

@@ -16,6 +16,7 @@ from pymysql.cursors import Cursor
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 DAY_MS = 86_400_000
+ER_BAD_DB_ERROR = 1049  # unknown database
 # a connection idle longer than this is checked before use: RDS Proxy and MySQL drop idle ones
 IDLE_CHECK_S = 30.0
 
@@ -107,6 +108,13 @@ class MysqlDatabase:
         return applied
 
     def _create_database(self) -> None:
+        """Only when it is missing: a user granted just its own database may not create one."""
+        try:
+            self.connection()
+            return
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] != ER_BAD_DB_ERROR:
+                raise
         with self._connect(None) as conn, conn.cursor() as cursor:
             cursor.execute(
                 f"CREATE DATABASE IF NOT EXISTS `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"

@@ -15,7 +15,6 @@ import pymysql
 from pymysql.cursors import Cursor
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
-DAY_MS = 86_400_000
 ER_BAD_DB_ERROR = 1049  # unknown database
 # a connection idle longer than this is checked before use: RDS Proxy and MySQL drop idle ones
 IDLE_CHECK_S = 30.0

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from adapters.ports import CrashIndex, DocumentStore, EventLog, SessionCounters, SpillStore
+from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
 
 # written by scripts/services start: where the local engines listen
 SERVICES_ENV_FILE = ".services/services.env"
@@ -48,6 +48,7 @@ class Adapters:
     documents: DocumentStore
     index: CrashIndex
     counters: SessionCounters
+    ranking: RankingStore
     spill: SpillStore
 
     @property
@@ -55,7 +56,7 @@ class Adapters:
         return self.settings.retention_days * 86_400
 
     def close(self) -> None:
-        for part in (self.log, self.documents, self.index, self.counters):
+        for part in (self.log, self.documents, self.index, self.counters, self.ranking):
             part.close()
 
 
@@ -96,6 +97,7 @@ def _embedded(settings: Settings) -> Adapters:
     from adapters.embedded.documents import SqliteDocumentStore
     from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
     from adapters.embedded.log import SqliteEventLog
+    from adapters.embedded.ranking import SqliteRankingStore
 
     data = settings.data_dir
     sql = SqliteIndexDatabase(data / "index.sqlite")
@@ -105,6 +107,7 @@ def _embedded(settings: Settings) -> Adapters:
         documents=SqliteDocumentStore(data / "documents.sqlite"),
         index=SqliteCrashIndex(sql),
         counters=SqliteSessionCounters(sql),
+        ranking=SqliteRankingStore(sql),
         spill=_spill_directory(settings),
     )
 
@@ -118,6 +121,7 @@ def _engines(
     from adapters.kafka.log import KafkaEventLog
     from adapters.mysql.database import MysqlDatabase
     from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+    from adapters.mysql.ranking import MysqlRankingStore
 
     sql = MysqlDatabase(mysql_url)
     return Adapters(
@@ -129,6 +133,7 @@ def _engines(
         ),
         index=MysqlCrashIndex(sql),
         counters=MysqlSessionCounters(sql),
+        ranking=MysqlRankingStore(sql),
         spill=spill,
     )
 

@@ -7,6 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ranking.queries import NodeReader
+from ranking.tree import Operator, Order
+
 Headers = tuple[tuple[str, bytes], ...]
 
 
@@ -172,5 +175,60 @@ class SessionCounters(Protocol):
         ...
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class BoardSettings:
+    board: str
+    order: Order = "desc"
+    operator: Operator = "best"
+
+
+@dataclass(frozen=True)
+class BoardUpdate:
+    """One board's share of a ranking batch: new scores and the node count changes they make."""
+
+    settings: BoardSettings
+    scores: Mapping[str, int]
+    deltas: Mapping[tuple[int, int], int]
+
+
+@dataclass(frozen=True)
+class Entry:
+    player_id: str
+    score: int
+
+
+class RankingStore(NodeReader, Protocol):
+    def get_board(self, board: str) -> BoardSettings | None: ...
+
+    def put_board(self, settings: BoardSettings) -> None: ...
+
+    def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]: ...
+
+    def applied_offset(self, consumer: str, topic_partition: str) -> int: ...
+
+    def apply(
+        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int,
+        updates: Sequence[BoardUpdate],
+    ) -> None:
+        """Creates missing boards, writes scores and node deltas, and moves the offset, all in one
+        transaction, only if the stored offset is still `expected_offset` (else OffsetConflict)."""
+        ...
+
+    def tied(self, board: str, score: int, after_player: str, limit: int, skip: int = 0) -> list[Entry]:
+        """Players with exactly this score, by playerId ascending, after `after_player`."""
+        ...
+
+    def beyond(self, board: str, order: Order, score: int, worse: bool, limit: int) -> list[Entry]:
+        """Players strictly worse (or better) than `score`, nearest first; ties by playerId
+        ascending when going worse, descending when going better (nearest first both ways)."""
+        ...
+
+    def tied_before(self, board: str, score: int, before_player: str, limit: int) -> list[Entry]:
+        """Players with this score and a smaller playerId, nearest (largest) first."""
+        ...
 
     def close(self) -> None: ...

@@ -70,3 +70,12 @@ def validate(model: type[M], data: Any, prefix: tuple[int | str, ...] = ()) -> M
         return model.model_validate(data)
     except ValidationError as exc:
         raise validation_error(exc, prefix) from None
+
+
+def validate_batch(model: type[M], data: Any, max_batch: int) -> list[M]:
+    """One object, or an array of at most `max_batch`; errors name the item, e.g. `[3].sku`."""
+    if not isinstance(data, list):
+        return [validate(model, data)]
+    if len(data) > max_batch:
+        raise InvalidField(f"a batch holds at most {max_batch} items, got {len(data)}", "body")
+    return [validate(model, item, (i,)) for i, item in enumerate(data)]

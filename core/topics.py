@@ -37,16 +37,17 @@ def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> Non
     )
 
 
-def publish(log: EventLog, spill: SpillStore, topic: str, record: OutgoingRecord) -> None:
+def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[OutgoingRecord]) -> None:
     """Capture's write: durable on the log, or else in the spill store until `blackbox replay`
     (DESIGN §1); only when both fail a 503 the client may retry, as nothing was promised."""
     try:
-        log.publish(topic, [record])
+        log.publish(topic, records)
         return
     except Exception as log_error:
         logger.warning("event log did not take the event; spilling it", extra={"error": repr(log_error)})
         try:
-            spill.put(topic, record)
+            for record in records:
+                spill.put(topic, record)
         except Exception as spill_error:
             raise Unavailable(f"neither the event log nor the spill store took the event: {spill_error!r}") from None
 

@@ -26,9 +26,9 @@ def capture_crash(log: EventLog, spill: SpillStore, posted: Posted) -> Receipt:
     envelope = CrashEnvelope(
         eventId=event_id, reportKey=key, receivedAt=now_ms(), sizeBytes=len(posted.body), payload=payload
     )
-    publish(log, spill, CRASHES, OutgoingRecord(
+    publish(log, spill, CRASHES, [OutgoingRecord(
         value=envelope.model_dump_json().encode(),
         key=key.encode(),
         headers=(("eventId", event_id.encode()),),
-    ))
+    )])
     return Receipt(event_id, key)

@@ -1,4 +1,4 @@
-"""Capture: POST /v1/crashes and POST /v1/sessions. Answers 202 once the event is on the log."""
+"""Capture: POST /v1/crashes, /v1/sessions and /v1/scores. Answers 202 once the event is durable."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from core.api import create_resolver, json_response, logger, posted
 from crashes.capture import capture_crash
+from ranking.capture import capture_scores
 from sessions.capture import capture_sessions
 
 app = create_resolver()
@@ -27,6 +28,12 @@ def post_sessions() -> Response[str]:
     a = current()
     accepted = capture_sessions(a.log, a.spill, posted(app.current_event))
     return json_response(202, {"accepted": accepted})
+
+
+@app.post("/v1/scores")
+def post_scores() -> Response[str]:
+    a = current()
+    return json_response(202, {"accepted": capture_scores(a.log, a.spill, posted(app.current_event))})
 
 
 @logger.inject_lambda_context

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.topics import CRASHES, SESSIONS
+from core.topics import CRASHES, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -18,6 +18,8 @@ FUNCTIONS = {
     "reporter": "lambdas.reporter",
     "crash-consumer": "lambdas.crash_consumer",
     "session-counter": "lambdas.session_counter",
+    "leaderboards": "lambdas.leaderboards",
+    "ranking-worker": "lambdas.ranking_worker",
 }
 
 # The REST API's routes (DESIGN §5): method, resource path, function. API Gateway declares exactly
@@ -25,15 +27,22 @@ FUNCTIONS = {
 API_ROUTES = (
     ("POST", "/v1/crashes", "capture"),
     ("POST", "/v1/sessions", "capture"),
+    ("POST", "/v1/scores", "capture"),
     ("GET", "/v1/crashes", "reporter"),
     ("GET", "/v1/crashes/{reportId}", "reporter"),
     ("GET", "/v1/crashes/{reportId}/attachments/{name}", "reporter"),
     ("GET", "/v1/stats", "reporter"),
     ("GET", "/v1/health", "reporter"),
+    ("PUT", "/v1/leaderboards/{board}", "leaderboards"),
+    ("GET", "/v1/leaderboards/{board}", "leaderboards"),
+    ("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards"),
+    ("GET", "/v1/leaderboards/{board}/top", "leaderboards"),
+    ("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards"),
+    ("GET", "/v1/leaderboards/{board}/rank", "leaderboards"),
 )
 
 # consumer function → the topic its event source mapping reads
-CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS}
+CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-worker": SCORES}
 
 
 def load_handler(name: str) -> Handler:

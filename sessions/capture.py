@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from adapters.ports import EventLog, OutgoingRecord, SpillStore
-from core.errors import InvalidField
-from core.requests import Posted, validate
+from core.requests import Posted, validate_batch
 from core.timeutil import now_ms
 from core.topics import SESSIONS, publish
 from crashes.model import new_event_id
@@ -12,12 +11,7 @@ from sessions.model import MAX_BATCH, SessionCount, SessionEnvelope, SessionEven
 
 
 def capture_sessions(log: EventLog, spill: SpillStore, posted: Posted) -> int:
-    data = posted.json()
-    items = data if isinstance(data, list) else [data]
-    if len(items) > MAX_BATCH:
-        raise InvalidField(f"a batch holds at most {MAX_BATCH} sessions, got {len(items)}", "body")
-    batch = isinstance(data, list)
-    events = [validate(SessionEvent, item, (i,) if batch else ()) for i, item in enumerate(items)]
+    events = validate_batch(SessionEvent, posted.json(), MAX_BATCH)
     if not events:
         return 0
     event_id = new_event_id("sessions", posted.idempotency_key)
@@ -26,5 +20,6 @@ def capture_sessions(log: EventLog, spill: SpillStore, posted: Posted) -> int:
         receivedAt=now_ms(),
         sessions=[SessionCount(sku=e.sku, kind=e.kind) for e in events],
     )
-    publish(log, spill, SESSIONS, OutgoingRecord(value=envelope.model_dump_json().encode(), key=event_id.encode()))
+    record = OutgoingRecord(value=envelope.model_dump_json().encode(), key=event_id.encode())
+    publish(log, spill, SESSIONS, [record])
     return len(events)

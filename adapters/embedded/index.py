@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
@@ -45,6 +47,26 @@ CREATE TABLE IF NOT EXISTS session_counts (
     count INTEGER NOT NULL,
     PRIMARY KEY (sku, minute, kind)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS boards (
+    board TEXT PRIMARY KEY,
+    sort_order TEXT NOT NULL,
+    operator TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rank_scores (
+    board TEXT NOT NULL,
+    player_id TEXT NOT NULL,
+    score INTEGER NOT NULL,
+    PRIMARY KEY (board, player_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rank_scores_asc ON rank_scores (board, score, player_id);
+CREATE INDEX IF NOT EXISTS rank_scores_desc ON rank_scores (board, score DESC, player_id);
+CREATE TABLE IF NOT EXISTS rank_nodes (
+    board TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    prefix INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (board, level, prefix)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS applied_offsets (
     consumer TEXT NOT NULL,
     topic_partition TEXT NOT NULL,
@@ -54,10 +76,30 @@ CREATE TABLE IF NOT EXISTS applied_offsets (
 """
 
 class SqliteIndexDatabase:
-    """One file holds both the crash index and the counters, as one MySQL schema does."""
+    """One file holds the crash index, the counters and the leaderboards, as one MySQL schema does."""
 
     def __init__(self, path: Path) -> None:
         self.db = SqliteFile(path, _SCHEMA)
+
+    def applied_offset(self, consumer: str, topic_partition: str) -> int:
+        row = self.db.connection().execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
+        return -1 if row is None else int(row[0])
+
+    @contextmanager
+    def offset_transaction(
+        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int
+    ) -> Iterator[sqlite3.Connection]:
+        """A write transaction that also moves the partition's offset, if nobody moved it first."""
+        with self.db.write() as conn:
+            row = conn.execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
+            if (-1 if row is None else row[0]) != expected_offset:
+                raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected_offset}")
+            yield conn
+            conn.execute(
+                "INSERT INTO applied_offsets VALUES (?, ?, ?) ON CONFLICT (consumer, topic_partition) "
+                "DO UPDATE SET applied = excluded.applied",
+                (consumer, topic_partition, new_offset),
+            )
 
 
 class SqliteCrashIndex:
@@ -94,11 +136,11 @@ class SqliteCrashIndex:
 
 class SqliteSessionCounters:
     def __init__(self, database: SqliteIndexDatabase) -> None:
+        self._database = database
         self._db = database.db
 
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        row = self._db.connection().execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
-        return -1 if row is None else int(row[0])
+        return self._database.applied_offset(consumer, topic_partition)
 
     def apply(
         self,
@@ -108,19 +150,11 @@ class SqliteSessionCounters:
         new_offset: int,
         increments: Mapping[SessionBucket, int],
     ) -> None:
-        with self._db.write() as conn:
-            row = conn.execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
-            if (-1 if row is None else row[0]) != expected_offset:
-                raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected_offset}")
+        with self._database.offset_transaction(consumer, topic_partition, expected_offset, new_offset) as conn:
             conn.executemany(
                 "INSERT INTO session_counts VALUES (?, ?, ?, ?) ON CONFLICT (sku, minute, kind) "
                 "DO UPDATE SET count = count + excluded.count",
                 [(b.sku, b.minute, b.kind, n) for b, n in increments.items()],
-            )
-            conn.execute(
-                "INSERT INTO applied_offsets VALUES (?, ?, ?) ON CONFLICT (consumer, topic_partition) "
-                "DO UPDATE SET applied = excluded.applied",
-                (consumer, topic_partition, new_offset),
             )
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:

@@ -14,6 +14,9 @@ from urllib.parse import unquote, urlsplit
 import pymysql
 from pymysql.cursors import Cursor
 
+from adapters.ports import OffsetConflict
+from adapters.sql.queries import APPLIED_OFFSET, pyformat
+
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
 # a connection idle longer than this is checked before use: RDS Proxy and MySQL drop idle ones
@@ -67,6 +70,29 @@ class MysqlDatabase:
             conn.rollback()
             raise
         conn.commit()
+
+    def applied_offset(self, consumer: str, topic_partition: str) -> int:
+        with self.connection().cursor() as cursor:
+            cursor.execute(pyformat(APPLIED_OFFSET), (consumer, topic_partition))
+            row = cursor.fetchone()
+        return -1 if row is None else int(row[0])
+
+    @contextmanager
+    def offset_transaction(
+        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int
+    ) -> Iterator[Cursor]:
+        """A transaction that also moves the partition's offset, if nobody moved it first."""
+        with self.transaction() as cursor:
+            cursor.execute(pyformat(APPLIED_OFFSET) + " FOR UPDATE", (consumer, topic_partition))
+            row = cursor.fetchone()
+            if (-1 if row is None else row[0]) != expected_offset:
+                raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected_offset}")
+            yield cursor
+            cursor.execute(
+                "INSERT INTO applied_offsets (consumer, topic_partition, applied) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE applied = VALUES(applied)",
+                (consumer, topic_partition, new_offset),
+            )
 
     def ping(self) -> None:
         with self.connection().cursor() as cursor:

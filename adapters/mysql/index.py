@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import IndexedReport, IndexEntry, OffsetConflict, ReportFilter, SessionBucket
+from adapters.ports import IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
-    APPLIED_OFFSET,
     CRASH_COUNTS,
     INSERT_COLUMNS,
     SELECT_REPORTS,
@@ -84,10 +83,7 @@ class MysqlSessionCounters:
         self._db = database
 
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(APPLIED_OFFSET), (consumer, topic_partition))
-            row = cursor.fetchone()
-        return -1 if row is None else int(row[0])
+        return self._db.applied_offset(consumer, topic_partition)
 
     def apply(
         self,
@@ -97,20 +93,11 @@ class MysqlSessionCounters:
         new_offset: int,
         increments: Mapping[SessionBucket, int],
     ) -> None:
-        with self._db.transaction() as cursor:
-            cursor.execute(pyformat(APPLIED_OFFSET) + " FOR UPDATE", (consumer, topic_partition))
-            row = cursor.fetchone()
-            if (-1 if row is None else row[0]) != expected_offset:
-                raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected_offset}")
+        with self._db.offset_transaction(consumer, topic_partition, expected_offset, new_offset) as cursor:
             cursor.executemany(
                 "INSERT INTO session_counts (sku, minute, kind, count) VALUES (%s, %s, %s, %s) "
                 "ON DUPLICATE KEY UPDATE count = count + VALUES(count)",
                 [(b.sku, b.minute, b.kind, n) for b, n in increments.items()],
-            )
-            cursor.execute(
-                "INSERT INTO applied_offsets (consumer, topic_partition, applied) VALUES (%s, %s, %s) "
-                "ON DUPLICATE KEY UPDATE applied = VALUES(applied)",
-                (consumer, topic_partition, new_offset),
             )
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:

@@ -10,7 +10,7 @@ import pytest
 from adapters.factory import Adapters
 from core.msk import from_msk_event, to_msk_event
 from core.topics import replay_spilled
-from lambdas import capture, crash_consumer, reporter, session_counter
+from lambdas import capture, crash_consumer, leaderboards, ranking_worker, reporter, session_counter
 from local_runtime.functions import FUNCTIONS, LocalContext
 from tests.conftest import EVENTS, load_event
 
@@ -132,3 +132,22 @@ def test_msk_event_shape_round_trips():
     records = from_msk_event(event)
     assert to_msk_event(records, event["eventSourceArn"], event["bootstrapServers"]) == event
     assert records[0].headers[0][0] == "eventId"
+
+
+def test_score_samples_through_capture_worker_and_leaderboards(adapters: Adapters):
+    assert (call(capture.handler, "capture-scores.json")["statusCode"]) == 202
+    assert body(call(leaderboards.handler, "leaderboards-put-board.json")) == \
+        {"board": "season-7:ranked", "order": "desc", "operator": "best"}
+    assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 3}
+    assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 0}  # redelivered
+    assert body(call(leaderboards.handler, "leaderboards-get-board.json"))["players"] == 3
+    assert body(call(leaderboards.handler, "leaderboards-player.json")) == \
+        {"playerId": "p-1029", "score": 4200, "rank": 2}
+    assert body(call(leaderboards.handler, "leaderboards-top.json"))["entries"] == [
+        {"rank": 1, "playerId": "p-77", "score": 5100},
+        {"rank": 2, "playerId": "p-1029", "score": 4200},
+        {"rank": 2, "playerId": "p-5", "score": 4200},
+    ]
+    assert [e["playerId"] for e in body(call(leaderboards.handler, "leaderboards-around.json"))["entries"]] == \
+        ["p-77", "p-1029", "p-5"]
+    assert body(call(leaderboards.handler, "leaderboards-rank.json")) == {"score": 5000, "rank": 2}

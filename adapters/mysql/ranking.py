@@ -1,0 +1,85 @@
+"""Leaderboards on MySQL, in the same schema as the crash index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from adapters.mysql.database import MysqlDatabase
+from adapters.ports import BoardSettings, BoardUpdate, Entry
+from adapters.sql import ranking as sql
+from adapters.sql.queries import pyformat
+from ranking.tree import NodeRange, Order
+
+
+class MysqlRankingStore:
+    def __init__(self, database: MysqlDatabase) -> None:
+        self._db = database
+
+    def _rows(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(query), params)
+            return list(cursor.fetchall())
+
+    def get_board(self, board: str) -> BoardSettings | None:
+        rows = self._rows(sql.GET_BOARD, (board,))
+        return BoardSettings(*rows[0]) if rows else None
+
+    def put_board(self, settings: BoardSettings) -> None:
+        with self._db.transaction() as cursor:
+            cursor.execute(
+                "INSERT INTO boards (board, sort_order, operator) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE sort_order = VALUES(sort_order), operator = VALUES(operator)",
+                (settings.board, settings.order, settings.operator),
+            )
+
+    def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(player_ids), 1000):
+            entries = sql.entries(self._rows(*sql.scores(board, player_ids[start : start + 1000])))
+            found.update((e.player_id, e.score) for e in entries)
+        return found
+
+    def applied_offset(self, consumer: str, topic_partition: str) -> int:
+        return self._db.applied_offset(consumer, topic_partition)
+
+    def apply(
+        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int,
+        updates: Sequence[BoardUpdate],
+    ) -> None:
+        with self._db.offset_transaction(consumer, topic_partition, expected_offset, new_offset) as cursor:
+            # executemany folds each of these into multi-row INSERTs
+            cursor.executemany(
+                "INSERT IGNORE INTO boards (board, sort_order, operator) VALUES (%s, %s, %s)",
+                [(u.settings.board, u.settings.order, u.settings.operator) for u in updates],
+            )
+            cursor.executemany(
+                "INSERT INTO rank_scores (board, player_id, score) VALUES (%s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE score = VALUES(score)",
+                [(u.settings.board, player, score) for u in updates for player, score in u.scores.items()],
+            )
+            cursor.executemany(
+                "INSERT INTO rank_nodes (board, level, prefix, count) VALUES (%s, %s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE count = count + VALUES(count)",
+                [(u.settings.board, level, prefix, delta)
+                 for u in updates for (level, prefix), delta in u.deltas.items()],
+            )
+
+    def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
+        return int(self._rows(*sql.sum_counts(board, ranges))[0][0]) if ranges else 0
+
+    def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
+        rows = self._rows(sql.NODE_COUNTS, (board, nodes.level, nodes.first, nodes.last))
+        return {int(prefix): int(count) for prefix, count in rows}
+
+    def tied(self, board: str, score: int, after_player: str, limit: int, skip: int = 0) -> list[Entry]:
+        return sql.entries(self._rows(sql.TIED, (board, score, after_player, limit, skip)))
+
+    def tied_before(self, board: str, score: int, before_player: str, limit: int) -> list[Entry]:
+        return sql.entries(self._rows(sql.TIED_BEFORE, (board, score, before_player, limit)))
+
+    def beyond(self, board: str, order: Order, score: int, worse: bool, limit: int) -> list[Entry]:
+        return sql.entries(self._rows(*sql.beyond(board, order, score, worse, limit)))
+
+    def close(self) -> None:
+        self._db.close()

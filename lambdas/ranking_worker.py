@@ -1,0 +1,19 @@
+"""Ranking worker: MSK batch from `scores` → scores, tree node deltas and offset, one transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from core.api import logger
+from core.msk import from_msk_event
+from ranking.tree import DEFAULT_TREE
+from ranking.worker import apply_scores
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    a = current()
+    return {"applied": apply_scores(from_msk_event(event), a.ranking, a.log, DEFAULT_TREE)}

@@ -1,0 +1,112 @@
+"""Leaderboard reads: settings, a player's rank, top-N, around a player, the rank of a score.
+Ranks come from the tree (one rank query, one leaf-count query per list), lists from the score
+index, so every answer costs O(log range + entries), whatever the number of players."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from adapters.ports import BoardSettings, Entry, RankingStore
+from core import queryparams
+from core.errors import InvalidField, NotFound
+from core.requests import Posted, validate
+from ranking.model import NAME_PATTERN, BoardSettingsBody
+from ranking.queries import rank_of, score_at
+from ranking.tree import INT64_MAX, INT64_MIN, NodeRange, Tree
+
+MAX_TOP = 1000
+MAX_RADIUS = 100
+
+
+def _board(store: RankingStore, board: str) -> BoardSettings:
+    settings = store.get_board(board)
+    if settings is None:
+        raise NotFound(f"no leaderboard {board}")
+    return settings
+
+
+def describe(store: RankingStore, tree: Tree, board: str) -> dict[str, Any]:
+    settings = _board(store, board)
+    players = store.sum_counts(board, [tree.top_range()])
+    return {"board": board, "order": settings.order, "operator": settings.operator, "players": players}
+
+
+def configure(store: RankingStore, board: str, posted: Posted) -> dict[str, Any]:
+    if not re.fullmatch(NAME_PATTERN, board):
+        raise InvalidField("board names are 1 to 128 of A-Z a-z 0-9 . _ : -", "board")
+    body = validate(BoardSettingsBody, posted.json())
+    store.put_board(BoardSettings(board, body.order, body.operator))
+    return {"board": board, "order": body.order, "operator": body.operator}
+
+
+def _ranked(
+    store: RankingStore, tree: Tree, settings: BoardSettings, entries: Sequence[Entry]
+) -> list[dict[str, Any]]:
+    """Ranks for a contiguous run of the board: the first from the tree, the rest by adding the
+    leaf counts of the scores passed (ties share a rank: 1, 2, 2, 4)."""
+    if not entries:
+        return []
+    board = settings.board
+    rank = rank_of(tree, store, board, settings.order, entries[0].score)
+    scores = [e.score for e in entries]
+    counts = store.node_counts(board, NodeRange(0, min(scores), max(scores)))
+    ranked = []
+    previous = entries[0].score
+    for entry in entries:
+        if entry.score != previous:
+            rank += counts[previous]
+            previous = entry.score
+        ranked.append({"rank": rank, "playerId": entry.player_id, "score": entry.score})
+    return ranked
+
+
+def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> dict[str, Any]:
+    settings = _board(store, board)
+    score = store.scores(board, [player_id]).get(player_id)
+    if score is None:
+        raise NotFound(f"player {player_id} has no score on {board}")
+    return {"playerId": player_id, "score": score, "rank": rank_of(tree, store, board, settings.order, score)}
+
+
+def top(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) -> dict[str, Any]:
+    settings = _board(store, board)
+    limit = queryparams.integer(params, "limit", 10, 1, MAX_TOP)
+    offset = queryparams.integer(params, "offset", 0, 0, INT64_MAX)
+    first = score_at(tree, store, board, settings.order, offset + 1)
+    if first is None:
+        return {"entries": []}
+    better = rank_of(tree, store, board, settings.order, first) - 1
+    entries = store.tied(board, first, "", limit, skip=offset - better)
+    if len(entries) < limit:
+        entries += store.beyond(board, settings.order, first, worse=True, limit=limit - len(entries))
+    return {"entries": _ranked(store, tree, settings, entries)}
+
+
+def around(store: RankingStore, tree: Tree, board: str, player_id: str, params: Mapping[str, str]) -> dict[str, Any]:
+    settings = _board(store, board)
+    radius = queryparams.integer(params, "radius", 5, 0, MAX_RADIUS)
+    score = store.scores(board, [player_id]).get(player_id)
+    if score is None:
+        raise NotFound(f"player {player_id} has no score on {board}")
+    above = store.tied_before(board, score, player_id, radius)
+    if len(above) < radius:
+        above += store.beyond(board, settings.order, score, worse=False, limit=radius - len(above))
+    below = store.tied(board, score, player_id, radius)
+    if len(below) < radius:
+        below += store.beyond(board, settings.order, score, worse=True, limit=radius - len(below))
+    entries = [*reversed(above), Entry(player_id, score), *below]
+    return {"entries": _ranked(store, tree, settings, entries)}
+
+
+def rank_for_score(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) -> dict[str, Any]:
+    settings = _board(store, board)
+    text = queryparams.required(params, "score")
+    try:
+        score = int(text)
+    except ValueError:
+        raise InvalidField("score must be an integer", "score") from None
+    if not INT64_MIN <= score <= INT64_MAX:
+        raise InvalidField("score must be a signed 64-bit integer", "score")
+    return {"score": score, "rank": rank_of(tree, store, board, settings.order, score)}

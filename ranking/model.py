@@ -1,0 +1,40 @@
+"""Scores and board settings as the API takes them, and as carried on the `scores` topic."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from ranking.tree import INT64_MAX, INT64_MIN, Operator, Order
+
+MAX_BATCH = 500
+NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+PlayerId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+class Score(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    board: Name
+    playerId: PlayerId
+    score: Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+
+
+class ScoreEnvelope(BaseModel):
+    """One record per board of a request, keyed by board, so a board's updates stay in order in
+    one partition and only that partition's worker writes the board."""
+
+    model_config = ConfigDict(strict=True)
+
+    eventId: str
+    receivedAt: int
+    scores: list[Score]
+
+
+class BoardSettingsBody(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    order: Order = "desc"
+    operator: Operator = "best"

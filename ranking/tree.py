@@ -1,0 +1,114 @@
+"""The ranking tree of DESIGN §4, as arithmetic on scores: no storage here.
+
+A board's tree covers the whole signed 64-bit range with branching factor B = 2**bits. The node at
+(level, prefix) counts the players whose score s has s >> (bits * level) == prefix. An arithmetic
+shift keeps order for negative scores too, prefixes of one level never overflow 64 bits, and a
+node's children are (level - 1, prefix * B + d) for d in 0..B-1. At the top level the prefixes are
+-1 (negative scores) and 0 (the rest).
+
+rank(score) = 1 + the players strictly better, which are exactly the nodes, one level at a time,
+that share the score's parent but lie on its better side: at most B - 1 nodes per level, so
+O(B * log_B(range)) rows whatever the number of players."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+Order = Literal["desc", "asc"]
+Operator = Literal["best", "set", "incr"]
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class NodeRange:
+    """Nodes (level, first..last) inclusive."""
+
+    level: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class Tree:
+    bits: int = 4
+
+    @property
+    def branching(self) -> int:
+        return 1 << self.bits
+
+    @property
+    def top(self) -> int:
+        """The level whose prefixes are only -1 and 0."""
+        return math.ceil(64 / self.bits)
+
+    def prefix(self, score: int, level: int) -> int:
+        return score >> (self.bits * level)
+
+    def path(self, score: int) -> list[tuple[int, int]]:
+        """Every node that counts a player with this score, leaf to top."""
+        return [(level, self.prefix(score, level)) for level in range(self.top + 1)]
+
+    def better_ranges(self, score: int, order: Order) -> list[NodeRange]:
+        """The nodes whose counts add up to the players strictly better than `score`."""
+        ranges = []
+        for level in range(self.top):
+            mine = self.prefix(score, level)
+            first = (mine >> self.bits) << self.bits
+            last = first + self.branching - 1
+            if order == "desc" and mine < last:
+                ranges.append(NodeRange(level, mine + 1, last))
+            elif order == "asc" and mine > first:
+                ranges.append(NodeRange(level, first, mine - 1))
+        mine = self.prefix(score, self.top)
+        if order == "desc" and mine < 0:
+            ranges.append(NodeRange(self.top, 0, 0))
+        elif order == "asc" and mine == 0:
+            ranges.append(NodeRange(self.top, -1, -1))
+        return ranges
+
+    def children(self, level: int, prefix: int) -> NodeRange:
+        first = prefix << self.bits
+        return NodeRange(level - 1, first, first + self.branching - 1)
+
+    def top_range(self) -> NodeRange:
+        return NodeRange(self.top, -1, 0)
+
+    def deltas(self, moves: Iterable[tuple[int | None, int | None]]) -> dict[tuple[int, int], int]:
+        """Node count changes for players moving from an old score to a new one (None: absent);
+        nodes whose changes cancel out are left out, so nothing is written for them."""
+        counter: Counter[tuple[int, int]] = Counter()
+        for old, new in moves:
+            if old == new:
+                continue
+            if old is not None:
+                counter.subtract(self.path(old))
+            if new is not None:
+                counter.update(self.path(new))
+        return {node: delta for node, delta in counter.items() if delta}
+
+
+# the deployment's tree: B = 16, so 17 levels; changing it needs the node counts rebuilt
+DEFAULT_TREE = Tree(bits=4)
+
+
+def better(order: Order, a: int, b: int) -> bool:
+    return a > b if order == "desc" else a < b
+
+
+def best_first(order: Order, prefixes: Iterable[int]) -> list[int]:
+    return sorted(prefixes, reverse=order == "desc")
+
+
+def combine(operator: Operator, order: Order, old: int | None, value: int) -> int:
+    """A player's score after one update; incr saturates at the int64 bounds rather than wrapping."""
+    if operator == "set" or old is None:
+        return value
+    if operator == "incr":
+        return max(INT64_MIN, min(INT64_MAX, old + value))
+    return value if better(order, value, old) else old

@@ -1,0 +1,80 @@
+"""The tree's arithmetic against brute force, over the whole int64 range, both orders, several
+branching factors: an in-memory node store stands in for SQL here (storages have their own suite)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ranking.queries import rank_of, score_at
+from ranking.tree import INT64_MAX, INT64_MIN, NodeRange, Tree, combine
+
+scores = st.one_of(
+    st.integers(INT64_MIN, INT64_MAX),
+    st.sampled_from([INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX]),
+    st.integers(-20, 20),
+)
+trees = st.sampled_from([Tree(1), Tree(4), Tree(5), Tree(8), Tree(16)])
+orders = st.sampled_from(["desc", "asc"])
+
+
+class MemoryNodes:
+    def __init__(self, tree: Tree, players: Sequence[int]) -> None:
+        self.counts = Counter(node for score in players for node in tree.path(score))
+
+    def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
+        return sum(c for (level, p), c in self.counts.items()
+                   for r in ranges if level == r.level and r.first <= p <= r.last)
+
+    def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
+        return {p: c for (level, p), c in self.counts.items() if level == nodes.level and nodes.first <= p <= nodes.last
+                and c}
+
+
+def brute_rank(players: Sequence[int], order: str, score: int) -> int:
+    return 1 + sum(1 for s in players if (s > score if order == "desc" else s < score))
+
+
+@settings(max_examples=300)
+@given(trees, orders, st.lists(scores, max_size=40), scores)
+def test_rank_is_one_plus_strictly_better(tree, order, players, probe):
+    nodes = MemoryNodes(tree, players)
+    for score in [probe, *players]:
+        assert rank_of(tree, nodes, "b", order, score) == brute_rank(players, order, score)
+
+
+@settings(max_examples=300)
+@given(trees, orders, st.lists(scores, max_size=40))
+def test_score_at_each_position_matches_the_sorted_list(tree, order, players):
+    nodes = MemoryNodes(tree, players)
+    ranked = sorted(players, reverse=order == "desc")
+    for position, score in enumerate(ranked, start=1):
+        assert score_at(tree, nodes, "b", order, position) == score
+    assert score_at(tree, nodes, "b", order, len(players) + 1) is None
+
+
+@given(trees, st.lists(st.tuples(st.one_of(st.none(), scores), st.one_of(st.none(), scores)), max_size=30))
+def test_deltas_move_players_between_paths(tree, moves):
+    before = Counter(node for old, _ in moves if old is not None for node in tree.path(old))
+    after = Counter(node for _, new in moves if new is not None for node in tree.path(new))
+    expected = {node: after[node] - before[node] for node in before | after if after[node] != before[node]}
+    assert tree.deltas(moves) == expected
+
+
+def test_prefixes_of_the_extremes():
+    tree = Tree(4)
+    assert tree.top == 16
+    assert tree.prefix(INT64_MIN, tree.top) == -1 and tree.prefix(INT64_MAX, tree.top) == 0
+    assert len(tree.path(0)) == 17
+
+
+@given(orders, st.one_of(st.none(), scores), scores)
+def test_operators(order, old, value):
+    assert combine("set", order, old, value) == value
+    total = value if old is None else old + value
+    assert combine("incr", order, old, value) == max(INT64_MIN, min(INT64_MAX, total))
+    best = combine("best", order, old, value)
+    assert best == value if old is None else best == (max if order == "desc" else min)(old, value)

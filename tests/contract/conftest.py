@@ -12,10 +12,12 @@ from adapters.couchbase.documents import CouchbaseDocumentStore
 from adapters.embedded.documents import SqliteDocumentStore
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.embedded.log import SqliteEventLog
+from adapters.embedded.ranking import SqliteRankingStore
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
-from adapters.ports import CrashIndex, DocumentStore, EventLog, SessionCounters
+from adapters.mysql.ranking import MysqlRankingStore
+from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters
 from tests.services import mysql_database, namespace, settings
 
 ENGINES = ["embedded", "services"]
@@ -59,3 +61,12 @@ def session_counters(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
         return
     with mysql_database(namespace()) as database:
         yield MysqlSessionCounters(database)
+
+
+@pytest.fixture(params=ENGINES)
+def ranking_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RankingStore]:
+    if request.param == "embedded":
+        yield SqliteRankingStore(SqliteIndexDatabase(tmp_path / "index.sqlite"))
+        return
+    with mysql_database(namespace()) as database:
+        yield MysqlRankingStore(database)

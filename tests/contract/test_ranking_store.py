@@ -1,0 +1,117 @@
+"""Leaderboards against brute force, on both storages: random sequences of score updates go
+through the real worker (batched, some batches redelivered) and every read — rank, score at a
+position, top with offset, around a player, the rank of a score — must equal the brute-force
+answer, for both orders and all operators, with ties, negative scores and the int64 extremes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.embedded.log import SqliteEventLog
+from adapters.ports import BoardSettings, LogRecord, RankingStore
+from ranking import leaderboard
+from ranking.queries import score_at
+from ranking.tree import INT64_MAX, INT64_MIN, Tree, better, combine
+from ranking.worker import apply_scores
+
+TREE = Tree(4)
+PLAYERS = [f"p{i}" for i in range(12)]
+scores = st.one_of(
+    st.integers(-5, 5),
+    st.sampled_from([INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX]),
+    st.integers(INT64_MIN, INT64_MAX),
+)
+updates = st.lists(st.tuples(st.sampled_from(PLAYERS), scores), min_size=1, max_size=40)
+
+
+@pytest.fixture
+def log(tmp_path: Path):
+    log = SqliteEventLog(tmp_path / "log.sqlite")
+    yield log
+    log.close()
+
+
+class Brute:
+    def __init__(self, order: str, operator: str) -> None:
+        self.order, self.operator = order, operator
+        self.scores: dict[str, int] = {}
+
+    def apply(self, player: str, value: int) -> None:
+        self.scores[player] = combine(self.operator, self.order, self.scores.get(player), value)
+
+    def rank(self, score: int) -> int:
+        return 1 + sum(1 for s in self.scores.values() if better(self.order, s, score))
+
+    def ordered(self) -> list[dict]:
+        items = sorted(self.scores.items(), key=lambda kv: (-kv[1] if self.order == "desc" else kv[1], kv[0]))
+        return [{"rank": self.rank(s), "playerId": p, "score": s} for p, s in items]
+
+
+def records(board: str, batch: list[tuple[str, int]], offsets: itertools.count) -> list[LogRecord]:
+    """One log record per update, as capture would publish single-score requests; a topic per
+    board, so each example's offsets start afresh."""
+    return [
+        LogRecord(f"scores.{board}", 0, next(offsets), json.dumps({
+            "eventId": str(uuid.uuid4()), "receivedAt": 0,
+            "scores": [{"board": board, "playerId": player, "score": value}],
+        }).encode(), board.encode(), (), 0)
+        for player, value in batch
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    order=st.sampled_from(["desc", "asc"]),
+    operator=st.sampled_from(["best", "set", "incr"]),
+    sequence=updates,
+    cuts=st.lists(st.integers(1, 10), min_size=1, max_size=8),
+    redeliver=st.booleans(),
+    probe=scores,
+)
+def test_leaderboard_reads_equal_brute_force(ranking_store: RankingStore, log, order, operator, sequence, cuts,
+                                             redeliver, probe):
+    board = f"b-{uuid.uuid4().hex[:12]}"  # a fresh board per example: boards share nothing
+    ranking_store.put_board(BoardSettings(board, order, operator))
+    brute = Brute(order, operator)
+    offsets = itertools.count()
+    done = 0
+    for cut in itertools.cycle(cuts):
+        if done >= len(sequence):
+            break
+        batch = records(board, sequence[done : done + cut], offsets)
+        apply_scores(batch, ranking_store, log, TREE)
+        if redeliver:
+            assert apply_scores(batch, ranking_store, log, TREE) == 0
+        for player, value in sequence[done : done + cut]:
+            brute.apply(player, value)
+        done += cut
+
+    expected = brute.ordered()
+    assert leaderboard.describe(ranking_store, TREE, board)["players"] == len(expected)
+    for entry in expected:
+        assert leaderboard.player(ranking_store, TREE, board, entry["playerId"]) == {
+            "playerId": entry["playerId"], "score": entry["score"], "rank": entry["rank"]}
+    for position, entry in enumerate(expected, start=1):
+        assert score_at(TREE, ranking_store, board, order, position) == entry["score"]
+    assert score_at(TREE, ranking_store, board, order, len(expected) + 1) is None
+    for offset, limit in [(0, 1000), (0, 3), (2, 4), (len(expected) - 1, 5), (len(expected), 5)]:
+        if offset >= 0:
+            got = leaderboard.top(ranking_store, TREE, board, {"offset": str(offset), "limit": str(limit)})
+            assert got["entries"] == expected[offset : offset + limit]
+    for index, entry in enumerate(expected):
+        got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], {"radius": "2"})
+        assert got["entries"] == expected[max(0, index - 2) : index + 3]
+    assert leaderboard.rank_for_score(ranking_store, TREE, board, {"score": str(probe)})["rank"] == brute.rank(probe)
+
+
+def test_a_board_appears_on_its_first_score_as_desc_best(ranking_store: RankingStore, log):
+    apply_scores(records("fresh", [("a", 5), ("a", 3)], itertools.count()), ranking_store, log, TREE)
+    assert ranking_store.get_board("fresh") == BoardSettings("fresh", "desc", "best")
+    assert ranking_store.scores("fresh", ["a", "b"]) == {"a": 5}

@@ -12,38 +12,17 @@ import signal
 import string
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.e2e.serve import Serve
-from tests.services import drop_database, mysql_url, namespace
 
 SKUS = ["skyrift:pc", "skyrift:ps5", "kart.racer-2"]
 REPORTS = 1000
 SESSIONS = 5000
 CONCURRENCY = 16
-
-
-@pytest.fixture(scope="module", params=["embedded", "services"])
-def serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    """One server per profile for the whole module; on `services` in a namespace of its own."""
-    base = tmp_path_factory.mktemp(request.param)
-    name = namespace()
-    env = {
-        "BLACKBOX_MYSQL_URL": mysql_url(name),
-        "BLACKBOX_KAFKA_TOPIC_PREFIX": f"{name}.",
-        "BLACKBOX_COUCHBASE_KEY_PREFIX": f"{name}:",
-    } if request.param == "services" else {}
-    server = Serve(base / "data", base / "serve.log", request.param, env)
-    server.start()
-    yield server
-    if server.process is not None:
-        assert server.stop() == 0
-    if request.param == "services":
-        drop_database(name)
 
 
 def crash_report(rng: random.Random, n: int) -> dict[str, Any]:

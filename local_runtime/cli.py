@@ -52,6 +52,13 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from benchmarks import report  # heavy imports only for this command
+
+    report.run(args.quick, args.output)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="blackbox", description="Crash reporting and leaderboards for online games")
     commands = root.add_subparsers(dest="command", required=True)
@@ -80,6 +87,12 @@ def parser() -> argparse.ArgumentParser:
     replay_cmd = commands.add_parser("replay", help="publish the events capture spilled while the log was down")
     storage_options(replay_cmd)
     replay_cmd.set_defaults(run=_replay)
+
+    bench_cmd = commands.add_parser("bench", help="measure, side by side, and write BENCHMARKS.md "
+                                    "(needs scripts/services start)")
+    bench_cmd.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
+    bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"))
+    bench_cmd.set_defaults(run=_bench)
     return root
 
 

@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 Order = Literal["desc", "asc"]
@@ -50,9 +51,13 @@ class Tree:
     def prefix(self, score: int, level: int) -> int:
         return score >> (self.bits * level)
 
+    @cached_property
+    def _shifts(self) -> tuple[tuple[int, int], ...]:
+        return tuple((level, self.bits * level) for level in range(self.top + 1))
+
     def path(self, score: int) -> list[tuple[int, int]]:
-        """Every node that counts a player with this score, leaf to top."""
-        return [(level, self.prefix(score, level)) for level in range(self.top + 1)]
+        """Every node that counts a player with this score, leaf to top (the worker's hot path)."""
+        return [(level, score >> shift) for level, shift in self._shifts]
 
     def better_ranges(self, score: int, order: Order) -> list[NodeRange]:
         """The nodes whose counts add up to the players strictly better than `score`."""

@@ -11,6 +11,9 @@ from adapters.sql import ranking as sql
 from adapters.sql.queries import pyformat
 from ranking.tree import NodeRange, Order
 
+# well under max_allowed_packet (16 MiB by default) at about 60 bytes a row
+_ROWS_PER_STATEMENT = 20_000
+
 
 class MysqlRankingStore:
     def __init__(self, database: MysqlDatabase) -> None:
@@ -53,17 +56,26 @@ class MysqlRankingStore:
                 "INSERT IGNORE INTO boards (board, sort_order, operator) VALUES (%s, %s, %s)",
                 [(u.settings.board, u.settings.order, u.settings.operator) for u in updates],
             )
-            cursor.executemany(
-                "INSERT INTO rank_scores (board, player_id, score) VALUES (%s, %s, %s) "
-                "ON DUPLICATE KEY UPDATE score = VALUES(score)",
-                [(u.settings.board, player, score) for u in updates for player, score in u.scores.items()],
-            )
-            cursor.executemany(
-                "INSERT INTO rank_nodes (board, level, prefix, count) VALUES (%s, %s, %s, %s) "
-                "ON DUPLICATE KEY UPDATE count = count + VALUES(count)",
-                [(u.settings.board, level, prefix, delta)
-                 for u in updates for (level, prefix), delta in u.deltas.items()],
-            )
+            escape = self._db.connection().escape
+            for u in updates:
+                # the hot path (tens of thousands of rows a batch): rows are rendered here, with
+                # the board escaped once and numbers through int(), instead of value by value
+                board = escape(u.settings.board)
+                scores = [f"({board},{escape(player)},{int(score)})" for player, score in u.scores.items()]
+                nodes = [f"({board},{int(level)},{int(prefix)},{int(delta)})"
+                         for (level, prefix), delta in u.deltas.items()]
+                for start in range(0, len(scores), _ROWS_PER_STATEMENT):
+                    cursor.execute(
+                        "INSERT INTO rank_scores (board, player_id, score) VALUES "
+                        + ",".join(scores[start : start + _ROWS_PER_STATEMENT])
+                        + " ON DUPLICATE KEY UPDATE score = VALUES(score)"
+                    )
+                for start in range(0, len(nodes), _ROWS_PER_STATEMENT):
+                    cursor.execute(
+                        "INSERT INTO rank_nodes (board, level, prefix, count) VALUES "
+                        + ",".join(nodes[start : start + _ROWS_PER_STATEMENT])
+                        + " ON DUPLICATE KEY UPDATE count = count + VALUES(count)"
+                    )
 
     def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
         return int(self._rows(*sql.sum_counts(board, ranges))[0][0]) if ranges else 0

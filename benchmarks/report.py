@@ -1,0 +1,44 @@
+"""`blackbox bench`: runs the sections and writes BENCHMARKS.md with the machine they ran on."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from benchmarks import ranking
+
+
+def _machine() -> str:
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    mariadb = subprocess.run(["mariadbd", "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return (f"{os.cpu_count()} cores ({cpu}), {memory_gib:.0f} GiB, Python {platform.python_version()}, "
+            f"{mariadb or 'MariaDB version unknown'}")
+
+
+def run(quick: bool, output: Path) -> None:
+    console = Console()
+    with console.status("benchmarking") as status:
+        def progress(message: str) -> None:
+            status.update(message)
+
+        sections = ranking.run(ranking.Plan.for_run(quick), progress)
+    command = "blackbox bench" + (" --quick" if quick else "")
+    text = "\n".join([
+        "# Benchmarks",
+        "",
+        f"Measured by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, on {_machine()}. Every",
+        "comparison in a table was measured in the same run, so ratios hold on a shared machine even",
+        "when absolute times drift. Rerun: `scripts/services start && .venv/bin/blackbox bench`",
+        "(`--quick` for a short run).",
+        "",
+        *sections,
+    ])
+    output.write_text(text)
+    console.print(text)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from adapters.ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
+from core.offsets import fresh_by_partition
 from core.topics import dead_letter
 from ranking.model import ScoreEnvelope
 from ranking.tree import Tree, combine
@@ -20,18 +21,11 @@ CONSUMER = "ranking-worker"
 
 def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
     """Returns how many score updates were applied (redelivered ones are skipped)."""
-    by_partition: dict[str, list[LogRecord]] = defaultdict(list)
-    for record in records:
-        by_partition[f"{record.topic}-{record.partition}"].append(record)
     applied = 0
-    for topic_partition, batch in by_partition.items():
-        last = store.applied_offset(CONSUMER, topic_partition)
-        fresh = sorted((r for r in batch if r.offset > last), key=lambda r: r.offset)
-        if not fresh:
-            continue
-        updates, rejected, count = _aggregate(fresh, store, tree)
+    for part in fresh_by_partition(records, lambda tp: store.applied_offset(CONSUMER, tp)):
+        updates, rejected, count = _aggregate(part.records, store, tree)
         dead_letter(log, rejected)
-        store.apply(CONSUMER, topic_partition, last, fresh[-1].offset, updates)
+        store.apply(CONSUMER, part.topic_partition, part.applied, part.last, updates)
         applied += count
     return applied
 

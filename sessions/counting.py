@@ -4,12 +4,13 @@ offset is stored in the same transaction as the counts, and records at or below 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from adapters.ports import EventLog, LogRecord, SessionBucket, SessionCounters
+from core.offsets import fresh_by_partition
 from core.timeutil import MINUTE_MS, floor_to
 from core.topics import dead_letter
 from sessions.model import SessionEnvelope
@@ -19,18 +20,11 @@ CONSUMER = "session-counter"
 
 def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log: EventLog) -> int:
     """Returns how many sessions were newly counted."""
-    by_partition: dict[str, list[LogRecord]] = defaultdict(list)
-    for record in records:
-        by_partition[f"{record.topic}-{record.partition}"].append(record)
     counted = 0
-    for topic_partition, batch in by_partition.items():
-        applied = counters.applied_offset(CONSUMER, topic_partition)
-        fresh = sorted((r for r in batch if r.offset > applied), key=lambda r: r.offset)
-        if not fresh:
-            continue
+    for part in fresh_by_partition(records, lambda tp: counters.applied_offset(CONSUMER, tp)):
         increments: Counter[SessionBucket] = Counter()
         rejected: list[tuple[LogRecord, str]] = []
-        for record in fresh:
+        for record in part.records:
             try:
                 envelope = SessionEnvelope.model_validate_json(record.value)
             except ValidationError as exc:
@@ -39,6 +33,6 @@ def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log:
             minute = floor_to(envelope.receivedAt, MINUTE_MS)
             increments.update(SessionBucket(s.sku, minute, s.kind) for s in envelope.sessions)
         dead_letter(log, rejected)
-        counters.apply(CONSUMER, topic_partition, applied, fresh[-1].offset, increments)
+        counters.apply(CONSUMER, part.topic_partition, part.applied, part.last, increments)
         counted += sum(increments.values())
     return counted

@@ -18,8 +18,9 @@ from adapters.embedded.log import SqliteEventLog
 from adapters.ports import BoardSettings, LogRecord, RankingStore
 from ranking import leaderboard
 from ranking.queries import score_at
-from ranking.tree import INT64_MAX, INT64_MIN, Tree, better, combine
+from ranking.tree import INT64_MAX, INT64_MIN, Tree
 from ranking.worker import apply_scores
+from tests.brute import BruteBoard
 
 TREE = Tree(4)
 PLAYERS = [f"p{i}" for i in range(12)]
@@ -36,22 +37,6 @@ def log(tmp_path: Path):
     log = SqliteEventLog(tmp_path / "log.sqlite")
     yield log
     log.close()
-
-
-class Brute:
-    def __init__(self, order: str, operator: str) -> None:
-        self.order, self.operator = order, operator
-        self.scores: dict[str, int] = {}
-
-    def apply(self, player: str, value: int) -> None:
-        self.scores[player] = combine(self.operator, self.order, self.scores.get(player), value)
-
-    def rank(self, score: int) -> int:
-        return 1 + sum(1 for s in self.scores.values() if better(self.order, s, score))
-
-    def ordered(self) -> list[dict]:
-        items = sorted(self.scores.items(), key=lambda kv: (-kv[1] if self.order == "desc" else kv[1], kv[0]))
-        return [{"rank": self.rank(s), "playerId": p, "score": s} for p, s in items]
 
 
 def records(board: str, batch: list[tuple[str, int]], offsets: itertools.count) -> list[LogRecord]:
@@ -79,7 +64,7 @@ def test_leaderboard_reads_equal_brute_force(ranking_store: RankingStore, log, o
                                              redeliver, probe):
     board = f"b-{uuid.uuid4().hex[:12]}"  # a fresh board per example: boards share nothing
     ranking_store.put_board(BoardSettings(board, order, operator))
-    brute = Brute(order, operator)
+    brute = BruteBoard(order, operator)
     offsets = itertools.count()
     done = 0
     for cut in itertools.cycle(cuts):

@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-from ranking.tree import INT64_MAX, INT64_MIN, better, combine
+from ranking.tree import INT64_MAX, INT64_MIN
+from tests.brute import BruteBoard
 from tests.e2e.serve import Serve
 
 UPDATES = 20_000
@@ -33,22 +34,6 @@ def value(rng: random.Random) -> int:
     if roll < 0.1:
         return rng.randint(-1000, 1000)  # negative scores and plenty of ties
     return rng.randint(0, 50_000)
-
-
-class Brute:
-    def __init__(self, order: str, operator: str) -> None:
-        self.order, self.operator = order, operator
-        self.scores: dict[str, int] = {}
-
-    def apply(self, player: str, score: int) -> None:
-        self.scores[player] = combine(self.operator, self.order, self.scores.get(player), score)
-
-    def rank(self, score: int) -> int:
-        return 1 + sum(1 for s in self.scores.values() if better(self.order, s, score))
-
-    def ordered(self) -> list[dict[str, Any]]:
-        items = sorted(self.scores.items(), key=lambda kv: (-kv[1] if self.order == "desc" else kv[1], kv[0]))
-        return [{"rank": self.rank(s), "playerId": p, "score": s} for p, s in items]
 
 
 async def post(client: httpx.AsyncClient, batch: list[dict[str, Any]]) -> None:
@@ -82,7 +67,7 @@ def top_all(client: httpx.Client, board: str) -> list[dict[str, Any]]:
 
 def test_20000_updates_then_every_answer_equals_brute_force(serve: Serve):
     rng = random.Random(11)
-    brutes = {board: Brute(*(settings or ("desc", "best"))) for board, settings in BOARDS.items()}
+    brutes = {board: BruteBoard(*(settings or ("desc", "best"))) for board, settings in BOARDS.items()}
     with httpx.Client(base_url=serve.url, timeout=60) as client:
         for board, settings in BOARDS.items():
             if settings is not None:

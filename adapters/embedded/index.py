@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from adapters.ports import IndexedReport, IndexEntry, OffsetConflict, ReportFilter, SessionBucket
+from adapters.ports import IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     CRASH_COUNTS,
@@ -16,6 +16,7 @@ from adapters.sql.queries import (
     SELECT_REPORTS,
     SESSION_COUNTS,
     bucket_counts,
+    check_offset,
     entry_values,
     find_query,
     report_from_row,
@@ -91,9 +92,8 @@ class SqliteIndexDatabase:
     ) -> Iterator[sqlite3.Connection]:
         """A write transaction that also moves the partition's offset, if nobody moved it first."""
         with self.db.write() as conn:
-            row = conn.execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
-            if (-1 if row is None else row[0]) != expected_offset:
-                raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected_offset}")
+            check_offset(conn.execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone(), consumer,
+                         topic_partition, expected_offset)
             yield conn
             conn.execute(
                 "INSERT INTO applied_offsets VALUES (?, ?, ?) ON CONFLICT (consumer, topic_partition) "

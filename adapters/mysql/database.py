@@ -3,8 +3,6 @@ reconnected when the server went away; explicit transactions; versioned migratio
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -14,8 +12,8 @@ from urllib.parse import unquote, urlsplit
 import pymysql
 from pymysql.cursors import Cursor
 
-from adapters.ports import OffsetConflict
-from adapters.sql.queries import APPLIED_OFFSET, pyformat
+from adapters.sql.connections import PerThread
+from adapters.sql.queries import APPLIED_OFFSET, check_offset, pyformat
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
@@ -33,9 +31,7 @@ class MysqlDatabase:
         self._user = unquote(parts.username or "root")
         self._password = unquote(parts.password or "")
         self.database = parts.path.lstrip("/") or "blackbox"
-        self._local = threading.local()
-        self._all: list[pymysql.connections.Connection[Cursor]] = []
-        self._lock = threading.Lock()
+        self._connections = PerThread(lambda: self._connect(self.database))
 
     def _connect(self, database: str | None) -> pymysql.connections.Connection[Cursor]:
         return pymysql.connect(
@@ -44,19 +40,12 @@ class MysqlDatabase:
         )
 
     def connection(self) -> pymysql.connections.Connection[Cursor]:
-        conn: pymysql.connections.Connection[Cursor] | None = getattr(self._local, "conn", None)
-        now = time.monotonic()
-        if conn is not None and now - self._local.used > IDLE_CHECK_S:
+        conn, idle = self._connections.get()
+        if IDLE_CHECK_S < idle < float("inf"):
             try:
                 conn.ping(reconnect=False)
             except pymysql.err.Error:
-                conn = None
-        if conn is None:
-            conn = self._connect(self.database)
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-        self._local.used = now
+                conn = self._connections.renew()
         return conn
 
     @contextmanager
@@ -84,9 +73,7 @@ class MysqlDatabase:
         """A transaction that also moves the partition's offset, if nobody moved it first."""
         with self.transaction() as cursor:
             cursor.execute(pyformat(APPLIED_OFFSET) + " FOR UPDATE", (consumer, topic_partition))
-            row = cursor.fetchone()
-            if (-1 if row is None else row[0]) != expected_offset:
-                raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected_offset}")
+            check_offset(cursor.fetchone(), consumer, topic_partition, expected_offset)
             yield cursor
             cursor.execute(
                 "INSERT INTO applied_offsets (consumer, topic_partition, applied) VALUES (%s, %s, %s) "
@@ -99,11 +86,7 @@ class MysqlDatabase:
             cursor.execute("SELECT 1")
 
     def close(self) -> None:
-        with self._lock:
-            for conn in self._all:
-                conn.close()
-            self._all.clear()
-        self._local = threading.local()
+        self._connections.close_all()
 
     def migrate(self, days_ahead: int = 7) -> list[str]:
         """Applies the migrations not yet applied, in order; returns their names. Then makes sure the

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.ports import FILTERABLE, IndexedReport, IndexEntry, ReportFilter
+from adapters.ports import FILTERABLE, IndexedReport, IndexEntry, OffsetConflict, ReportFilter
 
 ENTRY_COLUMNS = (
     "report_key", "event_id", "sku", "received_at", "size_bytes",
@@ -25,6 +25,12 @@ SESSION_COUNTS = (
     "WHERE sku = ? AND minute >= ? AND minute < ? GROUP BY bucket"
 )
 APPLIED_OFFSET = "SELECT applied FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
+
+
+def check_offset(row: Any, consumer: str, topic_partition: str, expected: int) -> None:
+    """The compare of compare-and-set: the stored offset (row of APPLIED_OFFSET) must be `expected`."""
+    if (-1 if row is None else row[0]) != expected:
+        raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected}")
 
 
 def pyformat(sql: str) -> str:

@@ -126,6 +126,15 @@ class ReportFilter:
 FILTERABLE = ("crash_type", "error_code", "platform", "build_version", "signature")
 
 
+@dataclass(frozen=True)
+class CrashGroup:
+    signature: str
+    count: int
+    first_seen: int
+    last_seen: int
+    sample_report_id: int
+
+
 class CrashIndex(Protocol):
     def insert_many(self, entries: Sequence[IndexEntry]) -> None:
         """One multi-row write; an entry whose report_key is already indexed is left as it is."""
@@ -136,6 +145,11 @@ class CrashIndex(Protocol):
         ...
 
     def get(self, report_id: int) -> IndexedReport | None: ...
+
+    def crash_groups(self, sku: str, from_ms: int, to_ms: int, limit: int) -> list[CrashGroup]:
+        """Reports with a signature, received in [from_ms, to_ms), grouped by it, largest first
+        (ties by signature); the sample is the group's first report."""
+        ...
 
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         """Crashes per bucket start, by received_at in [from_ms, to_ms)."""

@@ -12,6 +12,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, f
 
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
+# the index stores these in VARCHAR(256): longer ones are refused at capture, not left to fail a batch
+MAX_INDEXED_CHARS = 256
+Indexed = Annotated[str, StringConstraints(max_length=MAX_INDEXED_CHARS)]
 
 
 def decode_attachment(data: str) -> bytes:
@@ -42,10 +45,10 @@ class CrashSubmission(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     sku: Sku
-    crashType: str | None = None
-    errorCode: str | int | None = None
-    platform: str | None = None
-    buildVersion: str | None = None
+    crashType: Indexed | None = None
+    errorCode: Indexed | int | None = None
+    platform: Indexed | None = None
+    buildVersion: Indexed | None = None
     playerId: str | None = None
     sessionId: str | None = None
     clientTime: str | int | None = None

@@ -9,6 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from core.api import create_resolver, json_response, logger
+from crashes.groups import crash_groups
 from crashes.reporting import get_attachment, get_report, list_reports
 from crashes.stats import crash_stats
 
@@ -38,6 +39,12 @@ def attachment(report_id: str, name: str) -> Response[bytes]:
 def stats() -> Response[str]:
     a = current()
     return json_response(200, crash_stats(a.index, a.counters, app.current_event.query_string_parameters))
+
+
+@app.get("/v1/crash-groups")
+def groups() -> Response[str]:
+    a = current()
+    return json_response(200, crash_groups(a.index, a.documents, app.current_event.query_string_parameters))
 
 
 @app.get("/v1/health")

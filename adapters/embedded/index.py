@@ -8,15 +8,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from adapters.ports import IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     CRASH_COUNTS,
+    CRASH_GROUPS,
     INSERT_COLUMNS,
     SELECT_REPORTS,
     SESSION_COUNTS,
     bucket_counts,
     check_offset,
+    crash_groups,
     entry_values,
     find_query,
     report_from_row,
@@ -123,6 +125,9 @@ class SqliteCrashIndex:
     def get(self, report_id: int) -> IndexedReport | None:
         row = self._db.connection().execute(f"{SELECT_REPORTS} WHERE report_id = ?", (report_id,)).fetchone()
         return None if row is None else report_from_row(row)
+
+    def crash_groups(self, sku: str, from_ms: int, to_ms: int, limit: int) -> list[CrashGroup]:
+        return crash_groups(self._db.connection().execute(CRASH_GROUPS, (sku, from_ms, to_ms, limit)))
 
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         return bucket_counts(self._db.connection().execute(CRASH_COUNTS, (bucket_ms, sku, from_ms, to_ms)))

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     CRASH_COUNTS,
+    CRASH_GROUPS,
     INSERT_COLUMNS,
     SELECT_REPORTS,
     SESSION_COUNTS,
     bucket_counts,
+    crash_groups,
     entry_values,
     find_query,
     pyformat,
@@ -65,6 +67,11 @@ class MysqlCrashIndex:
             cursor.execute(pyformat(f"{SELECT_REPORTS} WHERE report_id = ?"), (report_id,))
             row = cursor.fetchone()
         return None if row is None else report_from_row(row)
+
+    def crash_groups(self, sku: str, from_ms: int, to_ms: int, limit: int) -> list[CrashGroup]:
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(CRASH_GROUPS), (sku, from_ms, to_ms, limit))
+            return crash_groups(cursor.fetchall())
 
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         with self._db.connection().cursor() as cursor:

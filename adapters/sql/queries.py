@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.ports import FILTERABLE, IndexedReport, IndexEntry, OffsetConflict, ReportFilter
+from adapters.ports import FILTERABLE, CrashGroup, IndexedReport, IndexEntry, OffsetConflict, ReportFilter
 
 ENTRY_COLUMNS = (
     "report_key", "event_id", "sku", "received_at", "size_bytes",
@@ -23,6 +23,11 @@ CRASH_COUNTS = (
 SESSION_COUNTS = (
     "SELECT minute - minute % ? AS bucket, SUM(count) FROM session_counts "
     "WHERE sku = ? AND minute >= ? AND minute < ? GROUP BY bucket"
+)
+CRASH_GROUPS = (
+    "SELECT signature, COUNT(*) AS n, MIN(received_at), MAX(received_at), MIN(report_id) FROM reports "
+    "WHERE sku = ? AND received_at >= ? AND received_at < ? AND signature IS NOT NULL "
+    "GROUP BY signature ORDER BY n DESC, signature LIMIT ?"
 )
 APPLIED_OFFSET = "SELECT applied FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
 
@@ -68,3 +73,7 @@ def find_query(query: ReportFilter) -> tuple[str, list[Any]]:
 
 def bucket_counts(rows: Iterable[tuple[Any, Any]]) -> dict[int, int]:
     return {int(bucket): int(count) for bucket, count in rows}
+
+
+def crash_groups(rows: Iterable[tuple[Any, ...]]) -> list[CrashGroup]:
+    return [CrashGroup(str(sig), int(n), int(first), int(last), int(sample)) for sig, n, first, last, sample in rows]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from adapters.ports import CrashIndex, IndexEntry, ReportFilter
+from crashes.model import MAX_INDEXED_CHARS
 
 
 def entry(n: int, sku: str = "game:pc", received_at: int = 1_000_000, **fields) -> IndexEntry:
@@ -58,3 +59,26 @@ def test_crash_counts_by_bucket_of_received_at(crash_index: CrashIndex):
     assert crash_index.crash_counts("game:pc", 10 * minute, 12 * minute, minute) == {10 * minute: 2, 11 * minute: 1}
     assert crash_index.crash_counts("game:pc", 0, 60 * minute, 60 * minute) == {0: 4}
     crash_index.ping()
+
+
+def test_the_longest_indexed_values_capture_accepts_round_trip(crash_index: CrashIndex):
+    long = "é" * MAX_INDEXED_CHARS  # characters, not bytes: two bytes each in UTF-8
+    e = entry(1, crash_type=long, error_code=long, platform=long, build_version=long)
+    crash_index.insert_many([e])
+    [found] = crash_index.find(ReportFilter(sku="game:pc", limit=10, equals={"platform": long}))
+    assert found.entry == e
+
+
+def test_crash_groups_by_signature_largest_first(crash_index: CrashIndex):
+    crash_index.insert_many([
+        entry(1, signature="b", received_at=1000), entry(2, signature="a", received_at=2000),
+        entry(3, signature="a", received_at=500), entry(4, signature=None, received_at=700),
+        entry(5, signature="c", received_at=900), entry(6, sku="other", signature="a", received_at=800),
+        entry(7, signature="a", received_at=99_999),
+    ])
+    ids = {r.entry.event_id: r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=10))}
+    groups = crash_index.crash_groups("game:pc", 0, 10_000, 10)
+    assert [(g.signature, g.count, g.first_seen, g.last_seen) for g in groups] == [
+        ("a", 2, 500, 2000), ("b", 1, 1000, 1000), ("c", 1, 900, 900)]
+    assert groups[0].sample_report_id == min(ids["event-2"], ids["event-3"])
+    assert [g.signature for g in crash_index.crash_groups("game:pc", 0, 10_000, 2)] == ["a", "b"]

@@ -62,6 +62,10 @@ def test_consumer_samples_then_reporter_samples(adapters: Adapters):
     assert base64.b64decode(attachment["body"]) == b"frame 18211: device lost\n"
     assert attachment["multiValueHeaders"]["Content-Type"] == ["text/plain"]
 
+    [group] = body(call(reporter.handler, "reporter-crash-groups.json"))["groups"]
+    assert (group["count"], group["sampleReportId"], group["signature"]) == (1, 1, report["signature"])
+    assert group["topFrames"][0] == "in Renderer::DrawMesh(Mesh const*) at renderer.cpp"
+
     stats = body(call(reporter.handler, "reporter-stats.json"))["series"]
     assert len(stats) == 60
     [busy] = [b for b in stats if b["crashes"]]

@@ -53,12 +53,23 @@ def test_canonical_base64_decodes():
         ({"sku": "g", "attachments": "x"}, InvalidField, "attachments"),
         ({"sku": "g", "attachments": {"a.png": "%%%"}}, InvalidField, "attachments.a.png"),
         ({"sku": "g", "attachments": {"": "AA=="}}, InvalidField, "attachments"),
+        ({"sku": "g", "crashType": "x" * 257}, InvalidField, "crashType"),
+        ({"sku": "g", "platform": "x" * 257}, InvalidField, "platform"),
+        ({"sku": "g", "buildVersion": "x" * 257}, InvalidField, "buildVersion"),
+        ({"sku": "g", "errorCode": "x" * 257}, InvalidField, "errorCode"),
     ],
 )
 def test_bad_crash_fields_name_the_field(payload, error, field):
     with pytest.raises(error) as caught:
         validate(CrashSubmission, payload)
     assert caught.value.field == field
+
+
+def test_indexed_fields_up_to_256_characters_are_taken():
+    long = "x" * 256
+    submission = validate(CrashSubmission, {"sku": "g", "crashType": long, "platform": long, "buildVersion": long,
+                                            "errorCode": long})
+    assert submission.crashType == long
 
 
 def test_unknown_fields_are_kept_and_error_code_may_be_int_or_str():

@@ -12,6 +12,7 @@ from core.errors import InvalidField, MissingField, NotFound
 from core.requests import Posted
 from core.timeutil import now_ms, parse_time, to_rfc3339
 from crashes.capture import capture_crash
+from crashes.groups import crash_groups
 from crashes.persistence import persist_crashes
 from crashes.reporting import get_attachment, get_report, list_reports
 from crashes.stats import crash_stats
@@ -151,3 +152,18 @@ def test_stats_bad_ranges(adapters: Adapters):
         crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": "0", "to": str(now_ms())})
     with pytest.raises(InvalidField):
         crash_stats(adapters.index, adapters.counters, {"sku": "g", "granularity": "day"})
+
+
+def test_crash_groups_with_top_frames_from_the_sample(adapters: Adapters):
+    trace = "#0 0x1 in CrashHandler::OnSignal()\n#1 0x2 in Render::Draw() at r.cpp:{line}\n#2 0x3 in main"
+    ingest(adapters, [{"sku": "g", "stackTrace": trace.format(line=n)} for n in range(3)]
+           + [{"sku": "g", "stackTrace": "#0 0x9 in Audio::Mix()"}, {"sku": "g"}])
+    groups = crash_groups(adapters.index, adapters.documents, {"sku": "g"})["groups"]
+    assert [(g["count"], g["topFrames"]) for g in groups] == [
+        (3, ["in Render::Draw() at r.cpp", "in main"]), (1, ["in Audio::Mix"])]
+    first = groups[0]
+    ids = [r["reportId"] for r in listing(adapters, sku="g", signature=first["signature"])["reports"]]
+    assert first["sampleReportId"] == min(ids) and len(ids) == 3
+    assert first["firstSeen"] <= first["lastSeen"]
+    with pytest.raises(InvalidField):
+        crash_groups(adapters.index, adapters.documents, {"sku": "g", "limit": "101"})

@@ -1,0 +1,46 @@
+"""Crash groups: reports sharing a signature, largest first, from the index; each group's top
+frames come from its sample report (one multi-get for all samples)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.ports import CrashIndex, DocumentStore
+from core import queryparams
+from core.errors import InvalidField
+from core.timeutil import HOUR_MS, now_ms, to_rfc3339
+from crashes.persistence import ReportDocument
+from crashes.signature import top_frames
+
+MAX_GROUPS = 100
+DEFAULT_SPAN_MS = 24 * HOUR_MS
+
+
+def crash_groups(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
+    sku = queryparams.required(params, "sku")
+    limit = queryparams.integer(params, "limit", 20, 1, MAX_GROUPS)
+    to_param, from_param = queryparams.time(params, "to"), queryparams.time(params, "from")
+    to_ms = now_ms() if to_param is None else to_param
+    from_ms = to_ms - DEFAULT_SPAN_MS if from_param is None else from_param
+    if to_ms <= from_ms:
+        raise InvalidField("to must be after from", "to")
+    groups = index.crash_groups(sku, from_ms, to_ms, limit)
+    samples = {g.sample_report_id: index.get(g.sample_report_id) for g in groups}
+    found = documents.get_many([r.entry.report_key for r in samples.values() if r is not None])
+    frames: dict[int, list[str]] = {}
+    for report_id, report in samples.items():
+        raw = None if report is None else found.get(report.entry.report_key)
+        trace = None if raw is None else ReportDocument.model_validate_json(raw).payload.get("stackTrace")
+        frames[report_id] = top_frames(trace) if isinstance(trace, str) else []
+    return {"groups": [
+        {
+            "signature": g.signature,
+            "count": g.count,
+            "firstSeen": to_rfc3339(g.first_seen),
+            "lastSeen": to_rfc3339(g.last_seen),
+            "sampleReportId": g.sample_report_id,
+            "topFrames": frames[g.sample_report_id],
+        }
+        for g in groups
+    ]}

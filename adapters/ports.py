@@ -171,21 +171,33 @@ class OffsetConflict(Exception):
     """Another writer applied this partition since we read its offset."""
 
 
-class SessionCounters(Protocol):
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a consumer's write also records, in the same transaction (DESIGN §3.4): the partition's
+    new offset, if the stored one is still `expected_offset`, and the eventIds applied, so a client
+    retry (same Idempotency-Key, so same eventId) at another offset is skipped too."""
+
+    consumer: str
+    topic_partition: str
+    expected_offset: int
+    new_offset: int
+    event_ids: tuple[str, ...] = ()
+
+
+class Checkpoints(Protocol):
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         """The last offset applied for this partition, -1 before the first."""
         ...
 
-    def apply(
-        self,
-        consumer: str,
-        topic_partition: str,
-        expected_offset: int,
-        new_offset: int,
-        increments: Mapping[SessionBucket, int],
-    ) -> None:
-        """Adds the increments and moves the offset in one transaction, only if the stored offset
-        is still `expected_offset`; otherwise raises OffsetConflict and changes nothing."""
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        """Those of these eventIds already applied by this consumer."""
+        ...
+
+
+class SessionCounters(Checkpoints, Protocol):
+    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
+        """Adds the increments and records the checkpoint in one transaction, only if the stored
+        offset is still the expected one; otherwise raises OffsetConflict and changes nothing."""
         ...
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]: ...
@@ -215,21 +227,16 @@ class Entry:
     score: int
 
 
-class RankingStore(NodeReader, Protocol):
+class RankingStore(NodeReader, Checkpoints, Protocol):
     def get_board(self, board: str) -> BoardSettings | None: ...
 
     def put_board(self, settings: BoardSettings) -> None: ...
 
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]: ...
 
-    def applied_offset(self, consumer: str, topic_partition: str) -> int: ...
-
-    def apply(
-        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int,
-        updates: Sequence[BoardUpdate],
-    ) -> None:
-        """Creates missing boards, writes scores and node deltas, and moves the offset, all in one
-        transaction, only if the stored offset is still `expected_offset` (else OffsetConflict)."""
+    def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
+        """Creates missing boards, writes scores and node deltas, and records the checkpoint, all in
+        one transaction, only if the stored offset is still the expected one (else OffsetConflict)."""
         ...
 
     def tied(self, board: str, score: int, after_player: str, limit: int, skip: int = 0) -> list[Entry]:

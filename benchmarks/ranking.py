@@ -17,7 +17,7 @@ import redis
 
 from adapters.factory import Adapters, Settings, build, install, migrate
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import BoardSettings, BoardUpdate, LogRecord, OutgoingRecord
+from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord
 from benchmarks.stats import percentile, summary_ms, timed_ms
 from core.topics import SCORES
 from local_runtime.functions import load_handler
@@ -106,7 +106,7 @@ def _load(a: Adapters, r: redis.Redis, board: str, players: int, progress: Progr
         scores = {f"p{i}": rng.randrange(1 << 40) for i in range(start, min(players, start + 20_000))}
         deltas = TREE.deltas((None, s) for s in scores.values())
         update = BoardUpdate(BoardSettings(board), scores, deltas)
-        a.ranking.apply(CONSUMER, f"load-{board}", chunk - 1, chunk, [update])
+        a.ranking.apply(Checkpoint(CONSUMER, f"load-{board}", chunk - 1, chunk), [update])
         r.zadd(key, scores)
         progress(f"rank: loading {board}: {min(players, start + 20_000):,} / {players:,}")
 

@@ -1,13 +1,24 @@
-"""Effectively-once consumption (DESIGN §3.4): a batch split by partition, without the records
-at or below each partition's last applied offset (a redelivery, in whole or in part)."""
+"""Effectively-once consumption (DESIGN §3.4). A batch is split by partition, without the records
+at or below each partition's last applied offset (a redelivery, in whole or in part), and without
+the events whose eventId was applied already (a client retry, or a spilled event replayed after the
+log took it after all). Offsets and eventIds are written with the data, in one transaction."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
-from adapters.ports import LogRecord
+from adapters.ports import Checkpoint, Checkpoints, LogRecord
+
+
+class _Event(Protocol):
+    @property
+    def eventId(self) -> str: ...
+
+
+E = TypeVar("E", bound=_Event)
 
 
 @dataclass(frozen=True)
@@ -17,9 +28,9 @@ class Fresh:
     """The offset stored with the data: what the write must find still there."""
     records: list[LogRecord]
 
-    @property
-    def last(self) -> int:
-        return self.records[-1].offset
+    def checkpoint(self, consumer: str, events: Sequence[_Event]) -> Checkpoint:
+        return Checkpoint(consumer, self.topic_partition, self.applied, self.records[-1].offset,
+                          tuple(e.eventId for e in events))
 
 
 def fresh_by_partition(records: Sequence[LogRecord], applied_offset: Callable[[str], int]) -> Iterator[Fresh]:
@@ -31,3 +42,14 @@ def fresh_by_partition(records: Sequence[LogRecord], applied_offset: Callable[[s
         fresh = sorted((r for r in batch if r.offset > applied), key=lambda r: r.offset)
         if fresh:
             yield Fresh(topic_partition, applied, fresh)
+
+
+def unseen(store: Checkpoints, consumer: str, events: Sequence[E]) -> list[E]:
+    """The events not applied before, nor earlier in this batch, in order."""
+    seen = store.seen_events(consumer, [e.eventId for e in events]) if events else set()
+    fresh = []
+    for event in events:
+        if event.eventId not in seen:
+            seen.add(event.eventId)
+            fresh.append(event)
+    return fresh

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from adapters.ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
-from core.offsets import fresh_by_partition
+from core.offsets import fresh_by_partition, unseen
 from core.topics import dead_letter
 from ranking.model import ScoreEnvelope
 from ranking.tree import Tree, combine
@@ -20,32 +20,29 @@ CONSUMER = "ranking-worker"
 
 
 def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
-    """Returns how many score updates were applied (redelivered ones are skipped)."""
+    """Returns how many score updates were applied (redelivered and retried ones are skipped)."""
     applied = 0
     for part in fresh_by_partition(records, lambda tp: store.applied_offset(CONSUMER, tp)):
-        updates, rejected, count = _aggregate(part.records, store, tree)
+        envelopes: list[ScoreEnvelope] = []
+        rejected: list[tuple[LogRecord, str]] = []
+        for record in part.records:
+            try:
+                envelopes.append(ScoreEnvelope.model_validate_json(record.value))
+            except ValidationError as exc:
+                rejected.append((record, f"malformed score record: {exc.errors()[0]['msg']}"))
         dead_letter(log, rejected)
-        store.apply(CONSUMER, part.topic_partition, part.applied, part.last, updates)
-        applied += count
+        events = unseen(store, CONSUMER, envelopes)
+        store.apply(part.checkpoint(CONSUMER, events), _aggregate(events, store, tree))
+        applied += sum(len(e.scores) for e in events)
     return applied
 
 
-def _aggregate(
-    records: Sequence[LogRecord], store: RankingStore, tree: Tree
-) -> tuple[list[BoardUpdate], list[tuple[LogRecord, str]], int]:
+def _aggregate(events: Sequence[ScoreEnvelope], store: RankingStore, tree: Tree) -> list[BoardUpdate]:
     # board → player → the values in log order
     pending: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-    rejected: list[tuple[LogRecord, str]] = []
-    count = 0
-    for record in records:
-        try:
-            envelope = ScoreEnvelope.model_validate_json(record.value)
-        except ValidationError as exc:
-            rejected.append((record, f"malformed score record: {exc.errors()[0]['msg']}"))
-            continue
-        for update in envelope.scores:
+    for event in events:
+        for update in event.scores:
             pending[update.board][update.playerId].append(update.score)
-            count += 1
     updates = []
     for board, players in pending.items():
         settings = store.get_board(board) or BoardSettings(board)
@@ -59,4 +56,4 @@ def _aggregate(
                 scores[player] = latest
         deltas = tree.deltas((current.get(player), score) for player, score in scores.items())
         updates.append(BoardUpdate(settings, scores, deltas))
-    return updates, rejected, count
+    return updates

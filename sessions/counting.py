@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from adapters.ports import EventLog, LogRecord, SessionBucket, SessionCounters
-from core.offsets import fresh_by_partition
+from core.offsets import fresh_by_partition, unseen
 from core.timeutil import MINUTE_MS, floor_to
 from core.topics import dead_letter
 from sessions.model import SessionEnvelope
@@ -22,17 +22,18 @@ def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log:
     """Returns how many sessions were newly counted."""
     counted = 0
     for part in fresh_by_partition(records, lambda tp: counters.applied_offset(CONSUMER, tp)):
-        increments: Counter[SessionBucket] = Counter()
+        envelopes: list[SessionEnvelope] = []
         rejected: list[tuple[LogRecord, str]] = []
         for record in part.records:
             try:
-                envelope = SessionEnvelope.model_validate_json(record.value)
+                envelopes.append(SessionEnvelope.model_validate_json(record.value))
             except ValidationError as exc:
                 rejected.append((record, f"malformed session record: {exc.errors()[0]['msg']}"))
-                continue
-            minute = floor_to(envelope.receivedAt, MINUTE_MS)
-            increments.update(SessionBucket(s.sku, minute, s.kind) for s in envelope.sessions)
         dead_letter(log, rejected)
-        counters.apply(CONSUMER, part.topic_partition, part.applied, part.last, increments)
+        events = unseen(counters, CONSUMER, envelopes)
+        increments: Counter[SessionBucket] = Counter(
+            SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in events for s in e.sessions
+        )
+        counters.apply(part.checkpoint(CONSUMER, events), increments)
         counted += sum(increments.values())
     return counted

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from adapters.ports import CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     CRASH_COUNTS,
@@ -22,6 +22,7 @@ from adapters.sql.queries import (
     entry_values,
     find_query,
     report_from_row,
+    seen_events,
 )
 from core.timeutil import now_ms
 
@@ -70,6 +71,12 @@ CREATE TABLE IF NOT EXISTS rank_nodes (
     count INTEGER NOT NULL,
     PRIMARY KEY (board, level, prefix)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS applied_events (
+    consumer TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    applied_at INTEGER NOT NULL,
+    PRIMARY KEY (consumer, event_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS applied_offsets (
     consumer TEXT NOT NULL,
     topic_partition TEXT NOT NULL,
@@ -88,19 +95,25 @@ class SqliteIndexDatabase:
         row = self.db.connection().execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
         return -1 if row is None else int(row[0])
 
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        query, params = seen_events(consumer, event_ids)
+        return {row[0] for row in self.db.connection().execute(query, params)}
+
     @contextmanager
-    def offset_transaction(
-        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int
-    ) -> Iterator[sqlite3.Connection]:
-        """A write transaction that also moves the partition's offset, if nobody moved it first."""
+    def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[sqlite3.Connection]:
+        """A write transaction that also records the checkpoint, if nobody moved the offset first."""
+        c = checkpoint
         with self.db.write() as conn:
-            check_offset(conn.execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone(), consumer,
-                         topic_partition, expected_offset)
+            check_offset(conn.execute(APPLIED_OFFSET, (c.consumer, c.topic_partition)).fetchone(), c)
             yield conn
             conn.execute(
                 "INSERT INTO applied_offsets VALUES (?, ?, ?) ON CONFLICT (consumer, topic_partition) "
                 "DO UPDATE SET applied = excluded.applied",
-                (consumer, topic_partition, new_offset),
+                (c.consumer, c.topic_partition, c.new_offset),
+            )
+            conn.executemany(
+                "INSERT INTO applied_events VALUES (?, ?, ?) ON CONFLICT (consumer, event_id) DO NOTHING",
+                [(c.consumer, event_id, now_ms()) for event_id in c.event_ids],
             )
 
 
@@ -147,15 +160,11 @@ class SqliteSessionCounters:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._database.applied_offset(consumer, topic_partition)
 
-    def apply(
-        self,
-        consumer: str,
-        topic_partition: str,
-        expected_offset: int,
-        new_offset: int,
-        increments: Mapping[SessionBucket, int],
-    ) -> None:
-        with self._database.offset_transaction(consumer, topic_partition, expected_offset, new_offset) as conn:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        return self._database.seen_events(consumer, event_ids)
+
+    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
+        with self._database.checkpoint_transaction(checkpoint) as conn:
             conn.executemany(
                 "INSERT INTO session_counts VALUES (?, ?, ?, ?) ON CONFLICT (sku, minute, kind) "
                 "DO UPDATE SET count = count + excluded.count",

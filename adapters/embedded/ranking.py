@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters.embedded.index import SqliteIndexDatabase
-from adapters.ports import BoardSettings, BoardUpdate, Entry
+from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, Entry
 from adapters.sql import ranking as sql
 from ranking.tree import NodeRange, Order
 
@@ -37,11 +37,11 @@ class SqliteRankingStore:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._database.applied_offset(consumer, topic_partition)
 
-    def apply(
-        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int,
-        updates: Sequence[BoardUpdate],
-    ) -> None:
-        with self._database.offset_transaction(consumer, topic_partition, expected_offset, new_offset) as conn:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        return self._database.seen_events(consumer, event_ids)
+
+    def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
+        with self._database.checkpoint_transaction(checkpoint) as conn:
             conn.executemany(
                 "INSERT INTO boards VALUES (?, ?, ?) ON CONFLICT (board) DO NOTHING",
                 [(u.settings.board, u.settings.order, u.settings.operator) for u in updates],

@@ -3,7 +3,7 @@ reconnected when the server went away; explicit transactions; versioned migratio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -12,8 +12,10 @@ from urllib.parse import unquote, urlsplit
 import pymysql
 from pymysql.cursors import Cursor
 
+from adapters.ports import Checkpoint
 from adapters.sql.connections import PerThread
-from adapters.sql.queries import APPLIED_OFFSET, check_offset, pyformat
+from adapters.sql.queries import APPLIED_OFFSET, check_offset, pyformat, seen_events
+from core.timeutil import now_ms
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
@@ -66,19 +68,28 @@ class MysqlDatabase:
             row = cursor.fetchone()
         return -1 if row is None else int(row[0])
 
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        query, params = seen_events(consumer, event_ids)
+        with self.connection().cursor() as cursor:
+            cursor.execute(pyformat(query), params)
+            return {row[0] for row in cursor.fetchall()}
+
     @contextmanager
-    def offset_transaction(
-        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int
-    ) -> Iterator[Cursor]:
-        """A transaction that also moves the partition's offset, if nobody moved it first."""
+    def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[Cursor]:
+        """A transaction that also records the checkpoint, if nobody moved the offset first."""
+        c = checkpoint
         with self.transaction() as cursor:
-            cursor.execute(pyformat(APPLIED_OFFSET) + " FOR UPDATE", (consumer, topic_partition))
-            check_offset(cursor.fetchone(), consumer, topic_partition, expected_offset)
+            cursor.execute(pyformat(APPLIED_OFFSET) + " FOR UPDATE", (c.consumer, c.topic_partition))
+            check_offset(cursor.fetchone(), c)
             yield cursor
             cursor.execute(
                 "INSERT INTO applied_offsets (consumer, topic_partition, applied) VALUES (%s, %s, %s) "
                 "ON DUPLICATE KEY UPDATE applied = VALUES(applied)",
-                (consumer, topic_partition, new_offset),
+                (c.consumer, c.topic_partition, c.new_offset),
+            )
+            cursor.executemany(
+                "INSERT IGNORE INTO applied_events (consumer, event_id, applied_at) VALUES (%s, %s, %s)",
+                [(c.consumer, event_id, now_ms()) for event_id in c.event_ids],
             )
 
     def ping(self) -> None:

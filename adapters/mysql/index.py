@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     CRASH_COUNTS,
     CRASH_GROUPS,
@@ -92,15 +92,11 @@ class MysqlSessionCounters:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._db.applied_offset(consumer, topic_partition)
 
-    def apply(
-        self,
-        consumer: str,
-        topic_partition: str,
-        expected_offset: int,
-        new_offset: int,
-        increments: Mapping[SessionBucket, int],
-    ) -> None:
-        with self._db.offset_transaction(consumer, topic_partition, expected_offset, new_offset) as cursor:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        return self._db.seen_events(consumer, event_ids)
+
+    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
+        with self._db.checkpoint_transaction(checkpoint) as cursor:
             cursor.executemany(
                 "INSERT INTO session_counts (sku, minute, kind, count) VALUES (%s, %s, %s, %s) "
                 "ON DUPLICATE KEY UPDATE count = count + VALUES(count)",

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import BoardSettings, BoardUpdate, Entry
+from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, Entry
 from adapters.sql import ranking as sql
 from adapters.sql.queries import pyformat
 from ranking.tree import NodeRange, Order
@@ -46,11 +46,11 @@ class MysqlRankingStore:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._db.applied_offset(consumer, topic_partition)
 
-    def apply(
-        self, consumer: str, topic_partition: str, expected_offset: int, new_offset: int,
-        updates: Sequence[BoardUpdate],
-    ) -> None:
-        with self._db.offset_transaction(consumer, topic_partition, expected_offset, new_offset) as cursor:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+        return self._db.seen_events(consumer, event_ids)
+
+    def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
+        with self._db.checkpoint_transaction(checkpoint) as cursor:
             # executemany folds each of these into multi-row INSERTs
             cursor.executemany(
                 "INSERT IGNORE INTO boards (board, sort_order, operator) VALUES (%s, %s, %s)",

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from adapters.ports import FILTERABLE, CrashGroup, IndexedReport, IndexEntry, OffsetConflict, ReportFilter
+from adapters.ports import FILTERABLE, Checkpoint, CrashGroup, IndexedReport, IndexEntry, OffsetConflict, ReportFilter
 
 ENTRY_COLUMNS = (
     "report_key", "event_id", "sku", "received_at", "size_bytes",
@@ -32,10 +32,17 @@ CRASH_GROUPS = (
 APPLIED_OFFSET = "SELECT applied FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
 
 
-def check_offset(row: Any, consumer: str, topic_partition: str, expected: int) -> None:
-    """The compare of compare-and-set: the stored offset (row of APPLIED_OFFSET) must be `expected`."""
-    if (-1 if row is None else row[0]) != expected:
-        raise OffsetConflict(f"{consumer} {topic_partition}: offset moved past {expected}")
+def check_offset(row: Any, checkpoint: Checkpoint) -> None:
+    """The compare of compare-and-set: the stored offset (row of APPLIED_OFFSET) must be the expected one."""
+    if (-1 if row is None else row[0]) != checkpoint.expected_offset:
+        raise OffsetConflict(
+            f"{checkpoint.consumer} {checkpoint.topic_partition}: offset moved past {checkpoint.expected_offset}"
+        )
+
+
+def seen_events(consumer: str, event_ids: Sequence[str]) -> tuple[str, list[str]]:
+    marks = ", ".join("?" * len(event_ids)) or "NULL"
+    return f"SELECT event_id FROM applied_events WHERE consumer = ? AND event_id IN ({marks})", [consumer, *event_ids]
 
 
 def pyformat(sql: str) -> str:

@@ -2,30 +2,41 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.ports import OffsetConflict, SessionBucket, SessionCounters
+from adapters.ports import Checkpoint, OffsetConflict, SessionBucket, SessionCounters
 
 M = 60_000
 
 
 def test_offsets_start_at_minus_one_and_move_with_the_counts(session_counters: SessionCounters):
     assert session_counters.applied_offset("c", "sessions-0") == -1
-    session_counters.apply("c", "sessions-0", -1, 7, {SessionBucket("g", 0, "client"): 3})
+    session_counters.apply(Checkpoint("c", "sessions-0", -1, 7), {SessionBucket("g", 0, "client"): 3})
     assert session_counters.applied_offset("c", "sessions-0") == 7
     assert session_counters.applied_offset("c", "sessions-1") == -1
     assert session_counters.applied_offset("other", "sessions-0") == -1
 
 
 def test_counts_add_up_per_bucket(session_counters: SessionCounters):
-    session_counters.apply("c", "s-0", -1, 0, {SessionBucket("g", 0, "client"): 3, SessionBucket("g", M, "server"): 1})
-    session_counters.apply("c", "s-0", 0, 1, {SessionBucket("g", 0, "client"): 2, SessionBucket("h", 0, "client"): 9})
+    session_counters.apply(Checkpoint("c", "s-0", -1, 0),
+                           {SessionBucket("g", 0, "client"): 3, SessionBucket("g", M, "server"): 1})
+    session_counters.apply(Checkpoint("c", "s-0", 0, 1),
+                           {SessionBucket("g", 0, "client"): 2, SessionBucket("h", 0, "client"): 9})
     assert session_counters.session_counts("g", 0, 2 * M, M) == {0: 5, M: 1}
     assert session_counters.session_counts("g", 0, 60 * M, 60 * M) == {0: 6}
     assert session_counters.session_counts("g", M, 2 * M, M) == {M: 1}
 
 
 def test_stale_expected_offset_changes_nothing(session_counters: SessionCounters):
-    session_counters.apply("c", "s-0", -1, 4, {SessionBucket("g", 0, "client"): 1})
+    session_counters.apply(Checkpoint("c", "s-0", -1, 4, ("e1",)), {SessionBucket("g", 0, "client"): 1})
     with pytest.raises(OffsetConflict):
-        session_counters.apply("c", "s-0", -1, 9, {SessionBucket("g", 0, "client"): 100})
+        session_counters.apply(Checkpoint("c", "s-0", -1, 9, ("e2",)), {SessionBucket("g", 0, "client"): 100})
     assert session_counters.applied_offset("c", "s-0") == 4
     assert session_counters.session_counts("g", 0, M, M) == {0: 1}
+    assert session_counters.seen_events("c", ["e1", "e2"]) == {"e1"}
+
+
+def test_applied_event_ids_are_remembered_per_consumer(session_counters: SessionCounters):
+    assert session_counters.seen_events("c", []) == set()
+    session_counters.apply(Checkpoint("c", "s-0", -1, 0, ("a", "b")), {})
+    session_counters.apply(Checkpoint("c", "s-1", -1, 0, ("b",)), {})  # already there: harmless
+    assert session_counters.seen_events("c", ["a", "b", "x"]) == {"a", "b"}
+    assert session_counters.seen_events("other", ["a"]) == set()

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from adapters.factory import Adapters
+from adapters.ports import BoardSettings
 from core.msk import from_msk_event, to_msk_event
 from core.topics import replay_spilled
 from lambdas import capture, crash_consumer, leaderboards, ranking_worker, reporter, session_counter
@@ -155,3 +156,19 @@ def test_score_samples_through_capture_worker_and_leaderboards(adapters: Adapter
     assert [e["playerId"] for e in body(call(leaderboards.handler, "leaderboards-around.json"))["entries"]] == \
         ["p-77", "p-1029", "p-5"]
     assert body(call(leaderboards.handler, "leaderboards-rank.json")) == {"score": 5000, "rank": 2}
+
+
+def test_a_retried_incr_score_counts_once(adapters: Adapters):
+    event = load_event("capture-scores.json") | {
+        "body": json.dumps([{"board": "xp", "playerId": "p", "score": 10}, {"board": "lvl", "playerId": "p",
+                                                                                "score": 3}]),
+        "headers": {"Content-Type": "application/json", "Idempotency-Key": "match-77"},
+    }
+    adapters.ranking.put_board(BoardSettings("xp", "desc", "incr"))
+    for _ in range(2):
+        assert capture.handler(event, LocalContext("capture"))["statusCode"] == 202
+    records = adapters.log.consumer("test", "scores").poll(100, 1 << 20, 0.1)
+    assert len(records) == 4  # two requests, one record per board each
+    assert ranking_worker.handler(to_msk_event(records, "arn", "local"), LocalContext("ranking-worker")) == \
+        {"applied": 2}
+    assert adapters.ranking.scores("xp", ["p"]) == {"p": 10}

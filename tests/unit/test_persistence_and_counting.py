@@ -105,3 +105,15 @@ def test_malformed_session_records_are_dead_lettered_and_the_rest_counted(adapte
     count_sessions(consume(adapters, "sessions"), adapters.counters, adapters.log)
     assert total(adapters) == 1
     assert [r.value for r in consume(adapters, DEADLETTER)] == [b'{"eventId": 1}']
+
+
+def test_a_client_retry_of_sessions_with_the_same_idempotency_key_counts_once(adapters: Adapters):
+    batch = json.dumps([{"sku": "g", "kind": "client"}] * 5).encode()
+    for _ in range(3):  # each retry is a new log record, at a new offset
+        capture_sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k1"))
+    capture_sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k2"))
+    records = consume(adapters, "sessions")
+    assert len(records) == 4
+    assert count_sessions(records[:2], adapters.counters, adapters.log) + \
+        count_sessions(records, adapters.counters, adapters.log) == 10
+    assert total(adapters) == 10

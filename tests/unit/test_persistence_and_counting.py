@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 
 from adapters.factory import Adapters
 from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
@@ -117,3 +118,15 @@ def test_a_client_retry_of_sessions_with_the_same_idempotency_key_counts_once(ad
     assert count_sessions(records[:2], adapters.counters, adapters.log) + \
         count_sessions(records, adapters.counters, adapters.log) == 10
     assert total(adapters) == 10
+
+
+def test_only_event_ids_from_an_idempotency_key_are_kept(adapters: Adapters):
+    batch = json.dumps([{"sku": "g", "kind": "client"}]).encode()
+    capture_sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k"))
+    capture_sessions(adapters.log, adapters.spill, Posted(batch))
+    records = consume(adapters, "sessions")
+    count_sessions(records, adapters.counters, adapters.log)
+    ids = [json.loads(r.value)["eventId"] for r in records]
+    [kept] = adapters.counters.seen_events(CONSUMER, ids)
+    assert uuid.UUID(kept).version == 5  # the keyed one; the random one was not stored
+    assert total(adapters) == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -23,26 +24,34 @@ def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLo
     """Returns how many score updates were applied (redelivered and retried ones are skipped)."""
     applied = 0
     for part in fresh_by_partition(records, lambda tp: store.applied_offset(CONSUMER, tp)):
-        envelopes: list[ScoreEnvelope] = []
+        events: list[_Event] = []
         rejected: list[tuple[LogRecord, str]] = []
         for record in part.records:
             try:
-                envelopes.append(ScoreEnvelope.model_validate_json(record.value))
+                envelope = ScoreEnvelope.model_validate_json(record.value)
             except ValidationError as exc:
                 rejected.append((record, f"malformed score record: {exc.errors()[0]['msg']}"))
+                continue
+            # plain tuples: thousands of live pydantic objects per batch slowed the worker (GC)
+            events.append(_Event(envelope.eventId, [(s.board, s.playerId, s.score) for s in envelope.scores]))
         dead_letter(log, rejected)
-        events = unseen(store, CONSUMER, envelopes)
-        store.apply(part.checkpoint(CONSUMER, events), _aggregate(events, store, tree))
-        applied += sum(len(e.scores) for e in events)
+        fresh = unseen(store, CONSUMER, events)
+        store.apply(part.checkpoint(CONSUMER, fresh), _aggregate(fresh, store, tree))
+        applied += sum(len(e.scores) for e in fresh)
     return applied
 
 
-def _aggregate(events: Sequence[ScoreEnvelope], store: RankingStore, tree: Tree) -> list[BoardUpdate]:
+class _Event(NamedTuple):
+    eventId: str
+    scores: list[tuple[str, str, int]]
+
+
+def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> list[BoardUpdate]:
     # board → player → the values in log order
     pending: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for event in events:
-        for update in event.scores:
-            pending[update.board][update.playerId].append(update.score)
+        for board, player, value in event.scores:
+            pending[board][player].append(value)
     updates = []
     for board, players in pending.items():
         settings = store.get_board(board) or BoardSettings(board)

@@ -8,6 +8,7 @@ import uuid
 
 from adapters.factory import Adapters
 from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
+from core.offsets import retriable
 from core.requests import Posted
 from core.topics import DEADLETTER
 from crashes.capture import capture_crash
@@ -130,3 +131,9 @@ def test_only_event_ids_from_an_idempotency_key_are_kept(adapters: Adapters):
     [kept] = adapters.counters.seen_events(CONSUMER, ids)
     assert uuid.UUID(kept).version == 5  # the keyed one; the random one was not stored
     assert total(adapters) == 2
+
+
+def test_retriable_is_exactly_uuid_version_5():
+    assert retriable(str(uuid.uuid5(uuid.NAMESPACE_URL, "k")))
+    assert not retriable(str(uuid.uuid4()))
+    assert not retriable("5" * 36) and not retriable("")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import ValidationError
 
 from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from core.api import logger
@@ -35,6 +38,24 @@ def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> Non
             for record, reason in rejected
         ],
     )
+
+
+T = TypeVar("T")
+
+
+def parse_or_dead_letter(
+    log: EventLog, records: Sequence[LogRecord], parse: Callable[[bytes], T], what: str
+) -> list[T]:
+    """Each record's value parsed, in order; those that do not parse go to the dead-letter topic."""
+    parsed: list[T] = []
+    rejected: list[tuple[LogRecord, str]] = []
+    for record in records:
+        try:
+            parsed.append(parse(record.value))
+        except ValidationError as exc:
+            rejected.append((record, f"malformed {what} record: {exc.errors()[0]['msg']}"))
+    dead_letter(log, rejected)
+    return parsed
 
 
 def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[OutgoingRecord]) -> None:

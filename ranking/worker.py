@@ -9,11 +9,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from pydantic import ValidationError
-
 from adapters.ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
 from core.offsets import fresh_by_partition, unseen
-from core.topics import dead_letter
+from core.topics import parse_or_dead_letter
 from ranking.model import ScoreEnvelope
 from ranking.tree import Tree, combine
 
@@ -24,17 +22,7 @@ def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLo
     """Returns how many score updates were applied (redelivered and retried ones are skipped)."""
     applied = 0
     for part in fresh_by_partition(records, lambda tp: store.applied_offset(CONSUMER, tp)):
-        events: list[_Event] = []
-        rejected: list[tuple[LogRecord, str]] = []
-        for record in part.records:
-            try:
-                envelope = ScoreEnvelope.model_validate_json(record.value)
-            except ValidationError as exc:
-                rejected.append((record, f"malformed score record: {exc.errors()[0]['msg']}"))
-                continue
-            # plain tuples: thousands of live pydantic objects per batch slowed the worker (GC)
-            events.append(_Event(envelope.eventId, [(s.board, s.playerId, s.score) for s in envelope.scores]))
-        dead_letter(log, rejected)
+        events = parse_or_dead_letter(log, part.records, _event, "score")
         fresh = unseen(store, CONSUMER, events)
         store.apply(part.checkpoint(CONSUMER, fresh), _aggregate(fresh, store, tree))
         applied += sum(len(e.scores) for e in fresh)
@@ -44,6 +32,12 @@ def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLo
 class _Event(NamedTuple):
     eventId: str
     scores: list[tuple[str, str, int]]
+
+
+def _event(value: bytes) -> _Event:
+    # plain tuples: thousands of live pydantic objects per batch slowed the worker (GC)
+    envelope = ScoreEnvelope.model_validate_json(value)
+    return _Event(envelope.eventId, [(s.board, s.playerId, s.score) for s in envelope.scores])
 
 
 def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> list[BoardUpdate]:

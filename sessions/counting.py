@@ -7,12 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from pydantic import ValidationError
-
 from adapters.ports import EventLog, LogRecord, SessionBucket, SessionCounters
 from core.offsets import fresh_by_partition, unseen
 from core.timeutil import MINUTE_MS, floor_to
-from core.topics import dead_letter
+from core.topics import parse_or_dead_letter
 from sessions.model import SessionEnvelope
 
 CONSUMER = "session-counter"
@@ -22,14 +20,7 @@ def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log:
     """Returns how many sessions were newly counted."""
     counted = 0
     for part in fresh_by_partition(records, lambda tp: counters.applied_offset(CONSUMER, tp)):
-        envelopes: list[SessionEnvelope] = []
-        rejected: list[tuple[LogRecord, str]] = []
-        for record in part.records:
-            try:
-                envelopes.append(SessionEnvelope.model_validate_json(record.value))
-            except ValidationError as exc:
-                rejected.append((record, f"malformed session record: {exc.errors()[0]['msg']}"))
-        dead_letter(log, rejected)
+        envelopes = parse_or_dead_letter(log, part.records, SessionEnvelope.model_validate_json, "session")
         events = unseen(counters, CONSUMER, envelopes)
         increments: Counter[SessionBucket] = Counter(
             SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in events for s in e.sessions

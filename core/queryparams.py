@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from core.errors import InvalidField, MissingField
-from core.timeutil import parse_time
+from core.timeutil import now_ms, parse_time
 
 
 def required(params: Mapping[str, str], name: str) -> str:
@@ -31,6 +31,16 @@ def integer(params: Mapping[str, str], name: str, default: int, low: int, high: 
 def time(params: Mapping[str, str], name: str) -> int | None:
     text = params.get(name)
     return None if text is None else parse_time(text, name)
+
+
+def time_range(params: Mapping[str, str], default_from: Callable[[int], int]) -> tuple[int, int]:
+    """`from` and `to`; `to` defaults to now and `from` to `default_from(to)`."""
+    to_param, from_param = time(params, "to"), time(params, "from")
+    to_ms = now_ms() if to_param is None else to_param
+    from_ms = default_from(to_ms) if from_param is None else from_param
+    if to_ms <= from_ms:
+        raise InvalidField("to must be after from", "to")
+    return from_ms, to_ms
 
 
 def choice(params: Mapping[str, str], name: str, options: tuple[str, ...]) -> str:

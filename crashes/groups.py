@@ -8,8 +8,7 @@ from typing import Any
 
 from adapters.ports import CrashIndex, DocumentStore
 from core import queryparams
-from core.errors import InvalidField
-from core.timeutil import HOUR_MS, now_ms, to_rfc3339
+from core.timeutil import HOUR_MS, to_rfc3339
 from crashes.persistence import ReportDocument
 from crashes.signature import top_frames
 
@@ -20,11 +19,7 @@ DEFAULT_SPAN_MS = 24 * HOUR_MS
 def crash_groups(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
     sku = queryparams.required(params, "sku")
     limit = queryparams.integer(params, "limit", 20, 1, MAX_GROUPS)
-    to_param, from_param = queryparams.time(params, "to"), queryparams.time(params, "from")
-    to_ms = now_ms() if to_param is None else to_param
-    from_ms = to_ms - DEFAULT_SPAN_MS if from_param is None else from_param
-    if to_ms <= from_ms:
-        raise InvalidField("to must be after from", "to")
+    from_ms, to_ms = queryparams.time_range(params, lambda to: to - DEFAULT_SPAN_MS)
     groups = index.crash_groups(sku, from_ms, to_ms, limit)
     samples = {g.sample_report_id: index.get(g.sample_report_id) for g in groups}
     found = documents.get_many([r.entry.report_key for r in samples.values() if r is not None])

@@ -8,7 +8,7 @@ from typing import Any
 from adapters.ports import CrashIndex, SessionCounters
 from core import queryparams
 from core.errors import InvalidField
-from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, now_ms, to_rfc3339
+from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
 _STEP = {"minute": MINUTE_MS, "hour": HOUR_MS}
@@ -19,12 +19,8 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, params: Mapping[st
     sku = queryparams.required(params, "sku")
     granularity = queryparams.choice(params, "granularity", ("minute", "hour"))
     step = _STEP[granularity]
-    to_param, from_param = queryparams.time(params, "to"), queryparams.time(params, "from")
-    to_ms = now_ms() if to_param is None else to_param
     # by default the whole buckets of the last hour (minute) or day (hour), the current one last
-    from_ms = floor_to(to_ms, step) + step - _DEFAULT_SPAN[granularity] if from_param is None else from_param
-    if to_ms <= from_ms:
-        raise InvalidField("to must be after from", "to")
+    from_ms, to_ms = queryparams.time_range(params, lambda to: floor_to(to, step) + step - _DEFAULT_SPAN[granularity])
     start = floor_to(from_ms, step)
     if (to_ms - start) // step > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
+from crashes.spikes import SpikePolicy
 
 # written by scripts/services start: where the local engines listen
 SERVICES_ENV_FILE = ".services/services.env"
@@ -19,12 +20,16 @@ class Settings(BaseSettings):
     """Read from BLACKBOX_* environment variables, then the services env file; the command line
     overrides both. The profile picks the adapters; the other fields configure them."""
 
-    model_config = SettingsConfigDict(env_prefix="BLACKBOX_", env_file=SERVICES_ENV_FILE, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="BLACKBOX_", env_file=SERVICES_ENV_FILE, env_nested_delimiter="__", extra="ignore"
+    )
 
     profile: Literal["embedded", "services", "aws"] = "embedded"
     data_dir: Path = Path("blackbox-data")
     log_partitions: int = 4
     retention_days: int = 90
+    # e.g. BLACKBOX_SPIKES__FACTOR=5
+    spikes: SpikePolicy = SpikePolicy()
     kafka_bootstrap: str = "127.0.0.1:19092"
     kafka_topic_prefix: str = ""
     mysql_url: str = "mysql://blackbox:blackbox@127.0.0.1:13306/blackbox"

@@ -14,6 +14,7 @@ from core.errors import BlackboxError, NotFound
 from core.requests import Posted
 
 logger = Logger(service="blackbox")
+METRICS_NAMESPACE = "Blackbox"
 
 
 def json_response(status: int, body: Any) -> Response[str]:

@@ -33,8 +33,8 @@ def _optional_str(value: object) -> str | None:
 
 def persist_crashes(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
-) -> int:
-    """Returns how many reports were persisted; malformed records go to the dead-letter topic."""
+) -> list[IndexEntry]:
+    """Returns the index entries of the persisted reports; malformed records go to the dead-letter topic."""
     rejected: list[tuple[LogRecord, str]] = []
     bodies: dict[str, bytes] = {}
     entries: list[IndexEntry] = []
@@ -76,4 +76,4 @@ def persist_crashes(
         documents.upsert_many(bodies, ttl_seconds)
     if entries:
         index.insert_many(entries)
-    return len(entries)
+    return entries

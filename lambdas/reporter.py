@@ -11,6 +11,7 @@ from adapters.factory import current
 from core.api import create_resolver, json_response, logger
 from crashes.groups import crash_groups
 from crashes.reporting import get_attachment, get_report, list_reports
+from crashes.spikes import list_alerts
 from crashes.stats import crash_stats
 
 app = create_resolver()
@@ -45,6 +46,12 @@ def stats() -> Response[str]:
 def groups() -> Response[str]:
     a = current()
     return json_response(200, crash_groups(a.index, a.documents, app.current_event.query_string_parameters))
+
+
+@app.get("/v1/alerts")
+def alerts() -> Response[str]:
+    a = current()
+    return json_response(200, list_alerts(a.index, a.settings.spikes, app.current_event.query_string_parameters))
 
 
 @app.get("/v1/health")

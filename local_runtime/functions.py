@@ -33,6 +33,7 @@ API_ROUTES = (
     ("GET", "/v1/crashes/{reportId}/attachments/{name}", "reporter"),
     ("GET", "/v1/stats", "reporter"),
     ("GET", "/v1/crash-groups", "reporter"),
+    ("GET", "/v1/alerts", "reporter"),
     ("GET", "/v1/health", "reporter"),
     ("PUT", "/v1/leaderboards/{board}", "leaderboards"),
     ("GET", "/v1/leaderboards/{board}", "leaderboards"),

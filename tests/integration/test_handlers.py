@@ -172,3 +172,25 @@ def test_a_retried_incr_score_counts_once(adapters: Adapters):
     assert ranking_worker.handler(to_msk_event(records, "arn", "local"), LocalContext("ranking-worker")) == \
         {"applied": 2}
     assert adapters.ranking.scores("xp", ["p"]) == {"p": 10}
+
+
+def test_a_crash_burst_is_announced_once_and_listed_under_alerts(adapters: Adapters, capfd, caplog):
+    crash = load_event("capture-crash.json")
+    for n in range(45):  # a quiet sku: 20 crashes in a minute is a spike (the default policy)
+        event = crash | {"body": json.dumps({"sku": "burst", "n": n}), "headers": {"Content-Type": "application/json"}}
+        assert capture.handler(event, LocalContext("capture"))["statusCode"] == 202
+    records = adapters.log.consumer("test", "crashes").poll(100, 1 << 30, 0.1)
+    capfd.readouterr()
+    for batch in (records[:10], records[10:30], records[30:]):
+        crash_consumer.handler(to_msk_event(batch, "arn", "local"), LocalContext("crash-consumer"))
+    [announced] = [record for record in caplog.records if record.getMessage() == "crash spike"]
+    assert announced.alert["sku"] == "burst" and announced.levelname == "WARNING"  # type: ignore[attr-defined]
+    # the metric is an EMF line on stdout, which CloudWatch turns into a metric
+    [metric] = [json.loads(line) for line in capfd.readouterr().out.splitlines() if "CrashSpike" in line]
+    assert metric["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Blackbox" and metric["sku"] == "burst"
+
+    query = {"sku": "burst"}
+    alerts = call(reporter.handler, "reporter-list-crashes.json", path="/v1/alerts", queryStringParameters=query,
+                  multiValueQueryStringParameters={k: [v] for k, v in query.items()})
+    assert alerts["statusCode"] == 200
+    assert sum(a["crashes"] for a in body(alerts)["alerts"]) >= 20  # 45 in at most two minutes

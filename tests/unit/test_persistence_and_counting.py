@@ -28,7 +28,7 @@ def post_crash(adapters: Adapters, payload: dict, key: str | None = None) -> str
 
 
 def persist(adapters: Adapters, records: list[LogRecord]) -> int:
-    return persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+    return len(persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds))
 
 
 def test_a_redelivered_batch_changes_nothing(adapters: Adapters):

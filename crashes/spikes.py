@@ -1,0 +1,96 @@
+"""Spike detection: crashes per minute per sku against a trailing baseline, the mean of the
+minutes before. `GET /v1/alerts` recomputes spikes from the index, so it is exact however often
+a batch was redelivered; the crash consumer announces (log line and metric) the minutes that
+crossed the threshold in the batch it just persisted."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from adapters.ports import CrashIndex, IndexEntry
+from core import queryparams
+from core.errors import InvalidField
+from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
+
+MAX_MINUTES = 10_080  # a week
+
+
+class SpikePolicy(BaseModel):
+    """A minute is a spike when it has at least `min_crashes` crashes and more than `factor` times
+    the baseline; a baseline under one crash a minute counts as one, so a quiet sku needs
+    `min_crashes` to alert."""
+
+    factor: float = Field(default=3.0, gt=1.0)
+    baseline_minutes: int = Field(default=30, ge=1, le=1440)
+    min_crashes: int = Field(default=20, ge=1)
+
+    def threshold(self, baseline: float) -> int:
+        """The smallest count that is a spike."""
+        return max(self.min_crashes, math.floor(self.factor * max(baseline, 1.0)) + 1)
+
+
+@dataclass(frozen=True)
+class Spike:
+    sku: str
+    minute: int
+    crashes: int
+    baseline: float
+    threshold: int
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "sku": self.sku,
+            "start": to_rfc3339(self.minute),
+            "crashes": self.crashes,
+            "baseline": round(self.baseline, 3),
+            "threshold": self.threshold,
+        }
+
+
+def spikes_in(index: CrashIndex, policy: SpikePolicy, sku: str, minutes: Iterable[int]) -> list[Spike]:
+    """The spikes among `minutes` (minute starts), from one count query over them and their baselines."""
+    wanted = sorted(set(minutes))
+    if not wanted:
+        return []
+    window = policy.baseline_minutes * MINUTE_MS
+    counts = index.crash_counts(sku, wanted[0] - window, wanted[-1] + MINUTE_MS, MINUTE_MS)
+    found = []
+    for minute in wanted:
+        crashes = counts.get(minute, 0)
+        before = sum(counts.get(minute - back, 0) for back in range(MINUTE_MS, window + 1, MINUTE_MS))
+        baseline = before / policy.baseline_minutes
+        threshold = policy.threshold(baseline)
+        if crashes >= threshold:
+            found.append(Spike(sku, minute, crashes, baseline, threshold))
+    return found
+
+
+def list_alerts(index: CrashIndex, policy: SpikePolicy, params: Mapping[str, str]) -> dict[str, Any]:
+    sku = queryparams.required(params, "sku")
+    from_ms, to_ms = queryparams.time_range(params, lambda to: floor_to(to, MINUTE_MS) + MINUTE_MS - HOUR_MS)
+    first = floor_to(from_ms, MINUTE_MS)
+    if (to_ms - first) // MINUTE_MS > MAX_MINUTES:
+        raise InvalidField(f"at most {MAX_MINUTES} minutes; use a shorter range", "from")
+    spikes = spikes_in(index, policy, sku, range(first, to_ms, MINUTE_MS))
+    return {"alerts": [spike.body() for spike in spikes]}
+
+
+def crossed(index: CrashIndex, policy: SpikePolicy, persisted: Sequence[IndexEntry]) -> list[Spike]:
+    """The spikes that these just-persisted entries pushed over the threshold, so each spike is
+    announced once as it starts rather than with every later batch of the same minute."""
+    added = Counter((entry.sku, floor_to(entry.received_at, MINUTE_MS)) for entry in persisted)
+    minutes_by_sku: dict[str, list[int]] = {}
+    for sku, minute in added:
+        minutes_by_sku.setdefault(sku, []).append(minute)
+    return [
+        spike
+        for sku, minutes in minutes_by_sku.items()
+        for spike in spikes_in(index, policy, sku, minutes)
+        if spike.crashes - added[(sku, spike.minute)] < spike.threshold
+    ]

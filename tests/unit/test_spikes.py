@@ -1,0 +1,84 @@
+"""Spike detection against a trailing baseline, on index rows with chosen receive times."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from adapters.factory import Adapters, Settings
+from adapters.ports import IndexEntry
+from core.errors import InvalidField, MissingField
+from core.timeutil import MINUTE_MS, to_rfc3339
+from crashes.spikes import SpikePolicy, crossed, list_alerts
+
+T0 = 1_790_000_000_000 - 1_790_000_000_000 % MINUTE_MS  # a minute start
+POLICY = SpikePolicy(factor=3.0, baseline_minutes=30, min_crashes=20)
+_keys = itertools.count()
+
+
+def crashes(sku: str, minute: int, n: int) -> list[IndexEntry]:
+    """n crashes received inside the given minute (counted from T0)."""
+    start = T0 + minute * MINUTE_MS
+    return [
+        IndexEntry(report_key=f"k{next(_keys)}", event_id="e", sku=sku, received_at=start + i * 59_000 // max(n, 1),
+                   size_bytes=1)
+        for i in range(n)
+    ]
+
+
+def steady(adapters: Adapters, sku: str, per_minute: int, minutes: int) -> None:
+    adapters.index.insert_many([e for m in range(minutes) for e in crashes(sku, m, per_minute)])
+
+
+def alerts(adapters: Adapters, sku: str, first_minute: int, last_minute: int) -> list[dict]:
+    params = {"sku": sku, "from": str(T0 + first_minute * MINUTE_MS), "to": str(T0 + (last_minute + 1) * MINUTE_MS)}
+    return list_alerts(adapters.index, POLICY, params)["alerts"]
+
+
+def test_a_steady_rate_raises_no_alert(adapters: Adapters):
+    steady(adapters, "g", per_minute=40, minutes=90)
+    assert alerts(adapters, "g", 30, 89) == []
+
+
+def test_a_minute_over_factor_times_the_baseline_is_an_alert(adapters: Adapters):
+    steady(adapters, "g", per_minute=10, minutes=40)
+    adapters.index.insert_many(crashes("g", 40, 31))  # threshold: more than 3 x 10
+    adapters.index.insert_many(crashes("other", 40, 500))  # another sku's spike is not this one's
+    assert alerts(adapters, "g", 30, 45) == [
+        {"sku": "g", "start": to_rfc3339(T0 + 40 * MINUTE_MS), "crashes": 31, "baseline": 10.0, "threshold": 31}
+    ]
+    adapters.index.insert_many(crashes("h", 40, 30))  # 3 x 10 exactly is no spike
+    steady(adapters, "h", per_minute=10, minutes=40)
+    assert alerts(adapters, "h", 30, 45) == []
+
+
+def test_a_quiet_sku_needs_min_crashes(adapters: Adapters):
+    adapters.index.insert_many(crashes("g", 5, 19) + crashes("g", 6, 20))
+    assert [a["start"] for a in alerts(adapters, "g", 0, 10)] == [to_rfc3339(T0 + 6 * MINUTE_MS)]
+
+
+def test_a_spike_is_announced_once_by_the_batch_that_crosses_the_threshold(adapters: Adapters):
+    steady(adapters, "g", per_minute=2, minutes=30)
+    burst = crashes("g", 30, 50)
+    announced = []
+    for batch in (burst[:15], burst[15:25], burst[25:]):
+        adapters.index.insert_many(batch)
+        announced.append([(s.sku, s.minute, s.crashes) for s in crossed(adapters.index, POLICY, batch)])
+    assert announced == [[], [("g", T0 + 30 * MINUTE_MS, 25)], []]
+
+
+def test_alert_queries_are_validated(adapters: Adapters):
+    with pytest.raises(MissingField):
+        list_alerts(adapters.index, POLICY, {})
+    with pytest.raises(InvalidField):
+        list_alerts(adapters.index, POLICY, {"sku": "g", "from": "0", "to": str(T0)})  # more than a week
+    with pytest.raises(InvalidField):
+        list_alerts(adapters.index, POLICY, {"sku": "g", "from": "10", "to": "5"})
+
+
+def test_policy_from_settings_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("BLACKBOX_SPIKES__FACTOR", "5")
+    monkeypatch.setenv("BLACKBOX_SPIKES__MIN_CRASHES", "3")
+    assert Settings().spikes == SpikePolicy(factor=5, baseline_minutes=30, min_crashes=3)
+    assert Settings().spikes.threshold(0.0) == 6 and Settings().spikes.threshold(2.0) == 11

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from core.errors import BlackboxError, NotFound, PayloadTooLarge
 from core.timeutil import now_ms
+from dashboard import asset
 from local_runtime.functions import API_ROUTES, Handler, LocalContext, load_handler
 
 Scope = MutableMapping[str, Any]
@@ -88,6 +89,16 @@ class Gateway:
         if scope["type"] != "http":
             return
         function = route(scope["method"], scope["path"])
+        static = asset(scope["path"]) if function is None and scope["method"] == "GET" else None
+        if static is not None:
+            data, content_type = static
+            await self._respond(send, {
+                "statusCode": 200,
+                "headers": {"Content-Type": content_type, "Cache-Control": "no-cache"},
+                "body": base64.b64encode(data).decode(),
+                "isBase64Encoded": True,
+            })
+            return
         if function is None:
             await self._error(send, NotFound(f"no route for {scope['method']} {scope['path']}"))
             return

@@ -147,15 +147,23 @@ def _engines(
 
 def migrate(settings: Settings) -> list[str]:
     """Applies pending schema migrations (embedded files create their schema when opened)."""
-    if settings.profile == "services":
-        from adapters.mysql.database import MysqlDatabase
+    if settings.profile == "embedded":
+        return []
+    from adapters.mysql.database import MysqlDatabase
 
-        database = MysqlDatabase(settings.mysql_url)
-        try:
-            return database.migrate()
-        finally:
-            database.close()
-    return []
+    url = settings.mysql_url
+    if settings.profile == "aws":
+        import boto3
+
+        from adapters.aws import mysql_url, read_secret
+
+        secret = read_secret(boto3.client("secretsmanager", region_name=settings.aws_region), settings.mysql_secret_arn)
+        url = mysql_url(secret, settings.mysql_proxy_host)
+    database = MysqlDatabase(url)
+    try:
+        return database.migrate()
+    finally:
+        database.close()
 
 
 _current: Adapters | None = None

@@ -14,7 +14,6 @@ from core.errors import BlackboxError, NotFound
 from core.requests import Posted
 
 logger = Logger(service="blackbox")
-METRICS_NAMESPACE = "Blackbox"
 
 
 def json_response(status: int, body: Any) -> Response[str]:

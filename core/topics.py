@@ -10,11 +10,13 @@ from pydantic import ValidationError
 from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from core.api import logger
 from core.errors import Unavailable
+from core.metrics import DEAD_LETTERS, emit
 
 CRASHES = "crashes"
 SESSIONS = "sessions"
 SCORES = "scores"
 DEADLETTER = "deadletter"
+ALL_TOPICS = (CRASHES, SESSIONS, SCORES, DEADLETTER)
 
 
 def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> None:
@@ -38,6 +40,7 @@ def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> Non
             for record, reason in rejected
         ],
     )
+    emit(DEAD_LETTERS, len(rejected), source=rejected[0][0].topic)
 
 
 T = TypeVar("T")

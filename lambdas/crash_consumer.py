@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import METRICS_NAMESPACE, logger
+from core.api import logger
+from core.metrics import CRASH_SPIKE, VISIBILITY_LATENCY, emit
 from core.msk import from_msk_event
+from core.timeutil import now_ms
 from crashes.persistence import persist_crashes
 from crashes.spikes import crossed
 
@@ -21,7 +23,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     persisted = persist_crashes(from_msk_event(event), a.documents, a.index, a.log, a.retention_seconds)
     for spike in crossed(a.index, a.settings.spikes, persisted):
         logger.warning("crash spike", extra={"alert": spike.body()})
-        # one series for every sku, so one alarm covers them all; the sku rides along as metadata
-        with single_metric(name="CrashSpike", unit=MetricUnit.Count, value=1, namespace=METRICS_NAMESPACE) as metric:
-            metric.add_metadata(key="sku", value=spike.sku)
+        emit(CRASH_SPIKE, 1, sku=spike.sku)
+    if persisted:
+        # receive to queryable, for the oldest report of the batch
+        emit(VISIBILITY_LATENCY, now_ms() - min(e.received_at for e in persisted), MetricUnit.Milliseconds)
     return {"persisted": len(persisted)}

@@ -50,6 +50,8 @@ def _lock(data_dir: Path) -> int:
 
 def serve(settings: Settings, host: str, port: int) -> None:
     lock = _lock(settings.data_dir)
+    # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     migrate(settings)  # as the AWS deployment's custom resource does before the functions run
     adapters = build(settings)
     install(adapters)

@@ -1,0 +1,20 @@
+"""CloudWatch metrics in embedded metric format: a JSON line on stdout that CloudWatch Logs turns
+into a metric, so emitting costs no API call. `blackbox serve` switches them off (its log is for
+people); the dashboard and alarms in AWS read them."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+NAMESPACE = "Blackbox"
+CRASH_SPIKE = "CrashSpike"
+DEAD_LETTERS = "DeadLetters"
+VISIBILITY_LATENCY = "VisibilityLatency"
+
+
+def emit(name: str, value: float, unit: MetricUnit = MetricUnit.Count, **metadata: str) -> None:
+    # one series per metric name (no per-sku dimension): one alarm covers every sku, and the
+    # metadata still says which
+    with single_metric(name=name, unit=unit, value=value, namespace=NAMESPACE) as metric:
+        for key, text in metadata.items():
+            metric.add_metadata(key=key, value=text)

@@ -133,7 +133,8 @@ def _engines(
     sql = MysqlDatabase(mysql_url)
     return Adapters(
         settings=settings,
-        log=KafkaEventLog(kafka_config, partitions=settings.log_partitions, topic_prefix=settings.kafka_topic_prefix),
+        log=KafkaEventLog(kafka_config, partitions=settings.log_partitions, topic_prefix=settings.kafka_topic_prefix,
+                          create_topics=settings.profile != "aws"),
         documents=CouchbaseDocumentStore(
             settings.couchbase_url, settings.couchbase_bucket, couchbase_username, couchbase_password,
             settings.couchbase_key_prefix,

@@ -48,9 +48,12 @@ class KafkaEventLog:
         partitions: int = 4,
         topic_prefix: str = "",
         publish_timeout_s: float = 2.0,
+        create_topics: bool = True,
     ) -> None:
         """`client_config` holds bootstrap.servers and security settings (see adapters.kafka.auth);
-        `topic_prefix` lets several deployments share one cluster."""
+        `topic_prefix` lets several deployments share one cluster. Without `create_topics` the topics
+        must exist (in AWS the deployment makes them, and the functions may not create any)."""
+        self._create_topics = create_topics
         self._config = client_config
         self._partitions = partitions
         self._prefix = topic_prefix
@@ -84,7 +87,7 @@ class KafkaEventLog:
         """Creates the topic unless it exists (in AWS the deployment already made it)."""
         name = self._name(topic)
         with self._topics_lock:
-            if name in self._known_topics:
+            if name in self._known_topics or not self._create_topics:
                 return
             # bounded like a publish: with the broker away, capture must get to spill quickly
             future = self._admin.create_topics(

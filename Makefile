@@ -29,12 +29,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+# the AWS CDK CLI (`npx cdk synth`, `npx cdk deploy`), pinned by package-lock.json
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+pytest: $(STAMP) node_modules/.installed
 	$(BIN)/pytest
 
-synth: $(STAMP)
-	$(BIN)/python app.py
+synth: $(STAMP) node_modules/.installed
+	npx cdk synth --quiet
 
 clean:
 	-scripts/services stop
-	rm -rf $(VENV) cdk.out blackbox-data .services .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules cdk.out blackbox-data .services .pytest_cache .mypy_cache .ruff_cache

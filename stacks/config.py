@@ -1,0 +1,71 @@
+"""Per-environment settings for the stacks, from cdk.json's context (`environments.<name>`; pick
+one with `-c env=<name>`), validated before anything is built."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from constructs import Node
+from pydantic import BaseModel, ConfigDict, Field
+
+CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """cdk.json's context: the CDK CLI passes it to the app; `python app.py` alone must read it."""
+    context: dict[str, Any] = json.loads(CDK_JSON.read_text())["context"]
+    return context
+
+
+class Throttle(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rate: float = Field(gt=0, description="steady requests per second per key")
+    burst: int = Field(gt=0)
+
+
+class Consumer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    batch_size: int = Field(ge=1, le=10_000)
+    batching_window_s: int = Field(ge=0, le=300)
+    retries: int = Field(ge=-1, le=10_000, description="-1: until the record expires")
+
+
+class DeployConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    account: str | None = Field(default=None, pattern=r"^\d{12}$")
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    prefix: str = Field(default="blackbox", pattern=r"^[a-z][a-z0-9-]{1,20}$")
+    vpc_cidr: str = "10.40.0.0/16"
+    max_azs: int = Field(default=2, ge=2, le=3)
+    nat_gateways: int = Field(default=1, ge=1, le=3)
+    topic_partitions: int = Field(default=6, ge=1, le=120)
+    mysql_instance_type: str = "r6g.large"
+    mysql_storage_gib: int = Field(default=100, ge=20)
+    mysql_multi_az: bool = True
+    couchbase_instance_type: str = "r6i.large"
+    couchbase_nodes: int = Field(default=3, ge=1, le=16)
+    couchbase_volume_gib: int = Field(default=200, ge=20)
+    couchbase_version: str = Field(default="7.6.2", pattern=r"^\d+\.\d+\.\d+$")
+    couchbase_bucket_ram_mb: int = Field(default=8192, ge=256)
+    lambda_memory_mb: int = Field(default=1024, ge=128, le=10_240)
+    ingest_throttle: Throttle = Throttle(rate=2000, burst=4000)
+    server_throttle: Throttle = Throttle(rate=20000, burst=40000)
+    crash_consumer: Consumer = Consumer(batch_size=500, batching_window_s=1, retries=-1)
+    session_counter: Consumer = Consumer(batch_size=5000, batching_window_s=1, retries=-1)
+    ranking_worker: Consumer = Consumer(batch_size=10_000, batching_window_s=1, retries=-1)
+    retention_days: int = Field(default=90, ge=1)
+    alarm_email: str | None = None
+    removal: Literal["retain", "destroy"] = "retain"
+
+    @classmethod
+    def from_context(cls, node: Node) -> DeployConfig:
+        name = node.try_get_context("env") or "dev"
+        environments = node.try_get_context("environments") or {}
+        if name not in environments:
+            raise ValueError(f"no environment {name!r} in cdk.json's context; known: {', '.join(environments)}")
+        return cls.model_validate(environments[name])

@@ -1,0 +1,235 @@
+"""The stores: RDS MySQL behind RDS Proxy (credentials in Secrets Manager, migrations applied on
+deploy by a custom resource), a Couchbase Server cluster on EC2, and the S3 bucket for spill and
+archives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Aws, CustomResource, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_rds as rds
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from stacks.config import DeployConfig
+from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions
+from stacks.nag import acknowledge
+from stacks.network import NetworkStack
+
+SSM_CORE = "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore"
+MYSQL_PORT = 3306
+# Couchbase: REST/admin and the query/KV service ports the SDK and the nodes use
+COUCHBASE_PORTS = ((8091, 8097), (9123, 9123), (11207, 11207), (11210, 11210), (18091, 18097))
+COUCHBASE_NODE_PORTS = ((4369, 4369), (9100, 9105), (9110, 9118), (9120, 9122), (9130, 9130), (9999, 9999),
+                        (11209, 11210), (21100, 21100))
+USER_DATA = Path(__file__).resolve().parent / "couchbase" / "user-data.sh"
+DATABASE = "blackbox"
+BUCKET = "blackbox"
+
+
+def _credentials(scope: Construct, name: str, username: str) -> secretsmanager.Secret:
+    return secretsmanager.Secret(
+        scope, name,
+        description=f"Blackbox Couchbase {username}",
+        generate_secret_string=secretsmanager.SecretStringGenerator(
+            secret_string_template=f'{{"username": "{username}"}}', generate_string_key="password",
+            exclude_punctuation=True, password_length=32,
+        ),
+    )
+
+
+class DataStack(Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, config: DeployConfig, network: NetworkStack, **kwargs: object
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self._config = config
+        removal = RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN
+        self._security_groups(network)
+        self._mysql(config, network, removal)
+        self._couchbase(config, network)
+        self._bucket(config, removal)
+        self._migrations(config, network)
+        acknowledge(self, "AwsSolutions-SMG4", (
+            "no automatic rotation yet: the functions cache credentials per container and would fail until "
+            "recycled; rotate by hand (README) until they re-read the secret on an authentication failure"))
+        acknowledge(self.database, "AwsSolutions-RDS11", (
+            "the default MySQL port: only the proxy's and the functions' security groups reach it"))
+        acknowledge(self, "AwsSolutions-IAM4", (
+            "AWS-managed policies: SSM Session Manager for the Couchbase nodes (no SSH keys, no port 22), and the "
+            "CDK custom-resource framework's logging"), [SSM_CORE, LAMBDA_BASIC])
+        acknowledge(self, "AwsSolutions-L1", "the CDK's own custom-resource framework functions pick their runtime")
+        acknowledge(self.database, "AwsSolutions-IAM4", (
+            "AmazonRDSEnhancedMonitoringRole is the documented role for RDS Enhanced Monitoring"),
+            ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole"])
+        if config.removal == "destroy":
+            disposable = f"the {config.prefix} environment is disposable (removal=destroy in cdk.json)"
+            acknowledge(self.database, "AwsSolutions-RDS10", f"no deletion protection: {disposable}")
+            acknowledge(self, "AwsSolutions-EC29", f"no termination protection: {disposable}")
+        if not config.mysql_multi_az:
+            acknowledge(self.database, "AwsSolutions-RDS3", "single-AZ by configuration (mysql_multi_az=false)")
+
+    def _security_groups(self, network: NetworkStack) -> None:
+        functions = network.functions_sg
+        self.database_sg = ec2.SecurityGroup(self, "DatabaseSg", vpc=network.vpc,
+                                             description="RDS MySQL and RDS Proxy: MySQL from the functions")
+        self.database_sg.add_ingress_rule(functions, ec2.Port.tcp(MYSQL_PORT), "functions to RDS Proxy")
+        self.database_sg.add_ingress_rule(self.database_sg, ec2.Port.tcp(MYSQL_PORT), "RDS Proxy to the instance")
+        self.couchbase_sg = ec2.SecurityGroup(
+            self, "CouchbaseSg", vpc=network.vpc,
+            description="Couchbase nodes: the SDK ports from the functions, the cluster ports between nodes")
+        for low, high in COUCHBASE_PORTS:
+            self.couchbase_sg.add_ingress_rule(functions, ec2.Port.tcp_range(low, high), "SDK to nodes")
+        for low, high in COUCHBASE_PORTS + COUCHBASE_NODE_PORTS:
+            self.couchbase_sg.add_ingress_rule(self.couchbase_sg, ec2.Port.tcp_range(low, high), "node to node")
+
+    def _mysql(self, config: DeployConfig, network: NetworkStack, removal: RemovalPolicy) -> None:
+        self.database = rds.DatabaseInstance(
+            self, "Mysql",
+            engine=rds.DatabaseInstanceEngine.mysql(version=rds.MysqlEngineVersion.VER_8_4_7),
+            instance_type=ec2.InstanceType(config.mysql_instance_type),
+            vpc=network.vpc, vpc_subnets=network.private, security_groups=[self.database_sg],
+            credentials=rds.Credentials.from_generated_secret("blackbox", exclude_characters="\"@/\\'%:?#&+ "),
+            database_name=DATABASE,
+            allocated_storage=config.mysql_storage_gib,
+            storage_type=rds.StorageType.GP3,
+            storage_encrypted=True,
+            multi_az=config.mysql_multi_az,
+            backup_retention=Duration.days(7),
+            deletion_protection=config.removal == "retain",
+            removal_policy=RemovalPolicy.SNAPSHOT if config.removal == "retain" else removal,
+            cloudwatch_logs_exports=["error", "slowquery"],
+            enable_performance_insights=True,
+            monitoring_interval=Duration.seconds(60),
+            auto_minor_version_upgrade=True,
+            port=MYSQL_PORT,
+        )
+        assert self.database.secret is not None
+        self.mysql_secret = self.database.secret
+        self.proxy = self.database.add_proxy(
+            "Proxy", secrets=[self.mysql_secret], vpc=network.vpc, vpc_subnets=network.private,
+            security_groups=[self.database_sg], require_tls=True, idle_client_timeout=Duration.minutes(30),
+        )
+
+    def _couchbase(self, config: DeployConfig, network: NetworkStack) -> None:
+        self.couchbase_admin = _credentials(self, "CouchbaseAdmin", "Administrator")
+        # what the functions use: read and write on the bucket only
+        self.couchbase_app = _credentials(self, "CouchbaseApp", "blackbox-app")
+        role = iam.Role(self, "CouchbaseRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+                        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
+                            "AmazonSSMManagedInstanceCore")])
+        self.couchbase_admin.grant_read(role)
+        self.couchbase_app.grant_read(role)
+        script = USER_DATA.read_text()
+        data_ram = max(config.couchbase_bucket_ram_mb, 1024)
+        self.couchbase_nodes: list[ec2.Instance] = []
+        for index in range(config.couchbase_nodes):
+            first = self.couchbase_nodes[0].instance_private_ip if self.couchbase_nodes else ""
+            user_data = ec2.UserData.custom(Fn.sub(script, {
+                "Version": config.couchbase_version, "AdminSecretArn": self.couchbase_admin.secret_arn,
+                "AppSecretArn": self.couchbase_app.secret_arn, "NodeIndex": str(index),
+                "ClusterName": config.prefix, "DataRamMb": str(data_ram), "Bucket": BUCKET,
+                "BucketRamMb": str(config.couchbase_bucket_ram_mb),
+                "Replicas": str(min(config.couchbase_nodes - 1, 2)), "FirstNode": first,
+            }))
+            node = ec2.Instance(
+                self, f"Couchbase{index}",
+                vpc=network.vpc, vpc_subnets=network.private, security_group=self.couchbase_sg,
+                instance_type=ec2.InstanceType(config.couchbase_instance_type),
+                machine_image=ec2.MachineImage.latest_amazon_linux2023(),
+                role=role, user_data=user_data, require_imdsv2=True, detailed_monitoring=True,
+                disable_api_termination=config.removal == "retain",
+                block_devices=[
+                    ec2.BlockDevice(device_name="/dev/xvda", volume=ec2.BlockDeviceVolume.ebs(
+                        30, encrypted=True, volume_type=ec2.EbsDeviceVolumeType.GP3)),
+                    ec2.BlockDevice(device_name="/dev/sdf", volume=ec2.BlockDeviceVolume.ebs(
+                        config.couchbase_volume_gib, encrypted=True, volume_type=ec2.EbsDeviceVolumeType.GP3,
+                        delete_on_termination=config.removal == "destroy")),
+                ],
+            )
+            self.couchbase_nodes.append(node)
+        self.couchbase_url = "couchbase://" + Fn.join(",", [n.instance_private_ip for n in self.couchbase_nodes])
+
+    def _bucket(self, config: DeployConfig, removal: RemovalPolicy) -> None:
+        common = {
+            "encryption": s3.BucketEncryption.S3_MANAGED, "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
+            "enforce_ssl": True, "removal_policy": removal, "auto_delete_objects": False,
+        }
+        access_logs = s3.Bucket(self, "AccessLogs", object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+                                lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+                                **common)  # type: ignore[arg-type]
+        acknowledge(access_logs, "AwsSolutions-S1", "the access-log bucket itself: logging it would log the logging")
+        self.bucket = s3.Bucket(
+            self, "SpillAndArchives", bucket_name=self.spill_bucket_name, server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="spill-bucket/",
+            lifecycle_rules=[
+                s3.LifecycleRule(id="abort-uploads", abort_incomplete_multipart_upload_after=Duration.days(7)),
+                # events capture could not publish: replayed by `blackbox replay`, kept as long as the data
+                s3.LifecycleRule(id="spill", prefix="spill/", expiration=Duration.days(config.retention_days)),
+                s3.LifecycleRule(id="archives", prefix="archives/", transitions=[
+                    s3.Transition(storage_class=s3.StorageClass.INFREQUENT_ACCESS, transition_after=Duration.days(30)),
+                    s3.Transition(storage_class=s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+                                  transition_after=Duration.days(90)),
+                ]),
+            ],
+            **common,  # type: ignore[arg-type]
+        )
+        # batches a consumer gave up on (the event source mappings' on-failure destination), for replay
+        self.failed_batches = s3.Bucket(
+            self, "FailedBatches", bucket_name=self.failed_batches_name, server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="failed-batches/",
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(config.retention_days))],
+            **common,  # type: ignore[arg-type]
+        )
+
+    def _bucket_name(self, purpose: str, account: str = Aws.ACCOUNT_ID) -> str:
+        # named, so that other stacks' policies hold the name itself rather than an import, which
+        # keeps the ARNs (and cdk-nag's findings on them) predictable
+        return f"{self._config.prefix}-{purpose}-{account}-{self._config.region}"
+
+    @property
+    def spill_bucket_name(self) -> str:
+        return self._bucket_name("spill")
+
+    @property
+    def failed_batches_name(self) -> str:
+        return self._bucket_name("failed-batches")
+
+    def objects_finding(self, bucket_name: str, pattern: str) -> str:
+        """cdk-nag's IAM5 finding for a grant on `pattern` objects of a bucket named here."""
+        purpose = {self.spill_bucket_name: "spill", self.failed_batches_name: "failed-batches"}[bucket_name]
+        name = self._bucket_name(purpose, "<AWS::AccountId>")
+        return f"Resource::arn:<AWS::Partition>:s3:::{name}/{pattern}"
+
+    def _migrations(self, config: DeployConfig, network: NetworkStack) -> None:
+        functions = Functions(self, "Functions", config, Placement(
+            network.vpc, network.private, network.functions_sg, self.mysql_environment()))
+        migrate = functions.function("migrate-schema", "lambdas.provisioning.migrate_schema", timeout_s=600)
+        self.mysql_secret.grant_read(migrate)
+        provider = cr.Provider(self, "MigrationsProvider", on_event_handler=migrate)
+        migrations = CustomResource(self, "Migrations", service_token=provider.service_token, properties={
+            # a new migration file changes this, so the deploy applies it
+            "Migrations": sorted(p.name for p in (Path(__file__).resolve().parent.parent / "adapters" / "mysql"
+                                                  / "migrations").glob("*.sql")),
+        })
+        migrations.node.add_dependency(self.proxy)
+        acknowledge(provider, "AwsSolutions-IAM5", "the CDK Provider framework may invoke its handler's versions",
+                    [invoke_versions(migrate)])
+
+    def mysql_environment(self) -> dict[str, str]:
+        return {"BLACKBOX_MYSQL_SECRET_ARN": self.mysql_secret.secret_arn,
+                "BLACKBOX_MYSQL_PROXY_HOST": self.proxy.endpoint}
+
+    def store_environment(self) -> dict[str, str]:
+        """What every function that builds the adapters needs to reach the stores."""
+        return {
+            **self.mysql_environment(),
+            "BLACKBOX_COUCHBASE_URL": self.couchbase_url,
+            "BLACKBOX_COUCHBASE_BUCKET": BUCKET,
+            "BLACKBOX_COUCHBASE_SECRET_ARN": self.couchbase_app.secret_arn,
+            "BLACKBOX_SPILL_BUCKET": self.spill_bucket_name,
+        }

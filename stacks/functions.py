@@ -1,0 +1,110 @@
+"""How every Blackbox function is deployed: the shared code asset and dependency layer, in the
+VPC's private subnets, a log group with retention, X-Ray, and the aws profile's settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from stacks import packaging
+from stacks.config import DeployConfig
+from stacks.nag import acknowledge
+
+LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+LAMBDA_MSK = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaMSKExecutionRole"
+LAMBDA_VPC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where functions run and what every one of them is told."""
+
+    vpc: ec2.IVpc
+    subnets: ec2.SubnetSelection
+    security_group: ec2.ISecurityGroup
+    environment: Mapping[str, str]
+
+
+def invoke_versions(function: lambda_.Function) -> str:
+    """cdk-nag's finding for a grant to invoke any version of `function` (<arn>:*), as the CDK
+    Provider framework gives itself."""
+    logical_id = Stack.of(function).get_logical_id(function.node.default_child)  # type: ignore[arg-type]
+    return f"Resource::<{logical_id}.Arn>:*"
+
+
+def topic_prefix(config: DeployConfig) -> str:
+    return f"{config.prefix}."
+
+
+def base_environment(config: DeployConfig, region: str) -> dict[str, str]:
+    return {
+        "BLACKBOX_PROFILE": "aws",
+        "BLACKBOX_AWS_REGION": region,
+        "BLACKBOX_KAFKA_TOPIC_PREFIX": topic_prefix(config),
+        "BLACKBOX_LOG_PARTITIONS": str(config.topic_partitions),
+        "BLACKBOX_RETENTION_DAYS": str(config.retention_days),
+        # one service name: the metrics' dimension is the same from every function
+        "POWERTOOLS_SERVICE_NAME": "blackbox",
+        "POWERTOOLS_METRICS_NAMESPACE": "Blackbox",
+    }
+
+
+class Functions(Construct):
+    """A factory for the functions of one stack, sharing one layer version."""
+
+    def __init__(self, scope: Construct, construct_id: str, config: DeployConfig, placement: Placement) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._placement = placement
+        self._code = packaging.code()
+        self._layer = lambda_.LayerVersion(
+            self, "Dependencies", code=packaging.dependencies(), compatible_runtimes=[packaging.RUNTIME],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="Blackbox's Python dependencies, manylinux2014_x86_64 wheels",
+        )
+        acknowledge(self, "AwsSolutions-L1", (
+            "Python 3.12 on purpose: the oldest runtime on Amazon Linux 2023, closest to the 3.11 the tests run on; "
+            "raise it with the project's Python"))
+        acknowledge(self, "AwsSolutions-IAM4", (
+            "AWSLambdaBasicExecutionRole and AWSLambdaVPCAccessExecutionRole are the documented minimum for a "
+            "function in a VPC (logs, ENIs)"), [LAMBDA_BASIC, LAMBDA_VPC])
+        acknowledge(self, "AwsSolutions-IAM4", (
+            "AWSLambdaMSKExecutionRole is what an MSK event source mapping needs to describe the cluster and "
+            "manage its network interfaces"), [LAMBDA_MSK])
+        acknowledge(self, "AwsSolutions-IAM5", (
+            "X-Ray's PutTraceSegments/PutTelemetryRecords take no resource"), ["Resource::*"])
+
+    def function(
+        self, name: str, handler: str, *, timeout_s: int = 30, environment: Mapping[str, str] | None = None,
+        memory_mb: int | None = None,
+    ) -> lambda_.Function:
+        config = self._config
+        log_group = logs.LogGroup(
+            self, f"{name}-logs", retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN,
+        )
+        return lambda_.Function(
+            self, name,
+            function_name=f"{config.prefix}-{name}",
+            description=f"Blackbox {name} ({handler})",
+            runtime=packaging.RUNTIME,
+            architecture=lambda_.Architecture.X86_64,
+            handler=handler,
+            code=self._code,
+            layers=[self._layer],
+            memory_size=memory_mb or config.lambda_memory_mb,
+            timeout=Duration.seconds(timeout_s),
+            vpc=self._placement.vpc,
+            vpc_subnets=self._placement.subnets,
+            security_groups=[self._placement.security_group],
+            environment={**base_environment(config, Stack.of(self).region), **self._placement.environment,
+                         **(environment or {})},
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+        )

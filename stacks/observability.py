@@ -1,0 +1,92 @@
+"""Observability: one CloudWatch dashboard (capture rate, consumer offset lag, receive-to-queryable
+latency, dead letters, errors) and alarms that notify an SNS topic."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from core.metrics import CRASH_SPIKE, DEAD_LETTERS, NAMESPACE, VISIBILITY_LATENCY
+from stacks.api import ApiStack
+from stacks.config import DeployConfig
+from stacks.processing import ProcessingStack
+
+PERIOD = Duration.minutes(1)
+# the end-to-end targets (BENCHMARKS.md): p95 under 900 ms even inside a spike
+LATENCY_P95_MS = 900
+OFFSET_LAG = 100_000
+
+
+def _blackbox(name: str, statistic: str) -> cloudwatch.Metric:
+    return cloudwatch.Metric(namespace=NAMESPACE, metric_name=name, dimensions_map={"service": "blackbox"},
+                             statistic=statistic, period=PERIOD)
+
+
+def _offset_lag(function: lambda_.IFunction) -> cloudwatch.Metric:
+    return cloudwatch.Metric(namespace="AWS/Lambda", metric_name="OffsetLag",
+                             dimensions_map={"FunctionName": function.function_name}, statistic="Maximum",
+                             period=PERIOD)
+
+
+class ObservabilityStack(Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, config: DeployConfig, api: ApiStack, processing: ProcessingStack,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        self.topic = sns.Topic(self, "Alarms", display_name="Blackbox alarms", enforce_ssl=True,
+                               master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"))
+        if config.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        consumers: Mapping[str, lambda_.IFunction] = processing.functions
+        all_functions = {**api.functions, **processing.functions}
+        captured = api.api.metric_count(period=PERIOD, statistic="Sum", label="requests")
+        latency = {p: _blackbox(VISIBILITY_LATENCY, p) for p in ("p50", "p95", "p99")}
+
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=config.prefix, widgets=[[
+            cloudwatch.GraphWidget(title="Capture rate (requests/min)", left=[captured], width=8),
+            cloudwatch.GraphWidget(title="Consumer offset lag", width=8,
+                                   left=[_offset_lag(f).with_(label=name) for name, f in consumers.items()]),
+            cloudwatch.GraphWidget(title="Receive to queryable (ms)", width=8,
+                                   left=[m.with_(label=p) for p, m in latency.items()]),
+        ], [
+            cloudwatch.GraphWidget(title="Dead letters", width=8, left=[_blackbox(DEAD_LETTERS, "Sum")]),
+            cloudwatch.GraphWidget(title="Errors", width=8, left=[
+                api.api.metric_server_error(period=PERIOD, label="API 5xx"),
+                *[f.metric_errors(period=PERIOD, label=name) for name, f in all_functions.items()],
+            ]),
+            cloudwatch.GraphWidget(title="Crash spikes", width=8, left=[_blackbox(CRASH_SPIKE, "Sum")]),
+        ]])
+
+        CfnOutput(self, "DashboardName", value=config.prefix)
+        CfnOutput(self, "AlarmTopicArn", value=self.topic.topic_arn,
+                  description="subscribe to get the alarms (or set alarm_email in cdk.json)")
+        action = actions.SnsAction(self.topic)
+        alarms: list[tuple[str, cloudwatch.Metric, float, int, str]] = [
+            ("Api5xx", api.api.metric_server_error(period=PERIOD), 10, 3, "API answered 5xx"),
+            ("VisibilityP95", latency["p95"], LATENCY_P95_MS, 5, "reports take too long to become queryable"),
+            ("DeadLetters", _blackbox(DEAD_LETTERS, "Sum"), 1, 1, "records went to the dead-letter topic"),
+            ("CrashSpike", _blackbox(CRASH_SPIKE, "Sum"), 1, 1, "a sku's crashes spiked"),
+        ]
+        alarms += [(f"OffsetLag-{name}", _offset_lag(f), OFFSET_LAG, 5, f"{name} is falling behind")
+                   for name, f in consumers.items()]
+        alarms += [(f"Errors-{name}", f.metric_errors(period=PERIOD), 1, 3, f"{name} fails")
+                   for name, f in all_functions.items()]
+        self.alarms: list[cloudwatch.Alarm] = []
+        for name, metric, threshold, periods, description in alarms:
+            alarm = metric.create_alarm(
+                self, name, alarm_name=f"{config.prefix}-{name}", alarm_description=description,
+                threshold=threshold, evaluation_periods=periods,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            alarm.add_alarm_action(action)
+            self.alarms.append(alarm)

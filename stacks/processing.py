@@ -1,0 +1,53 @@
+"""Processing and ranking: the crash consumer, the session counter and the ranking worker, each on
+an MSK event source mapping (batch size and window from the environment's config, retries, and
+an S3 on-failure destination so a batch given up on is kept for replay)."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from local_runtime.functions import CONSUMERS
+from stacks.access import ApplicationStack, Platform
+from stacks.config import Consumer
+from stacks.functions import topic_prefix
+from stacks.nag import acknowledge
+
+S3_READ_WRITE = [f"Action::s3:{action}" for action in ("GetObject*", "GetBucket*", "List*", "DeleteObject*", "Abort*")]
+# a batch must finish inside the function timeout; the ranking worker's batches are the largest
+TIMEOUT_S = 120
+
+
+class ProcessingStack(ApplicationStack):
+    def __init__(self, scope: Construct, construct_id: str, platform: Platform, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, platform, **kwargs)
+        config, streaming, data = platform.config, platform.streaming, platform.data
+        settings: dict[str, Consumer] = {
+            "crash-consumer": config.crash_consumer,
+            "session-counter": config.session_counter,
+            "ranking-worker": config.ranking_worker,
+        }
+        failed = s3.Bucket.from_bucket_name(self, "FailedBatches", data.failed_batches_name)
+        self.functions: dict[str, lambda_.Function] = {}
+        for name, topic in CONSUMERS.items():
+            group = f"{config.prefix}-{name}"
+            function = self.adapter_function(name, timeout_s=TIMEOUT_S, group=group)
+            consumer = settings[name]
+            function.add_event_source(sources.ManagedKafkaEventSource(
+                cluster_arn=streaming.cluster_arn,
+                topic=topic_prefix(config) + topic,
+                consumer_group_id=group,
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=consumer.batch_size,
+                max_batching_window=Duration.seconds(consumer.batching_window_s),
+                retry_attempts=consumer.retries,
+                on_failure=sources.S3OnFailureDestination(failed),
+            ))
+            acknowledge(function, "AwsSolutions-IAM5", (
+                "the CDK's S3OnFailureDestination grants read-write on the failed-batch bucket, where the mapping "
+                "writes an object per batch given up on"),
+                [data.objects_finding(data.failed_batches_name, "*"), *S3_READ_WRITE])
+            self.functions[name] = function

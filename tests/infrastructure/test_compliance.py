@@ -1,0 +1,78 @@
+"""Every environment synthesizes with cdk-nag's AwsSolutions pack and CDK's CloudFormation
+validation active (any unacknowledged finding fails the synth), every acknowledgment gives a
+reason, and cfn-lint finds no error in any template. Packaging is checked on a real `npx cdk
+synth`: the layer holds Linux wheels, the code asset only the runtime packages."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_s3 as s3
+
+from stacks.packaging import CODE_EXCLUDES, PROJECT_ROOT
+from tests.infrastructure.conftest import blackbox
+
+ACKNOWLEDGED = cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+
+
+def cfn_lint(templates: list[Path]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cfnlint", *map(str, templates)], capture_output=True, text=True,
+                          check=False)
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_synth_passes_cdk_nag_and_cfn_lint(env: str, tmp_path: Path):
+    app, built = blackbox(env)
+    assembly = app.synth()  # raises on any unacknowledged finding
+    templates = [Path(assembly.directory) / s.template_file for s in built.stacks]
+    assert len(templates) == 6 and all(t.exists() for t in templates)
+    result = cfn_lint(templates)
+    # cfn-lint's exit code is a bit field: 2 = an error, 4 = a warning (W3005 on CDK's own DependsOn)
+    assert result.returncode & 2 == 0, result.stdout
+    reasons = [
+        reason
+        for stack in built.stacks
+        for construct in stack.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == ACKNOWLEDGED
+        for reason in entry.data.values()
+    ]
+    assert reasons and all(len(reason) > 30 for reason in reasons)
+
+
+def test_an_unacknowledged_finding_fails_the_synth():
+    app, built = blackbox()
+    s3.Bucket(built.data, "Careless")  # no access logs, no TLS-only policy: AwsSolutions-S1, S10
+    with pytest.raises(RuntimeError, match=r"(?s)ValidationFailed.*AwsSolutions-S1'.*AwsSolutions-S10'"):
+        app.synth()
+
+
+def test_npx_cdk_synth_packages_the_functions(tmp_path: Path):
+    npx = shutil.which("npx")
+    assert npx and (PROJECT_ROOT / "node_modules" / ".bin" / "cdk").exists(), "make test runs npm ci"
+    out = tmp_path / "cdk.out"
+    env = os.environ | {"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1"}
+    result = subprocess.run([npx, "cdk", "synth", "--quiet", "--output", str(out)], cwd=PROJECT_ROOT, env=env,
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    manifests = [json.loads(p.read_text()) for p in out.glob("*.assets.json")]
+    paths = {f["source"]["path"] for m in manifests for f in m.get("files", {}).values()
+             if f["source"].get("packaging") == "zip"}
+    layers = [out / p for p in paths if (out / p / "python").is_dir()]
+    codes = [out / p for p in paths if (out / p / "lambdas").is_dir()]
+    assert layers and codes
+    layer = layers[0] / "python"
+    assert list((layer / "confluent_kafka").glob("cimpl*.so")) and list(layer.glob("couchbase/**/*.so"))
+    assert any("x86_64" in p.name and "linux" in p.name for p in (layer / "pydantic_core").glob("*.so"))
+    code = codes[0]
+    assert (code / "lambdas" / "capture.py").exists() and (code / "adapters" / "mysql" / "migrations").is_dir()
+    for excluded in ("tests", "stacks", "local_runtime", "benchmarks", "node_modules", ".venv"):
+        assert not (code / excluded).exists(), excluded
+    assert "tests" in CODE_EXCLUDES

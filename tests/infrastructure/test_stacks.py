@@ -1,0 +1,173 @@
+"""Fine-grained assertions on every stack of the dev environment (cdk.json), and on how the prod
+environment differs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+from pydantic import ValidationError
+
+from core.topics import ALL_TOPICS
+from local_runtime.functions import API_ROUTES, CONSUMERS
+from stacks.app import Blackbox
+from stacks.config import DeployConfig, cdk_json_context
+from tests.infrastructure.conftest import blackbox, resources
+
+DEV = DeployConfig.model_validate(cdk_json_context()["environments"]["dev"])
+
+
+def as_text(value: Any) -> str:
+    return json.dumps(value)
+
+
+def test_config_is_validated():
+    with pytest.raises(ValidationError):
+        DeployConfig.model_validate({"region": "mars-1", "couchbase_nodes": 0})
+    with pytest.raises(ValidationError):
+        DeployConfig.model_validate({"region": "us-east-1", "surprise": True})
+    with pytest.raises(ValueError, match="no environment 'nope'"):
+        blackbox("nope")
+
+
+def test_network(templates: dict[str, Template]):
+    network = templates["network"]
+    network.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": DEV.vpc_cidr})
+    network.resource_count_is("AWS::EC2::NatGateway", DEV.nat_gateways)
+    private = [s for s in resources(network, "AWS::EC2::Subnet") if not s.get("MapPublicIpOnLaunch")]
+    assert len(private) == DEV.max_azs
+    network.has_resource_properties("AWS::EC2::FlowLog", {"TrafficType": "REJECT"})
+    endpoints = {as_text(e["ServiceName"]): e["VpcEndpointType"] for e in resources(network, "AWS::EC2::VPCEndpoint")}
+    for service in ("secretsmanager", "sts", "lambda"):
+        assert any(service in name and kind == "Interface" for name, kind in endpoints.items()), service
+    assert any(".s3" in name and kind == "Gateway" for name, kind in endpoints.items())
+    network.has_resource_properties("AWS::EC2::SecurityGroupIngress", {"IpProtocol": "tcp", "FromPort": 9098,
+                                                                       "ToPort": 9098})
+
+
+def test_streaming(templates: dict[str, Template]):
+    streaming = templates["streaming"]
+    streaming.has_resource_properties("AWS::MSK::ServerlessCluster", {
+        "ClientAuthentication": {"Sasl": {"Iam": {"Enabled": True}}}, "ClusterName": DEV.prefix})
+    [brokers] = resources(streaming, "Custom::AWS")
+    assert "getBootstrapBrokers" in as_text(brokers) and "BootstrapBrokerStringSaslIam" in as_text(brokers)
+    [topics] = [r for r in resources(streaming, "AWS::CloudFormation::CustomResource")]
+    assert topics["Partitions"] == str(DEV.topic_partitions)
+    assert topics["Topics"] == [f"{DEV.prefix}.{t}" for t in ALL_TOPICS]
+    streaming.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "lambdas.provisioning.create_topics", "VpcConfig": Match.any_value(),
+        "Environment": {"Variables": Match.object_like({"BLACKBOX_PROFILE": "aws",
+                                                        "BLACKBOX_KAFKA_TOPIC_PREFIX": f"{DEV.prefix}."})}})
+    policy = as_text(resources(streaming, "AWS::IAM::Policy"))
+    assert "kafka-cluster:CreateTopic" in policy and f"/{DEV.prefix}.crashes" in policy
+
+
+def test_data(templates: dict[str, Template]):
+    data = templates["data"]
+    data.has_resource_properties("AWS::RDS::DBInstance", {
+        "Engine": "mysql", "StorageEncrypted": True, "MultiAZ": DEV.mysql_multi_az,
+        "DBInstanceClass": f"db.{DEV.mysql_instance_type}", "DBName": "blackbox"})
+    data.has_resource_properties("AWS::RDS::DBProxy", {"RequireTLS": True, "EngineFamily": "MYSQL"})
+    data.has_resource_properties("AWS::CloudFormation::CustomResource", {"Migrations": Match.array_with(
+        ["0001_crash_index_and_counters.sql", "0003_applied_events.sql"])})
+    data.resource_count_is("AWS::EC2::Instance", DEV.couchbase_nodes)
+    [node] = resources(data, "AWS::EC2::Instance")
+    assert node["InstanceType"] == DEV.couchbase_instance_type
+    volumes = {d["DeviceName"]: d["Ebs"] for d in node["BlockDeviceMappings"]}
+    assert volumes["/dev/sdf"] == {"Encrypted": True, "VolumeSize": DEV.couchbase_volume_gib, "VolumeType": "gp3",
+                                   "DeleteOnTermination": True}
+    user_data = as_text(node["UserData"])
+    assert "Fn::Sub" in user_data and "cluster-init" in user_data and "bucket-create" in user_data
+    assert "couchbase-server-community-${Version}" in user_data and DEV.couchbase_version in user_data
+    data.has_resource_properties("AWS::EC2::LaunchTemplate", {"LaunchTemplateData": {
+        "MetadataOptions": {"HttpTokens": "required"}}})
+    data.resource_count_is("AWS::SecretsManager::Secret", 3)  # MySQL, Couchbase admin and application user
+    buckets = resources(data, "AWS::S3::Bucket")
+    assert all(b["PublicAccessBlockConfiguration"]["BlockPublicAcls"] for b in buckets)
+    [spill] = [b for b in buckets if "spill" in as_text(b.get("BucketName"))]
+    rules = {r["Id"]: r for r in spill["LifecycleConfiguration"]["Rules"] if "Id" in r}
+    assert rules["spill"]["ExpirationInDays"] == DEV.retention_days and rules["spill"]["Prefix"] == "spill/"
+    assert [t["StorageClass"] for t in rules["archives"]["Transitions"]] == ["STANDARD_IA", "GLACIER_IR"]
+
+
+def test_api(dev: Blackbox, templates: dict[str, Template]):
+    api = templates["api"]
+    methods = resources(api, "AWS::ApiGateway::Method")
+    assert sorted(m["HttpMethod"] for m in methods) == sorted(m for m, _, _ in API_ROUTES)
+    for method in methods:
+        if method["HttpMethod"] == "POST":
+            assert method["ApiKeyRequired"] is True and method["AuthorizationType"] == "NONE"
+            assert "application/json" in method["RequestModels"]
+        else:
+            assert method["AuthorizationType"] == "AWS_IAM"
+        assert "RequestValidatorId" in method
+    api.has_resource_properties("AWS::ApiGateway::Method", {
+        "HttpMethod": "GET", "RequestParameters": {"method.request.querystring.sku": True}})
+    api.resource_count_is("AWS::ApiGateway::ApiKey", 2)
+    plans = {p["UsagePlanName"]: p["Throttle"] for p in resources(api, "AWS::ApiGateway::UsagePlan")}
+    assert plans[f"{DEV.prefix}-ingest"] == {"RateLimit": DEV.ingest_throttle.rate,
+                                             "BurstLimit": DEV.ingest_throttle.burst}
+    assert plans[f"{DEV.prefix}-server"]["RateLimit"] == DEV.server_throttle.rate
+    responses = {r["ResponseType"]: r for r in resources(api, "AWS::ApiGateway::GatewayResponse")}
+    assert responses["THROTTLED"]["StatusCode"] == "429"
+    assert '"error": "throttled"' in responses["THROTTLED"]["ResponseTemplates"]["application/json"]
+    assert '"error": "payload_too_large"' in responses["REQUEST_TOO_LARGE"]["ResponseTemplates"]["application/json"]
+    models = {m["Name"] if "Name" in m else as_text(m["Schema"]): m["Schema"] for m in
+              resources(api, "AWS::ApiGateway::Model")}
+    assert any(s.get("required") == ["sku"] for s in models.values())
+    assert any("oneOf" in s and s["oneOf"][1]["maxItems"] == 500 for s in models.values())
+    api.has_resource_properties("AWS::ApiGateway::Stage", {"AccessLogSetting": Match.any_value(),
+                                                           "TracingEnabled": True})
+    # each route's integration invokes the function that owns it locally
+    for method, _, function in API_ROUTES:
+        logical_id = dev.api.get_logical_id(dev.api.functions[function].node.default_child)  # type: ignore[arg-type]
+        api.has_resource_properties("AWS::ApiGateway::Method", {
+            "HttpMethod": method,
+            "Integration": {"Type": "AWS_PROXY", "Uri": Match.object_like({
+                "Fn::Join": Match.array_with([Match.array_with([Match.object_like({
+                    "Fn::GetAtt": [logical_id, "Arn"]})])])})},
+        })
+
+
+def test_processing(templates: dict[str, Template]):
+    processing = templates["processing"]
+    mappings = {m["Topics"][0]: m for m in resources(processing, "AWS::Lambda::EventSourceMapping")}
+    assert sorted(mappings) == sorted(f"{DEV.prefix}.{t}" for t in CONSUMERS.values())
+    worker = mappings[f"{DEV.prefix}.scores"]
+    assert worker["BatchSize"] == DEV.ranking_worker.batch_size
+    assert worker["MaximumBatchingWindowInSeconds"] == DEV.ranking_worker.batching_window_s
+    assert worker["StartingPosition"] == "TRIM_HORIZON"
+    assert worker["AmazonManagedKafkaEventSourceConfig"] == {"ConsumerGroupId": f"{DEV.prefix}-ranking-worker"}
+    assert "s3" in as_text(worker["DestinationConfig"]["OnFailure"]["Destination"])
+    for function in resources(processing, "AWS::Lambda::Function"):
+        assert function["Runtime"] == "python3.12" and "VpcConfig" in function and function["Layers"]
+        assert function["Environment"]["Variables"]["BLACKBOX_PROFILE"] == "aws"
+        assert {"BLACKBOX_MYSQL_PROXY_HOST", "BLACKBOX_COUCHBASE_SECRET_ARN", "BLACKBOX_SPILL_BUCKET",
+                "BLACKBOX_KAFKA_BOOTSTRAP"} <= set(function["Environment"]["Variables"])
+    # least privilege: a consumer reads exactly the topics and its own group, nothing with a wildcard
+    policies = as_text(resources(processing, "AWS::IAM::Policy"))
+    assert "kafka-cluster:ReadData" in policies and "group/" in policies and "kafka-cluster:*" not in policies
+    assert f"/{DEV.prefix}-crash-consumer" in policies
+
+
+def test_observability(templates: dict[str, Template]):
+    observability = templates["observability"]
+    body = as_text(resources(observability, "AWS::CloudWatch::Dashboard")[0]["DashboardBody"])
+    for metric in ("OffsetLag", "VisibilityLatency", "DeadLetters", "Errors", "5XXError", "Count"):
+        assert metric in body, metric
+    alarms = resources(observability, "AWS::CloudWatch::Alarm")
+    names = {a["AlarmName"] for a in alarms}
+    assert {f"{DEV.prefix}-VisibilityP95", f"{DEV.prefix}-DeadLetters", f"{DEV.prefix}-CrashSpike"} <= names
+    assert all(a["AlarmActions"] for a in alarms)
+    observability.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+
+
+def test_prod_is_sized_for_production():
+    _, prod = blackbox("prod")
+    data = Template.from_stack(prod.data)
+    data.resource_count_is("AWS::EC2::Instance", 3)
+    data.has_resource_properties("AWS::RDS::DBInstance", {"MultiAZ": True, "DeletionProtection": True})
+    data.has_resource(("AWS::S3::Bucket"), {"DeletionPolicy": "Retain"})
+    Template.from_stack(prod.network).resource_count_is("AWS::EC2::NatGateway", 2)

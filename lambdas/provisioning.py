@@ -1,0 +1,37 @@
+"""Custom-resource handlers run by CloudFormation on deploy (the CDK Provider framework): create
+the Kafka topics through the admin API, and apply the MySQL schema migrations. Both are
+idempotent, so an update or a retried deploy re-runs them safely; deleting the stack keeps
+topics and tables (they hold data)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.factory import Settings, migrate
+from adapters.kafka.auth import msk_iam, plaintext
+from adapters.kafka.log import KafkaEventLog
+from core.api import logger
+from core.topics import ALL_TOPICS
+
+
+def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
+    settings = Settings()
+    if event["RequestType"] != "Delete":
+        partitions = int(event["ResourceProperties"]["Partitions"])
+        config = (msk_iam(settings.kafka_bootstrap, settings.aws_region) if settings.profile == "aws"
+                  else plaintext(settings.kafka_bootstrap))
+        log = KafkaEventLog(config, partitions=partitions, topic_prefix=settings.kafka_topic_prefix)
+        try:
+            for topic in ALL_TOPICS:
+                log.ensure_topic(topic)
+        finally:
+            log.close()
+        logger.info("topics ready", extra={"topics": ALL_TOPICS, "partitions": partitions})
+    return {"PhysicalResourceId": f"topics:{settings.kafka_topic_prefix}"}
+
+
+def migrate_schema(event: dict[str, Any], _context: Any) -> dict[str, Any]:
+    settings = Settings()
+    if event["RequestType"] != "Delete":
+        logger.info("migrations applied", extra={"applied": migrate(settings)})
+    return {"PhysicalResourceId": "schema"}

@@ -3,8 +3,13 @@ API, migrations on MariaDB; both idempotent, and Delete keeps the data."""
 
 from __future__ import annotations
 
+import json
+from urllib.parse import urlsplit
+
+import boto3
 import pytest
 from confluent_kafka.admin import AdminClient
+from moto import mock_aws
 
 from adapters.mysql.database import MysqlDatabase
 from core.topics import ALL_TOPICS
@@ -35,6 +40,28 @@ def test_migrations_apply_then_do_nothing(monkeypatch: pytest.MonkeyPatch):
                 {"PhysicalResourceId": "schema"}
         database = MysqlDatabase(mysql_url(name))
         assert database.migrate() == []  # all applied already
+        database.close()
+    finally:
+        drop_database(name)
+
+
+@mock_aws
+def test_migrations_on_the_aws_profile_take_the_database_from_secrets_manager(monkeypatch: pytest.MonkeyPatch):
+    name = namespace()
+    url = urlsplit(mysql_url(name))
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(key, value)
+    secret = boto3.client("secretsmanager", region_name="eu-west-1").create_secret(Name="db", SecretString=json.dumps({
+        "username": url.username, "password": url.password, "host": "unreachable.invalid", "port": url.port,
+        "dbname": name}))
+    monkeypatch.setenv("BLACKBOX_PROFILE", "aws")
+    monkeypatch.setenv("BLACKBOX_AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("BLACKBOX_MYSQL_SECRET_ARN", secret["ARN"])
+    monkeypatch.setenv("BLACKBOX_MYSQL_PROXY_HOST", str(url.hostname))  # the proxy, not the secret's host
+    try:
+        migrate_schema({"RequestType": "Create", "ResourceProperties": {}}, None)
+        database = MysqlDatabase(mysql_url(name))
+        assert database.migrate() == []
         database.close()
     finally:
         drop_database(name)

@@ -3,6 +3,7 @@ environment differs."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -171,3 +172,12 @@ def test_prod_is_sized_for_production():
     data.has_resource_properties("AWS::RDS::DBInstance", {"MultiAZ": True, "DeletionProtection": True})
     data.has_resource(("AWS::S3::Bucket"), {"DeletionPolicy": "Retain"})
     Template.from_stack(prod.network).resource_count_is("AWS::EC2::NatGateway", 2)
+
+
+def test_every_deployed_handler_is_importable(templates: dict[str, Template]):
+    handlers = {f["Handler"] for t in templates.values() for f in resources(t, "AWS::Lambda::Function")
+                if f.get("Handler", "").startswith("lambdas.")}
+    assert len(handlers) == 8  # six functions and two deploy-time custom resources
+    for handler in handlers:
+        module, function = handler.rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), function)), handler

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
+from core.access import ApiKeys
 from crashes.spikes import SpikePolicy
 
 # written by scripts/services start: where the local engines listen
@@ -30,6 +31,10 @@ class Settings(BaseSettings):
     retention_days: int = 90
     # e.g. BLACKBOX_SPIKES__FACTOR=5
     spikes: SpikePolicy = SpikePolicy()
+    # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
+    # and the ids of the keys that may post scores (set by the deployment)
+    api_keys: ApiKeys = ApiKeys()
+    server_key_ids: list[str] = []
     kafka_bootstrap: str = "127.0.0.1:19092"
     kafka_topic_prefix: str = ""
     mysql_url: str = "mysql://blackbox:blackbox@127.0.0.1:13306/blackbox"

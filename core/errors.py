@@ -35,6 +35,16 @@ class InvalidField(BlackboxError):
     code = "invalid_field"
 
 
+class Unauthorized(BlackboxError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(BlackboxError):
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(BlackboxError):
     status = 404
     code = "not_found"

@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
+from core.access import require_server_key
 from core.api import create_resolver, json_response, logger, posted
 from crashes.capture import capture_crash
 from ranking.capture import capture_scores
@@ -33,6 +34,7 @@ def post_sessions() -> Response[str]:
 @app.post("/v1/scores")
 def post_scores() -> Response[str]:
     a = current()
+    require_server_key(app.current_event.request_context.identity.api_key_id, a.settings.server_key_ids)
     return json_response(202, {"accepted": capture_scores(a.log, a.spill, posted(app.current_event))})
 
 

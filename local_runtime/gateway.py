@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qsl
 
+from core.access import API_KEY_HEADER, ApiKeys
 from core.errors import BlackboxError, NotFound, PayloadTooLarge
 from core.timeutil import now_ms
 from dashboard import asset
@@ -26,19 +27,22 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 GATEWAY_MAX_BODY = 10 * 1024 * 1024
 
 _ROUTES = [
-    (method, re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$"), function)
+    (method, re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$"), path, function)
     for method, path, function in API_ROUTES
 ]
 
 
-def route(method: str, path: str) -> str | None:
-    return next((f for m, pattern, f in _ROUTES if m == method and pattern.match(path)), None)
+def route(method: str, path: str) -> tuple[str, str] | None:
+    """The function that owns the request and the route template it matched."""
+    return next(((f, t) for m, pattern, t, f in _ROUTES if m == method and pattern.match(path)), None)
 
 
 def proxy_event(scope: Scope, body: bytes) -> dict[str, Any]:
     headers: dict[str, list[str]] = {}
     for raw_name, raw_value in scope["headers"]:
-        headers.setdefault(raw_name.decode("latin-1").lower(), []).append(raw_value.decode("latin-1"))
+        name = raw_name.decode("latin-1").lower()
+        if name != API_KEY_HEADER:  # checked by the gateway; no handler needs it, and none can leak it
+            headers.setdefault(name, []).append(raw_value.decode("latin-1"))
     query: dict[str, list[str]] = {}
     for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
         query.setdefault(name, []).append(value)
@@ -73,7 +77,8 @@ def proxy_event(scope: Scope, body: bytes) -> dict[str, Any]:
 
 
 class Gateway:
-    def __init__(self, workers: int = 32) -> None:
+    def __init__(self, keys: ApiKeys | None = None, workers: int = 32) -> None:
+        self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
         self._handlers: dict[str, Handler] = {}
 
@@ -88,8 +93,8 @@ class Gateway:
             return
         if scope["type"] != "http":
             return
-        function = route(scope["method"], scope["path"])
-        static = asset(scope["path"]) if function is None and scope["method"] == "GET" else None
+        matched = route(scope["method"], scope["path"])
+        static = asset(scope["path"]) if matched is None and scope["method"] == "GET" else None
         if static is not None:
             data, content_type = static
             await self._respond(send, {
@@ -99,8 +104,16 @@ class Gateway:
                 "isBase64Encoded": True,
             })
             return
-        if function is None:
+        if matched is None:
             await self._error(send, NotFound(f"no route for {scope['method']} {scope['path']}"))
+            return
+        function, template = matched
+        presented = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == API_KEY_HEADER.encode()),
+                         None)
+        try:
+            self._keys.authorize(presented, scope["method"], template)
+        except BlackboxError as error:
+            await self._error(send, error)
             return
         body = await self._read_body(receive)
         if body is None:

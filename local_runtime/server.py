@@ -48,6 +48,9 @@ def _lock(data_dir: Path) -> int:
     return fd
 
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
 def serve(settings: Settings, host: str, port: int) -> None:
     lock = _lock(settings.data_dir)
     # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)
@@ -59,7 +62,14 @@ def serve(settings: Settings, host: str, port: int) -> None:
     pollers = [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
     for poller in pollers:
         poller.start()
-    config = uvicorn.Config(Gateway(), host=host, port=port, log_level="warning", access_log=False)
+    keys = settings.api_keys
+    if keys.configured:
+        print(f"API keys: {len(keys.ingest)} ingest, {len(keys.server)} server, {len(keys.read)} read", flush=True)
+    elif host not in LOOPBACK:
+        print(f"No API keys configured (BLACKBOX_API_KEYS__INGEST/SERVER/READ): serving on 127.0.0.1 only, "
+              f"not {host}", flush=True)
+        host = "127.0.0.1"
+    config = uvicorn.Config(Gateway(keys), host=host, port=port, log_level="warning", access_log=False)
     server = _Server(config)
     print(f"Blackbox serving on http://{host}:{port} ({settings.profile}, data in {settings.data_dir})", flush=True)
     try:

@@ -4,6 +4,7 @@ routes, request validation, and gateway responses in the contract's error body."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import CfnOutput
@@ -115,6 +116,8 @@ class ApiStack(ApplicationStack):
             )
         self.ingest_key = self._plan("Ingest", config.ingest_throttle)
         self.server_key = self._plan("Server", config.server_throttle)
+        # API Gateway checks that a key is valid; capture checks that scores come with a server key
+        self.functions["capture"].add_environment("BLACKBOX_SERVER_KEY_IDS", json.dumps([self.server_key.key_id]))
         CfnOutput(self, "ApiUrl", value=self.api.url, description="the API's base URL (paths start with v1/)")
         CfnOutput(self, "IngestKeyId", value=self.ingest_key.key_id,
                   description="aws apigateway get-api-key --include-value --api-key <id>: for game clients")
@@ -132,7 +135,9 @@ class ApiStack(ApplicationStack):
             ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"])
 
     def _plan(self, name: str, throttle: Throttle) -> apigateway.IApiKey:
-        key = self.api.add_api_key(f"{name}Key", description=f"Blackbox {name.lower()} key")
+        # not bound to the stage itself (the usage plan does that): the capture function needs the
+        # server key id, and the stage depends on the functions
+        key = apigateway.ApiKey(self, f"{name}Key", description=f"Blackbox {name.lower()} key", enabled=True)
         plan = self.api.add_usage_plan(
             f"{name}Plan", name=f"{self.api.rest_api_name}-{name.lower()}",
             throttle=apigateway.ThrottleSettings(rate_limit=throttle.rate, burst_limit=throttle.burst),

@@ -19,10 +19,16 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// a read key, when serve has keys configured; kept for this tab only
+function headers() {
+  const key = $("key").value;
+  return key ? { "x-api-key": key } : {};
+}
+
 async function api(path, query = {}) {
   const url = new URL(API + path, location.href);
   for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined) url.searchParams.set(name, value);
-  const response = await fetch(url);
+  const response = await fetch(url, { headers: headers() });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(`${path}: ${response.status} ${body.message || body.error || ""}`);
   return body;
@@ -112,11 +118,15 @@ async function showDetail(reportId) {
   const fields = ["reportKey", "sku", "receivedAt", "crashType", "errorCode", "platform", "buildVersion", "signature", "sizeBytes"];
   $("detail-fields").replaceChildren(...fields.flatMap((f) => [el("dt", {}, f), el("dd", {}, r[f] ?? "")]));
   $("detail-trace").textContent = r.payload.stackTrace ?? "(none)";
-  $("detail-attachments").replaceChildren(...r.attachments.map((name) => {
-    const url = `${API}/v1/crashes/${encodeURIComponent(r.reportId)}/attachments/${encodeURIComponent(name)}`;
+  // fetched, not linked: the request must carry the key, which an <img src> cannot
+  const attachments = await Promise.all(r.attachments.map(async (name) => {
+    const response = await fetch(`${API}/v1/crashes/${encodeURIComponent(r.reportId)}/attachments/${encodeURIComponent(name)}`,
+      { headers: headers() });
+    const url = URL.createObjectURL(await response.blob());
     const link = el("a", { href: url, download: name }, name);
     return /\.(png|jpe?g|gif|webp)$/i.test(name) ? el("figure", {}, el("img", { src: url, alt: name }), link) : el("p", {}, link);
   }));
+  $("detail-attachments").replaceChildren(...attachments);
   if (!r.attachments.length) $("detail-attachments").textContent = "(none)";
   $("detail-payload").textContent = JSON.stringify(r.payload, null, 2);
   $("detail").hidden = false;
@@ -164,6 +174,7 @@ function schedule() {
 
 $("controls").addEventListener("submit", (event) => {
   event.preventDefault();
+  sessionStorage.setItem("blackbox-key", $("key").value);
   const url = new URL(location.href);
   url.searchParams.set("sku", $("sku").value.trim());
   history.replaceState(null, "", url);
@@ -173,6 +184,7 @@ $("live").addEventListener("change", schedule);
 $("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
 $("board-form").addEventListener("submit", (event) => { event.preventDefault(); showBoard().catch(report); });
 
+$("key").value = sessionStorage.getItem("blackbox-key") || "";
 $("sku").value = params.get("sku") || "";
 $("board").value = params.get("board") || "";
 refresh().catch(report);

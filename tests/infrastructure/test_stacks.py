@@ -119,6 +119,9 @@ def test_api(dev: Blackbox, templates: dict[str, Template]):
               resources(api, "AWS::ApiGateway::Model")}
     assert any(s.get("required") == ["sku"] for s in models.values())
     assert any("oneOf" in s and s["oneOf"][1]["maxItems"] == 500 for s in models.values())
+    [capture] = [f for f in resources(api, "AWS::Lambda::Function") if f["Handler"] == "lambdas.capture.handler"]
+    server_key_ids = as_text(capture["Environment"]["Variables"]["BLACKBOX_SERVER_KEY_IDS"])
+    assert "ServerKey" in server_key_ids and "IngestKey" not in server_key_ids
     api.has_resource_properties("AWS::ApiGateway::Stage", {"AccessLogSetting": Match.any_value(),
                                                            "TracingEnabled": True})
     # each route's integration invokes the function that owns it locally

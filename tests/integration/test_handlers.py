@@ -194,3 +194,18 @@ def test_a_crash_burst_is_announced_once_and_listed_under_alerts(adapters: Adapt
                   multiValueQueryStringParameters={k: [v] for k, v in query.items()})
     assert alerts["statusCode"] == 200
     assert sum(a["crashes"] for a in body(alerts)["alerts"]) >= 20  # 45 in at most two minutes
+
+
+def test_in_aws_only_a_server_key_may_post_scores(adapters: Adapters, monkeypatch):
+    monkeypatch.setattr(adapters.settings, "server_key_ids", ["srv-key-id"])
+    event = load_event("capture-scores.json")
+
+    def with_key(key_id: str | None) -> dict:
+        context = event["requestContext"] | {"identity": event["requestContext"].get("identity", {}) | {
+            "apiKeyId": key_id}}
+        return capture.handler(event | {"requestContext": context}, LocalContext("capture"))
+
+    assert with_key("srv-key-id")["statusCode"] == 202
+    refused = with_key("ingest-key-id")
+    assert (refused["statusCode"], body(refused)["error"]) == (403, "forbidden")
+    assert with_key(None)["statusCode"] == 403

@@ -18,10 +18,11 @@ from local_runtime.poller import Poller
 
 
 def test_routes_follow_the_rest_api_resources():
-    assert route("POST", "/v1/crashes") == "capture"
-    assert route("POST", "/v1/sessions") == "capture"
-    assert route("GET", "/v1/crashes") == "reporter"
-    assert route("GET", "/v1/crashes/12/attachments/a.png") == "reporter"
+    assert route("POST", "/v1/crashes") == ("capture", "/v1/crashes")
+    assert route("POST", "/v1/sessions") == ("capture", "/v1/sessions")
+    assert route("GET", "/v1/crashes") == ("reporter", "/v1/crashes")
+    assert route("GET", "/v1/crashes/12/attachments/a.png") == \
+        ("reporter", "/v1/crashes/{reportId}/attachments/{name}")
     assert route("GET", "/v1/crashes/12/attachments/a/b") is None
     assert route("GET", "/v1/other") is None
     assert route("POST", "/v1/crashesX") is None

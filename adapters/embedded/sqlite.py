@@ -4,11 +4,14 @@ busy timeout, immediate write transactions)."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.sql.connections import PerThread
+
+_WAL_ATTEMPTS = 100
 
 
 class SqliteFile:
@@ -23,7 +26,16 @@ class SqliteFile:
     def _connect(self) -> sqlite3.Connection:
         # autocommit mode (isolation_level=None): transactions are explicit below
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        # switching a new file to WAL needs an exclusive lock, and SQLite answers "locked" at once
+        # (no busy handler) while another process does the same: wait for it
+        for attempt in range(_WAL_ATTEMPTS):
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == _WAL_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.1)
         # FULL: a commit is on disk before we acknowledge anything that depends on it
         conn.execute(f"PRAGMA synchronous={self._synchronous}")
         conn.execute("PRAGMA busy_timeout=30000")

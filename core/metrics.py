@@ -5,6 +5,7 @@ people); the dashboard and alarms in AWS read them."""
 from __future__ import annotations
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 NAMESPACE = "Blackbox"
 CRASH_SPIKE = "CrashSpike"
@@ -13,6 +14,8 @@ VISIBILITY_LATENCY = "VisibilityLatency"
 
 
 def emit(name: str, value: float, unit: MetricUnit = MetricUnit.Count, **metadata: str) -> None:
+    if is_metrics_disabled():  # single_metric itself prints regardless
+        return
     # one series per metric name (no per-sku dimension): one alarm covers every sku, and the
     # metadata still says which
     with single_metric(name=name, unit=unit, value=value, namespace=NAMESPACE) as metric:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from core.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
+from core.limits import MAX_JSON_DEPTH, check_depth
 
 MAX_BODY_BYTES = 1 << 20
 
@@ -38,9 +39,13 @@ def parse_json_body(body: bytes, content_type: str | None, max_bytes: int = MAX_
     if len(body) > max_bytes:
         raise PayloadTooLarge(f"body is {len(body)} bytes; the limit is {max_bytes}")
     try:
-        return json.loads(body)
+        parsed = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidJson(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidField(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", "body") from None
+    check_depth(parsed)
+    return parsed
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:

@@ -8,7 +8,9 @@ import hashlib
 import uuid
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+
+from core.limits import AttachmentName, Identifier
 
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
@@ -49,18 +51,11 @@ class CrashSubmission(BaseModel):
     errorCode: Indexed | int | None = None
     platform: Indexed | None = None
     buildVersion: Indexed | None = None
-    playerId: str | None = None
-    sessionId: str | None = None
-    clientTime: str | int | None = None
+    playerId: Identifier | None = None
+    sessionId: Identifier | None = None
+    clientTime: Annotated[str, StringConstraints(max_length=64)] | int | None = None
     stackTrace: str | None = None
-    attachments: dict[str, Attachment] | None = None
-
-    @field_validator("attachments")
-    @classmethod
-    def _named(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        if value and "" in value:
-            raise ValueError("attachment names must not be empty")
-        return value
+    attachments: dict[AttachmentName, Attachment] | None = None
 
 
 def new_event_id(scope: str, idempotency_key: str | None) -> str:

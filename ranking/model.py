@@ -6,12 +6,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from core.limits import PathSegment
 from ranking.tree import INT64_MAX, INT64_MIN, Operator, Order
 
 MAX_BATCH = 500
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-PlayerId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+PlayerId = PathSegment
 
 
 class Score(BaseModel):

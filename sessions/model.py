@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from core.limits import Identifier
 from crashes.model import Sku
 
 MAX_BATCH = 500
@@ -16,8 +17,8 @@ class SessionEvent(BaseModel):
 
     sku: Sku
     kind: Literal["client", "server"]
-    playerId: str | None = None
-    sessionId: str | None = None
+    playerId: Identifier | None = None
+    sessionId: Identifier | None = None
 
 
 class SessionCount(BaseModel):

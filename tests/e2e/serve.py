@@ -22,7 +22,8 @@ def free_port() -> int:
 
 class Serve:
     def __init__(self, data_dir: Path, log_path: Path, profile: str = "embedded",
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.data_dir = data_dir
         self.log_path = log_path
         self.profile = profile
@@ -35,7 +36,7 @@ class Serve:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "local_runtime.cli", "serve", "--port", str(self.port),
+        command = [sys.executable, "-m", "local_runtime.cli", "serve", "--host", self.host, "--port", str(self.port),
                    "--data-dir", str(self.data_dir), "--profile", self.profile]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env)

@@ -1,0 +1,44 @@
+"""Input limits shared by every POST, each refused with the contract's error rather than left to
+fail later in a store (DESIGN §5)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, StringConstraints
+
+from core.errors import InvalidField
+
+# players, sessions and the like: long enough for any real id, short enough to index
+MAX_ID_CHARS = 128
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+# nesting deeper than this is no crash report, and deep recursion is how a parser is attacked
+MAX_JSON_DEPTH = 32
+
+
+def _not_a_directory(name: str) -> str:
+    if name in (".", ".."):
+        raise ValueError("an attachment name must not be . or ..")
+    return name
+
+
+# what a URL path segment may hold and still reach its handler (API Gateway, then Powertools'
+# router): no separators, no control characters, no quotes
+_SEGMENT = r"^[\w\-._~()'!*:@,;=+&$%<> \[\]{}|^]{1,128}$"
+# a player id is asked for in a path (/players/{playerId})
+PathSegment = Annotated[str, StringConstraints(pattern=_SEGMENT)]
+# a file name, not a path, and one that can be asked for again (/attachments/{name})
+AttachmentName = Annotated[str, StringConstraints(pattern=_SEGMENT), AfterValidator(_not_a_directory)]
+
+
+def check_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """Iterative, so a hostile document cannot exhaust the stack here either."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > limit:
+            raise InvalidField(f"JSON nests deeper than {limit} levels", "body")
+        if isinstance(item, dict):
+            pending.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in item)

@@ -1,0 +1,220 @@
+"""Bad and hostile input through `blackbox serve`: each gets the contract's 4xx, the server stays
+healthy, and nothing valid sent alongside is lost. Values that only look dangerous (SQL, control
+characters, emoji) are data: stored and returned exactly. Then property-based fuzzing of every
+route: whatever arrives, the answer is never a 5xx and every error has the contract's body."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections import Counter
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.limits import MAX_JSON_DEPTH
+from local_runtime.functions import API_ROUTES
+from tests.e2e.serve import Serve
+
+JSON = {"content-type": "application/json"}
+SQL = "'; DROP TABLE crash_index; -- \" OR 1=1 /*"
+PLAYER = "p'; DELETE FROM scores; -- é %00 <b>"
+HOSTILE = f"{SQL} \x00\x07\u202e ☠️🔥 \U0001d518\U0001d52b\U0001d526 \\x00 %s %n {{{{7*7}}}} <script>alert(1)</script>"
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
+    ("not json", "POST", "/v1/crashes", {"content": b"{oops", "headers": JSON}, 400, "invalid_json"),
+    ("truncated json", "POST", "/v1/sessions", {"content": b'[{"sku": "g"', "headers": JSON}, 400, "invalid_json"),
+    ("empty body", "POST", "/v1/scores", {"content": b"", "headers": JSON}, 400, "invalid_json"),
+    ("not utf-8", "POST", "/v1/crashes", {"content": b'{"sku": "\xff\xfe"}', "headers": JSON}, 400, "invalid_json"),
+    ("null body", "POST", "/v1/crashes", {"content": b"null", "headers": JSON}, 400, "invalid_field"),
+    ("wrong type", "POST", "/v1/crashes", {"json": {"sku": "g", "stackTrace": 42}}, 400, "invalid_field"),
+    ("sku a number", "POST", "/v1/crashes", {"json": {"sku": 7}}, 400, "invalid_field"),
+    ("array for crash", "POST", "/v1/crashes", {"json": [{"sku": "g"}]}, 400, "invalid_field"),
+    ("missing sku", "POST", "/v1/crashes", {"json": {"crashType": "AV"}}, 400, "missing_field"),
+    ("control char in sku", "POST", "/v1/crashes", {"json": {"sku": "g\x00"}}, 400, "invalid_field"),
+    ("emoji in sku", "POST", "/v1/sessions", {"json": {"sku": "g🔥", "kind": "client"}}, 400, "invalid_field"),
+    ("sql in sku", "POST", "/v1/crashes", {"json": {"sku": SQL}}, 400, "invalid_field"),
+    ("over 1 MiB", "POST", "/v1/crashes", {"json": {"sku": "g", "log": "x" * (1 << 20)}}, 413, "payload_too_large"),
+    ("bad base64", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"a.png": "***"}}}, 400,
+     "invalid_field"),
+    ("base64 not canonical", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"a.png": "aGk"}}}, 400,
+     "invalid_field"),
+    ("attachment path", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"../../etc/passwd": "aGk="}}},
+     400, "invalid_field"),
+    ("attachment dir", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"logs/a.txt": "aGk="}}}, 400,
+     "invalid_field"),
+    ("attachment backslash", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"c:\\a.txt": "aGk="}}},
+     400, "invalid_field"),
+    ("attachment dot-dot", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"..": "aGk="}}}, 400,
+     "invalid_field"),
+    ("attachment control char", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"a\nb": "aGk="}}},
+     400, "invalid_field"),
+    ("attachment name a symbol", "POST", "/v1/crashes", {"json": {"sku": "g", "attachments": {"☠️.png": "aGk="}}},
+     400, "invalid_field"),
+    ("attachment name too long", "POST", "/v1/crashes",
+     {"json": {"sku": "g", "attachments": {"a" * 129: "aGk="}}}, 400, "invalid_field"),
+    ("indexed field too long", "POST", "/v1/crashes", {"json": {"sku": "g", "platform": "p" * 257}}, 400,
+     "invalid_field"),
+    ("player id too long", "POST", "/v1/sessions", {"json": {"sku": "g", "kind": "client", "playerId": "p" * 129}},
+     400, "invalid_field"),
+    ("json too deep", "POST", "/v1/crashes",
+     {"content": f'{{"sku": "g", "x": {nested(MAX_JSON_DEPTH)}}}'.encode(), "headers": JSON}, 400, "invalid_field"),
+    ("json absurdly deep", "POST", "/v1/crashes",
+     {"content": f'{{"sku": "g", "x": {nested(200_000)}}}'.encode(), "headers": JSON}, 400, "invalid_field"),
+    ("not JSON media type", "POST", "/v1/crashes", {"content": b"{}", "headers": {"content-type": "text/plain"}},
+     415, "unsupported_media_type"),
+    ("bad session kind", "POST", "/v1/sessions", {"json": [{"sku": "g", "kind": "client"}, {"sku": "g", "kind": "x"}]},
+     400, "invalid_field"),
+    ("too many sessions", "POST", "/v1/sessions", {"json": [{"sku": "g", "kind": "client"}] * 501}, 400,
+     "invalid_field"),
+    ("too many scores", "POST", "/v1/scores", {"json": [{"board": "b", "playerId": "p", "score": 1}] * 501}, 400,
+     "invalid_field"),
+    ("float score", "POST", "/v1/scores", {"json": {"board": "b", "playerId": "p", "score": 1.5}}, 400,
+     "invalid_field"),
+    ("float-looking score", "POST", "/v1/scores", {"content": b'{"board": "b", "playerId": "p", "score": 1e3}',
+                                                   "headers": JSON}, 400, "invalid_field"),
+    ("string score", "POST", "/v1/scores", {"json": {"board": "b", "playerId": "p", "score": "12"}}, 400,
+     "invalid_field"),
+    ("score over int64", "POST", "/v1/scores", {"json": {"board": "b", "playerId": "p", "score": 2**63}}, 400,
+     "invalid_field"),
+    ("score under int64", "POST", "/v1/scores", {"json": {"board": "b", "playerId": "p", "score": -(2**63) - 1}},
+     400, "invalid_field"),
+    ("bool score", "POST", "/v1/scores", {"json": {"board": "b", "playerId": "p", "score": True}}, 400,
+     "invalid_field"),
+    ("player id with a slash", "POST", "/v1/scores", {"json": {"board": "b", "playerId": "a/b", "score": 1}}, 400,
+     "invalid_field"),
+    ("player id with a quote", "POST", "/v1/scores", {"json": {"board": "b", "playerId": 'a"b', "score": 1}}, 400,
+     "invalid_field"),
+    ("sql in board", "POST", "/v1/scores", {"json": {"board": SQL, "playerId": "p", "score": 1}}, 400,
+     "invalid_field"),
+    ("bad board settings", "PUT", "/v1/leaderboards/b", {"json": {"order": "sideways", "operator": "best"}}, 400,
+     "invalid_field"),
+    ("unknown route", "GET", "/v1/nothing", {}, 404, "not_found"),
+    ("traversal route", "GET", "/v1/crashes/1/attachments/..%2F..%2Fetc%2Fpasswd", {}, 404, "not_found"),
+    ("unknown report", "GET", "/v1/crashes/999999", {}, 404, "not_found"),
+    ("report id not a number", "GET", "/v1/crashes/1%20OR%201=1", {}, 404, "not_found"),
+    ("bad limit", "GET", "/v1/crashes?sku=g&limit=0", {}, 400, "invalid_field"),
+    ("sql limit", "GET", f"/v1/crashes?sku=g&limit={SQL}", {}, 400, "invalid_field"),
+    ("bad time", "GET", "/v1/stats?sku=g&from=yesterday", {}, 400, "invalid_field"),
+    ("bad cursor", "GET", "/v1/crashes?sku=g&cursor=%00%01", {}, 400, "invalid_field"),
+    ("bad granularity", "GET", "/v1/stats?sku=g&granularity=second", {}, 400, "invalid_field"),
+]
+
+
+@pytest.mark.parametrize(("case", "method", "path", "kwargs", "status", "code"), BAD_REQUESTS,
+                         ids=[c[0] for c in BAD_REQUESTS])
+def test_bad_input_gets_the_contract_error_and_the_server_keeps_serving(serve: Serve, case, method, path, kwargs,
+                                                                        status, code):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        response = client.request(method, path, **kwargs)
+        assert response.status_code == status, response.text
+        assert response.json()["error"] == code and response.json()["message"]
+        assert client.get("/v1/health").status_code == 200
+
+
+def test_hostile_but_valid_values_are_data_stored_and_returned_exactly(serve: Serve):
+    sku = "hostile:pc"
+    report = {"sku": sku, "crashType": HOSTILE[:250], "errorCode": SQL, "platform": "ps5' --", "buildVersion": SQL,
+              "playerId": "p'; --🔥", "sessionId": "s\x00\x01", "clientTime": SQL, "stackTrace": HOSTILE * 3,
+              SQL: HOSTILE, "nested": {"🔥": [HOSTILE, None, 1.5, -0.0, 1e308]},
+              "attachments": {"screen shot (1) é.png": base64.b64encode(HOSTILE.encode()).decode()}}
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        assert client.post("/v1/crashes", json=report).status_code == 202
+        assert client.post("/v1/sessions", json={"sku": sku, "kind": "client", "playerId": SQL[:120]}).status_code \
+            == 202
+        assert client.post("/v1/scores", json={"board": "hostile", "playerId": PLAYER, "score": -(2**63)}) \
+            .status_code == 202
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            found = client.get("/v1/crashes", params={"sku": sku, "fields": "full", "errorCode": SQL}).json()
+            player = client.get(f"/v1/leaderboards/hostile/players/{quote(PLAYER, safe='')}")
+            if found["reports"] and player.status_code == 200:
+                break
+            time.sleep(0.2)
+        [stored] = found["reports"]
+        assert stored["payload"] == report and stored["crashType"] == HOSTILE[:250]
+        name = "screen shot (1) é.png"
+        attachment = client.get(f"/v1/crashes/{stored['reportId']}/attachments/{name}")
+        assert attachment.content == HOSTILE.encode()
+        assert player.json() == {"playerId": PLAYER, "score": -(2**63), "rank": 1}
+        assert client.get("/v1/crashes", params={"sku": sku, "platform": SQL}).json()["reports"] == []
+
+
+async def _post_mixed(base_url: str) -> list[tuple[str, httpx.Response]]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
+        async def send(kind: str, path: str, **kwargs: Any) -> tuple[str, httpx.Response]:
+            return kind, await client.post(path, **kwargs)
+
+        requests = []
+        for n in range(60):
+            requests.append(send("crash", "/v1/crashes", json={"sku": "mixed:pc", "n": n}))
+            requests.append(send("bad", "/v1/crashes", content=b'{"sku": "mixed:pc", "n": ', headers=JSON))
+            requests.append(send("bad", "/v1/crashes", json={"sku": "mixed:pc", "attachments": {"../x": "aGk="}}))
+            requests.append(send("session", "/v1/sessions", json=[{"sku": "mixed:pc", "kind": "server"}] * 5))
+            requests.append(send("bad", "/v1/sessions", json=[{"sku": "mixed:pc", "kind": "server"}, {"sku": 1}]))
+            requests.append(send("score", "/v1/scores", json={"board": "mixed", "playerId": f"p{n}", "score": n}))
+            requests.append(send("bad", "/v1/scores", json={"board": "mixed", "playerId": "p", "score": 0.5}))
+        return list(await asyncio.gather(*requests))
+
+
+def test_nothing_valid_sent_alongside_bad_input_is_lost(serve: Serve):
+    answers = asyncio.run(_post_mixed(serve.url))
+    statuses = Counter((kind, r.status_code) for kind, r in answers)
+    assert statuses == {("crash", 202): 60, ("session", 202): 60, ("score", 202): 60, ("bad", 400): 240}, statuses
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            crashes = client.get("/v1/crashes", params={"sku": "mixed:pc", "limit": 1000}).json()["reports"]
+            sessions = sum(b["sessions"] for b in client.get("/v1/stats", params={"sku": "mixed:pc"}).json()["series"])
+            board = client.get("/v1/leaderboards/mixed")
+            if len(crashes) == 60 and sessions == 300 and board.status_code == 200 and board.json()["players"] == 60:
+                break
+            time.sleep(0.2)
+        assert (len(crashes), sessions, board.json()["players"]) == (60, 300, 60)
+        assert sorted(json.loads(json.dumps(r["eventId"])) for r in crashes) == sorted({r["eventId"] for r in crashes})
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=20,
+)
+# bodies that are close to valid, so the fuzzer gets past the first check
+near_valid = st.fixed_dictionaries({"sku": st.text(max_size=70) | st.just("fuzz:pc")}, optional={
+    "kind": st.sampled_from(["client", "server", "x"]), "board": st.text(max_size=20), "playerId": json_values,
+    "score": json_values, "attachments": st.dictionaries(st.text(max_size=20), st.text(max_size=20), max_size=2),
+    "stackTrace": json_values, "crashType": json_values,
+})
+ROUTES = [(m, t) for m, t, _ in API_ROUTES]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(route=st.sampled_from(ROUTES), body=json_values | near_valid | st.lists(near_valid, max_size=3),
+       raw=st.binary(max_size=64), use_raw=st.booleans(),
+       params=st.dictionaries(st.sampled_from(["sku", "from", "to", "limit", "offset", "cursor", "fields", "score",
+                                               "radius", "granularity", "signature"]),
+                              st.text(max_size=30), max_size=4),
+       segment=st.text(min_size=1, max_size=20).filter(lambda s: "/" not in s and s not in (".", "..")))
+def test_fuzzing_never_gets_a_server_error(serve: Serve, route, body, raw, use_raw, params, segment):
+    method, template = route
+    segment = quote(segment, safe="")
+    path = template.format(reportId=segment, name=segment, board=segment, playerId=segment)
+    content = raw if use_raw else json.dumps(body).encode()
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        response = client.request(method, path, params=params, content=content if method != "GET" else None,
+                                  headers=JSON)
+    assert response.status_code < 500, (method, path, response.text)
+    if response.status_code >= 400:
+        error = response.json()
+        assert set(error) <= {"error", "message", "field"} and error["error"] and error["message"]

@@ -1,0 +1,79 @@
+"""Each key can do exactly what its role allows, through `blackbox serve`: an ingest key posts
+crashes and sessions; a server key also posts scores and sets up boards; a read key reads; health
+and the dashboard's files are open. Keys never reach the log. Without keys serve keeps to loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from core.access import Role, allowed_roles
+from local_runtime.functions import API_ROUTES
+from tests.e2e.serve import Serve
+
+KEYS = {Role.INGEST: "ingest-Kx81", Role.SERVER: "server-Qz07", Role.READ: "read-Lm55"}
+# a request per route that the handler accepts once it is let through
+BODIES = {
+    "/v1/crashes": {"sku": "roles:pc"},
+    "/v1/sessions": {"sku": "roles:pc", "kind": "client"},
+    "/v1/scores": {"board": "roles", "playerId": "p1", "score": 5},
+    "/v1/leaderboards/{board}": {"order": "desc", "operator": "best"},
+}
+PARAMS = {"/v1/crashes": {"sku": "roles:pc"}, "/v1/stats": {"sku": "roles:pc"},
+          "/v1/crash-groups": {"sku": "roles:pc"}, "/v1/alerts": {"sku": "roles:pc"},
+          "/v1/leaderboards/{board}/rank": {"score": "1"}}
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    base = tmp_path_factory.mktemp("roles")
+    env = {f"BLACKBOX_API_KEYS__{role.value.upper()}": json.dumps([key]) for role, key in KEYS.items()}
+    server = Serve(base / "data", base / "serve.log", env=env)
+    server.start()
+    yield server
+    assert server.stop() == 0
+
+
+def call(client: httpx.Client, method: str, template: str, key: str | None) -> httpx.Response:
+    path = template.format(reportId="1", name="a.txt", board="roles", playerId="p1")
+    headers = {"x-api-key": key} if key else {}
+    return client.request(method, path, json=BODIES.get(template) if method in ("POST", "PUT") else None,
+                          params=PARAMS.get(template), headers=headers)
+
+
+@pytest.mark.parametrize(("method", "template"), [(m, t) for m, t, _ in API_ROUTES])
+def test_each_key_can_do_exactly_what_its_role_allows(keyed: Serve, method: str, template: str):
+    with httpx.Client(base_url=keyed.url, timeout=30) as client:
+        if template == "/v1/health":
+            assert all(call(client, method, template, k).status_code == 200 for k in [None, "bogus", *KEYS.values()])
+            return
+        for key in (None, "bogus", KEYS[Role.READ] + "x", KEYS[Role.READ][:-1]):
+            response = call(client, method, template, key)
+            assert (response.status_code, response.json()["error"]) == (401, "unauthorized"), key
+        for role, key in KEYS.items():
+            response = call(client, method, template, key)
+            if role in allowed_roles(method, template):
+                assert response.status_code not in (401, 403), (role, response.text)
+            else:
+                assert (response.status_code, response.json()["error"]) == (403, "forbidden"), role
+
+
+def test_open_parts_and_no_key_in_the_log(keyed: Serve):
+    with httpx.Client(base_url=keyed.url) as client:
+        assert client.get("/").status_code == 200 and client.get("/dashboard/app.js").status_code == 200
+    log = Path(keyed.log_path).read_text()
+    assert "API keys: 1 ingest, 1 server, 1 read" in log
+    assert not any(key in log for key in KEYS.values())
+
+
+def test_without_keys_serve_keeps_to_loopback(tmp_path: Path):
+    server = Serve(tmp_path / "data", tmp_path / "serve.log", host="0.0.0.0")
+    server.start()  # healthy on 127.0.0.1
+    try:
+        assert "serving on 127.0.0.1 only, not 0.0.0.0" in server.log_path.read_text()
+    finally:
+        assert server.stop() == 0

@@ -4,6 +4,7 @@ stacks all read this table."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,11 +48,21 @@ API_ROUTES = (
 CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-worker": SCORES}
 
 
-def load_handler(name: str) -> Handler:
+def load_handler(name: str, isolated: bool = False) -> Handler:
+    """The function's handler. `isolated`: from a fresh copy of its module, as a Lambda container
+    has: the module-level state (a Powertools resolver holds the current event) is then this
+    caller's alone, so concurrent callers cannot see each other's requests."""
     if name not in FUNCTIONS:
         raise KeyError(f"unknown function {name!r}; known: {', '.join(FUNCTIONS)}")
-    handler: Handler = importlib.import_module(FUNCTIONS[name]).handler
-    return handler
+    if not isolated:
+        handler: Handler = importlib.import_module(FUNCTIONS[name]).handler
+        return handler
+    spec = importlib.util.find_spec(FUNCTIONS[name])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    isolated_handler: Handler = module.handler
+    return isolated_handler
 
 
 @dataclass

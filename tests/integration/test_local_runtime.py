@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import json
 import threading
 import time
@@ -13,8 +14,12 @@ import httpx
 from adapters.factory import Adapters
 from adapters.ports import OutgoingRecord
 from core.msk import from_msk_event
+from core.requests import Posted
+from crashes.capture import capture_crash
+from local_runtime.functions import load_handler
 from local_runtime.gateway import GATEWAY_MAX_BODY, Gateway, proxy_event, route
 from local_runtime.poller import Poller
+from local_runtime.replayer import SpillReplayer
 
 
 def test_routes_follow_the_rest_api_resources():
@@ -61,6 +66,28 @@ def test_gateway_serves_through_the_handlers(adapters: Adapters):
     assert (huge.status_code, huge.json()["error"]) == (413, "payload_too_large")
 
 
+def test_concurrent_requests_never_see_each_others_bodies(adapters: Adapters):
+    """Powertools' resolver keeps the current event on the module's `app`; one Lambda container
+    runs one invocation at a time, so the gateway gives each worker thread its own copy."""
+    sizes = [1 + n % 7 for n in range(240)]
+
+    async def scenario() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=Gateway(workers=8))
+        async with httpx.AsyncClient(transport=transport, base_url="http://local", timeout=60) as client:
+            return await asyncio.gather(*(
+                client.post("/v1/sessions", json=[{"sku": "g", "kind": "client"}] * size) if n % 2 else
+                client.post("/v1/scores", json=[{"board": "b", "playerId": f"p{i}", "score": i} for i in range(size)])
+                for n, size in enumerate(sizes)
+            ))
+
+    answers = asyncio.run(scenario())
+    assert [(r.status_code, r.json()["accepted"]) for r in answers] == [(202, size) for size in sizes]
+    # the race is rare in a test (it showed under load in the fault suite); its cause is structural
+    copies = [inspect.unwrap(load_handler("capture", isolated=True)) for _ in range(2)]
+    shared = inspect.unwrap(load_handler("capture"))
+    assert len({id(h.__globals__["app"]) for h in [*copies, shared]}) == 3
+
+
 def run_poller(adapters: Adapters, handler, until) -> Poller:
     stop = threading.Event()
     poller = Poller(adapters.log, "crash-consumer", "t", handler, stop)
@@ -102,3 +129,32 @@ def test_a_batch_that_never_succeeds_is_never_committed(adapters: Adapters):
     run_poller(adapters, failing, lambda: len(attempts) >= 2)
     again = adapters.log.consumer("blackbox-crash-consumer", "t").poll(100, 1 << 20, 0.05)
     assert [r.value for r in again] == [b"1"]
+
+
+def test_the_spill_replayer_publishes_once_the_log_takes_writes_again(adapters: Adapters, monkeypatch):
+    publish = adapters.log.publish
+    outage = threading.Event()
+    outage.set()
+
+    def flaky(topic: str, records: list) -> None:
+        if outage.is_set():
+            raise TimeoutError("log away")
+        publish(topic, records)
+
+    monkeypatch.setattr(adapters.log, "publish", flaky)
+    for n in range(3):
+        capture_crash(adapters.log, adapters.spill, Posted(json.dumps({"sku": "g", "n": n}).encode()))
+    assert len(adapters.spill.list(10)) == 3
+    stop = threading.Event()
+    replayer = SpillReplayer(adapters.log, adapters.spill, stop, interval_s=0.05)
+    replayer.start()
+    time.sleep(0.3)
+    assert len(adapters.spill.list(10)) == 3  # still away: kept
+    outage.clear()
+    deadline = time.monotonic() + 10
+    while adapters.spill.list(10) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    replayer.join()
+    records = adapters.log.consumer("t", "crashes").poll(10, 1 << 20, 0.1)
+    assert sorted(json.loads(r.value)["payload"]["n"] for r in records) == [0, 1, 2]

@@ -58,8 +58,11 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 def validation_error(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> BlackboxError:
     first = exc.errors()[0]
+    raw_loc = tuple(first["loc"])
+    if "[key]" in raw_loc:  # a bad dict key (an attachment name): the field is the dict itself
+        raw_loc = raw_loc[: raw_loc.index("[key]") - 1]
     loc = prefix + tuple(
-        p for p in first["loc"]
+        p for p in raw_loc
         if isinstance(p, int) or not (p in _UNION_TAGS or p.startswith(("function-", "constrained-")))
     )
     path = field_path(loc) or "body"

@@ -17,6 +17,7 @@ from adapters.factory import Settings, build, install, migrate
 from local_runtime.functions import CONSUMERS, load_handler
 from local_runtime.gateway import Gateway
 from local_runtime.poller import Poller
+from local_runtime.replayer import SpillReplayer
 
 
 class DataDirInUse(RuntimeError):
@@ -62,6 +63,8 @@ def serve(settings: Settings, host: str, port: int) -> None:
     pollers = [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
     for poller in pollers:
         poller.start()
+    replayer = SpillReplayer(adapters.log, adapters.spill, stop)
+    replayer.start()
     keys = settings.api_keys
     if keys.configured:
         print(f"API keys: {len(keys.ingest)} ingest, {len(keys.server)} server, {len(keys.read)} read", flush=True)
@@ -78,6 +81,7 @@ def serve(settings: Settings, host: str, port: int) -> None:
         stop.set()
         for poller in pollers:
             poller.join()
+        replayer.join()
         adapters.close()
         install(None)
         os.close(lock)  # releases the lock

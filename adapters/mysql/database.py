@@ -43,7 +43,9 @@ class MysqlDatabase:
 
     def connection(self) -> pymysql.connections.Connection[Cursor]:
         conn, idle = self._connections.get()
-        if IDLE_CHECK_S < idle < float("inf"):
+        if not conn.open:  # a network error closed it (the server restarted, say): start afresh
+            conn = self._connections.renew()
+        elif IDLE_CHECK_S < idle < float("inf"):
             try:
                 conn.ping(reconnect=False)
             except pymysql.err.Error:

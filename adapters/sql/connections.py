@@ -3,6 +3,7 @@ across calls and Lambda invocations, and all closed together."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -34,11 +35,17 @@ class PerThread(Generic[C]):
         return conn, idle
 
     def renew(self) -> C:
-        """A new connection for this thread (the old one broke)."""
+        """A new connection for this thread (the old one broke, and is let go)."""
+        old: C | None = getattr(self._local, "conn", None)
         conn = self._connect()
         self._local.conn = conn
         with self._lock:
+            if old is not None and old in self._all:
+                self._all.remove(old)
             self._all.append(conn)
+        if old is not None:
+            with contextlib.suppress(Exception):
+                old.close()
         return conn
 
     def close_all(self) -> None:

@@ -31,19 +31,25 @@ class Poller(threading.Thread):
         consumer = self._log.consumer(group=f"blackbox-{self._function}", topic=self._topic)
         arn = f"arn:aws:kafka:local:000000000000:cluster/blackbox/{self._topic}"
         backoff = 0.1
+        # after a failure the consumer goes back to the last commit before it polls again; if even
+        # that fails (the broker is restarting), it keeps trying: nothing is polled past a failed batch
+        rewind = False
         try:
             while not self._stop_event.is_set():
-                records = consumer.poll(MAX_BATCH_RECORDS, MAX_BATCH_BYTES, timeout_s=0.1)
-                if not records:
-                    continue
                 try:
+                    if rewind:
+                        consumer.rewind()
+                        rewind = False
+                    records = consumer.poll(MAX_BATCH_RECORDS, MAX_BATCH_BYTES, timeout_s=0.1)
+                    if not records:
+                        continue
                     self._handler(to_msk_event(records, arn, "local"), LocalContext(function_name=self._function))
                     consumer.commit(records)
                     self.batches += 1
                     backoff = 0.1
                 except Exception:
                     logger.exception("batch failed; it will be retried", extra={"function": self._function})
-                    consumer.rewind()
+                    rewind = True
                     self._stop_event.wait(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF_S)
         finally:

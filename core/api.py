@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from core.errors import BlackboxError, NotFound
+from core.errors import BlackboxError, NotFound, Unavailable
 from core.requests import Posted
 
 logger = Logger(service="blackbox")
@@ -24,8 +27,29 @@ def error_response(error: BlackboxError) -> Response[str]:
     return json_response(error.status, error.body())
 
 
+class _PerThreadResolver(APIGatewayRestResolver):
+    """Powertools keeps the current event on a class attribute of its BaseRouter, one for the whole
+    process. A Lambda container runs one invocation at a time; the local gateway runs many on
+    threads, where requests would read each other's bodies. Here each thread keeps its own."""
+
+    _invocation = threading.local()
+
+    @property  # type: ignore[override]  # Powertools declares a plain attribute
+    def current_event(self) -> APIGatewayProxyEvent:
+        event: APIGatewayProxyEvent = self._invocation.event
+        return event
+
+    @current_event.setter
+    def current_event(self, value: APIGatewayProxyEvent) -> None:
+        self._invocation.event = value
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        self.current_event = APIGatewayProxyEvent(dict(event))
+        return super().resolve(event, context)
+
+
 def create_resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver()
+    app = _PerThreadResolver()
 
     def domain_error(error: BlackboxError) -> Response[str]:
         return error_response(error)
@@ -35,6 +59,9 @@ def create_resolver() -> APIGatewayRestResolver:
         return error_response(NotFound(f"no route for {event.http_method} {event.path}"))
 
     def unexpected(error: Exception) -> Response[str]:
+        if _transient(error):
+            logger.warning("a store did not answer", extra={"error": repr(error)})
+            return error_response(Unavailable(f"a store did not answer ({type(error).__name__}); try again"))
         logger.exception("unhandled error")
         return json_response(500, {"error": "internal", "message": f"unexpected {type(error).__name__}"})
 
@@ -43,6 +70,14 @@ def create_resolver() -> APIGatewayRestResolver:
     app.not_found(no_route)
     app.exception_handler(Exception)(unexpected)
     return app
+
+
+# PEP 249's names for "the database went away", whichever driver raised them
+_DB_API_TRANSIENT = {"OperationalError", "InterfaceError"}
+
+
+def _transient(error: Exception) -> bool:
+    return isinstance(error, ConnectionError | TimeoutError) or type(error).__name__ in _DB_API_TRANSIENT
 
 
 def posted(event: APIGatewayProxyEvent) -> Posted:

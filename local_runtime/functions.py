@@ -4,7 +4,6 @@ stacks all read this table."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,21 +47,11 @@ API_ROUTES = (
 CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-worker": SCORES}
 
 
-def load_handler(name: str, isolated: bool = False) -> Handler:
-    """The function's handler. `isolated`: from a fresh copy of its module, as a Lambda container
-    has: the module-level state (a Powertools resolver holds the current event) is then this
-    caller's alone, so concurrent callers cannot see each other's requests."""
+def load_handler(name: str) -> Handler:
     if name not in FUNCTIONS:
         raise KeyError(f"unknown function {name!r}; known: {', '.join(FUNCTIONS)}")
-    if not isolated:
-        handler: Handler = importlib.import_module(FUNCTIONS[name]).handler
-        return handler
-    spec = importlib.util.find_spec(FUNCTIONS[name])
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    isolated_handler: Handler = module.handler
-    return isolated_handler
+    handler: Handler = importlib.import_module(FUNCTIONS[name]).handler
+    return handler
 
 
 @dataclass

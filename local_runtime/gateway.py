@@ -7,7 +7,6 @@ import asyncio
 import base64
 import json
 import re
-import threading
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -81,14 +80,12 @@ class Gateway:
     def __init__(self, keys: ApiKeys | None = None, workers: int = 32) -> None:
         self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
-        # each worker thread is a container of its own: one invocation at a time per handler copy
-        self._containers = threading.local()
+        self._handlers: dict[str, Handler] = {}
 
-    def _invoke(self, function: str, event: dict[str, Any]) -> Any:
-        handlers: dict[str, Handler] = self._containers.__dict__.setdefault("handlers", {})
-        if function not in handlers:
-            handlers[function] = load_handler(function, isolated=True)
-        return handlers[function](event, LocalContext(function_name=function))
+    def _handler(self, function: str) -> Handler:
+        if function not in self._handlers:
+            self._handlers[function] = load_handler(function)
+        return self._handlers[function]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -124,7 +121,9 @@ class Gateway:
             return
         event = proxy_event(scope, body)
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self._executor, self._invoke, function, event)
+        result = await loop.run_in_executor(
+            self._executor, self._handler(function), event, LocalContext(function_name=function)
+        )
         await self._respond(send, result)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path("blackbox-data")
     log_partitions: int = 4
     retention_days: int = 90
+    # the event log is a buffer: Kafka's (and MSK's) default of 7 days
+    log_retention_days: int = 7
     # e.g. BLACKBOX_SPIKES__FACTOR=5
     spikes: SpikePolicy = SpikePolicy()
     # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
@@ -139,7 +141,7 @@ def _engines(
     return Adapters(
         settings=settings,
         log=KafkaEventLog(kafka_config, partitions=settings.log_partitions, topic_prefix=settings.kafka_topic_prefix,
-                          create_topics=settings.profile != "aws"),
+                          create_topics=settings.profile != "aws", retention_days=settings.log_retention_days),
         documents=CouchbaseDocumentStore(
             settings.couchbase_url, settings.couchbase_bucket, couchbase_username, couchbase_password,
             settings.couchbase_key_prefix,

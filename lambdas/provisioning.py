@@ -20,7 +20,8 @@ def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
         partitions = int(event["ResourceProperties"]["Partitions"])
         config = (msk_iam(settings.kafka_bootstrap, settings.aws_region) if settings.profile == "aws"
                   else plaintext(settings.kafka_bootstrap))
-        log = KafkaEventLog(config, partitions=partitions, topic_prefix=settings.kafka_topic_prefix)
+        log = KafkaEventLog(config, partitions=partitions, topic_prefix=settings.kafka_topic_prefix,
+                            retention_days=settings.log_retention_days)
         try:
             for topic in ALL_TOPICS:
                 log.ensure_topic(topic)

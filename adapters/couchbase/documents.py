@@ -52,6 +52,10 @@ class CouchbaseDocumentStore:
             found.update((key[len(self._prefix) :], bytes(r.value)) for key, r in result.results.items())
         return found
 
+    def purge_expired(self) -> int:
+        """Couchbase removes expired documents itself (expiry pager and compaction)."""
+        return 0
+
     def ping(self) -> None:
         with suppress(DocumentNotFoundException):  # not found still means the bucket answered
             self._collection.get(self._prefix + _PING_KEY, transcoder=_TRANSCODER)

@@ -14,6 +14,8 @@ from adapters.sql.queries import (
     CRASH_COUNTS,
     CRASH_GROUPS,
     INSERT_COLUMNS,
+    PURGE_COUNTERS,
+    PURGE_REPORTS,
     SELECT_REPORTS,
     SESSION_COUNTS,
     bucket_counts,
@@ -145,6 +147,11 @@ class SqliteCrashIndex:
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         return bucket_counts(self._db.connection().execute(CRASH_COUNTS, (bucket_ms, sku, from_ms, to_ms)))
 
+    def purge(self, before_ms: int) -> int:
+        # AUTOINCREMENT: a purged reportId is never handed out again
+        with self._db.write() as conn:
+            return conn.execute(PURGE_REPORTS, (before_ms,)).rowcount
+
     def ping(self) -> None:
         self._db.ping()
 
@@ -173,6 +180,10 @@ class SqliteSessionCounters:
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         return bucket_counts(self._db.connection().execute(SESSION_COUNTS, (bucket_ms, sku, from_ms, to_ms)))
+
+    def purge(self, before_ms: int) -> int:
+        with self._db.write() as conn:
+            return sum(conn.execute(statement, (before_ms,)).rowcount for statement in PURGE_COUNTERS)
 
     def close(self) -> None:
         self._db.close()

@@ -81,6 +81,19 @@ class SqliteEventLog:
     def consumer(self, group: str, topic: str) -> SqliteLogConsumer:
         return SqliteLogConsumer(self, group, topic)
 
+    def purge(self, topics: Sequence[str], before_ms: int) -> int:
+        # each partition keeps its newest record: publish numbers the next offset after it
+        with self._db.write() as conn:
+            return sum(
+                conn.execute(
+                    "DELETE FROM records WHERE topic = ? AND timestamp_ms < ? AND offset < "
+                    "(SELECT MAX(offset) FROM records AS newest WHERE newest.topic = records.topic "
+                    "AND newest.partition = records.partition)",
+                    (topic, before_ms),
+                ).rowcount
+                for topic in topics
+            )
+
     def wait_for_publish(self, timeout_s: float) -> None:
         with self._published:
             self._published.wait(timeout_s)

@@ -17,7 +17,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 from confluent_kafka.cimpl import NewTopic
 
 from adapters.ports import LogRecord, OutgoingRecord
@@ -45,14 +45,18 @@ class KafkaEventLog:
     def __init__(
         self,
         client_config: dict[str, Any],
+        *,
         partitions: int = 4,
         topic_prefix: str = "",
         publish_timeout_s: float = 2.0,
         create_topics: bool = True,
+        retention_days: int = 7,
     ) -> None:
         """`client_config` holds bootstrap.servers and security settings (see adapters.kafka.auth);
         `topic_prefix` lets several deployments share one cluster. Without `create_topics` the topics
-        must exist (in AWS the deployment makes them, and the functions may not create any)."""
+        must exist (in AWS the deployment makes them, and the functions may not create any). Topics
+        it creates keep records `retention_days`."""
+        self._topic_config = {"retention.ms": str(retention_days * 86_400_000)}
         self._create_topics = create_topics
         self._config = client_config
         self._partitions = partitions
@@ -91,7 +95,8 @@ class KafkaEventLog:
                 return
             # bounded like a publish: with the broker away, capture must get to spill quickly
             future = self._admin.create_topics(
-                [NewTopic(name, self._partitions, 1)], operation_timeout=self._timeout, request_timeout=self._timeout
+                [NewTopic(name, self._partitions, 1, config=self._topic_config)],
+                operation_timeout=self._timeout, request_timeout=self._timeout,
             )[name]
             try:
                 future.result(timeout=self._timeout + 1)
@@ -140,6 +145,31 @@ class KafkaEventLog:
     def consumer(self, group: str, topic: str) -> KafkaLogConsumer:
         self.ensure_topic(topic)
         return KafkaLogConsumer(self._config, self._name(group), self._name(topic), topic)
+
+    def purge(self, topics: Sequence[str], before_ms: int) -> int:
+        """Deletes records up to the first at or after `before_ms` (DeleteRecords); the topics'
+        retention.ms also expires them, in whole segments and on the broker's schedule."""
+        names = [self._name(t) for t in topics]
+        metadata = self._admin.list_topics(timeout=10).topics
+        partitions = [(n, p) for n in names if n in metadata for p in metadata[n].partitions]
+        if not partitions:
+            return 0
+        earliest = self._offsets(partitions, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
+        latest = self._offsets(partitions, OffsetSpec.latest())  # type: ignore[no-untyped-call]
+        cut = self._offsets(partitions, OffsetSpec.for_timestamp(before_ms))
+        # no record at or after the time (-1): everything before the end goes
+        targets = {tp: latest[tp] if cut[tp] < 0 else cut[tp] for tp in partitions}
+        doomed = {tp: offset for tp, offset in targets.items() if offset > earliest[tp]}
+        if not doomed:
+            return 0
+        requests = [TopicPartition(topic, partition, offset) for (topic, partition), offset in doomed.items()]
+        for future in self._admin.delete_records(requests, request_timeout=30).values():
+            future.result()
+        return sum(offset - earliest[tp] for tp, offset in doomed.items())
+
+    def _offsets(self, partitions: Sequence[tuple[str, int]], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+        futures = self._admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions}, request_timeout=30)
+        return {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
 
     def ping(self) -> None:
         self._admin.list_topics(timeout=5)

@@ -21,6 +21,10 @@ MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
 # a connection idle longer than this is checked before use: RDS Proxy and MySQL drop idle ones
 IDLE_CHECK_S = 30.0
+# the crash index has a partition for each day up to this many days ahead
+DAYS_AHEAD = 7
+# purges delete this many rows a transaction, so no lock is held for long
+DELETE_CHUNK = 5_000
 
 
 class MysqlDatabase:
@@ -94,6 +98,26 @@ class MysqlDatabase:
                 [(c.consumer, event_id, now_ms()) for event_id in c.event_ids],
             )
 
+    def drop_day_partitions(self, before_ms: int) -> int:
+        """Drops the day partitions that end at or before `before_ms`; returns the rows they held."""
+        with self.connection().cursor() as cursor:
+            old = sorted(name for name, bound in self._day_partitions(cursor).items() if bound <= before_ms)
+            if not old:
+                return 0
+            cursor.execute(f"SELECT COUNT(*) FROM reports PARTITION ({', '.join(old)})")
+            (rows,) = cursor.fetchone() or (0,)
+            cursor.execute(f"ALTER TABLE reports DROP PARTITION {', '.join(old)}")
+            return int(rows)
+
+    def delete_in_chunks(self, statement: str, params: tuple[object, ...]) -> int:
+        deleted = 0
+        while True:
+            with self.transaction() as cursor:
+                count = cursor.execute(f"{statement} LIMIT {DELETE_CHUNK}", params)
+            deleted += count
+            if count < DELETE_CHUNK:
+                return deleted
+
     def ping(self) -> None:
         with self.connection().cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -101,7 +125,7 @@ class MysqlDatabase:
     def close(self) -> None:
         self._connections.close_all()
 
-    def migrate(self, days_ahead: int = 7) -> list[str]:
+    def migrate(self, days_ahead: int = DAYS_AHEAD) -> list[str]:
         """Applies the migrations not yet applied, in order; returns their names. Then makes sure the
         index has a partition for each day from today to `days_ahead`."""
         self._create_database()
@@ -141,22 +165,25 @@ class MysqlDatabase:
                 f"CREATE DATABASE IF NOT EXISTS `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
             )
 
+    def _day_partitions(self, cursor: Cursor) -> dict[str, int]:
+        """The reports table's day partitions and their upper bounds (p_future excluded)."""
+        cursor.execute(
+            "SELECT partition_name, partition_description FROM information_schema.partitions "
+            "WHERE table_schema = %s AND table_name = 'reports' AND partition_name <> 'p_future'",
+            (self.database,),
+        )
+        return {name: int(bound) for name, bound in cursor.fetchall()}
+
     def ensure_day_partitions(self, days_ahead: int) -> None:
         with self.transaction() as cursor:
-            cursor.execute(
-                "SELECT partition_name, partition_description FROM information_schema.partitions "
-                "WHERE table_schema = %s AND table_name = 'reports'",
-                (self.database,),
-            )
-            existing = {name for name, _ in cursor.fetchall()}
+            highest = max(self._day_partitions(cursor).values(), default=-1)
             today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
             new = []
             for n in range(days_ahead + 1):
                 day = today + timedelta(days=n)
-                name = f"p{day:%Y%m%d}"
-                if name not in existing:
-                    bound = int((day + timedelta(days=1)).timestamp() * 1000)
-                    new.append(f"PARTITION {name} VALUES LESS THAN ({bound})")
+                bound = int((day + timedelta(days=1)).timestamp() * 1000)
+                if bound > highest:  # bounds must grow; a day already covered (or purged) is skipped
+                    new.append(f"PARTITION p{day:%Y%m%d} VALUES LESS THAN ({bound})")
             if new:
                 cursor.execute(
                     "ALTER TABLE reports REORGANIZE PARTITION p_future INTO "

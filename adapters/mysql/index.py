@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from adapters.mysql.database import MysqlDatabase
+from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase
 from adapters.ports import Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     CRASH_COUNTS,
     CRASH_GROUPS,
     INSERT_COLUMNS,
+    PURGE_COUNTERS,
+    PURGE_REPORTS,
     SELECT_REPORTS,
     SESSION_COUNTS,
     bucket_counts,
@@ -78,6 +80,21 @@ class MysqlCrashIndex:
             cursor.execute(pyformat(CRASH_COUNTS), (bucket_ms, sku, from_ms, to_ms))
             return bucket_counts(cursor.fetchall())
 
+    def purge(self, before_ms: int) -> int:
+        """Whole days go by dropping their partitions; the rest of the cut day row by row. Then the
+        reportKeys of purged reports (ids are handed out in submit order, so: below the oldest left)."""
+        purged = self._db.drop_day_partitions(before_ms)
+        purged += self._db.delete_in_chunks(pyformat(PURGE_REPORTS), (before_ms,))
+        with self._db.connection().cursor() as cursor:
+            cursor.execute("SELECT MIN(report_id) FROM reports")
+            (oldest,) = cursor.fetchone() or (None,)
+            if oldest is None:
+                cursor.execute("SELECT COALESCE(MAX(report_id), 0) + 1 FROM report_keys")
+                (oldest,) = cursor.fetchone() or (0,)
+        self._db.delete_in_chunks("DELETE FROM report_keys WHERE report_id < %s", (oldest,))
+        self._db.ensure_day_partitions(DAYS_AHEAD)
+        return purged
+
     def ping(self) -> None:
         self._db.ping()
 
@@ -107,6 +124,9 @@ class MysqlSessionCounters:
         with self._db.connection().cursor() as cursor:
             cursor.execute(pyformat(SESSION_COUNTS), (bucket_ms, sku, from_ms, to_ms))
             return bucket_counts(cursor.fetchall())
+
+    def purge(self, before_ms: int) -> int:
+        return sum(self._db.delete_in_chunks(pyformat(statement), (before_ms,)) for statement in PURGE_COUNTERS)
 
     def close(self) -> None:
         self._db.close()

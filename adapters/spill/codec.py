@@ -19,6 +19,10 @@ def new_spill_id(topic: str) -> str:
     return f"{time.time_ns():020d}-{next(_SEQUENCE):09d}-{topic}-{uuid.uuid4().hex[:12]}"
 
 
+def spilled_at_ms(spill_id: str) -> int:
+    return int(spill_id.split("-", 1)[0]) // 1_000_000
+
+
 def encode(topic: str, record: OutgoingRecord) -> bytes:
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode()

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from adapters.ports import OutgoingRecord, SpilledRecord
-from adapters.spill.codec import decode, encode, new_spill_id
+from adapters.spill.codec import decode, encode, new_spill_id, spilled_at_ms
 
 
 class DirectorySpillStore:
@@ -35,3 +35,9 @@ class DirectorySpillStore:
 
     def delete(self, spill_id: str) -> None:
         (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
+
+    def purge(self, before_ms: int) -> int:
+        old = [p for p in self._dir.glob("*.json") if spilled_at_ms(p.stem) < before_ms]
+        for path in old:
+            path.unlink(missing_ok=True)
+        return len(old)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.ports import OutgoingRecord, SpilledRecord
-from adapters.spill.codec import decode, encode, new_spill_id
+from adapters.spill.codec import decode, encode, new_spill_id, spilled_at_ms
 
 PREFIX = "spill/"
 
@@ -29,3 +29,16 @@ class S3SpillStore:
 
     def delete(self, spill_id: str) -> None:
         self._s3.delete_object(Bucket=self._bucket, Key=f"{PREFIX}{spill_id}.json")
+
+    def purge(self, before_ms: int) -> int:
+        """The bucket's lifecycle rule expires spill too; this makes the cut exact and immediate."""
+        purged = 0
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=PREFIX):
+            old = [item["Key"] for item in page.get("Contents", [])
+                   if spilled_at_ms(item["Key"].removeprefix(PREFIX)) < before_ms]
+            if old:
+                self._s3.delete_objects(Bucket=self._bucket, Delete={"Objects": [{"Key": k} for k in old]})
+                purged += len(old)
+            if len(old) < len(page.get("Contents", [])):
+                break  # keys sort by time: the rest are newer
+        return purged

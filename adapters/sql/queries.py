@@ -30,6 +30,12 @@ CRASH_GROUPS = (
     "GROUP BY signature ORDER BY n DESC, signature LIMIT ?"
 )
 APPLIED_OFFSET = "SELECT applied FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
+# retention (DESIGN §3.6): what the purge job deletes, oldest first
+PURGE_REPORTS = "DELETE FROM reports WHERE submit_time < ?"
+PURGE_COUNTERS = (
+    "DELETE FROM session_counts WHERE minute < ?",
+    "DELETE FROM applied_events WHERE applied_at < ?",
+)
 
 
 def check_offset(row: Any, checkpoint: Checkpoint) -> None:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import time
+
 from adapters.ports import CrashIndex, IndexEntry, ReportFilter
+from core.timeutil import now_ms
 from crashes.model import MAX_INDEXED_CHARS
 
 
@@ -82,3 +85,30 @@ def test_crash_groups_by_signature_largest_first(crash_index: CrashIndex):
         ("a", 2, 500, 2000), ("b", 1, 1000, 1000), ("c", 1, 900, 900)]
     assert groups[0].sample_report_id == min(ids["event-2"], ids["event-3"])
     assert [g.signature for g in crash_index.crash_groups("game:pc", 0, 10_000, 2)] == ["a", "b"]
+
+
+def test_purge_drops_reports_submitted_before_the_cut_and_nothing_after(crash_index: CrashIndex):
+    crash_index.insert_many([entry(n, signature="s") for n in range(3)])
+    time.sleep(0.01)
+    cut = now_ms()
+    time.sleep(0.01)
+    crash_index.insert_many([entry(n, signature="s") for n in range(3, 5)])
+    assert crash_index.purge(cut) == 3
+    kept = crash_index.find(ReportFilter(sku="game:pc", limit=10))
+    assert [r.entry.event_id for r in kept] == ["event-3", "event-4"]
+    assert crash_index.crash_groups("game:pc", 0, 2_000_000, 10)[0].count == 2
+    assert crash_index.purge(cut) == 0
+    # a purged report that comes again is a new report, after the ones kept
+    crash_index.insert_many([entry(0)])
+    again = crash_index.find(ReportFilter(sku="game:pc", limit=10))
+    assert [r.entry.event_id for r in again] == ["event-3", "event-4", "event-0"]
+    assert again[-1].report_id > kept[-1].report_id
+
+
+def test_purge_of_everything_leaves_an_index_that_takes_new_reports(crash_index: CrashIndex):
+    crash_index.insert_many([entry(n) for n in range(4)])
+    highest = crash_index.find(ReportFilter(sku="game:pc", limit=10))[-1].report_id
+    assert crash_index.purge(now_ms() + 3 * 86_400_000) == 4  # days ahead: whole partitions go
+    assert crash_index.find(ReportFilter(sku="game:pc", limit=10)) == []
+    crash_index.insert_many([entry(1), entry(9)])
+    assert [r.report_id > highest for r in crash_index.find(ReportFilter(sku="game:pc", limit=10))] == [True, True]

@@ -33,3 +33,11 @@ def test_empty_requests(document_store: DocumentStore):
     document_store.upsert_many({}, ttl_seconds=60)
     assert document_store.get_many([]) == {}
     document_store.ping()
+
+
+def test_purge_of_expired_documents_keeps_the_live_ones(document_store: DocumentStore):
+    document_store.upsert_many({"short": b"x"}, ttl_seconds=1)
+    document_store.upsert_many({"long": b"y"}, ttl_seconds=60)
+    time.sleep(1.1)
+    document_store.purge_expired()
+    assert document_store.get_many(["short", "long"]) == {"long": b"y"}

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from adapters.ports import Checkpoint, OffsetConflict, SessionBucket, SessionCounters
+from core.timeutil import floor_to, now_ms
 
 M = 60_000
 
@@ -40,3 +43,21 @@ def test_applied_event_ids_are_remembered_per_consumer(session_counters: Session
     session_counters.apply(Checkpoint("c", "s-1", -1, 0, ("b",)), {})  # already there: harmless
     assert session_counters.seen_events("c", ["a", "b", "x"]) == {"a", "b"}
     assert session_counters.seen_events("other", ["a"]) == set()
+
+
+def test_purge_drops_older_minutes_and_applied_event_ids_only(session_counters: SessionCounters):
+    now = now_ms()
+    old, recent = floor_to(now - 10 * M, M), floor_to(now, M)
+    session_counters.apply(Checkpoint("c", "s-0", -1, 0, ("early",)),
+                           {SessionBucket("g", old, "client"): 3, SessionBucket("g", recent, "client"): 2})
+    time.sleep(0.01)
+    cut = now_ms()
+    time.sleep(0.01)
+    session_counters.apply(Checkpoint("c", "s-0", 0, 1, ("late",)), {SessionBucket("g", recent, "server"): 4})
+    # the old minute's count and the eventId applied before the cut
+    assert session_counters.purge(cut - 5 * M) == 1
+    assert session_counters.session_counts("g", 0, now + M, M) == {recent: 6}
+    assert session_counters.purge(cut) == 3  # the recent minute (client, server) began before `cut`; "early"
+    assert session_counters.session_counts("g", 0, now + M, M) == {}
+    assert session_counters.seen_events("c", ["early", "late"]) == {"late"}
+    assert session_counters.applied_offset("c", "s-0") == 1  # offsets are state, not history

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from moto import mock_aws
 from adapters.ports import OutgoingRecord, SpillStore
 from adapters.spill.directory import DirectorySpillStore
 from adapters.spill.s3 import S3SpillStore
+from core.timeutil import now_ms
 
 
 @pytest.fixture(params=["directory", "s3"])
@@ -44,3 +46,14 @@ def test_put_list_delete_keeps_records_exactly_and_oldest_first(spill_store: Spi
 
 def test_empty(spill_store: SpillStore):
     assert spill_store.list(limit=10) == []
+
+
+def test_purge_drops_what_was_spilled_before_the_cut(spill_store: SpillStore):
+    spill_store.put("crashes", OutgoingRecord(value=b"old"))
+    time.sleep(0.01)
+    cut = now_ms()
+    time.sleep(0.01)
+    spill_store.put("crashes", OutgoingRecord(value=b"new"))
+    assert spill_store.purge(cut) == 1
+    assert [s.record.value for s in spill_store.list(limit=10)] == [b"new"]
+    assert spill_store.purge(cut) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -11,12 +12,15 @@ from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from core.api import logger
 from core.errors import Unavailable
 from core.metrics import DEAD_LETTERS, emit
+from core.offsets import REPLAYED
+from core.timeutil import now_ms
 
 CRASHES = "crashes"
 SESSIONS = "sessions"
 SCORES = "scores"
 DEADLETTER = "deadletter"
 ALL_TOPICS = (CRASHES, SESSIONS, SCORES, DEADLETTER)
+_DEAD_LETTER_HEADERS = {"reason", "sourceTopic", "sourcePartition", "sourceOffset", REPLAYED}
 
 
 def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> None:
@@ -76,13 +80,56 @@ def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[Outg
             raise Unavailable(f"neither the event log nor the spill store took the event: {spill_error!r}") from None
 
 
+def _replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:
+    """The record as it was first sent, marked: a consumer checks a replayed eventId whatever its
+    kind, since a replay cut off midway sends the record again (core.offsets)."""
+    headers = tuple(h for h in record.headers if h[0] not in _DEAD_LETTER_HEADERS)
+    return OutgoingRecord(record.value, record.key, (*headers, (REPLAYED, origin.encode())))
+
+
 def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
     """Publishes spilled events again, oldest first; each leaves the spill store once it is on the
-    log, so a crash midway repeats at most one event (consumers are idempotent by key)."""
+    log, so a crash midway repeats at most one event, which consumers recognise."""
     replayed = 0
     while spilled := spill.list(limit=batch):
         for item in spilled:
-            log.publish(item.topic, [item.record])
+            log.publish(item.topic, [_replayed(item.record, f"spill:{item.spill_id}")])
             spill.delete(item.spill_id)
             replayed += 1
+    return replayed
+
+
+REPLAY_GROUP = "blackbox-replay"
+JOIN_TIMEOUT_S = 10.0
+
+
+def replay_dead_letters(
+    log: EventLog, poll_timeout_s: float = 2.0, join_timeout_s: float = JOIN_TIMEOUT_S, batch: int = 500
+) -> Counter[str]:
+    """Publishes each dead letter to the topic it came from, for when what rejected it is fixed;
+    returns how many went to each topic. Progress is committed by the replay's consumer group, so
+    each dead letter is replayed once; those dead-lettered again while it runs (still bad) wait for
+    the next replay instead of going round in circles."""
+    started = now_ms()
+    replayed: Counter[str] = Counter()
+    consumer = log.consumer(REPLAY_GROUP, DEADLETTER)
+    try:
+        # the first poll also waits for the group to be joined and partitions assigned
+        wait_s = join_timeout_s
+        while polled := consumer.poll(batch, 16 << 20, wait_s):
+            wait_s = poll_timeout_s
+            records = [r for r in polled if r.timestamp_ms < started]
+            by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)
+            for record in records:
+                source = dict(record.headers).get("sourceTopic", b"").decode()
+                if source not in (CRASHES, SESSIONS, SCORES):
+                    raise ValueError(f"dead letter {record.partition}:{record.offset} has no source topic")
+                outgoing = OutgoingRecord(record.value, record.key, record.headers)
+                by_topic[source].append(_replayed(outgoing, f"deadletter:{record.partition}:{record.offset}"))
+            for topic, outgoing_records in by_topic.items():
+                log.publish(topic, outgoing_records)
+                replayed[topic] += len(outgoing_records)
+            consumer.commit(records)
+    finally:
+        consumer.close()
     return replayed

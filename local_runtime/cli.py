@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from adapters.factory import Settings, build, install, migrate
-from core.topics import replay_spilled
+from core.timeutil import now_ms
+from core.topics import replay_dead_letters, replay_spilled
 from local_runtime.functions import FUNCTIONS, LocalContext, load_handler
 from local_runtime.server import DataDirInUse, serve
 
@@ -47,8 +48,24 @@ def _replay(args: argparse.Namespace) -> int:
     adapters = build(_settings(args))
     try:
         print(f"replayed {replay_spilled(adapters.log, adapters.spill)} spilled event(s)")
+        if args.dead_letters:
+            by_topic = replay_dead_letters(adapters.log)
+            print(f"replayed {sum(by_topic.values())} dead letter(s)"
+                  + "".join(f"\n  {topic}: {n}" for topic, n in sorted(by_topic.items())))
     finally:
         adapters.close()
+    return 0
+
+
+def _purge(args: argparse.Namespace) -> int:
+    from retention.purge import purge
+
+    adapters = build(_settings(args))
+    try:
+        purged = purge(adapters, now_ms())
+    finally:
+        adapters.close()
+    print("purged what is past retention:" + "".join(f"\n  {name}: {n}" for name, n in purged.__dict__.items()))
     return 0
 
 
@@ -84,9 +101,17 @@ def parser() -> argparse.ArgumentParser:
     storage_options(migrate_cmd)
     migrate_cmd.set_defaults(run=_migrate)
 
-    replay_cmd = commands.add_parser("replay", help="publish the events capture spilled while the log was down")
+    replay_cmd = commands.add_parser("replay", help="publish the events capture spilled while the log was down "
+                                     "(serve does it by itself), and with --dead-letters the dead letters")
+    replay_cmd.add_argument("--dead-letters", action="store_true",
+                            help="also publish each dead letter to its topic again, once what rejected it is fixed")
     storage_options(replay_cmd)
     replay_cmd.set_defaults(run=_replay)
+
+    purge_cmd = commands.add_parser("purge", help="delete what is past retention from every store "
+                                    "(serve does it hourly; BLACKBOX_RETENTION_DAYS, default 90)")
+    storage_options(purge_cmd)
+    purge_cmd.set_defaults(run=_purge)
 
     bench_cmd = commands.add_parser("bench", help="measure, side by side, and write BENCHMARKS.md "
                                     "(needs scripts/services start)")

@@ -20,6 +20,7 @@ FUNCTIONS = {
     "session-counter": "lambdas.session_counter",
     "leaderboards": "lambdas.leaderboards",
     "ranking-worker": "lambdas.ranking_worker",
+    "purge": "lambdas.purge",
 }
 
 # The REST API's routes (DESIGN §5): method, resource path, function. API Gateway declares exactly

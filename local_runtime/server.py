@@ -16,8 +16,8 @@ import uvicorn
 from adapters.factory import Settings, build, install, migrate
 from local_runtime.functions import CONSUMERS, load_handler
 from local_runtime.gateway import Gateway
+from local_runtime.periodic import purger, spill_replayer
 from local_runtime.poller import Poller
-from local_runtime.replayer import SpillReplayer
 
 
 class DataDirInUse(RuntimeError):
@@ -63,8 +63,9 @@ def serve(settings: Settings, host: str, port: int) -> None:
     pollers = [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
     for poller in pollers:
         poller.start()
-    replayer = SpillReplayer(adapters.log, adapters.spill, stop)
-    replayer.start()
+    jobs = [spill_replayer(adapters, stop), purger(adapters, stop)]
+    for job in jobs:
+        job.start()
     keys = settings.api_keys
     if keys.configured:
         print(f"API keys: {len(keys.ingest)} ingest, {len(keys.server)} server, {len(keys.read)} read", flush=True)
@@ -81,7 +82,8 @@ def serve(settings: Settings, host: str, port: int) -> None:
         stop.set()
         for poller in pollers:
             poller.join()
-        replayer.join()
+        for job in jobs:
+            job.join()
         adapters.close()
         install(None)
         os.close(lock)  # releases the lock

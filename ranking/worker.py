@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from adapters.ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
-from core.offsets import fresh_by_partition, unseen
+from core.offsets import fresh_by_partition
 from core.topics import parse_or_dead_letter
 from ranking.model import ScoreEnvelope
 from ranking.tree import Tree, combine
@@ -23,7 +23,7 @@ def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLo
     applied = 0
     for part in fresh_by_partition(records, lambda tp: store.applied_offset(CONSUMER, tp)):
         events = parse_or_dead_letter(log, part.records, _event, "score")
-        fresh = unseen(store, CONSUMER, events)
+        fresh = part.unseen(store, CONSUMER, events)
         store.apply(part.checkpoint(CONSUMER, fresh), _aggregate(fresh, store, tree))
         applied += sum(len(e.scores) for e in fresh)
     return applied

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from adapters.ports import EventLog, LogRecord, SessionBucket, SessionCounters
-from core.offsets import fresh_by_partition, unseen
+from core.offsets import fresh_by_partition
 from core.timeutil import MINUTE_MS, floor_to
 from core.topics import parse_or_dead_letter
 from sessions.model import SessionEnvelope
@@ -21,7 +21,7 @@ def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log:
     counted = 0
     for part in fresh_by_partition(records, lambda tp: counters.applied_offset(CONSUMER, tp)):
         envelopes = parse_or_dead_letter(log, part.records, SessionEnvelope.model_validate_json, "session")
-        events = unseen(counters, CONSUMER, envelopes)
+        events = part.unseen(counters, CONSUMER, envelopes)
         increments: Counter[SessionBucket] = Counter(
             SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in events for s in e.sessions
         )

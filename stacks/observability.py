@@ -47,7 +47,7 @@ class ObservabilityStack(Stack):
         if config.alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         consumers: Mapping[str, lambda_.IFunction] = processing.functions
-        all_functions = {**api.functions, **processing.functions}
+        all_functions = {**api.functions, **processing.functions, "purge": processing.purge}
         captured = api.api.metric_count(period=PERIOD, statistic="Sum", label="requests")
         latency = {p: _blackbox(VISIBILITY_LATENCY, p) for p in ("p50", "p95", "p99")}
 

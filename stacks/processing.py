@@ -1,10 +1,12 @@
 """Processing and ranking: the crash consumer, the session counter and the ranking worker, each on
 an MSK event source mapping (batch size and window from the environment's config, retries, and
-an S3 on-failure destination so a batch given up on is kept for replay)."""
+an S3 on-failure destination so a batch given up on is kept for replay); and the daily purge."""
 
 from __future__ import annotations
 
 from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
@@ -19,6 +21,8 @@ from stacks.nag import acknowledge
 S3_READ_WRITE = [f"Action::s3:{action}" for action in ("GetObject*", "GetBucket*", "List*", "DeleteObject*", "Abort*")]
 # a batch must finish inside the function timeout; the ranking worker's batches are the largest
 TIMEOUT_S = 120
+# the purge deletes a day's worth of rows in chunks; the first run after a long pause has more
+PURGE_TIMEOUT_S = 900
 
 
 class ProcessingStack(ApplicationStack):
@@ -51,3 +55,7 @@ class ProcessingStack(ApplicationStack):
                 "writes an object per batch given up on"),
                 [data.objects_finding(data.failed_batches_name, "*"), *S3_READ_WRITE])
             self.functions[name] = function
+        self.purge = self.adapter_function("purge", timeout_s=PURGE_TIMEOUT_S)
+        events.Rule(self, "DailyPurge", description="deletes what is past retention from every store",
+                    schedule=events.Schedule.cron(minute="17", hour="3"),
+                    targets=[targets.LambdaFunction(self.purge, retry_attempts=2)])

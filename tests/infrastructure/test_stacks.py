@@ -154,6 +154,12 @@ def test_processing(templates: dict[str, Template]):
     policies = as_text(resources(processing, "AWS::IAM::Policy"))
     assert "kafka-cluster:ReadData" in policies and "group/" in policies and "kafka-cluster:*" not in policies
     assert f"/{DEV.prefix}-crash-consumer" in policies
+    # the purge runs daily, on a schedule, with the stores' grants and no consumer group
+    [rule] = resources(processing, "AWS::Events::Rule")
+    assert rule["ScheduleExpression"] == "cron(17 3 * * ? *)"
+    [purge] = [f for f in resources(processing, "AWS::Lambda::Function") if f["Handler"] == "lambdas.purge.handler"]
+    assert purge["Timeout"] == 900
+    assert "lambda:InvokeFunction" in as_text(resources(processing, "AWS::Lambda::Permission"))
 
 
 def test_observability(templates: dict[str, Template]):
@@ -180,7 +186,7 @@ def test_prod_is_sized_for_production():
 def test_every_deployed_handler_is_importable(templates: dict[str, Template]):
     handlers = {f["Handler"] for t in templates.values() for f in resources(t, "AWS::Lambda::Function")
                 if f.get("Handler", "").startswith("lambdas.")}
-    assert len(handlers) == 8  # six functions and two deploy-time custom resources
+    assert len(handlers) == 9  # seven functions and two deploy-time custom resources
     for handler in handlers:
         module, function = handler.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), function)), handler

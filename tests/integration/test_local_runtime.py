@@ -20,8 +20,8 @@ from core.requests import Posted
 from crashes.capture import capture_crash
 from local_runtime.functions import LocalContext
 from local_runtime.gateway import GATEWAY_MAX_BODY, Gateway, proxy_event, route
+from local_runtime.periodic import spill_replayer
 from local_runtime.poller import Poller
-from local_runtime.replayer import SpillReplayer
 
 
 def test_routes_follow_the_rest_api_resources():
@@ -169,7 +169,7 @@ def test_the_spill_replayer_publishes_once_the_log_takes_writes_again(adapters: 
         capture_crash(adapters.log, adapters.spill, Posted(json.dumps({"sku": "g", "n": n}).encode()))
     assert len(adapters.spill.list(10)) == 3
     stop = threading.Event()
-    replayer = SpillReplayer(adapters.log, adapters.spill, stop, interval_s=0.05)
+    replayer = spill_replayer(adapters, stop, interval_s=0.05)
     replayer.start()
     time.sleep(0.3)
     assert len(adapters.spill.list(10)) == 3  # still away: kept

@@ -1,0 +1,19 @@
+"""Purge: on a daily schedule, deletes what is past retention from every store."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from core.api import logger
+from core.timeutil import now_ms
+from retention.purge import purge
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    # MSK expires the topics' records by their retention.ms, set by the deployment
+    return asdict(purge(current(), now_ms(), include_log=False))

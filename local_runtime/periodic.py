@@ -1,0 +1,48 @@
+"""What a schedule runs in AWS, run by serve on a timer: the spill replay (so data held back by an
+outage arrives without anyone running `blackbox replay`) and the retention purge."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from adapters.factory import Adapters
+from core.api import logger
+from core.timeutil import now_ms
+from core.topics import replay_spilled
+from retention.purge import purge
+
+SPILL_REPLAY_INTERVAL_S = 2.0
+PURGE_INTERVAL_S = 3600.0
+
+
+class Periodic(threading.Thread):
+    """Runs `job` every `interval_s` until `stop` is set, the first time right away; a failure is
+    logged and the job tried again at its next turn."""
+
+    def __init__(self, name: str, job: Callable[[], object], stop: threading.Event, interval_s: float) -> None:
+        super().__init__(name=name, daemon=True)
+        self._job = job
+        self._stop_event = stop
+        self._interval = interval_s
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                self._job()
+            except Exception as exc:  # a store is away: what is left waits for the next turn
+                logger.warning(f"{self.name} failed; trying again", extra={"error": repr(exc)})
+            self._stop_event.wait(self._interval)
+
+
+def spill_replayer(adapters: Adapters, stop: threading.Event,
+                   interval_s: float = SPILL_REPLAY_INTERVAL_S) -> Periodic:
+    def replay() -> None:
+        if replayed := replay_spilled(adapters.log, adapters.spill):
+            logger.info("replayed spilled events", extra={"events": replayed})
+
+    return Periodic("spill-replayer", replay, stop, interval_s)
+
+
+def purger(adapters: Adapters, stop: threading.Event, interval_s: float = PURGE_INTERVAL_S) -> Periodic:
+    return Periodic("purge", lambda: purge(adapters, now_ms()), stop, interval_s)

@@ -1,0 +1,113 @@
+"""`blackbox replay` (spill and dead letters) and the retention purge, on the embedded adapters."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+
+import pytest
+
+from adapters.factory import Adapters
+from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
+from core.offsets import REPLAYED
+from core.requests import Posted
+from core.timeutil import now_ms
+from core.topics import DEADLETTER, REPLAY_GROUP, SESSIONS, dead_letter, replay_dead_letters, replay_spilled
+from crashes.capture import capture_crash
+from crashes.persistence import persist_crashes
+from local_runtime.cli import main
+from retention.purge import DAY_MS, purge
+from sessions.capture import capture_sessions
+from sessions.counting import count_sessions
+from sessions.model import SessionCount, SessionEnvelope
+from tests.unit.test_persistence_and_counting import consume
+
+
+def count(adapters: Adapters, group: str = "counter") -> int:
+    return count_sessions(consume(adapters, SESSIONS, group), adapters.counters, adapters.log)
+
+
+def sessions_counted(adapters: Adapters) -> int:
+    return sum(adapters.counters.session_counts("g", 0, now_ms() + DAY_MS, DAY_MS).values())
+
+
+def test_a_replay_cut_off_midway_is_still_counted_once(adapters: Adapters, monkeypatch: pytest.MonkeyPatch):
+    """Events without an Idempotency-Key have random eventIds, which consumers do not look up; a
+    replayed record is marked so that its eventId is looked up, so sending it twice counts once."""
+    publish = adapters.log.publish
+    monkeypatch.setattr(adapters.log, "publish", lambda *_: (_ for _ in ()).throw(TimeoutError("log away")))
+    capture_sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 3).encode()))
+    monkeypatch.setattr(adapters.log, "publish", publish)
+    [spilled] = adapters.spill.list(10)
+    monkeypatch.setattr(adapters.spill, "delete", lambda _: (_ for _ in ()).throw(OSError("cut off")))
+    with pytest.raises(OSError, match="cut off"):
+        replay_spilled(adapters.log, adapters.spill)  # published, but still spilled
+    monkeypatch.undo()
+    assert replay_spilled(adapters.log, adapters.spill) == 1
+    records = consume(adapters, SESSIONS)
+    assert len(records) == 2 and all(dict(r.headers)[REPLAYED] == f"spill:{spilled.spill_id}".encode()
+                                     for r in records)
+    assert count(adapters) == 3
+    assert sessions_counted(adapters) == 3
+
+
+def dead_letters(adapters: Adapters) -> list[LogRecord]:
+    return consume(adapters, DEADLETTER, group="inspect")
+
+
+def test_dead_letters_go_back_to_their_topic_once(adapters: Adapters, monkeypatch: pytest.MonkeyPatch):
+    envelope = SessionEnvelope(eventId=str(uuid.uuid4()), receivedAt=now_ms(),
+                               sessions=[SessionCount(sku="g", kind="server")])
+    good = LogRecord(SESSIONS, 0, 41, envelope.model_dump_json().encode(), None, (), now_ms())
+    # a consumer bug rejected a good record: it went to the dead letters, and then the poison did
+    dead_letter(adapters.log, [(good, "rejected by a bug since fixed")])
+    adapters.log.publish(SESSIONS, [OutgoingRecord(b"not json")])
+    assert count(adapters) == 0
+    assert Counter(r.value for r in dead_letters(adapters)) == {good.value: 1, b"not json": 1}
+
+    real_commit = type(adapters.log.consumer(REPLAY_GROUP, DEADLETTER)).commit
+    monkeypatch.setattr(type(adapters.log.consumer(REPLAY_GROUP, DEADLETTER)), "commit",
+                        lambda *_: (_ for _ in ()).throw(OSError("cut off before its commit")))
+    with pytest.raises(OSError):
+        replay_dead_letters(adapters.log, poll_timeout_s=0.1, join_timeout_s=0.1)
+    monkeypatch.setattr(type(adapters.log.consumer(REPLAY_GROUP, DEADLETTER)), "commit", real_commit)
+    assert replay_dead_letters(adapters.log, poll_timeout_s=0.1, join_timeout_s=0.1) == {SESSIONS: 2}
+    assert count(adapters) == 1  # the good one, once though published twice; the poison is dead again
+    assert sessions_counted(adapters) == 1
+    assert Counter(r.value for r in dead_letters(adapters)) == {good.value: 1, b"not json": 3}
+    # what was dead-lettered again after the replay started waits for the next one
+    assert replay_dead_letters(adapters.log, poll_timeout_s=0.1, join_timeout_s=0.1) == {SESSIONS: 2}
+    assert replay_dead_letters(adapters.log, poll_timeout_s=0.1, join_timeout_s=0.1) == {}
+
+
+def fill(adapters: Adapters) -> None:
+    capture_crash(adapters.log, adapters.spill, Posted(b'{"sku": "g"}'))
+    persist_crashes(consume(adapters, "crashes"), adapters.documents, adapters.index, adapters.log, 1)
+    for _ in range(9):  # more records than the log has partitions
+        capture_sessions(adapters.log, adapters.spill, Posted(b'{"sku": "g", "kind": "client", "x": "y"}'))
+    count(adapters)
+    adapters.spill.put(SESSIONS, OutgoingRecord(b"{}"))
+
+
+def test_purge_deletes_from_every_store_what_is_past_retention(adapters: Adapters):
+    fill(adapters)
+    nothing = purge(adapters, now_ms())
+    assert nothing.__dict__ == dict.fromkeys(nothing.__dict__, 0)
+    assert sessions_counted(adapters) == 9
+    # documents expire by their TTL (1 s here); the rest are past 90 days once 91 have gone by
+    later = purge(adapters, now_ms() + 91 * DAY_MS)
+    assert (later.reports, later.counter_rows, later.spilled) == (1, 1, 1)
+    assert later.log_records >= 1  # each partition keeps its newest record, for its offsets
+    assert adapters.index.find(ReportFilter(sku="g", limit=10)) == []
+    assert sessions_counted(adapters) == 0 and adapters.spill.list(10) == []
+
+
+def test_blackbox_purge_and_replay_commands(adapters: Adapters, capsys: pytest.CaptureFixture[str]):
+    data_dir = str(adapters.settings.data_dir)
+    adapters.spill.put(SESSIONS, OutgoingRecord(b'{"eventId": "e", "receivedAt": 0, "sessions": []}'))
+    assert main(["replay", "--dead-letters", "--data-dir", data_dir]) == 0
+    assert main(["purge", "--data-dir", data_dir]) == 0
+    out = capsys.readouterr().out
+    assert "replayed 1 spilled event(s)" in out and "replayed 0 dead letter(s)" in out
+    assert "reports: 0" in out

@@ -11,7 +11,7 @@ from adapters.factory import Adapters
 from adapters.ports import BoardSettings
 from core.msk import from_msk_event, to_msk_event
 from core.topics import replay_spilled
-from lambdas import capture, crash_consumer, leaderboards, ranking_worker, reporter, session_counter
+from lambdas import capture, crash_consumer, leaderboards, purge, ranking_worker, reporter, session_counter
 from local_runtime.functions import FUNCTIONS, LocalContext
 from tests.conftest import EVENTS, load_event
 
@@ -209,3 +209,11 @@ def test_in_aws_only_a_server_key_may_post_scores(adapters: Adapters, monkeypatc
     refused = with_key("ingest-key-id")
     assert (refused["statusCode"], body(refused)["error"]) == (403, "forbidden")
     assert with_key(None)["statusCode"] == 403
+
+
+def test_purge_sample_runs_the_purge_and_leaves_the_log_to_its_retention(adapters: Adapters):
+    assert call(capture.handler, "capture-crash.json")["statusCode"] == 202
+    assert call(purge.handler, "purge-scheduled.json") == {
+        "log_records": 0, "spilled": 0, "documents": 0, "reports": 0, "counter_rows": 0,
+    }
+    assert len(adapters.log.consumer("check", "crashes").poll(10, 1 << 20, 0.1)) == 1

@@ -13,7 +13,8 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from core.errors import BlackboxError, NotFound, Unavailable
+from core.errors import BlackboxError, InvalidField, NotFound, Unavailable
+from core.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from core.requests import Posted
 
 logger = Logger(service="blackbox")
@@ -83,5 +84,8 @@ def _transient(error: Exception) -> bool:
 def posted(event: APIGatewayProxyEvent) -> Posted:
     body = event.body or ""
     raw = base64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
-    return Posted(raw, event.headers.get("content-type"), event.headers.get("idempotency-key"))
+    key = event.headers.get("idempotency-key")
+    if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
+        raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")
+    return Posted(raw, event.headers.get("content-type"), key)
 

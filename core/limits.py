@@ -12,6 +12,8 @@ from core.errors import InvalidField
 # players, sessions and the like: long enough for any real id, short enough to index
 MAX_ID_CHARS = 128
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+# a client's retry token: a UUID or a hash fits many times over
+MAX_IDEMPOTENCY_KEY_CHARS = 256
 # nesting deeper than this is no crash report, and deep recursion is how a parser is attacked
 MAX_JSON_DEPTH = 32
 

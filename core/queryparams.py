@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from core.errors import InvalidField, MissingField
@@ -12,6 +13,14 @@ def required(params: Mapping[str, str], name: str) -> str:
     value = params.get(name)
     if not value:
         raise MissingField(f"query parameter {name} is required", name)
+    return value
+
+
+def matching(params: Mapping[str, str], name: str, pattern: str, what: str) -> str:
+    """A required value that must match `pattern` (what the API takes in a POST, it asks for here)."""
+    value = required(params, name)
+    if re.fullmatch(pattern, value) is None:
+        raise InvalidField(f"{name} must be {what}", name)
     return value
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from adapters.ports import CrashIndex, DocumentStore
 from core import queryparams
 from core.timeutil import HOUR_MS, to_rfc3339
+from crashes.model import query_sku
 from crashes.persistence import ReportDocument
 from crashes.signature import top_frames
 
@@ -17,7 +18,7 @@ DEFAULT_SPAN_MS = 24 * HOUR_MS
 
 
 def crash_groups(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
-    sku = queryparams.required(params, "sku")
+    sku = query_sku(params)
     limit = queryparams.integer(params, "limit", 20, 1, MAX_GROUPS)
     from_ms, to_ms = queryparams.time_range(params, lambda to: to - DEFAULT_SPAN_MS)
     groups = index.crash_groups(sku, from_ms, to_ms, limit)

@@ -6,14 +6,20 @@ import base64
 import binascii
 import hashlib
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
+from core import queryparams
 from core.limits import AttachmentName, Identifier
 
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
+
+
+def query_sku(params: Mapping[str, str]) -> str:
+    return queryparams.matching(params, "sku", SKU_PATTERN, "1 to 64 of A-Z a-z 0-9 . _ : -")
 # the index stores these in VARCHAR(256): longer ones are refused at capture, not left to fail a batch
 MAX_INDEXED_CHARS = 256
 Indexed = Annotated[str, StringConstraints(max_length=MAX_INDEXED_CHARS)]

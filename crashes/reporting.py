@@ -13,7 +13,7 @@ from adapters.ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport,
 from core import queryparams
 from core.errors import InvalidField, NotFound
 from core.timeutil import to_rfc3339
-from crashes.model import attachment_key
+from crashes.model import attachment_key, query_sku
 from crashes.persistence import ReportDocument
 
 MAX_LIMIT = 1000
@@ -85,7 +85,7 @@ def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[st
     if "cursor" in params and "offset" in params:
         raise InvalidField("give cursor or offset, not both", "offset")
     query = ReportFilter(
-        sku=queryparams.required(params, "sku"),
+        sku=query_sku(params),
         limit=limit + 1,  # one more tells whether there is a next page
         from_ms=queryparams.time(params, "from"),
         to_ms=queryparams.time(params, "to"),

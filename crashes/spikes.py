@@ -17,6 +17,7 @@ from adapters.ports import CrashIndex, IndexEntry
 from core import queryparams
 from core.errors import InvalidField
 from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
+from crashes.model import query_sku
 
 MAX_MINUTES = 10_080  # a week
 
@@ -72,7 +73,7 @@ def spikes_in(index: CrashIndex, policy: SpikePolicy, sku: str, minutes: Iterabl
 
 
 def list_alerts(index: CrashIndex, policy: SpikePolicy, params: Mapping[str, str]) -> dict[str, Any]:
-    sku = queryparams.required(params, "sku")
+    sku = query_sku(params)
     from_ms, to_ms = queryparams.time_range(params, lambda to: floor_to(to, MINUTE_MS) + MINUTE_MS - HOUR_MS)
     first = floor_to(from_ms, MINUTE_MS)
     if (to_ms - first) // MINUTE_MS > MAX_MINUTES:

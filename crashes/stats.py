@@ -9,6 +9,7 @@ from adapters.ports import CrashIndex, SessionCounters
 from core import queryparams
 from core.errors import InvalidField
 from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
+from crashes.model import query_sku
 
 MAX_BUCKETS = 10_080  # a week of minutes
 _STEP = {"minute": MINUTE_MS, "hour": HOUR_MS}
@@ -16,7 +17,7 @@ _DEFAULT_SPAN = {"minute": HOUR_MS, "hour": 24 * HOUR_MS}
 
 
 def crash_stats(index: CrashIndex, counters: SessionCounters, params: Mapping[str, str]) -> dict[str, Any]:
-    sku = queryparams.required(params, "sku")
+    sku = query_sku(params)
     granularity = queryparams.choice(params, "granularity", ("minute", "hour"))
     step = _STEP[granularity]
     # by default the whole buckets of the last hour (minute) or day (hour), the current one last

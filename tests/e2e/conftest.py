@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -10,20 +12,26 @@ from tests.e2e.serve import Serve
 from tests.services import drop_database, mysql_url, namespace
 
 
-@pytest.fixture(scope="module", params=["embedded", "services"])
-def serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    """One server per profile for the whole module; on `services` in a namespace of its own."""
-    base = tmp_path_factory.mktemp(request.param)
+@contextmanager
+def running(profile: str, base: Path, env: dict[str, str] | None = None) -> Iterator[Serve]:
+    """A server on `profile`; on `services` in a namespace of its own, dropped afterwards."""
     name = namespace()
-    env = {
+    own = {
         "BLACKBOX_MYSQL_URL": mysql_url(name),
         "BLACKBOX_KAFKA_TOPIC_PREFIX": f"{name}.",
         "BLACKBOX_COUCHBASE_KEY_PREFIX": f"{name}:",
-    } if request.param == "services" else {}
-    server = Serve(base / "data", base / "serve.log", request.param, env)
+    } if profile == "services" else {}
+    server = Serve(base / "data", base / "serve.log", profile, {**own, **(env or {})})
     server.start()
     yield server
     if server.process is not None:
         assert server.stop() == 0
-    if request.param == "services":
+    if profile == "services":
         drop_database(name)
+
+
+@pytest.fixture(scope="module", params=["embedded", "services"])
+def serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    """One server per profile for the whole module."""
+    with running(request.param, tmp_path_factory.mktemp(request.param)) as server:
+        yield server

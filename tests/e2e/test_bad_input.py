@@ -109,6 +109,9 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("bad time", "GET", "/v1/stats?sku=g&from=yesterday", {}, 400, "invalid_field"),
     ("bad cursor", "GET", "/v1/crashes?sku=g&cursor=%00%01", {}, 400, "invalid_field"),
     ("bad granularity", "GET", "/v1/stats?sku=g&granularity=second", {}, 400, "invalid_field"),
+    ("sql as the sku asked for", "GET", "/v1/crash-groups", {"params": {"sku": SQL}}, 400, "invalid_field"),
+    ("idempotency key too long", "POST", "/v1/sessions",
+     {"json": {"sku": "g", "kind": "client"}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
 ]
 
 

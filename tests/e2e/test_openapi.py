@@ -1,0 +1,51 @@
+"""The project's OpenAPI document (api/openapi.yaml) against `blackbox serve` with keys: schemathesis
+generates requests for every operation from the document, valid and not, and checks each answer:
+never a 5xx, a status code the document lists, its content type, a body its schema allows, and
+that what breaks the document (a missing key too) is refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import schemathesis
+import yaml
+from hypothesis import HealthCheck, settings
+from schemathesis import checks
+from schemathesis.generation.case import Case
+
+from core.access import API_KEY_HEADER, Role, allowed_roles
+from local_runtime.functions import API_ROUTES
+from tests.e2e.conftest import running
+from tests.e2e.serve import Serve
+
+DOCUMENT = Path(__file__).resolve().parents[2] / "api" / "openapi.yaml"
+schema = schemathesis.openapi.from_path(DOCUMENT)
+CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
+          checks.response_schema_conformance, checks.negative_data_rejection]
+KEYS = {Role.INGEST: "ingest-Op3n", Role.SERVER: "server-Ap1s", Role.READ: "read-D0cs"}
+
+
+@pytest.fixture(scope="module", params=["embedded", "services"])
+def keyed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    env = {f"BLACKBOX_API_KEYS__{role.value.upper()}": json.dumps([key]) for role, key in KEYS.items()}
+    with running(request.param, tmp_path_factory.mktemp(f"openapi-{request.param}"), env) as server:
+        yield server
+
+
+def test_the_document_has_exactly_the_routes():
+    paths = yaml.safe_load(DOCUMENT.read_text())["paths"]
+    documented = {(method.upper(), path) for path, item in paths.items() for method in item}
+    assert documented == {(method, path) for method, path, _ in API_ROUTES}
+
+
+@schema.parametrize()
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+def test_serve_keeps_to_the_document(keyed: Serve, case: Case):
+    # the generated key stands for a good one; a case without one checks that it is refused
+    if case.headers and API_KEY_HEADER in case.headers:
+        roles = allowed_roles(case.operation.method.upper(), case.operation.path)
+        case.headers[API_KEY_HEADER] = KEYS[min(roles, key=list(KEYS).index)]
+    case.call_and_validate(base_url=keyed.url, checks=CHECKS, timeout=30)

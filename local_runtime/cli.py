@@ -69,6 +69,22 @@ def _purge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(args: argparse.Namespace) -> int:
+    from loadgen.run import LoadConfig, run  # heavy imports only for this command
+
+    shares = dict(part.split("=") for part in args.mix.split(","))
+    config = LoadConfig(
+        url=args.url, profile=args.profile, rate=args.rate, duration_s=args.duration, crash_kb=args.crash_kb,
+        mix=(float(shares.get("crashes", 0)), float(shares.get("sessions", 0)), float(shares.get("scores", 0))),
+        batch=args.batch, api_key=args.api_key, read_key=args.read_key, seed=args.seed,
+    )
+    report = run(config)
+    print(report.as_text())
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.as_json(), indent=2))
+    return 0 if report.verification.lost == 0 else 2
+
+
 def _bench(args: argparse.Namespace) -> int:
     from benchmarks import report  # heavy imports only for this command
 
@@ -112,6 +128,23 @@ def parser() -> argparse.ArgumentParser:
                                     "(serve does it hourly; BLACKBOX_RETENTION_DAYS, default 90)")
     storage_options(purge_cmd)
     purge_cmd.set_defaults(run=_purge)
+
+    load_cmd = commands.add_parser("load", help="open-loop load against a running serve (or deployment); "
+                                   "checks at the end that nothing accepted was lost (exit 2 if it was)")
+    load_cmd.add_argument("--url", default="http://127.0.0.1:8080")
+    load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
+                          help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")
+    load_cmd.add_argument("--rate", type=float, default=50, help="base requests/s (default 50)")
+    load_cmd.add_argument("--duration", type=float, default=30, help="seconds (default 30)")
+    load_cmd.add_argument("--crash-kb", type=int, default=100,
+                          help="average crash report size: bimodal, small 0.3-5 KB and large 10-512 KB")
+    load_cmd.add_argument("--mix", default="crashes=0.2,sessions=0.6,scores=0.2", help="request shares")
+    load_cmd.add_argument("--batch", type=int, default=10, help="session events and scores per request")
+    load_cmd.add_argument("--api-key", default=None, help="a key that may post (a server key for scores)")
+    load_cmd.add_argument("--read-key", default=None, help="a key that may read, for the final check")
+    load_cmd.add_argument("--seed", type=int, default=1)
+    load_cmd.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
+    load_cmd.set_defaults(run=_load)
 
     bench_cmd = commands.add_parser("bench", help="measure, side by side, and write BENCHMARKS.md "
                                     "(needs scripts/services start)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.serve import Serve
+from local_runtime.process import Serve
 from tests.services import drop_database, mysql_url, namespace
 
 

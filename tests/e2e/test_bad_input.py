@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from core.limits import MAX_JSON_DEPTH
 from local_runtime.functions import API_ROUTES
-from tests.e2e.serve import Serve
+from local_runtime.process import Serve
 
 JSON = {"content-type": "application/json"}
 SQL = "'; DROP TABLE crash_index; -- \" OR 1=1 /*"

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.e2e.serve import Serve
+from local_runtime.process import Serve
 
 SKU = "dash:pc"
 BOARD = "dash-board"

@@ -23,8 +23,8 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from local_runtime.process import Serve
 from tests.brute import BruteBoard
-from tests.e2e.serve import Serve
 from tests.services import drop_database, mysql_url, namespace, settings
 
 ROOT = Path(__file__).resolve().parents[2]

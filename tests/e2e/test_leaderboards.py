@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 
+from local_runtime.process import Serve
 from ranking.tree import INT64_MAX, INT64_MIN
 from tests.brute import BruteBoard
-from tests.e2e.serve import Serve
 
 UPDATES = 20_000
 BATCH = 100

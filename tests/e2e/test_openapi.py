@@ -18,8 +18,8 @@ from schemathesis.generation.case import Case
 
 from core.access import API_KEY_HEADER, Role, allowed_roles
 from local_runtime.functions import API_ROUTES
+from local_runtime.process import Serve
 from tests.e2e.conftest import running
-from tests.e2e.serve import Serve
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "api" / "openapi.yaml"
 schema = schemathesis.openapi.from_path(DOCUMENT)

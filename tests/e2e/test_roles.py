@@ -13,7 +13,7 @@ import pytest
 
 from core.access import Role, allowed_roles
 from local_runtime.functions import API_ROUTES
-from tests.e2e.serve import Serve
+from local_runtime.process import Serve
 
 KEYS = {Role.INGEST: "ingest-Kx81", Role.SERVER: "server-Qz07", Role.READ: "read-Lm55"}
 # a request per route that the handler accepts once it is let through

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.serve import Serve
+from local_runtime.process import Serve
 
 SKUS = ["skyrift:pc", "skyrift:ps5", "kart.racer-2"]
 REPORTS = 1000

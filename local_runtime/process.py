@@ -1,4 +1,4 @@
-"""`blackbox serve` as a subprocess on a free port, for end-to-end tests."""
+"""`blackbox serve` as a child process on a free port: for end-to-end tests and the benchmarks."""
 
 from __future__ import annotations
 

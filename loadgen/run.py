@@ -1,0 +1,277 @@
+"""`blackbox load`: an open-loop load generator. Send times are fixed by the profile before the run,
+so a slow server cannot slow the offered load (latency counts from when a request was due, not
+from when it got out: no coordinated omission). At the end it checks that every accepted crash
+became queryable exactly once and that counters and the board hold every accepted event."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from benchmarks.stats import percentile
+from core.timeutil import parse_time
+from loadgen import payloads
+from loadgen.profiles import PROFILES, arrivals
+
+KINDS = ("crashes", "sessions", "scores")
+CRASH_POOL = 64  # distinct crash bodies, made once: building 100 KB per request would load the client
+
+
+@dataclass(frozen=True)
+class LoadConfig:
+    url: str
+    profile: str = "steady"
+    rate: float = 50.0
+    duration_s: float = 30.0
+    crash_kb: int = 100
+    mix: tuple[float, float, float] = (0.2, 0.6, 0.2)
+    """Shares of crash, session and score requests."""
+    batch: int = 10
+    """Session events and scores per request."""
+    api_key: str | None = None
+    read_key: str | None = None
+    seed: int = 1
+    max_in_flight: int = 2_000
+    verify_timeout_s: float = 120.0
+
+
+@dataclass
+class Outcome:
+    kind: str
+    due: float
+    status: int | str
+    latency_ms: float
+    answer: Any = None
+    players: tuple[str, ...] = ()
+    """For accepted scores: the players they were for."""
+
+
+@dataclass
+class Verification:
+    crashes_accepted: int = 0
+    crashes_found: int = 0
+    crashes_lost: int = 0
+    crashes_duplicated: int = 0
+    sessions_accepted: int = 0
+    sessions_counted: int = 0
+    players_accepted: int = 0
+    players_ranked: int = 0
+    visibility_ms: list[float] = field(default_factory=list)
+
+    @property
+    def lost(self) -> int:
+        return (self.crashes_lost + max(0, self.sessions_accepted - self.sessions_counted)
+                + max(0, self.players_accepted - self.players_ranked))
+
+
+@dataclass
+class LoadReport:
+    config: LoadConfig
+    run_id: str
+    elapsed_s: float
+    outcomes: list[Outcome]
+    verification: Verification
+    client_overflow: int
+
+    def statuses(self) -> dict[str, dict[str, int]]:
+        return {kind: dict(Counter(str(o.status) for o in self.outcomes if o.kind == kind)) for kind in KINDS}
+
+    def latency(self, kind: str | None = None) -> dict[str, float]:
+        samples = [o.latency_ms for o in self.outcomes if kind in (None, o.kind) and o.status == 202]
+        return _percentiles(samples)
+
+    def throughput_per_second(self) -> list[int]:
+        """Acknowledged requests per second of the run (by when they were due)."""
+        per_second = Counter(int(o.due) for o in self.outcomes if o.status == 202)
+        return [per_second.get(s, 0) for s in range(int(self.config.duration_s) + 1)]
+
+    def as_json(self) -> dict[str, Any]:
+        v = self.verification
+        return {
+            "runId": self.run_id, "profile": self.config.profile, "baseRate": self.config.rate,
+            "durationS": self.config.duration_s, "elapsedS": round(self.elapsed_s, 3),
+            "requests": len(self.outcomes), "clientOverflow": self.client_overflow,
+            "throughput": round(sum(1 for o in self.outcomes if o.status == 202) / self.config.duration_s, 1),
+            "statuses": self.statuses(),
+            "requestLatencyMs": {kind: self.latency(kind) for kind in KINDS} | {"all": self.latency()},
+            "visibilityLatencyMs": _percentiles(v.visibility_ms),
+            "lost": v.lost, "duplicated": v.crashes_duplicated,
+            "crashes": {"accepted": v.crashes_accepted, "found": v.crashes_found, "lost": v.crashes_lost},
+            "sessions": {"accepted": v.sessions_accepted, "counted": v.sessions_counted},
+            "scores": {"players": v.players_accepted, "ranked": v.players_ranked},
+            "throughputPerSecond": self.throughput_per_second(),
+        }
+
+    def as_text(self) -> str:
+        j = self.as_json()
+        lines = [
+            f"run {self.run_id}: profile {self.config.profile}, base {self.config.rate:g} req/s for "
+            f"{self.config.duration_s:g} s; {j['requests']} requests, {j['throughput']} acknowledged/s",
+            "statuses: " + "; ".join(f"{k} {v}" for k, v in j["statuses"].items()),
+            "request latency ms (p50 / p95 / p99): " + "; ".join(
+                f"{k} {_fmt(v)}" for k, v in j["requestLatencyMs"].items()),
+            f"end-to-end visibility ms (p50 / p95 / p99): {_fmt(j['visibilityLatencyMs'])}",
+            f"crashes accepted {j['crashes']['accepted']}, queryable {j['crashes']['found']}, "
+            f"duplicated {j['duplicated']}; sessions accepted {j['sessions']['accepted']}, counted "
+            f"{j['sessions']['counted']}; players {j['scores']['players']}, ranked {j['scores']['ranked']}",
+            f"lost = {j['lost']}" + (f"; {self.client_overflow} not sent (client over {self.config.max_in_flight} "
+                                      "in flight)" if self.client_overflow else ""),
+        ]
+        return "\n".join(lines)
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {"count": 0}
+    return {"count": len(samples), "mean": round(sum(samples) / len(samples), 1),
+            **{f"p{p}": round(percentile(samples, p), 1) for p in (50, 95, 99)}}
+
+
+def _fmt(p: dict[str, float]) -> str:
+    return "n/a" if not p.get("count") else f"{p['p50']:g} / {p['p95']:g} / {p['p99']:g}"
+
+
+class _Requests:
+    """The request for each arrival: kind by the mix, bodies from the seed."""
+
+    def __init__(self, config: LoadConfig, sku: str, board: str) -> None:
+        self._rng = random.Random(config.seed)
+        sizes = payloads.CrashSizes(config.crash_kb * payloads.KB)
+        self._crashes = [json.dumps(payloads.crash(self._rng, sku, sizes.draw(self._rng))).encode()
+                         for _ in range(CRASH_POOL)]
+        self._config, self._sku, self._board = config, sku, board
+
+    def next(self) -> tuple[str, str, bytes]:
+        kind = self._rng.choices(KINDS, weights=self._config.mix)[0]
+        if kind == "crashes":
+            return kind, "/v1/crashes", self._rng.choice(self._crashes)
+        if kind == "sessions":
+            body: Any = payloads.sessions(self._rng, self._sku, self._config.batch)
+            return kind, "/v1/sessions", json.dumps(body).encode()
+        body = payloads.scores(self._rng, self._board, self._config.batch, players=100_000)
+        return kind, "/v1/scores", json.dumps(body).encode()
+
+
+async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callable[[Outcome], None]) -> int:
+    """Fires every arrival on time; returns how many were not sent because too many were in flight."""
+    headers = {"content-type": "application/json"} | ({"x-api-key": config.api_key} if config.api_key else {})
+    limits = httpx.Limits(max_connections=512, max_keepalive_connections=512)
+    overflow = 0
+    in_flight: set[asyncio.Task[None]] = set()
+    async with httpx.AsyncClient(base_url=config.url, headers=headers, limits=limits, timeout=60) as client:
+        async def one(kind: str, path: str, body: bytes, due: float, start: float) -> None:
+            try:
+                response = await client.post(path, content=body)
+                status: int | str = response.status_code
+                answer = response.json() if status == 202 else None
+            except httpx.HTTPError as exc:
+                status, answer = type(exc).__name__, None
+            latency = (time.perf_counter() - start - due) * 1000
+            players = tuple(s["playerId"] for s in json.loads(body)) if kind == "scores" and status == 202 else ()
+            on_outcome(Outcome(kind, due, status, latency, answer, players))
+
+        start = time.perf_counter()
+        for due in arrivals(PROFILES[config.profile], config.rate, config.duration_s):
+            delay = start + due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            kind, path, body = requests.next()
+            if len(in_flight) >= config.max_in_flight:
+                overflow += 1
+                continue
+            task = asyncio.create_task(one(kind, path, body, due, start))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+        await asyncio.gather(*in_flight)
+    return overflow
+
+
+def verify(config: LoadConfig, sku: str, board: str, outcomes: list[Outcome]) -> Verification:
+    """Waits (up to verify_timeout_s) until everything accepted is visible, then counts."""
+    accepted = [o for o in outcomes if o.status == 202]
+    crash_ids = {o.answer["eventId"] for o in accepted if o.kind == "crashes"}
+    sessions = sum(o.answer["accepted"] for o in accepted if o.kind == "sessions")
+    players = {p for o in accepted for p in o.players}
+    headers = {"x-api-key": config.read_key} if config.read_key else {}
+    v = Verification(crashes_accepted=len(crash_ids), sessions_accepted=sessions, players_accepted=len(players))
+    deadline = time.monotonic() + config.verify_timeout_s
+    with httpx.Client(base_url=config.url, headers=headers, timeout=60) as client:
+        while True:
+            reports = _all_reports(client, sku)
+            seen = Counter(r["eventId"] for r in reports)
+            stats = client.get("/v1/stats", params={"sku": sku, "granularity": "hour",
+                                                    "from": int(time.time() * 1000) - 2 * 3_600_000}).json()
+            counted = sum(b["sessions"] for b in stats["series"])
+            answer = client.get(f"/v1/leaderboards/{board}")
+            ranked = answer.json()["players"] if answer.status_code == 200 else 0
+            done = set(crash_ids) <= set(seen) and counted >= sessions and ranked >= len(players)
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    v.crashes_found = len(set(crash_ids) & set(seen))
+    v.crashes_lost = len(set(crash_ids) - set(seen))
+    v.crashes_duplicated = sum(n - 1 for n in seen.values() if n > 1)
+    v.sessions_counted, v.players_ranked = counted, ranked
+    v.visibility_ms = [parse_time(r["submitTime"], "submitTime") - parse_time(r["receivedAt"], "receivedAt")
+                       for r in reports if r["eventId"] in crash_ids]
+    return v
+
+
+def _all_reports(client: httpx.Client, sku: str) -> list[dict[str, Any]]:
+    reports: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"sku": sku, "limit": 1000}
+    while True:
+        page = client.get("/v1/crashes", params=params).json()
+        reports += page["reports"]
+        if page["nextCursor"] is None:
+            return reports
+        params["cursor"] = page["nextCursor"]
+
+
+def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
+    run_id = uuid.uuid4().hex[:8]
+    sku, board = f"load-{run_id}:pc", f"load-{run_id}"
+    requests = _Requests(config, sku, board)
+    outcomes: list[Outcome] = []
+    live_console = console or Console(stderr=True)
+
+    started = time.perf_counter()
+    with Live(_progress(config, outcomes, started), console=live_console, refresh_per_second=2,
+              transient=True) as live:
+        async def with_display() -> int:
+            sender = asyncio.ensure_future(_send_all(config, requests, outcomes.append))
+            while not sender.done():
+                live.update(_progress(config, outcomes, started))
+                await asyncio.sleep(0.5)
+            return await sender
+
+        overflow = asyncio.run(with_display())
+    elapsed = time.perf_counter() - started
+    live_console.print(f"sent for {elapsed:.1f} s; checking that everything accepted is queryable …")
+    return LoadReport(config, run_id, elapsed, outcomes, verify(config, sku, board, outcomes), overflow)
+
+
+def _progress(config: LoadConfig, outcomes: list[Outcome], started: float) -> Table:
+    elapsed = time.perf_counter() - started
+    recent = [o for o in outcomes[-2000:] if o.status == 202]
+    table = Table(title=f"blackbox load: {config.profile} at {config.rate:g} req/s", show_header=False)
+    table.add_row("elapsed", f"{elapsed:.0f} / {config.duration_s:g} s")
+    offered = PROFILES[config.profile].rate_at(config.rate, config.duration_s, elapsed)
+    table.add_row("offered now", f"{offered:.0f} req/s")
+    table.add_row("answered", str(len(outcomes)))
+    table.add_row("statuses", ", ".join(f"{k}: {n}" for k, n in Counter(str(o.status) for o in outcomes).items()))
+    table.add_row("p95 latency (recent)",
+                  f"{percentile([o.latency_ms for o in recent], 95):.0f} ms" if recent else "-")
+    return table

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import redis
 
-from adapters.factory import Adapters, Settings, build, install, migrate
+from adapters.factory import Adapters, build, install, migrate
 from adapters.mysql.database import MysqlDatabase
 from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord
+from benchmarks.isolation import isolated
 from benchmarks.stats import percentile, summary_ms, timed_ms
 from core.topics import SCORES
 from local_runtime.functions import load_handler
@@ -216,28 +217,21 @@ def _collect(a: Adapters, sent: dict[str, float], latencies: list[float]) -> Non
 
 def run(plan: Plan, progress: Progress) -> list[str]:
     """The ranking section, in a MySQL database and Kafka topics of its own, dropped afterwards."""
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    base = Settings(profile="services")
-    settings = base.model_copy(update={
-        "mysql_url": f"{base.mysql_url.rsplit('/', 1)[0]}/{name}", "kafka_topic_prefix": f"{name}.",
-        "couchbase_key_prefix": f"{name}:",
-    })
-    migrate(settings)
-    adapters = build(settings)
-    database = MysqlDatabase(settings.mysql_url)
-    r = redis.Redis.from_url(settings.redis_url)
-    try:
-        return [
-            "## Leaderboards",
-            "",
-            *worker_throughput(adapters, plan, progress),
-            *rank_latency(adapters, database, r, plan, progress),
-            *visibility(adapters, plan, progress),
-        ]
-    finally:
-        adapters.close()
-        with database.connection().cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
-        database.close()
-        for key in r.scan_iter("bench:*"):
-            r.delete(key)
+    with isolated("services") as settings:
+        migrate(settings)
+        adapters = build(settings)
+        database = MysqlDatabase(settings.mysql_url)
+        r = redis.Redis.from_url(settings.redis_url)
+        try:
+            return [
+                "## Leaderboards",
+                "",
+                *worker_throughput(adapters, plan, progress),
+                *rank_latency(adapters, database, r, plan, progress),
+                *visibility(adapters, plan, progress),
+            ]
+        finally:
+            adapters.close()
+            database.close()
+            for key in r.scan_iter("bench:*"):
+                r.delete(key)

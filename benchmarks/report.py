@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks import ranking
+from benchmarks import crs, crs_tables, ranking
 
 
 def _machine() -> str:
@@ -28,7 +28,10 @@ def run(quick: bool, output: Path) -> None:
         def progress(message: str) -> None:
             status.update(message)
 
-        sections = ranking.run(ranking.Plan.for_run(quick), progress)
+        plan = crs.Plan.for_run(quick)
+        results = [crs.run_profile(profile, plan, progress, output.parent) for profile in ("embedded", "services")]
+        sections = [*crs_tables.section(results, plan, output.parent / "benchmarks" / "plots"),
+                    *ranking.run(ranking.Plan.for_run(quick), progress)]
     command = "blackbox bench" + (" --quick" if quick else "")
     text = "\n".join([
         "# Benchmarks",

@@ -15,13 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import httpx
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from benchmarks.stats import percentile
-from core.timeutil import parse_time
+from core.timeutil import now_ms, parse_time
 from loadgen import payloads
 from loadgen.profiles import PROFILES, arrivals
 
@@ -68,7 +69,8 @@ class Verification:
     sessions_counted: int = 0
     players_accepted: int = 0
     players_ranked: int = 0
-    visibility_ms: list[float] = field(default_factory=list)
+    visibility: list[tuple[int, int]] = field(default_factory=list)
+    """(receivedAt, submitTime - receivedAt) of each accepted crash found, in ms."""
 
     @property
     def lost(self) -> int:
@@ -80,6 +82,8 @@ class Verification:
 class LoadReport:
     config: LoadConfig
     run_id: str
+    started_ms: int
+    """Wall-clock time the first request was due."""
     elapsed_s: float
     outcomes: list[Outcome]
     verification: Verification
@@ -106,7 +110,7 @@ class LoadReport:
             "throughput": round(sum(1 for o in self.outcomes if o.status == 202) / self.config.duration_s, 1),
             "statuses": self.statuses(),
             "requestLatencyMs": {kind: self.latency(kind) for kind in KINDS} | {"all": self.latency()},
-            "visibilityLatencyMs": _percentiles(v.visibility_ms),
+            "visibilityLatencyMs": _percentiles([float(ms) for _, ms in v.visibility]),
             "lost": v.lost, "duplicated": v.crashes_duplicated,
             "crashes": {"accepted": v.crashes_accepted, "found": v.crashes_found, "lost": v.crashes_lost},
             "sessions": {"accepted": v.sessions_accepted, "counted": v.sessions_counted},
@@ -167,16 +171,17 @@ class _Requests:
 async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callable[[Outcome], None]) -> int:
     """Fires every arrival on time; returns how many were not sent because too many were in flight."""
     headers = {"content-type": "application/json"} | ({"x-api-key": config.api_key} if config.api_key else {})
-    limits = httpx.Limits(max_connections=512, max_keepalive_connections=512)
     overflow = 0
     in_flight: set[asyncio.Task[None]] = set()
-    async with httpx.AsyncClient(base_url=config.url, headers=headers, limits=limits, timeout=60) as client:
+    # aiohttp: several times the requests per second of httpx's async client for the same CPU
+    async with aiohttp.ClientSession(config.url, headers=headers, connector=aiohttp.TCPConnector(limit=512),
+                                     timeout=aiohttp.ClientTimeout(total=60)) as client:
         async def one(kind: str, path: str, body: bytes, due: float, start: float) -> None:
             try:
-                response = await client.post(path, content=body)
-                status: int | str = response.status_code
-                answer = response.json() if status == 202 else None
-            except httpx.HTTPError as exc:
+                async with client.post(path, data=body) as response:
+                    status: int | str = response.status
+                    answer = await response.json() if status == 202 else await response.read()
+            except (aiohttp.ClientError, TimeoutError) as exc:
                 status, answer = type(exc).__name__, None
             latency = (time.perf_counter() - start - due) * 1000
             players = tuple(s["playerId"] for s in json.loads(body)) if kind == "scores" and status == 202 else ()
@@ -224,8 +229,9 @@ def verify(config: LoadConfig, sku: str, board: str, outcomes: list[Outcome]) ->
     v.crashes_lost = len(set(crash_ids) - set(seen))
     v.crashes_duplicated = sum(n - 1 for n in seen.values() if n > 1)
     v.sessions_counted, v.players_ranked = counted, ranked
-    v.visibility_ms = [parse_time(r["submitTime"], "submitTime") - parse_time(r["receivedAt"], "receivedAt")
-                       for r in reports if r["eventId"] in crash_ids]
+    times = [(parse_time(r["receivedAt"], "receivedAt"), parse_time(r["submitTime"], "submitTime"))
+             for r in reports if r["eventId"] in crash_ids]
+    v.visibility = [(received, submitted - received) for received, submitted in times]
     return v
 
 
@@ -247,7 +253,7 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
     outcomes: list[Outcome] = []
     live_console = console or Console(stderr=True)
 
-    started = time.perf_counter()
+    started, started_ms = time.perf_counter(), now_ms()
     with Live(_progress(config, outcomes, started), console=live_console, refresh_per_second=2,
               transient=True) as live:
         async def with_display() -> int:
@@ -260,7 +266,7 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
         overflow = asyncio.run(with_display())
     elapsed = time.perf_counter() - started
     live_console.print(f"sent for {elapsed:.1f} s; checking that everything accepted is queryable …")
-    return LoadReport(config, run_id, elapsed, outcomes, verify(config, sku, board, outcomes), overflow)
+    return LoadReport(config, run_id, started_ms, elapsed, outcomes, verify(config, sku, board, outcomes), overflow)
 
 
 def _progress(config: LoadConfig, outcomes: list[Outcome], started: float) -> Table:

@@ -8,6 +8,7 @@ import random
 import threading
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
@@ -43,12 +44,23 @@ def _decode_headers(text: str) -> Headers:
     return tuple((name, bytes.fromhex(value)) for name, value in json.loads(text))
 
 
+@dataclass
+class _Pending:
+    topic: str
+    records: Sequence[OutgoingRecord]
+    done: bool = False
+    error: BaseException | None = None
+
+
 class SqliteEventLog:
     def __init__(self, path: Path, partitions: int = 4) -> None:
         self._db = SqliteFile(path, _SCHEMA)
         self.partitions = partitions
         # wakes consumers in this process as soon as something is published
         self._published = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._queue_lock = threading.Lock()
+        self._commit_lock = threading.Lock()
 
     def _partition_for(self, key: bytes | None) -> int:
         if key is None:
@@ -56,27 +68,48 @@ class SqliteEventLog:
         return zlib.crc32(key) % self.partitions
 
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
-        timestamp = now_ms()
-        with self._db.write() as conn:
-            next_offsets: dict[int, int] = {}
-            rows = []
-            for record in records:
-                partition = self._partition_for(record.key)
-                if partition not in next_offsets:
-                    (last,) = conn.execute(
-                        "SELECT COALESCE(MAX(offset), -1) FROM records WHERE topic = ? AND partition = ?",
-                        (topic, partition),
-                    ).fetchone()
-                    next_offsets[partition] = last + 1
-                offset = next_offsets[partition]
-                next_offsets[partition] = offset + 1
-                rows.append(
-                    (topic, partition, offset, record.key, record.value,
-                     _encode_headers(record.headers), timestamp)
-                )
-            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        """Group commit: publishers that arrive while a commit is under way are written together in
+        the next one, so concurrent requests share one fsync instead of queueing for one each."""
+        pending = _Pending(topic, records)
+        with self._queue_lock:
+            self._queue.append(pending)
+        with self._commit_lock:
+            if not pending.done:
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                try:
+                    self._write(batch)
+                except BaseException as exc:
+                    for item in batch:
+                        item.error = exc
+                    raise
+                finally:
+                    for item in batch:
+                        item.done = True
+        if pending.error is not None:
+            raise pending.error
         with self._published:
             self._published.notify_all()
+
+    def _write(self, batch: Sequence[_Pending]) -> None:
+        timestamp = now_ms()
+        with self._db.write() as conn:
+            next_offsets: dict[tuple[str, int], int] = {}
+            rows = []
+            for item in batch:
+                for record in item.records:
+                    partition = self._partition_for(record.key)
+                    if (item.topic, partition) not in next_offsets:
+                        (last,) = conn.execute(
+                            "SELECT COALESCE(MAX(offset), -1) FROM records WHERE topic = ? AND partition = ?",
+                            (item.topic, partition),
+                        ).fetchone()
+                        next_offsets[item.topic, partition] = last + 1
+                    offset = next_offsets[item.topic, partition]
+                    next_offsets[item.topic, partition] = offset + 1
+                    rows.append((item.topic, partition, offset, record.key, record.value,
+                                 _encode_headers(record.headers), timestamp))
+            conn.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
     def consumer(self, group: str, topic: str) -> SqliteLogConsumer:
         return SqliteLogConsumer(self, group, topic)

@@ -4,7 +4,9 @@ the run completes, the three rank methods agree, and no probe update went missin
 
 from __future__ import annotations
 
-from benchmarks import ranking
+from pathlib import Path
+
+from benchmarks import crs, crs_tables, ranking
 
 
 def test_ranking_section_runs_on_a_tiny_plan():
@@ -17,3 +19,17 @@ def test_ranking_section_runs_on_a_tiny_plan():
     visible_row = next(line for line in lines if line.startswith("| 500/s"))
     assert visible_row.split("|")[4].strip() == "0"  # probes not seen
     assert any(m.startswith("rank: loading") for m in messages)
+
+
+def test_crash_reporting_section_runs_on_both_profiles_on_a_tiny_plan(tmp_path: Path):
+    plan = crs.Plan(capture_seconds=0.5, concurrency=4, spike_rate=2, spike_seconds=4, query_sizes=(1, 200),
+                    concurrent_sizes=(1,), query_repeats=1, consumer_records=20)
+    results = [crs.run_profile(profile, plan, lambda _: None, tmp_path) for profile in ("embedded", "services")]
+    text = "\n".join(crs_tables.section(results, plan, tmp_path / "plots"))
+    for heading in ("### Capture throughput", "### Consumer persistence", "### End to end", "### Query latency"):
+        assert heading in text
+    assert all(r.e2e["lost"]["mean"] == 0 and r.spike is not None and r.spike.verification.lost == 0
+               for r in results)
+    assert {"legacy", "crashes", "sessionsSingle", "sessionsBatched"} <= set(results[0].capture)
+    assert "rawProducer" in results[1].capture and "rawProducer" not in results[0].capture
+    assert (tmp_path / "plots" / "spike-throughput.png").stat().st_size > 1000

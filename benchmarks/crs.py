@@ -1,0 +1,380 @@
+"""The crash-reporting benchmark (the paper's questions), per profile, each comparison measured in
+the same run: 1. capture throughput against the Legacy CRS design and a raw Kafka producer;
+2. consumer persistence against the raw engines; 3. end-to-end latency at baseline and in a x10
+spike; 4. query latency for 1 to 20,000 reports (the paper's Tables 3-5)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+from confluent_kafka import Producer
+from rich.console import Console
+
+from adapters.factory import Adapters, Settings, build, migrate
+from adapters.kafka.auth import plaintext
+from adapters.kafka.log import KafkaEventLog
+from adapters.mysql.database import MysqlDatabase
+from adapters.ports import IndexEntry, LogRecord, OutgoingRecord
+from adapters.sql.queries import INSERT_COLUMNS, entry_values
+from benchmarks.isolation import environment, isolated
+from benchmarks.stats import percentile
+from core.requests import Posted
+from core.timeutil import now_ms
+from crashes.capture import capture_crash
+from crashes.model import CrashEnvelope, new_event_id, report_key
+from crashes.persistence import persist_crashes
+from loadgen import payloads
+from loadgen.run import LoadConfig, LoadReport
+from loadgen.run import run as run_load
+from local_runtime.poller import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
+from local_runtime.process import Serve, free_port
+
+Progress = Callable[[str], None]
+CRASH_BYTES = 100 * 1024
+SESSION_BATCH = 500
+BENCH_TOPIC = "bench-crashes"
+
+
+@dataclass(frozen=True)
+class Plan:
+    capture_seconds: float
+    concurrency: int
+    spike_rate: float
+    spike_seconds: float
+    query_sizes: tuple[int, ...]
+    concurrent_sizes: tuple[int, ...]
+    query_repeats: int
+    consumer_records: int
+
+    @staticmethod
+    def for_run(quick: bool) -> Plan:
+        if quick:
+            return Plan(4, 32, 6, 20, (1, 200, 2_000), (1, 200), 2, 600)
+        return Plan(15, 32, 10, 120, (1, 200, 2_000, 20_000), (1, 200, 2_000), 3, 3_000)
+
+
+@dataclass
+class Results:
+    profile: str
+    capture: dict[str, float] = field(default_factory=dict)
+    """Name → per second."""
+    consumer: dict[str, float] = field(default_factory=dict)
+    spike: LoadReport | None = None
+    e2e: dict[str, dict[str, float]] = field(default_factory=dict)
+    """baseline / spike → mean, p95 (ms)."""
+    queries: dict[tuple[str, int], float] = field(default_factory=dict)
+    """(summary | full | concurrent, reports) → seconds."""
+
+
+def crash_bodies(count: int, sku: str, size: int = CRASH_BYTES) -> list[bytes]:
+    rng = random.Random(3)
+    return [json.dumps(payloads.crash(rng, sku, size)).encode() for _ in range(count)]
+
+
+async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int, seconds: float) -> float:
+    """Acknowledged requests per second with `concurrency` clients sending back to back."""
+    acknowledged = 0
+    async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=concurrency),
+                                     headers={"content-type": "application/json"},
+                                     timeout=aiohttp.ClientTimeout(total=60)) as client:
+        deadline = time.perf_counter() + seconds
+
+        async def worker(n: int) -> None:
+            nonlocal acknowledged
+            i = n
+            while time.perf_counter() < deadline:
+                async with client.post(path, data=bodies[i % len(bodies)]) as response:
+                    await response.read()
+                    acknowledged += response.status == 202
+                i += concurrency
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(n) for n in range(concurrency)))
+        return acknowledged / (time.perf_counter() - started)
+
+
+def closed_loop(url: str, path: str, bodies: Sequence[bytes], plan: Plan) -> float:
+    return asyncio.run(_closed_loop(url, path, bodies, plan.concurrency, plan.capture_seconds))
+
+
+def raw_producer_rate(settings: Settings, bodies: Sequence[bytes], seconds: float) -> float:
+    """A bare confluent-kafka producer with capture's settings (acks=all, idempotent, lz4) sending the
+    same payloads as fast as it can: what the broker takes, without HTTP, validation or envelopes."""
+    log = KafkaEventLog(plaintext(settings.kafka_bootstrap), topic_prefix=settings.kafka_topic_prefix)
+    log.ensure_topic("bench-raw")  # made and known before the clock starts, as capture's topics are
+    log.close()
+    producer = Producer({**plaintext(settings.kafka_bootstrap), "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 2, "compression.type": "lz4", "message.max.bytes": 2 << 20})
+    topic = f"{settings.kafka_topic_prefix}bench-raw"
+    producer.produce(topic, b"warm-up")
+    producer.flush(30)
+    delivered = 0
+
+    def done(error: object, _: object) -> None:
+        nonlocal delivered
+        delivered += error is None
+
+    started = time.perf_counter()
+    i = 0
+    while time.perf_counter() - started < seconds:
+        try:
+            producer.produce(topic, bodies[i % len(bodies)], on_delivery=done)
+            i += 1
+        except BufferError:
+            producer.poll(0.01)
+        producer.poll(0)
+    producer.flush(60)
+    return delivered / (time.perf_counter() - started)
+
+
+def _envelopes(count: int, sku: str) -> list[OutgoingRecord]:
+    records = []
+    for body in crash_bodies(count, sku):
+        event_id = new_event_id("bench", None)
+        envelope = CrashEnvelope(eventId=event_id, reportKey=report_key(event_id), receivedAt=now_ms(),
+                                 sizeBytes=len(body), payload=json.loads(body))
+        records.append(OutgoingRecord(envelope.model_dump_json().encode(), envelope.reportKey.encode()))
+    return records
+
+
+def _drain(a: Adapters, group: str, count: int, each: Callable[[list[LogRecord]], object]) -> float:
+    """Seconds to poll `count` records of the bench topic in the poller's batches, calling `each`."""
+    consumer = a.log.consumer(group, BENCH_TOPIC)
+    seen = 0
+    started = time.perf_counter()
+    while seen < count:
+        batch = consumer.poll(MAX_BATCH_RECORDS, MAX_BATCH_BYTES, timeout_s=1.0)
+        each(batch)
+        consumer.commit(batch)
+        seen += len(batch)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+def consumer_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
+    """The crash consumer's work (parse, signature, split attachments, upsert documents, index) on
+    preloaded records, against each engine doing only its own part on the same data."""
+    a = build(settings)
+    try:
+        n = plan.consumer_records
+        progress(f"{settings.profile}: consumer, preloading {n} reports")
+        records = _envelopes(n, "bench-consumer:pc")
+        for start in range(0, n, 50):
+            a.log.publish(BENCH_TOPIC, records[start:start + 50])
+        megabytes = sum(len(r.value) for r in records) / 1e6
+        progress(f"{settings.profile}: consumer persisting")
+        persisted = _drain(a, "bench-consumer", n,
+                           lambda batch: persist_crashes(batch, a.documents, a.index, a.log, 3600))
+        progress(f"{settings.profile}: raw engines")
+        polled: list[LogRecord] = []
+        raw_consume = _drain(a, "bench-raw", n, polled.extend)
+        documents = {f"raw-{i}": r.value for i, r in enumerate(polled)}
+        started = time.perf_counter()
+        for start in range(0, n, MAX_BATCH_RECORDS):
+            a.documents.upsert_many(dict(list(documents.items())[start:start + MAX_BATCH_RECORDS]), 3600)
+        raw_upsert = time.perf_counter() - started
+        raw_insert = _raw_index_insert(settings, n)
+        results.consumer = {
+            "consumer": n / persisted, "consumerMB": megabytes / persisted, "rawConsume": n / raw_consume,
+            "rawInsert": n / raw_insert, "rawUpsert": n / raw_upsert,
+            "rawCombined": n / (raw_consume + raw_insert + raw_upsert),
+        }
+    finally:
+        a.close()
+
+
+def _raw_index_insert(settings: Settings, n: int) -> float:
+    """Seconds to insert `n` index rows with plain multi-row INSERTs into a scratch copy of the table."""
+    entries = [IndexEntry(f"{i:032x}", str(uuid.uuid4()), "raw:pc", now_ms(), CRASH_BYTES, "ACCESS_VIOLATION",
+                          "3221225477", "pc", "1.0.0", "0123456789abcdef") for i in range(n)]
+    rows = [entry_values(entry, i + 1, now_ms()) for i, entry in enumerate(entries)]
+    columns = ", ".join(INSERT_COLUMNS)
+    if settings.profile == "services":
+        database = MysqlDatabase(settings.mysql_url)
+        try:
+            with database.connection().cursor() as cursor:
+                cursor.execute("CREATE TABLE raw_reports LIKE reports")
+                marks = ", ".join(["%s"] * len(INSERT_COLUMNS))
+                started = time.perf_counter()
+                for start in range(0, n, MAX_BATCH_RECORDS):
+                    cursor.executemany(f"INSERT INTO raw_reports ({columns}) VALUES ({marks})",
+                                       rows[start:start + MAX_BATCH_RECORDS])
+                return time.perf_counter() - started
+        finally:
+            database.close()
+    conn = sqlite3.connect(settings.data_dir / "raw.sqlite", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"CREATE TABLE raw_reports ({columns})")
+    marks = ", ".join("?" * len(INSERT_COLUMNS))
+    started = time.perf_counter()
+    for start in range(0, n, MAX_BATCH_RECORDS):
+        conn.execute("BEGIN")
+        conn.executemany(f"INSERT INTO raw_reports VALUES ({marks})", rows[start:start + MAX_BATCH_RECORDS])
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return elapsed
+
+
+def capture_section(serve: Serve, settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
+    single = [json.dumps({"sku": "bench-cap:pc", "kind": "client"}).encode()]
+    batch = [json.dumps([{"sku": "bench-cap:pc", "kind": "client"}] * SESSION_BATCH).encode()]
+    crashes = crash_bodies(16, "bench-cap:pc")
+    progress(f"{settings.profile}: capture, single session events")
+    results.capture["sessionsSingle"] = closed_loop(serve.url, "/v1/sessions", single, plan)
+    progress(f"{settings.profile}: capture, batches of {SESSION_BATCH} session events")
+    results.capture["sessionsBatched"] = closed_loop(serve.url, "/v1/sessions", batch, plan) * SESSION_BATCH
+    progress(f"{settings.profile}: capture, 100 KB crash reports")
+    results.capture["crashes"] = closed_loop(serve.url, "/v1/crashes", crashes, plan)
+    if settings.profile == "services":
+        progress("services: raw Kafka producer, the same reports")
+        results.capture["rawProducer"] = raw_producer_rate(settings, crashes, plan.capture_seconds)
+
+
+def legacy_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
+    progress(f"{settings.profile}: Legacy CRS (insert before answering), 100 KB crash reports")
+    port = free_port()
+    store = (["--mysql-url", settings.mysql_url] if settings.profile == "services"
+             else ["--sqlite", str(settings.data_dir / "legacy.sqlite")])
+    process = subprocess.Popen([sys.executable, "-m", "benchmarks.legacy", "--port", str(port), *store],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_until_up(url)
+        results.capture["legacy"] = closed_loop(url, "/v1/crashes", crash_bodies(16, "bench-legacy:pc"), plan)
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def _wait_until_up(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.post(f"{url}/v1/crashes", content=b"{}", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def e2e_section(serve: Serve, plan: Plan, results: Results, progress: Progress) -> None:
+    progress(f"{serve.profile}: end to end, x10 spike over {plan.spike_rate:g} req/s")
+    config = LoadConfig(url=serve.url, profile="spike", rate=plan.spike_rate, duration_s=plan.spike_seconds,
+                        crash_kb=100, mix=(0.5, 0.3, 0.2))
+    report = run_load(config, Console(stderr=True, quiet=True))
+    results.spike = report
+    spike_from = report.started_ms + 0.3 * plan.spike_seconds * 1000
+    spike_to = report.started_ms + 0.7 * plan.spike_seconds * 1000
+    windows = {"baseline": [ms for at, ms in report.verification.visibility if not spike_from <= at < spike_to],
+               "spike": [ms for at, ms in report.verification.visibility if spike_from <= at < spike_to]}
+    results.e2e = {name: {"mean": sum(ms) / len(ms), "p95": percentile(ms, 95)} for name, ms in windows.items() if ms}
+    results.e2e["lost"] = {"mean": float(report.verification.lost), "p95": 0.0}
+
+
+def query_section(serve: Serve, settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
+    sku = "bench-query:pc"
+    total = max(plan.query_sizes)
+    progress(f"{settings.profile}: queries, loading {total} reports of 100 KB")
+    a = build(settings)
+    try:
+        bodies = crash_bodies(32, sku)
+        for i in range(total):
+            capture_crash(a.log, a.spill, Posted(bodies[i % len(bodies)]))
+    finally:
+        a.close()
+    with httpx.Client(base_url=serve.url, timeout=600) as client:
+        deadline = time.monotonic() + 600
+        while _count(client, sku) < total:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the query reports were not all persisted in 10 minutes")
+            time.sleep(1)
+        for size in plan.query_sizes:
+            for fields in ("summary", "full"):
+                progress(f"{settings.profile}: queries, {size} reports, {fields}")
+                samples = [_query(client, sku, size, fields) for _ in range(plan.query_repeats)]
+                results.queries[(fields, size)] = sum(samples) / len(samples)
+    for size in plan.concurrent_sizes:
+        progress(f"{settings.profile}: queries, 10 concurrent of {size} reports")
+        results.queries[("concurrent", size)] = _concurrent(serve.url, sku, size)
+
+
+def _settle(url: str, sku: str) -> None:
+    """Waits until the crash count of `sku` stops growing: the backlog of a flood is persisted."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        last, steady_since = -1, time.monotonic()
+        while time.monotonic() - steady_since < 3:
+            count = _count(client, sku)
+            if count != last:
+                last, steady_since = count, time.monotonic()
+            time.sleep(0.5)
+
+
+def _count(client: httpx.Client, sku: str) -> int:
+    series = client.get("/v1/stats", params={"sku": sku, "granularity": "hour"}).json()["series"]
+    return sum(b["crashes"] for b in series)
+
+
+def _query(client: httpx.Client, sku: str, size: int, fields: str) -> float:
+    """Seconds to fetch `size` reports, a page of at most 1,000 at a time."""
+    started = time.perf_counter()
+    params: dict[str, Any] = {"sku": sku, "fields": fields, "limit": min(size, 1000)}
+    fetched = 0
+    while fetched < size:
+        page = client.get("/v1/crashes", params=params).json()
+        fetched += len(page["reports"])
+        params["cursor"] = page["nextCursor"]
+        params["limit"] = min(size - fetched, 1000)
+    return time.perf_counter() - started
+
+
+def _concurrent(url: str, sku: str, size: int) -> float:
+    """Mean seconds per query with 10 full queries at once (the paper's Table 5)."""
+    latencies: list[float] = []
+
+    def one() -> None:
+        with httpx.Client(base_url=url, timeout=600) as client:
+            latencies.append(_query(client, sku, size, "full"))
+
+    threads = [threading.Thread(target=one) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(latencies) / len(latencies)
+
+
+def run_profile(profile: str, plan: Plan, progress: Progress, log_dir: Path) -> Results:
+    results = Results(profile)
+    with isolated(profile) as settings:
+        migrate(settings)
+        consumer_section(settings, plan, results, progress)
+        # the serve's settings: where the query section puts reports on its log (embedded: its file)
+        served = settings.model_copy(update={"data_dir": settings.data_dir / "serve"})
+        serve = Serve(served.data_dir, log_dir / f"bench-serve-{profile}.log", profile, environment(settings))
+        serve.start()
+        try:
+            capture_section(serve, settings, plan, results, progress)
+            progress(f"{profile}: waiting for the consumers to catch up")
+            _settle(serve.url, "bench-cap:pc")
+            e2e_section(serve, plan, results, progress)
+            query_section(serve, served, plan, results, progress)
+        finally:
+            serve.stop()
+        legacy_section(settings, plan, results, progress)
+    return results

@@ -1,0 +1,167 @@
+"""The crash-reporting section of BENCHMARKS.md: the paper's figures beside ours, both profiles side
+by side, each target as a ratio measured in the same run; and the PNG plots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+
+from benchmarks.crs import Plan, Results
+
+# the paper's New CRS (section 7), seconds: Tables 3 (simple fields), 4 (all fields), 5 (10 concurrent)
+PAPER_SUMMARY = {1: 0.17, 200: 0.51, 2_000: 2.34, 20_000: 25.0}
+PAPER_FULL = {1: 0.17, 200: 0.51, 2_000: 2.26, 20_000: 24.7}
+PAPER_CONCURRENT = {1: 0.99, 200: 1.96, 2_000: 23.2}
+PAPER_E2E_MS = {"mean": 550, "p95": 900}
+PAPER_CONSUMER = "2,300 events/s (normal mix); 1,700 crash reports/s, 8.5 MB/s (crash-only), per m3.xlarge"
+
+
+def _verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def capture(results: Sequence[Results]) -> list[str]:
+    lines = ["### Capture throughput (closed loop, 32 clients, same machine as the server)", "",
+             "| per second | " + " | ".join(r.profile for r in results) + " |",
+             "|---|" + "---:|" * len(results)]
+    names = [("sessionsSingle", "session events, one a request"),
+             ("sessionsBatched", "session events, 500 a request"),
+             ("crashes", "100 KB crash reports (Blackbox: 202 once on the log)"),
+             ("legacy", "100 KB crash reports, Legacy CRS (202 once inserted)"),
+             ("rawProducer", "100 KB payloads, raw Kafka producer (acks=all)")]
+    for key, label in names:
+        lines.append(f"| {label} | " + " | ".join(_rate(r.capture.get(key)) for r in results) + " |")
+    lines.append("")
+    for r in results:
+        c = r.capture
+        checks = [f"crash reports x{c['crashes'] / c['legacy']:.1f} the Legacy CRS (target ≥ 5): "
+                  f"{_verdict(c['crashes'] >= 5 * c['legacy'])}",
+                  f"single session events {c['sessionsSingle']:,.0f}/s (target ≥ 7,500): "
+                  f"{_verdict(c['sessionsSingle'] >= 7_500)}",
+                  f"batched session events {c['sessionsBatched']:,.0f}/s (target ≥ 50,000): "
+                  f"{_verdict(c['sessionsBatched'] >= 50_000)}"]
+        if "rawProducer" in c:
+            checks.append(f"{c['crashes'] / c['rawProducer']:.0%} of the raw producer (target ≥ 50%): "
+                          f"{_verdict(c['crashes'] >= 0.5 * c['rawProducer'])}")
+        lines.append(f"- {r.profile}: " + "; ".join(checks) + ".")
+    return [*lines, ""]
+
+
+def consumers(results: Sequence[Results]) -> list[str]:
+    lines = ["### Consumer persistence (100 KB crash reports preloaded on the log)", "",
+             f"Paper: {PAPER_CONSUMER}.", "",
+             "| reports per second | " + " | ".join(r.profile for r in results) + " |",
+             "|---|" + "---:|" * len(results)]
+    names = [("consumer", "crash consumer (parse, signature, documents, index, commit)"),
+             ("rawConsume", "raw: consume the records"), ("rawUpsert", "raw: upsert them as documents"),
+             ("rawInsert", "raw: multi-row INSERT of their index rows"),
+             ("rawCombined", "raw: the three one after the other")]
+    for key, label in names:
+        lines.append(f"| {label} | " + " | ".join(_rate(r.consumer.get(key)) for r in results) + " |")
+    lines.append("| crash consumer, MB/s | " + " | ".join(f"{r.consumer['consumerMB']:.1f}" for r in results) + " |")
+    lines.append("")
+    for r in results:
+        share = r.consumer["consumer"] / r.consumer["rawCombined"]
+        lines.append(f"- {r.profile}: the consumer runs at {share:.0%} of the raw engines' combined rate "
+                     f"(target ≥ 70%): {_verdict(share >= 0.7)}.")
+    return [*lines, ""]
+
+
+def end_to_end(results: Sequence[Results], plan: Plan) -> list[str]:
+    lines = [f"### End to end: receive to queryable (`blackbox load --profile spike`, base {plan.spike_rate:g} "
+             f"req/s, x10 in the middle 40% of {plan.spike_seconds:g} s, half of the requests 100 KB crashes)", "",
+             "| ms | paper (New CRS) | " + " | ".join(r.profile for r in results) + " |",
+             "|---|---:|" + "---:|" * len(results)]
+    for window in ("baseline", "spike"):
+        for stat in ("mean", "p95"):
+            cells = [f"{r.e2e[window][stat]:,.0f}" if window in r.e2e else "-" for r in results]
+            lines.append(f"| {window} {stat} | {PAPER_E2E_MS[stat]} | " + " | ".join(cells) + " |")
+    lines.append("| lost | - | " + " | ".join(f"{r.e2e['lost']['mean']:.0f}" for r in results) + " |")
+    lines.append("")
+    for r in results:
+        base = r.e2e.get("baseline", {}).get("p95", float("inf"))
+        spike = r.e2e.get("spike", {}).get("p95", float("inf"))
+        lines.append(f"- {r.profile}: p95 {base:,.0f} ms at baseline (target ≤ 300): {_verdict(base <= 300)}; "
+                     f"{spike:,.0f} ms in the spike (target ≤ 900): {_verdict(spike <= 900)}.")
+    return [*lines, ""]
+
+
+def queries(results: Sequence[Results], plan: Plan) -> list[str]:
+    profiles = " | ".join(r.profile for r in results)
+    lines = ["### Query latency (s), 100 KB reports, the paper's Tables 3-5", "",
+             f"| query | reports | paper (New CRS) | {profiles} | ratio to the paper |",
+             "|---|---:|---:|" + "---:|" * len(results) + "---|"]
+    tables = [("summary", PAPER_SUMMARY, plan.query_sizes), ("full", PAPER_FULL, plan.query_sizes),
+              ("concurrent", PAPER_CONCURRENT, plan.concurrent_sizes)]
+    misses: list[str] = []
+    for kind, paper, sizes in tables:
+        for size in sizes:
+            ours = [r.queries[(kind, size)] for r in results]
+            ratios = [o / paper[size] for o in ours]
+            misses += [f"{r.profile} {kind} {size}" for r, q in zip(results, ratios, strict=True) if q > 0.1]
+            label = "10 concurrent, full" if kind == "concurrent" else kind
+            lines.append(f"| {label} | {size:,} | {paper[size]:g} | " + " | ".join(f"{o:.3f}" for o in ours)
+                         + " | " + ", ".join(f"1/{1 / q:,.0f}" if q else "-" for q in ratios) + " |")
+    lines.append("")
+    summary_2000 = [r.queries.get(("summary", 2_000)) for r in results]
+    lines.append("- Every size at ≤ 1/10 of the paper: " + (_verdict(not misses) if not misses else
+                 f"**missed** for {', '.join(misses)}") + ".")
+    lines.append("- Summary of 2,000 reports ≤ 100 ms: " + "; ".join(
+        f"{r.profile} {s * 1000:,.0f} ms {_verdict(s <= 0.1)}" for r, s in zip(results, summary_2000, strict=True)
+        if s is not None) + ".")
+    return [*lines, ""]
+
+
+def plots(results: Sequence[Results], plan: Plan, directory: Path) -> list[str]:
+    directory.mkdir(parents=True, exist_ok=True)
+    figure, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 3.5), squeeze=False)
+    for axis, r in zip(axes[0], results, strict=True):
+        assert r.spike is not None
+        acknowledged = r.spike.throughput_per_second()
+        persisted = [0] * len(acknowledged)
+        for received_at, ms in r.spike.verification.visibility:
+            second = int((received_at + ms - r.spike.started_ms) / 1000)
+            if 0 <= second < len(persisted):
+                persisted[second] += 1
+        axis.plot(acknowledged, label="requests acknowledged")
+        axis.plot(persisted, label="crash reports queryable")
+        axis.set(title=f"{r.profile}: x10 spike", xlabel="second of the run", ylabel="per second")
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(directory / "spike-throughput.png", dpi=100)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(7, 3.5))
+    labels = ["paper mean", "paper p95"]
+    values = [float(PAPER_E2E_MS["mean"]), float(PAPER_E2E_MS["p95"])]
+    for r in results:
+        for window in ("baseline", "spike"):
+            for stat in ("mean", "p95"):
+                if window in r.e2e:
+                    labels.append(f"{r.profile}\n{window} {stat}")
+                    values.append(r.e2e[window][stat])
+    axis.bar(range(len(values)), values)
+    axis.set_xticks(range(len(values)), labels, fontsize=7)
+    axis.set(ylabel="ms", title="Receive to queryable")
+    figure.tight_layout()
+    figure.savefig(directory / "e2e-latency.png", dpi=100)
+    plt.close(figure)
+    return ["![throughput during the spike](benchmarks/plots/spike-throughput.png)", "",
+            "![end-to-end latency](benchmarks/plots/e2e-latency.png)", ""]
+
+
+def section(results: Sequence[Results], plan: Plan, plots_dir: Path) -> list[str]:
+    return ["## Crash reporting", "",
+            "Both profiles in one run: `embedded` (SQLite) and `services` (Kafka, MariaDB, CouchbaseMock), "
+            "the server, its consumers and the load generator sharing the same 2 cores.", "",
+            *capture(results), *consumers(results), *end_to_end(results, plan), *queries(results, plan),
+            *plots(results, plan, plots_dir)]

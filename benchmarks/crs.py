@@ -6,6 +6,7 @@ spike; 4. query latency for 1 to 20,000 reports (the paper's Tables 3-5)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import sqlite3
@@ -63,8 +64,8 @@ class Plan:
     @staticmethod
     def for_run(quick: bool) -> Plan:
         if quick:
-            return Plan(4, 32, 6, 20, (1, 200, 2_000), (1, 200), 2, 600)
-        return Plan(15, 32, 10, 120, (1, 200, 2_000, 20_000), (1, 200, 2_000), 3, 3_000)
+            return Plan(3, 32, 6, 15, (1, 200, 2_000), (1, 200), 2, 400)
+        return Plan(10, 32, 10, 60, (1, 200, 2_000, 20_000), (1, 200, 2_000), 3, 2_000)
 
 
 @dataclass
@@ -181,14 +182,14 @@ def consumer_section(settings: Settings, plan: Plan, results: Results, progress:
         persisted = _drain(a, "bench-consumer", n,
                            lambda batch: persist_crashes(batch, a.documents, a.index, a.log, 3600))
         progress(f"{settings.profile}: raw engines")
-        polled: list[LogRecord] = []
-        raw_consume = _drain(a, "bench-raw", n, polled.extend)
-        documents = {f"raw-{i}": r.value for i, r in enumerate(polled)}
+        # the raw engines get the consumer's batches: what one poll returns
+        batches: list[list[LogRecord]] = []
+        raw_consume = _drain(a, "bench-raw", n, batches.append)
         started = time.perf_counter()
-        for start in range(0, n, MAX_BATCH_RECORDS):
-            a.documents.upsert_many(dict(list(documents.items())[start:start + MAX_BATCH_RECORDS]), 3600)
+        for batch in batches:
+            a.documents.upsert_many({f"raw-{r.partition}-{r.offset}": r.value for r in batch}, 3600)
         raw_upsert = time.perf_counter() - started
-        raw_insert = _raw_index_insert(settings, n)
+        raw_insert = _raw_index_insert(settings, [len(batch) for batch in batches if batch])
         results.consumer = {
             "consumer": n / persisted, "consumerMB": megabytes / persisted, "rawConsume": n / raw_consume,
             "rawInsert": n / raw_insert, "rawUpsert": n / raw_upsert,
@@ -198,8 +199,11 @@ def consumer_section(settings: Settings, plan: Plan, results: Results, progress:
         a.close()
 
 
-def _raw_index_insert(settings: Settings, n: int) -> float:
-    """Seconds to insert `n` index rows with plain multi-row INSERTs into a scratch copy of the table."""
+def _raw_index_insert(settings: Settings, sizes: Sequence[int]) -> float:
+    """Seconds to insert index rows with plain multi-row INSERTs, one a batch of these sizes, into a
+    scratch copy of the table."""
+    n = sum(sizes)
+    bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
     entries = [IndexEntry(f"{i:032x}", str(uuid.uuid4()), "raw:pc", now_ms(), CRASH_BYTES, "ACCESS_VIOLATION",
                           "3221225477", "pc", "1.0.0", "0123456789abcdef") for i in range(n)]
     rows = [entry_values(entry, i + 1, now_ms()) for i, entry in enumerate(entries)]
@@ -211,9 +215,8 @@ def _raw_index_insert(settings: Settings, n: int) -> float:
                 cursor.execute("CREATE TABLE raw_reports LIKE reports")
                 marks = ", ".join(["%s"] * len(INSERT_COLUMNS))
                 started = time.perf_counter()
-                for start in range(0, n, MAX_BATCH_RECORDS):
-                    cursor.executemany(f"INSERT INTO raw_reports ({columns}) VALUES ({marks})",
-                                       rows[start:start + MAX_BATCH_RECORDS])
+                for start, end in itertools.pairwise(bounds):
+                    cursor.executemany(f"INSERT INTO raw_reports ({columns}) VALUES ({marks})", rows[start:end])
                 return time.perf_counter() - started
         finally:
             database.close()
@@ -222,9 +225,9 @@ def _raw_index_insert(settings: Settings, n: int) -> float:
     conn.execute(f"CREATE TABLE raw_reports ({columns})")
     marks = ", ".join("?" * len(INSERT_COLUMNS))
     started = time.perf_counter()
-    for start in range(0, n, MAX_BATCH_RECORDS):
+    for start, end in itertools.pairwise(bounds):
         conn.execute("BEGIN")
-        conn.executemany(f"INSERT INTO raw_reports VALUES ({marks})", rows[start:start + MAX_BATCH_RECORDS])
+        conn.executemany(f"INSERT INTO raw_reports VALUES ({marks})", rows[start:end])
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()

@@ -23,6 +23,8 @@ from confluent_kafka.cimpl import NewTopic
 from adapters.ports import LogRecord, OutgoingRecord
 
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+# records taken from the client's buffer at a time while a batch fills
+CHUNK_RECORDS = 64
 
 
 class PublishTimeout(TimeoutError):
@@ -195,29 +197,38 @@ class KafkaLogConsumer:
         self._consumer.subscribe([topic])
 
     def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:
-        messages = self._consumer.consume(num_messages=max_records, timeout=timeout_s)
+        """Waits up to `timeout_s` for a first record, then takes what the client already holds, in
+        small chunks sized to the bytes left: consume() of a whole batch would wait out its timeout
+        whenever fewer records are there, and what does not fit has to be fetched again."""
         batch: list[LogRecord] = []
-        size = 0
-        for i, message in enumerate(messages):
-            error = message.error()
-            if error is not None:
-                if error.fatal() or not error.retriable():
-                    raise KafkaException(error)
-                continue
-            value = message.value() or b""
-            if batch and size + len(value) > max_bytes:
-                self._seek_to_first_of(messages[i:])
+        size = largest = 0
+        messages = self._consumer.consume(num_messages=1, timeout=timeout_s)
+        while messages:
+            for i, message in enumerate(messages):
+                error = message.error()
+                if error is not None:
+                    if error.fatal() or not error.retriable():
+                        raise KafkaException(error)
+                    continue
+                value = message.value() or b""
+                if batch and size + len(value) > max_bytes:
+                    self._seek_to_first_of(messages[i:])
+                    return batch
+                size += len(value)
+                largest = max(largest, len(value))
+                batch.append(LogRecord(
+                    topic=self._logical_topic,
+                    partition=_int(message.partition()),
+                    offset=_int(message.offset()),
+                    value=value,
+                    key=message.key(),
+                    headers=_headers(message),
+                    timestamp_ms=message.timestamp()[1],
+                ))
+            room = min(max_records - len(batch), CHUNK_RECORDS, max(1, (max_bytes - size) // max(1, largest)))
+            if room <= 0:
                 break
-            size += len(value)
-            batch.append(LogRecord(
-                topic=self._logical_topic,
-                partition=_int(message.partition()),
-                offset=_int(message.offset()),
-                value=value,
-                key=message.key(),
-                headers=_headers(message),
-                timestamp_ms=message.timestamp()[1],
-            ))
+            messages = self._consumer.consume(num_messages=room, timeout=0)
         return batch
 
     def _seek_to_first_of(self, messages: Sequence[Message]) -> None:

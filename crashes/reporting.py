@@ -18,6 +18,9 @@ from crashes.persistence import ReportDocument
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
+# a page of full reports stops at about this many submitted bytes: API Gateway and Lambda answer at
+# most 6 MB, and a page of 1,000 reports of 100 KB would be 130 MB in one response
+FULL_PAGE_BYTES = 4 * 1024 * 1024
 
 # query parameter → index field
 _FILTERS = dict(zip(("crashType", "errorCode", "platform", "buildVersion", "signature"), FILTERABLE, strict=True))
@@ -80,6 +83,16 @@ def _payload(document: ReportDocument, found: Mapping[str, bytes]) -> dict[str, 
     return payload
 
 
+def _within_bytes(reports: Sequence[IndexedReport]) -> Sequence[IndexedReport]:
+    """The first reports that fit in FULL_PAGE_BYTES (always at least one)."""
+    total = 0
+    for count, report in enumerate(reports):
+        total += report.entry.size_bytes
+        if total > FULL_PAGE_BYTES and count:
+            return reports[:count]
+    return reports
+
+
 def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
     limit = queryparams.integer(params, "limit", 100, 1, MAX_LIMIT)
     if "cursor" in params and "offset" in params:
@@ -95,9 +108,9 @@ def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[st
     )
     fields = queryparams.choice(params, "fields", ("summary", "full"))
     found = index.find(query)
-    page = found[:limit]
+    page = _within_bytes(found[:limit]) if fields == "full" else found[:limit]
     reports = _full(page, documents) if fields == "full" else [summary(r) for r in page]
-    next_cursor = _encode_cursor(page[-1].report_id) if len(found) > limit else None
+    next_cursor = _encode_cursor(page[-1].report_id) if len(found) > len(page) else None
     return {"reports": reports, "nextCursor": next_cursor}
 
 

@@ -44,6 +44,17 @@ def test_cursor_pages_through_everything_once(adapters: Adapters):
     assert [r["reportId"] for r in listing(adapters, sku="g", offset=20)["reports"]] == seen[20:]
 
 
+def test_a_full_page_stops_short_of_the_response_limit_and_the_cursor_goes_on(adapters: Adapters):
+    big = base64.b64encode(bytes(700 * 1024)).decode()
+    ingest(adapters, [{"sku": "g", "n": i, "attachments": {"a.bin": big}} for i in range(9)])
+    pages = [listing(adapters, sku="g", limit=100, fields="full")]
+    while pages[-1]["nextCursor"]:
+        pages.append(listing(adapters, sku="g", limit=100, fields="full", cursor=pages[-1]["nextCursor"]))
+    assert [len(p["reports"]) for p in pages] == [4, 4, 1]  # 4 MiB a page, 0.93 MiB a report
+    assert sorted(r["payload"]["n"] for p in pages for r in p["reports"]) == list(range(9))
+    assert len(listing(adapters, sku="g", limit=100)["reports"]) == 9  # summaries carry no payload
+
+
 def test_summary_has_the_contract_fields_and_no_payload(adapters: Adapters):
     ingest(adapters, [{"sku": "g", "crashType": "AV", "errorCode": 7, "platform": "ps5", "buildVersion": "1.0",
                        "stackTrace": "#0 0x1 in f()", "attachments": {"a.txt": "aGk="}}])

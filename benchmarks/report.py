@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,7 +30,8 @@ def run(quick: bool, output: Path) -> None:
             status.update(message)
 
         plan = crs.Plan.for_run(quick)
-        results = [crs.run_profile(profile, plan, progress, output.parent) for profile in ("embedded", "services")]
+        logs = Path(tempfile.gettempdir())  # each serve's log, for when a section fails
+        results = [crs.run_profile(profile, plan, progress, logs) for profile in ("embedded", "services")]
         sections = [*crs_tables.section(results, plan, output.parent / "benchmarks" / "plots"),
                     *ranking.run(ranking.Plan.for_run(quick), progress)]
     command = "blackbox bench" + (" --quick" if quick else "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import mimetypes
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from core.errors import InvalidField, NotFound
 from core.timeutil import to_rfc3339
 from crashes.model import attachment_key, query_sku
 from crashes.persistence import ReportDocument
+from ranking.tree import INT64_MAX
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
@@ -115,7 +117,9 @@ def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[st
 
 
 def _report(index: CrashIndex, report_id: str) -> IndexedReport:
-    report = index.get(int(report_id)) if report_id.isdigit() else None
+    # ASCII digits within the index's BIGINT: anything else names no report (isdigit() takes "²")
+    known = re.fullmatch(r"[0-9]{1,19}", report_id) is not None and int(report_id) <= INT64_MAX
+    report = index.get(int(report_id)) if known else None
     if report is None:
         raise NotFound(f"no crash report {report_id}")
     return report

@@ -104,6 +104,8 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("traversal route", "GET", "/v1/crashes/1/attachments/..%2F..%2Fetc%2Fpasswd", {}, 404, "not_found"),
     ("unknown report", "GET", "/v1/crashes/999999", {}, 404, "not_found"),
     ("report id not a number", "GET", "/v1/crashes/1%20OR%201=1", {}, 404, "not_found"),
+    ("report id over 64 bits", "GET", "/v1/crashes/99999999999999999999999/attachments/a.png", {}, 404, "not_found"),
+    ("report id a superscript digit", "GET", "/v1/crashes/%C2%B2", {}, 404, "not_found"),
     ("bad limit", "GET", "/v1/crashes?sku=g&limit=0", {}, 400, "invalid_field"),
     ("sql limit", "GET", f"/v1/crashes?sku=g&limit={SQL}", {}, 400, "invalid_field"),
     ("bad time", "GET", "/v1/stats?sku=g&from=yesterday", {}, 400, "invalid_field"),

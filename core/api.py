@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 from collections.abc import Mapping
 from typing import Any
 
+import pybase64
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
@@ -83,7 +83,7 @@ def _transient(error: Exception) -> bool:
 
 def posted(event: APIGatewayProxyEvent) -> Posted:
     body = event.body or ""
-    raw = base64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
+    raw = pybase64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
     key = event.headers.get("idempotency-key")
     if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import uuid
 from collections.abc import Mapping
 from typing import Annotated, Any
 
+import pybase64
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
 from core import queryparams
@@ -27,11 +27,12 @@ Indexed = Annotated[str, StringConstraints(max_length=MAX_INDEXED_CHARS)]
 
 def decode_attachment(data: str) -> bytes:
     """Strict standard base64, canonical so that re-encoding gives back exactly what was sent."""
+    # pybase64 (SIMD): the standard library's base64 was half of capture's CPU for 100 KB reports
     try:
-        raw = base64.b64decode(data, validate=True)
+        raw = pybase64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise ValueError("not valid base64") from None
-    if base64.b64encode(raw).decode() != data:
+    if pybase64.b64encode(raw).decode() != data:
         raise ValueError("not canonical base64 (padding or trailing bits)")
     return raw
 

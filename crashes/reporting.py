@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pybase64
+
 from adapters.ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport, ReportFilter
 from core import queryparams
 from core.errors import InvalidField, NotFound
@@ -79,7 +81,7 @@ def _payload(document: ReportDocument, found: Mapping[str, bytes]) -> dict[str, 
     payload = dict(document.payload)
     if isinstance(payload.get("attachments"), dict):
         payload["attachments"] = {
-            name: base64.b64encode(found.get(attachment_key(document.reportKey, name), b"")).decode()
+            name: pybase64.b64encode(found.get(attachment_key(document.reportKey, name), b"")).decode()
             for name in payload["attachments"]
         }
     return payload

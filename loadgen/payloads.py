@@ -3,10 +3,11 @@ large 10-512 KB, mixed to a chosen average), session events and scores."""
 
 from __future__ import annotations
 
-import base64
 import random
 from dataclasses import dataclass
 from typing import Any
+
+import pybase64
 
 KB = 1024
 SMALL = (int(0.3 * KB), 5 * KB)
@@ -43,7 +44,7 @@ def crash(rng: random.Random, sku: str, size: int) -> dict[str, Any]:
     }
     filler = max(0, size - 400) * 3 // 4  # base64 grows bytes by 4/3
     if filler:
-        report["attachments"] = {"screenshot.png": base64.b64encode(rng.randbytes(filler)).decode()}
+        report["attachments"] = {"screenshot.png": pybase64.b64encode(rng.randbytes(filler)).decode()}
     return report
 
 

@@ -4,7 +4,6 @@ event, calls the function that owns the route, and turns its answer back into HT
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import re
 import uuid
@@ -12,6 +11,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qsl
+
+import pybase64
 
 from core.access import API_KEY_HEADER, ApiKeys
 from core.errors import BlackboxError, NotFound, PayloadTooLarge
@@ -49,7 +50,7 @@ def proxy_event(scope: Scope, body: bytes) -> dict[str, Any]:
     try:
         text, is_base64 = body.decode("utf-8"), False
     except UnicodeDecodeError:
-        text, is_base64 = base64.b64encode(body).decode(), True
+        text, is_base64 = pybase64.b64encode(body).decode(), True
     client = scope.get("client") or ("127.0.0.1", 0)
     return {
         "resource": "/{proxy+}",
@@ -100,7 +101,7 @@ class Gateway:
             await self._respond(send, {
                 "statusCode": 200,
                 "headers": {"Content-Type": content_type, "Cache-Control": "no-cache"},
-                "body": base64.b64encode(data).decode(),
+                "body": pybase64.b64encode(data).decode(),
                 "isBase64Encoded": True,
             })
             return
@@ -163,7 +164,7 @@ class Gateway:
     @staticmethod
     async def _respond(send: Send, result: dict[str, Any]) -> None:
         body = result.get("body") or ""
-        payload = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+        payload = pybase64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
         headers: dict[str, list[str]] = {k.lower(): list(v) for k, v in (result.get("multiValueHeaders") or {}).items()}
         for name, value in (result.get("headers") or {}).items():
             headers[name.lower()] = [value]

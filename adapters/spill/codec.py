@@ -3,11 +3,12 @@ time, so listing gives the oldest first."""
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
 import time
 import uuid
+
+import pybase64
 
 from adapters.ports import OutgoingRecord, SpilledRecord
 
@@ -25,7 +26,7 @@ def spilled_at_ms(spill_id: str) -> int:
 
 def encode(topic: str, record: OutgoingRecord) -> bytes:
     def b64(data: bytes) -> str:
-        return base64.b64encode(data).decode()
+        return pybase64.b64encode(data).decode()
 
     return json.dumps({
         "topic": topic,
@@ -38,8 +39,8 @@ def encode(topic: str, record: OutgoingRecord) -> bytes:
 def decode(spill_id: str, data: bytes) -> SpilledRecord:
     doc = json.loads(data)
     record = OutgoingRecord(
-        value=base64.b64decode(doc["value"]),
-        key=None if doc["key"] is None else base64.b64decode(doc["key"]),
-        headers=tuple((name, base64.b64decode(value)) for name, value in doc["headers"]),
+        value=pybase64.b64decode(doc["value"]),
+        key=None if doc["key"] is None else pybase64.b64decode(doc["key"]),
+        headers=tuple((name, pybase64.b64decode(value)) for name, value in doc["headers"]),
     )
     return SpilledRecord(spill_id, doc["topic"], record)

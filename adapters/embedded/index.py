@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS reports (
     size_bytes INTEGER NOT NULL,
     attachments TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS reports_sku_id ON reports (sku, report_id);
 CREATE INDEX IF NOT EXISTS reports_sku_submit ON reports (sku, submit_time);
 CREATE INDEX IF NOT EXISTS reports_sku_received ON reports (sku, received_at);
 CREATE TABLE IF NOT EXISTS session_counts (
@@ -120,6 +121,8 @@ class SqliteIndexDatabase:
 
 
 class SqliteCrashIndex:
+    SKU_ORDER_INDEX = "INDEXED BY reports_sku_id"
+
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._db = database.db
 
@@ -134,7 +137,7 @@ class SqliteCrashIndex:
             )
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
-        sql, params = find_query(query)
+        sql, params = find_query(query, self.SKU_ORDER_INDEX)
         return [report_from_row(row) for row in self._db.connection().execute(sql, params)]
 
     def get(self, report_id: int) -> IndexedReport | None:

@@ -29,6 +29,8 @@ def _marks(count: int) -> str:
 
 
 class MysqlCrashIndex:
+    SKU_ORDER_INDEX = "FORCE INDEX (reports_sku_id)"
+
     def __init__(self, database: MysqlDatabase) -> None:
         self._db = database
 
@@ -59,7 +61,7 @@ class MysqlCrashIndex:
             )
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
-        sql, params = find_query(query)
+        sql, params = find_query(query, self.SKU_ORDER_INDEX)
         with self._db.connection().cursor() as cursor:
             cursor.execute(pyformat(sql), params)
             return [report_from_row(row) for row in cursor.fetchall()]

@@ -1,0 +1,70 @@
+"""A page of one sku's reports reads that sku's rows only, however many reports other skus have:
+the bench's one-report query on MariaDB once took 29 ms because the primary key was walked
+through 27,000 other reports, and SQLite sorted every report of the sku for a LIMIT 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase
+from adapters.mysql.index import MysqlCrashIndex
+from adapters.ports import IndexEntry, ReportFilter
+from adapters.sql.queries import find_query, pyformat
+from tests.services import mysql_database, namespace
+
+OTHER_REPORTS = 3_000
+# with these counts MariaDB chose to walk the primary key (3,001 rows for one) before the fix
+OUR_REPORTS = 30
+
+
+def _entries(sku: str, count: int, start: int) -> list[IndexEntry]:
+    return [IndexEntry(report_key=f"{n:032x}", event_id=f"e{n}", sku=sku, received_at=1_000_000, size_bytes=1)
+            for n in range(start, start + count)]
+
+
+def _load(index: SqliteCrashIndex | MysqlCrashIndex) -> ReportFilter:
+    """Many reports of another sku first (lower ids), then ours."""
+    for start in range(0, OTHER_REPORTS, 1_000):
+        index.insert_many(_entries("busy:pc", 1_000, start))
+    index.insert_many(_entries("quiet:pc", OUR_REPORTS, OTHER_REPORTS))
+    return ReportFilter(sku="quiet:pc", limit=1)
+
+
+def test_sqlite_pages_through_the_sku_index_without_sorting(tmp_path: Path) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    query = _load(SqliteCrashIndex(database))
+    sql, params = find_query(query, SqliteCrashIndex.SKU_ORDER_INDEX)
+    plan = " | ".join(row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    assert "USING INDEX reports_sku_id" in plan
+    assert "TEMP B-TREE" not in plan
+
+
+def _table(node: Any) -> dict[str, Any]:
+    """The table access in an ANALYZE FORMAT=JSON plan, wherever a filesort puts it."""
+    if isinstance(node, dict):
+        if "table_name" in node:
+            return node
+        children: list[Any] = list(node.values())
+    else:
+        children = node if isinstance(node, list) else []
+    for child in children:
+        found = _table(child)
+        if found:
+            return found
+    return {}
+
+
+def test_mysql_reads_only_the_skus_rows() -> None:
+    with mysql_database(namespace()) as database:
+        query = _load(MysqlCrashIndex(database))
+        sql, params = find_query(query, MysqlCrashIndex.SKU_ORDER_INDEX)
+        with database.connection().cursor() as cursor:
+            cursor.execute("ANALYZE TABLE reports")  # the statistics a table in use has
+            cursor.fetchall()
+            cursor.execute(f"ANALYZE FORMAT=JSON {pyformat(sql)}", params)
+            (analysis,) = cursor.fetchone()
+        table = _table(json.loads(analysis))
+        assert table["key"] == "reports_sku_id"
+        assert table["r_rows"] == 1  # the index is read in order: a LIMIT 1 stops at the first row

@@ -3,6 +3,7 @@ fail later in a store (DESIGN §5)."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, StringConstraints
@@ -33,8 +34,9 @@ PathSegment = Annotated[str, StringConstraints(pattern=_SEGMENT)]
 AttachmentName = Annotated[str, StringConstraints(pattern=_SEGMENT), AfterValidator(_not_a_directory)]
 
 
-def check_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
-    """Iterative, so a hostile document cannot exhaust the stack here either."""
+def check_json(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """Nesting within `limit`, and every number a finite float at most (1e400 parses as infinity,
+    which no JSON can carry on). Iterative, so a hostile document cannot exhaust the stack."""
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
         item, depth = pending.pop()
@@ -44,3 +46,5 @@ def check_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
             pending.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list):
             pending.extend((child, depth + 1) for child in item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InvalidField("a number is beyond the range of a 64-bit float", "body")

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from core.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
-from core.limits import MAX_JSON_DEPTH, check_depth
+from core.limits import MAX_JSON_DEPTH, check_json
 
 MAX_BODY_BYTES = 1 << 20
+# RFC 8259 lets a parser ignore it; clients that write one should not lose their reports
+UTF8_BOM = b"\xef\xbb\xbf"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -27,8 +29,13 @@ class Posted:
     content_type: str | None = None
     idempotency_key: str | None = None
 
+    @property
+    def json_text(self) -> bytes:
+        """The body as the JSON text it holds, without a byte order mark."""
+        return self.body.removeprefix(UTF8_BOM)
+
     def json(self) -> Any:
-        return parse_json_body(self.body, self.content_type)
+        return parse_json_body(self.json_text, self.content_type)
 
 
 def parse_json_body(body: bytes, content_type: str | None, max_bytes: int = MAX_BODY_BYTES) -> Any:
@@ -38,13 +45,15 @@ def parse_json_body(body: bytes, content_type: str | None, max_bytes: int = MAX_
             raise UnsupportedMediaType(f"expected application/json, got {media_type or 'nothing'}")
     if len(body) > max_bytes:
         raise PayloadTooLarge(f"body is {len(body)} bytes; the limit is {max_bytes}")
+    # strict JSON, as the consumers parse it again: UTF-8 only, no NaN or Infinity, no lone
+    # surrogates (json.loads took all three, and a report then failed later or changed on the way)
     try:
-        parsed = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
+        parsed = pydantic_core.from_json(body, allow_inf_nan=False)
+    except ValueError as exc:
+        if "recursion limit" in str(exc):
+            raise InvalidField(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", "body") from None
         raise InvalidJson(f"body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise InvalidField(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", "body") from None
-    check_depth(parsed)
+    check_json(parsed)
     return parsed
 
 

@@ -9,7 +9,7 @@ from adapters.ports import EventLog, OutgoingRecord, SpillStore
 from core.requests import Posted, validate
 from core.timeutil import now_ms
 from core.topics import CRASHES, publish
-from crashes.model import CrashEnvelope, CrashSubmission, new_event_id, report_key
+from crashes.model import CrashSubmission, envelope_value, new_event_id, report_key
 
 
 @dataclass(frozen=True)
@@ -19,15 +19,11 @@ class Receipt:
 
 
 def capture_crash(log: EventLog, spill: SpillStore, posted: Posted) -> Receipt:
-    payload = posted.json()
-    submission = validate(CrashSubmission, payload)
+    submission = validate(CrashSubmission, posted.json())
     event_id = new_event_id(f"crash\x00{submission.sku}", posted.idempotency_key)
     key = report_key(event_id)
-    envelope = CrashEnvelope(
-        eventId=event_id, reportKey=key, receivedAt=now_ms(), sizeBytes=len(posted.body), payload=payload
-    )
     publish(log, spill, CRASHES, [OutgoingRecord(
-        value=envelope.model_dump_json().encode(),
+        value=envelope_value(event_id, key, now_ms(), len(posted.body), posted.json_text),
         key=key.encode(),
         headers=(("eventId", event_id.encode()),),
     )])

@@ -2,13 +2,24 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
-from core.requests import parse_json_body, validate
-from crashes.model import CrashSubmission, attachment_key, decode_attachment, new_event_id, report_key
+from core.requests import Posted, parse_json_body, validate
+from crashes.model import (
+    CrashEnvelope,
+    CrashSubmission,
+    attachment_key,
+    decode_attachment,
+    envelope_value,
+    new_event_id,
+    report_key,
+)
 
 
 def test_report_key_is_first_16_bytes_of_sha256_of_event_id():
@@ -94,3 +105,43 @@ def test_parse_json_body_errors():
         parse_json_body(b" " * 11, "application/json", max_bytes=10)
     assert parse_json_body(b'{"a": 1}', "application/json; charset=utf-8") == {"a": 1}
     assert parse_json_body(b"[]", "application/vnd.blackbox+json") == []
+
+
+@pytest.mark.parametrize("body", [
+    b'{"sku": "g", "x": NaN}',
+    b'{"sku": "g", "x": -Infinity}',
+    b'{"sku": "g", "stackTrace": "\\ud800"}',  # a lone surrogate: no UTF-8 can carry it on
+    '{"sku": "g"}'.encode("utf-16"),
+    b'{"sku": "g", "x": "\xff"}',
+])
+def test_what_json_loads_took_but_strict_json_refuses(body: bytes):
+    with pytest.raises(InvalidJson):
+        Posted(body).json()
+
+
+def test_a_number_beyond_a_float_is_refused():
+    with pytest.raises(InvalidField):
+        Posted(b'{"sku": "g", "x": [1e400]}').json()
+
+
+def test_a_byte_order_mark_is_skipped():
+    posted = Posted(b'\xef\xbb\xbf{"sku": "g"}')
+    assert posted.json() == {"sku": "g"}
+    assert posted.json_text == b'{"sku": "g"}'
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(payload=st.dictionaries(st.text(), JSON_VALUES, max_size=6), spaces=st.sampled_from(["", " ", "\n\t "]))
+def test_the_envelope_around_the_submitted_text_gives_back_the_payload(payload: dict, spaces: str):
+    text = f"{spaces}{json.dumps(payload, ensure_ascii=False)}{spaces}".encode()
+    parsed = Posted(text).json()
+    envelope = CrashEnvelope.model_validate_json(envelope_value("e-1", "k" * 32, 5, len(text), Posted(text).json_text))
+    assert envelope.payload == parsed == payload
+    assert (envelope.eventId, envelope.reportKey, envelope.receivedAt, envelope.sizeBytes) == ("e-1", "k" * 32, 5,
+                                                                                                len(text))

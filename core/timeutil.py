@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -10,6 +11,9 @@ from core.errors import InvalidField
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
+# what RFC 3339 can say, so epoch milliseconds outside it (and outside a BIGINT) are refused too
+_FIRST_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+_LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 
 
 def now_ms() -> int:
@@ -24,8 +28,11 @@ def to_rfc3339(epoch_ms: int) -> str:
 def parse_time(value: str, field: str) -> int:
     """Accepts epoch milliseconds or RFC 3339 (a zone is required: a bare local time is ambiguous)."""
     text = value.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
+    if re.fullmatch(r"-?[0-9]+", text):  # ASCII only: isdigit() takes "¹", which int() refuses
+        epoch_ms = int(text)
+        if not _FIRST_MS <= epoch_ms <= _LAST_MS:
+            raise InvalidField(f"{field} must be within the years 1 to 9999", field)
+        return epoch_ms
     try:
         dt = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:

@@ -56,7 +56,7 @@ def _encode_cursor(report_id: int) -> str:
 def _decode_cursor(cursor: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if text.startswith("r") and text[1:].isdigit():
+        if re.fullmatch(r"r[0-9]{1,19}", text) and int(text[1:]) <= INT64_MAX:
             return int(text[1:])
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass

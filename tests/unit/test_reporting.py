@@ -178,3 +178,14 @@ def test_crash_groups_with_top_frames_from_the_sample(adapters: Adapters):
     assert first["firstSeen"] <= first["lastSeen"]
     with pytest.raises(InvalidField):
         crash_groups(adapters.index, adapters.documents, {"sku": "g", "limit": "101"})
+
+
+@pytest.mark.parametrize("text", ["\u00b9", "-\u00b2", "1_000", "99999999999999999999", "-99999999999999999999"])
+def test_times_are_ascii_epoch_milliseconds_within_rfc3339s_years(text: str):
+    with pytest.raises(InvalidField):
+        parse_time(text, "from")
+
+
+def test_epoch_milliseconds_and_rfc3339_name_the_same_instant():
+    assert parse_time(" -5 ", "t") == -5
+    assert parse_time("253402300799999", "t") == parse_time("9999-12-31T23:59:59.999Z", "t")

@@ -36,7 +36,7 @@ from benchmarks.stats import percentile
 from core.requests import Posted
 from core.timeutil import now_ms
 from crashes.capture import capture_crash
-from crashes.model import CrashEnvelope, new_event_id, report_key
+from crashes.model import CrashEnvelope, attachment_key, new_event_id, report_key
 from crashes.persistence import persist_crashes
 from loadgen import payloads
 from loadgen.run import LoadConfig, LoadReport
@@ -185,10 +185,12 @@ def consumer_section(settings: Settings, plan: Plan, results: Results, progress:
         # the raw engines get the consumer's batches: what one poll returns
         batches: list[list[LogRecord]] = []
         raw_consume = _drain(a, "bench-raw", n, batches.append)
+        raw_documents = [{f"raw-{r.partition}-{r.offset}": r.value for r in batch} for batch in batches]
         started = time.perf_counter()
-        for batch in batches:
-            a.documents.upsert_many({f"raw-{r.partition}-{r.offset}": r.value for r in batch}, 3600)
+        for documents in raw_documents:
+            a.documents.upsert_many(documents, 3600)
         raw_upsert = time.perf_counter() - started
+        a.documents.delete_many([key for documents in raw_documents for key in documents])  # see drop_documents
         raw_insert = _raw_index_insert(settings, [len(batch) for batch in batches if batch])
         results.consumer = {
             "consumer": n / persisted, "consumerMB": megabytes / persisted, "rawConsume": n / raw_consume,
@@ -368,22 +370,47 @@ def _concurrent(url: str, sku: str, size: int) -> float:
     return sum(latencies) / len(latencies)
 
 
+def drop_documents(settings: Settings) -> None:
+    """Deletes the documents of every report indexed so far. CouchbaseMock holds each document in its
+    heap until it expires, and a full run writes GBs: a later section or run would find it out of
+    memory (the embedded profile's documents go with its data directory)."""
+    if settings.profile != "services":
+        return
+    database = MysqlDatabase(settings.mysql_url)
+    try:
+        with database.connection().cursor() as cursor:
+            cursor.execute("SELECT report_key, attachments FROM reports")
+            rows = cursor.fetchall()
+    finally:
+        database.close()
+    keys = [key for report, names in rows for key in (report, *(attachment_key(report, n) for n in json.loads(names)))]
+    a = build(settings)
+    try:
+        a.documents.delete_many(keys)
+    finally:
+        a.close()
+
+
 def run_profile(profile: str, plan: Plan, progress: Progress, log_dir: Path) -> Results:
     results = Results(profile)
     with isolated(profile) as settings:
         migrate(settings)
-        consumer_section(settings, plan, results, progress)
-        # the serve's settings: where the query section puts reports on its log (embedded: its file)
-        served = settings.model_copy(update={"data_dir": settings.data_dir / "serve"})
-        serve = Serve(served.data_dir, log_dir / f"bench-serve-{profile}.log", profile, environment(settings))
-        serve.start()
         try:
-            capture_section(serve, settings, plan, results, progress)
-            progress(f"{profile}: waiting for the consumers to catch up")
-            _settle(serve.url, "bench-cap:pc")
-            e2e_section(serve, plan, results, progress)
-            query_section(serve, served, plan, results, progress)
+            consumer_section(settings, plan, results, progress)
+            # the serve's settings: where the query section puts reports on its log (embedded: its file)
+            served = settings.model_copy(update={"data_dir": settings.data_dir / "serve"})
+            serve = Serve(served.data_dir, log_dir / f"bench-serve-{profile}.log", profile, environment(settings))
+            serve.start()
+            try:
+                capture_section(serve, settings, plan, results, progress)
+                progress(f"{profile}: waiting for the consumers to catch up")
+                _settle(serve.url, "bench-cap:pc")
+                e2e_section(serve, plan, results, progress)
+                drop_documents(settings)
+                query_section(serve, served, plan, results, progress)
+            finally:
+                serve.stop()
         finally:
-            serve.stop()
+            drop_documents(settings)
         legacy_section(settings, plan, results, progress)
     return results

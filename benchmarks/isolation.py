@@ -1,5 +1,5 @@
-"""A deployment of its own for each benchmark: on `services`, a MySQL database, Kafka topics and
-Couchbase keys under a fresh name, dropped afterwards; on `embedded`, a fresh data directory."""
+"""A deployment of its own for each benchmark: on `services`, a MySQL database (dropped afterwards),
+Kafka topics and Couchbase keys under a fresh name; on `embedded`, a fresh data directory."""
 
 from __future__ import annotations
 

@@ -18,6 +18,14 @@ _CHUNK = 1000  # keys per multi-operation
 _PING_KEY = "blackbox:ping"
 
 
+def _raise_first(exceptions: Mapping[str, CouchbaseException], operation: str) -> None:
+    """The first failure of a multi-operation, but for keys that are not there (no error here)."""
+    for key, error in exceptions.items():
+        if not isinstance(error, DocumentNotFoundException):
+            # message=: CouchbaseException(text) took the text for its C error and could not print itself
+            raise CouchbaseException(message=f"{operation} of {key} failed: {error!r}")
+
+
 class CouchbaseDocumentStore:
     def __init__(self, url: str, bucket: str, username: str, password: str, key_prefix: str = "") -> None:
         """`key_prefix` lets several deployments share one bucket."""
@@ -37,20 +45,22 @@ class CouchbaseDocumentStore:
             result = self._collection.upsert_multi(
                 dict(items[start : start + _CHUNK]), expiry=timedelta(seconds=ttl_seconds), transcoder=_TRANSCODER
             )
-            if not result.all_ok:
-                key, error = next(iter(result.exceptions.items()))
-                raise CouchbaseException(f"upsert of {key} failed: {error}")
+            _raise_first(result.exceptions, "upsert")
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
         unique = list(dict.fromkeys(self._prefix + key for key in keys))
         for start in range(0, len(unique), _CHUNK):
             result = self._collection.get_multi(unique[start : start + _CHUNK], transcoder=_TRANSCODER)
-            for key, error in result.exceptions.items():
-                if not isinstance(error, DocumentNotFoundException):
-                    raise CouchbaseException(f"get of {key} failed: {error}")
+            _raise_first(result.exceptions, "get")
             found.update((key[len(self._prefix) :], bytes(r.value)) for key, r in result.results.items())
         return found
+
+    def delete_many(self, keys: Sequence[str]) -> None:
+        unique = list(dict.fromkeys(self._prefix + key for key in keys))
+        for start in range(0, len(unique), _CHUNK):
+            result = self._collection.remove_multi(unique[start : start + _CHUNK])
+            _raise_first(result.exceptions, "remove")
 
     def purge_expired(self) -> int:
         """Couchbase removes expired documents itself (expiry pager and compaction)."""

@@ -47,6 +47,10 @@ class SqliteDocumentStore:
             found.update((key, bytes(body)) for key, body in rows)
         return found
 
+    def delete_many(self, keys: Sequence[str]) -> None:
+        with self._db.write() as conn:
+            conn.executemany("DELETE FROM documents WHERE key = ?", [(key,) for key in keys])
+
     def purge_expired(self) -> int:
         with self._db.write() as conn:
             return conn.execute("DELETE FROM documents WHERE expires_at <= ?", (now_ms(),)).rowcount

@@ -41,3 +41,10 @@ def test_purge_of_expired_documents_keeps_the_live_ones(document_store: Document
     time.sleep(1.1)
     document_store.purge_expired()
     assert document_store.get_many(["short", "long"]) == {"long": b"y"}
+
+
+def test_delete_many_removes_those_keys_and_ignores_missing_ones(document_store: DocumentStore):
+    document_store.upsert_many({"a": b"1", "b": b"2", "c": b"3"}, ttl_seconds=60)
+    document_store.delete_many(["a", "c", "never-there"])
+    assert document_store.get_many(["a", "b", "c"]) == {"b": b"2"}
+    document_store.delete_many([])

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from adapters.factory import build, migrate
+from adapters.ports import LogRecord
 from benchmarks import crs, crs_tables, ranking
+from benchmarks.isolation import isolated
+from core.requests import Posted
+from core.topics import CRASHES
+from crashes.capture import capture_crash
+from crashes.model import attachment_key
+from crashes.persistence import persist_crashes
 
 
 def test_ranking_section_runs_on_a_tiny_plan():
@@ -33,3 +41,24 @@ def test_crash_reporting_section_runs_on_both_profiles_on_a_tiny_plan(tmp_path: 
     assert {"legacy", "crashes", "sessionsSingle", "sessionsBatched"} <= set(results[0].capture)
     assert "rawProducer" in results[1].capture and "rawProducer" not in results[0].capture
     assert (tmp_path / "plots" / "spike-throughput.png").stat().st_size > 1000
+
+
+def test_the_crash_bench_deletes_the_documents_it_wrote():
+    """CouchbaseMock keeps documents in its heap: a full run once left it out of memory."""
+    with isolated("services") as settings:
+        migrate(settings)
+        a = build(settings)
+        try:
+            capture_crash(a.log, a.spill, Posted(crs.crash_bodies(1, "drop:pc", 2_000)[0]))
+            records: list[LogRecord] = []
+            consumer = a.log.consumer("drop-test", CRASHES)
+            while not records:
+                records = consumer.poll(10, 1 << 20, timeout_s=1.0)
+            consumer.close()
+            (entry,) = persist_crashes(records, a.documents, a.index, a.log, 3600)
+            keys = [entry.report_key, *(attachment_key(entry.report_key, n) for n in entry.attachments)]
+            assert len(a.documents.get_many(keys)) == 2
+            crs.drop_documents(settings)
+            assert a.documents.get_many(keys) == {}
+        finally:
+            a.close()

@@ -180,7 +180,8 @@ async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callabl
             try:
                 async with client.post(path, data=body) as response:
                     status: int | str = response.status
-                    answer = await response.json() if status == 202 else await response.read()
+                    text = await response.read()  # read to the end even when unused: the connection is reused
+                answer = json.loads(text) if status == 202 else None
             except (aiohttp.ClientError, TimeoutError) as exc:
                 status, answer = type(exc).__name__, None
             latency = (time.perf_counter() - start - due) * 1000

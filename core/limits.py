@@ -4,6 +4,7 @@ fail later in a store (DESIGN §5)."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, StringConstraints
@@ -32,6 +33,15 @@ _SEGMENT = r"^[\w\-._~()'!*:@,;=+&$%<> \[\]{}|^]{1,128}$"
 PathSegment = Annotated[str, StringConstraints(pattern=_SEGMENT)]
 # a file name, not a path, and one that can be asked for again (/attachments/{name})
 AttachmentName = Annotated[str, StringConstraints(pattern=_SEGMENT), AfterValidator(_not_a_directory)]
+
+
+def ascii_int(text: str, low: int, high: int) -> int | None:
+    """`text` as an integer within [low, high] if it is ASCII digits after an optional minus, else
+    None: int() also takes "١٢", "1_000" and spaces, and isdigit() takes "²", which int() refuses."""
+    if re.fullmatch(r"-?[0-9]{1,20}", text) is None:
+        return None
+    value = int(text)
+    return value if low <= value <= high else None
 
 
 def check_json(value: Any, limit: int = MAX_JSON_DEPTH) -> None:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from core.errors import InvalidField, MissingField
+from core.limits import ascii_int
 from core.timeutil import now_ms, parse_time
 
 
@@ -28,12 +29,9 @@ def integer(params: Mapping[str, str], name: str, default: int, low: int, high: 
     text = params.get(name)
     if text is None:
         return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidField(f"{name} must be an integer", name) from None
-    if not low <= value <= high:
-        raise InvalidField(f"{name} must be between {low} and {high}", name)
+    value = ascii_int(text, low, high)
+    if value is None:
+        raise InvalidField(f"{name} must be an integer from {low} to {high}", name)
     return value
 
 

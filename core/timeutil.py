@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime, timedelta
 
 from core.errors import InvalidField
+from core.limits import ascii_int
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MINUTE_MS = 60_000
@@ -28,15 +28,14 @@ def to_rfc3339(epoch_ms: int) -> str:
 def parse_time(value: str, field: str) -> int:
     """Accepts epoch milliseconds or RFC 3339 (a zone is required: a bare local time is ambiguous)."""
     text = value.strip()
-    if re.fullmatch(r"-?[0-9]+", text):  # ASCII only: isdigit() takes "¹", which int() refuses
-        epoch_ms = int(text)
-        if not _FIRST_MS <= epoch_ms <= _LAST_MS:
-            raise InvalidField(f"{field} must be within the years 1 to 9999", field)
+    epoch_ms = ascii_int(text, _FIRST_MS, _LAST_MS)
+    if epoch_ms is not None:
         return epoch_ms
     try:
         dt = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
-        raise InvalidField(f"{field} must be RFC 3339 or epoch milliseconds", field) from None
+        raise InvalidField(f"{field} must be RFC 3339 or epoch milliseconds within the years 1 to 9999",
+                           field) from None
     if dt.tzinfo is None:
         raise InvalidField(f"{field} must carry a time zone, e.g. 2026-01-01T00:00:00Z", field)
     # integer arithmetic: float timestamps turn .123 into 122.99999...

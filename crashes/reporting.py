@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import binascii
 import mimetypes
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ import pybase64
 from adapters.ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport, ReportFilter
 from core import queryparams
 from core.errors import InvalidField, NotFound
+from core.limits import ascii_int
 from core.timeutil import to_rfc3339
 from crashes.model import attachment_key, query_sku
 from crashes.persistence import ReportDocument
@@ -56,8 +56,9 @@ def _encode_cursor(report_id: int) -> str:
 def _decode_cursor(cursor: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if re.fullmatch(r"r[0-9]{1,19}", text) and int(text[1:]) <= INT64_MAX:
-            return int(text[1:])
+        report_id = ascii_int(text[1:], 0, INT64_MAX) if text.startswith("r") else None
+        if report_id is not None:
+            return report_id
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass
     raise InvalidField("cursor is not one this API gave out", "cursor")
@@ -119,9 +120,9 @@ def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[st
 
 
 def _report(index: CrashIndex, report_id: str) -> IndexedReport:
-    # ASCII digits within the index's BIGINT: anything else names no report (isdigit() takes "²")
-    known = re.fullmatch(r"[0-9]{1,19}", report_id) is not None and int(report_id) <= INT64_MAX
-    report = index.get(int(report_id)) if known else None
+    # within the index's BIGINT, or it names no report
+    known = ascii_int(report_id, 0, INT64_MAX)
+    report = None if known is None else index.get(known)
     if report is None:
         raise NotFound(f"no crash report {report_id}")
     return report

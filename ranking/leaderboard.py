@@ -11,6 +11,7 @@ from typing import Any
 from adapters.ports import BoardSettings, Entry, RankingStore
 from core import queryparams
 from core.errors import InvalidField, NotFound
+from core.limits import ascii_int
 from core.requests import Posted, validate
 from ranking.model import NAME_PATTERN, BoardSettingsBody
 from ranking.queries import rank_of, score_at
@@ -103,10 +104,7 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, params: 
 def rank_for_score(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) -> dict[str, Any]:
     settings = _board(store, board)
     text = queryparams.required(params, "score")
-    try:
-        score = int(text)
-    except ValueError:
-        raise InvalidField("score must be an integer", "score") from None
-    if not INT64_MIN <= score <= INT64_MAX:
+    score = ascii_int(text, INT64_MIN, INT64_MAX)
+    if score is None:
         raise InvalidField("score must be a signed 64-bit integer", "score")
     return {"score": score, "rank": rank_of(tree, store, board, settings.order, score)}

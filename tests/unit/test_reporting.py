@@ -9,6 +9,7 @@ import pytest
 
 from adapters.factory import Adapters
 from core.errors import InvalidField, MissingField, NotFound
+from core.limits import ascii_int
 from core.requests import Posted
 from core.timeutil import now_ms, parse_time, to_rfc3339
 from crashes.capture import capture_crash
@@ -189,3 +190,12 @@ def test_times_are_ascii_epoch_milliseconds_within_rfc3339s_years(text: str):
 def test_epoch_milliseconds_and_rfc3339_name_the_same_instant():
     assert parse_time(" -5 ", "t") == -5
     assert parse_time("253402300799999", "t") == parse_time("9999-12-31T23:59:59.999Z", "t")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0", 0), ("-5", -5), ("9223372036854775807", 2**63 - 1),
+    ("9223372036854775808", None), ("\u00b2", None), ("\u0661\u0662", None), ("1_000", None), (" 1", None),
+    ("+1", None), ("", None),
+])
+def test_ascii_int_takes_ascii_digits_within_range_only(text: str, expected: int | None):
+    assert ascii_int(text, -(2**63), 2**63 - 1) == expected

@@ -27,7 +27,7 @@ from rich.console import Console
 
 from adapters.factory import Adapters, Settings, build, migrate
 from adapters.kafka.auth import plaintext
-from adapters.kafka.log import KafkaEventLog
+from adapters.kafka.log import PUBLISH_TIMEOUT_S, KafkaEventLog, producer_config
 from adapters.mysql.database import MysqlDatabase
 from adapters.ports import IndexEntry, LogRecord, OutgoingRecord
 from adapters.sql.queries import INSERT_COLUMNS, entry_values
@@ -39,6 +39,7 @@ from crashes.capture import capture_crash
 from crashes.model import CrashEnvelope, attachment_key, new_event_id, report_key
 from crashes.persistence import persist_crashes
 from loadgen import payloads
+from loadgen.profiles import SPIKE_WINDOW
 from loadgen.run import LoadConfig, LoadReport
 from loadgen.run import run as run_load
 from local_runtime.poller import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
@@ -118,8 +119,7 @@ def raw_producer_rate(settings: Settings, bodies: Sequence[bytes], seconds: floa
     log = KafkaEventLog(plaintext(settings.kafka_bootstrap), topic_prefix=settings.kafka_topic_prefix)
     log.ensure_topic("bench-raw")  # made and known before the clock starts, as capture's topics are
     log.close()
-    producer = Producer({**plaintext(settings.kafka_bootstrap), "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 2, "compression.type": "lz4", "message.max.bytes": 2 << 20})
+    producer = Producer(producer_config(plaintext(settings.kafka_bootstrap), PUBLISH_TIMEOUT_S))
     topic = f"{settings.kafka_topic_prefix}bench-raw"
     producer.produce(topic, b"warm-up")
     producer.flush(30)
@@ -284,12 +284,10 @@ def e2e_section(serve: Serve, plan: Plan, results: Results, progress: Progress) 
                         crash_kb=100, mix=(0.5, 0.3, 0.2))
     report = run_load(config, Console(stderr=True, quiet=True))
     results.spike = report
-    spike_from = report.started_ms + 0.3 * plan.spike_seconds * 1000
-    spike_to = report.started_ms + 0.7 * plan.spike_seconds * 1000
+    spike_from, spike_to = (report.started_ms + share * plan.spike_seconds * 1000 for share in SPIKE_WINDOW)
     windows = {"baseline": [ms for at, ms in report.verification.visibility if not spike_from <= at < spike_to],
                "spike": [ms for at, ms in report.verification.visibility if spike_from <= at < spike_to]}
     results.e2e = {name: {"mean": sum(ms) / len(ms), "p95": percentile(ms, 95)} for name, ms in windows.items() if ms}
-    results.e2e["lost"] = {"mean": float(report.verification.lost), "p95": 0.0}
 
 
 def query_section(serve: Serve, settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:

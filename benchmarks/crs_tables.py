@@ -85,7 +85,8 @@ def end_to_end(results: Sequence[Results], plan: Plan) -> list[str]:
         for stat in ("mean", "p95"):
             cells = [f"{r.e2e[window][stat]:,.0f}" if window in r.e2e else "-" for r in results]
             lines.append(f"| {window} {stat} | {PAPER_E2E_MS[stat]} | " + " | ".join(cells) + " |")
-    lines.append("| lost | - | " + " | ".join(f"{r.e2e['lost']['mean']:.0f}" for r in results) + " |")
+    lines.append("| lost | - | " + " | ".join("-" if r.spike is None else f"{r.spike.verification.lost}"
+                                               for r in results) + " |")
     lines.append("")
     for r in results:
         base = r.e2e.get("baseline", {}).get("p95", float("inf"))

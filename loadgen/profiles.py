@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 RateAt = Callable[[float], float]
 SPIKE_FACTOR = 10
+SPIKE_WINDOW = (0.3, 0.7)
+"""Where the spike profile's x10 starts and ends, as fractions of the run."""
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,8 @@ def _steady(base: float, _duration: float, _t: float) -> float:
 
 def _spike(base: float, duration: float, t: float) -> float:
     """x10 in the middle 40% of the run, like the paper's Figure 2."""
-    return base * SPIKE_FACTOR if 0.3 * duration <= t < 0.7 * duration else base
+    start, end = SPIKE_WINDOW
+    return base * SPIKE_FACTOR if start * duration <= t < end * duration else base
 
 
 def _launch(base: float, duration: float, t: float) -> float:

@@ -25,6 +25,21 @@ from adapters.ports import LogRecord, OutgoingRecord
 MAX_MESSAGE_BYTES = 2 * 1024 * 1024
 # records taken from the client's buffer at a time while a batch fills
 CHUNK_RECORDS = 64
+PUBLISH_TIMEOUT_S = 2.0
+
+
+def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> dict[str, Any]:
+    """What capture produces with: every in-sync replica confirms, no duplicates on retry."""
+    return {
+        **client_config,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 2,
+        "compression.type": "lz4",
+        "message.max.bytes": MAX_MESSAGE_BYTES,
+        # a record not confirmed in time is expired, not delivered later: capture spills it instead
+        "message.timeout.ms": int(publish_timeout_s * 1000),
+    }
 
 
 class PublishTimeout(TimeoutError):
@@ -50,7 +65,7 @@ class KafkaEventLog:
         *,
         partitions: int = 4,
         topic_prefix: str = "",
-        publish_timeout_s: float = 2.0,
+        publish_timeout_s: float = PUBLISH_TIMEOUT_S,
         create_topics: bool = True,
         retention_days: int = 7,
     ) -> None:
@@ -64,16 +79,7 @@ class KafkaEventLog:
         self._partitions = partitions
         self._prefix = topic_prefix
         self._timeout = publish_timeout_s
-        self._producer = Producer({
-            **client_config,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 2,
-            "compression.type": "lz4",
-            "message.max.bytes": MAX_MESSAGE_BYTES,
-            # a record not confirmed in time is expired, not delivered later: capture spills it instead
-            "message.timeout.ms": int(publish_timeout_s * 1000),
-        })
+        self._producer = Producer(producer_config(client_config, publish_timeout_s))
         self._admin = AdminClient(client_config)
         self._known_topics: set[str] = set()
         self._topics_lock = threading.Lock()

@@ -1,22 +1,21 @@
-"""What the Lambda functions need in AWS, from their environment and Secrets Manager: read once
-per container (the adapters are built once and reused across invocations)."""
+"""What the Lambda functions need in AWS, from their environment and Secrets Manager. A secret is
+read only when the first port that needs it is built (adapters.factory builds each port once per
+container): a function reads only the secrets of the ports it uses, and its role may read no other."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import boto3
+
 from adapters.kafka.auth import msk_iam
+from adapters.spill.s3 import S3SpillStore
 
-
-@dataclass(frozen=True)
-class AwsConnections:
-    kafka_config: dict[str, Any]
-    mysql_url: str
-    couchbase_username: str
-    couchbase_password: str
+if TYPE_CHECKING:
+    from adapters.factory import Settings
+    from adapters.ports import SpillStore
 
 
 def read_secret(client: Any, arn: str) -> dict[str, Any]:
@@ -32,15 +31,26 @@ def mysql_url(secret: dict[str, Any], proxy_host: str | None) -> str:
     return f"mysql://{user}:{password}@{host}:{secret.get('port', 3306)}/{secret.get('dbname', 'blackbox')}"
 
 
-def resolve(
-    secrets_client: Any, *, region: str, kafka_bootstrap: str, mysql_secret_arn: str, mysql_proxy_host: str | None,
-    couchbase_secret_arn: str,
-) -> AwsConnections:
-    database = read_secret(secrets_client, mysql_secret_arn)
-    couchbase = read_secret(secrets_client, couchbase_secret_arn)
-    return AwsConnections(
-        kafka_config=msk_iam(kafka_bootstrap, region),
-        mysql_url=mysql_url(database, mysql_proxy_host),
-        couchbase_username=couchbase["username"],
-        couchbase_password=couchbase["password"],
-    )
+class AwsEndpoints:
+    """The engines of the aws profile (adapters.factory.Endpoints): MSK with IAM auth, RDS Proxy and
+    Couchbase with credentials from Secrets Manager, the S3 spill bucket. Every call reads what it
+    needs then, and nothing before."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def _secret(self, arn: str) -> dict[str, Any]:
+        return read_secret(boto3.client("secretsmanager", region_name=self._settings.aws_region), arn)
+
+    def kafka_config(self) -> dict[str, Any]:
+        return msk_iam(self._settings.kafka_bootstrap, self._settings.aws_region)
+
+    def mysql_url(self) -> str:
+        return mysql_url(self._secret(self._settings.mysql_secret_arn), self._settings.mysql_proxy_host)
+
+    def couchbase_credentials(self) -> tuple[str, str]:
+        secret = self._secret(self._settings.couchbase_secret_arn)
+        return secret["username"], secret["password"]
+
+    def spill(self) -> SpillStore:
+        return S3SpillStore(boto3.client("s3", region_name=self._settings.aws_region), self._settings.spill_bucket)

@@ -3,15 +3,20 @@ runtime and tests `install()` a set explicitly."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
 from core.access import ApiKeys
 from crashes.spikes import SpikePolicy
+
+if TYPE_CHECKING:
+    from adapters.embedded.index import SqliteIndexDatabase
+    from adapters.mysql.database import MysqlDatabase
 
 # written by scripts/services start: where the local engines listen
 SERVICES_ENV_FILE = ".services/services.env"
@@ -55,50 +60,87 @@ class Settings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:16379/0"
 
 
-@dataclass
+Port = Literal["log", "documents", "index", "counters", "ranking", "spill"]
+PORTS: tuple[Port, ...] = get_args(Port)
+
+T = TypeVar("T")
+
+
+class Once(Generic[T]):
+    """A value made on first use, by whichever thread asks first, then kept. A failed attempt keeps
+    nothing, so the next use tries again (an engine that was away may be back)."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self.value: T | None = None
+
+    def get(self) -> T:
+        if self.value is None:
+            with self._lock:
+                if self.value is None:
+                    self.value = self._make()
+        return self.value
+
+
+class _Port(Generic[T]):
+    """An attribute of Adapters: its port, built on first use."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, adapters: Adapters, owner: type) -> T:
+        port: T = adapters._ports[self._name].get()
+        return port
+
+
+class Wiring(Protocol):
+    """How a profile makes each port (the methods are named after the ports)."""
+
+    def log(self) -> EventLog: ...
+    def documents(self) -> DocumentStore: ...
+    def index(self) -> CrashIndex: ...
+    def counters(self) -> SessionCounters: ...
+    def ranking(self) -> RankingStore: ...
+    def spill(self) -> SpillStore: ...
+
+
 class Adapters:
-    settings: Settings
-    log: EventLog
-    documents: DocumentStore
-    index: CrashIndex
-    counters: SessionCounters
-    ranking: RankingStore
-    spill: SpillStore
+    """The ports of one process (a Lambda container, serve, a command), each built on its first
+    use: a function builds only the ports it reaches (local_runtime.functions.FUNCTION_PORTS), so
+    an engine it does not use neither slows its cold start nor fails it: capture keeps answering
+    202, through the spill store if need be, while Couchbase or MySQL is away."""
+
+    log: _Port[EventLog] = _Port()
+    documents: _Port[DocumentStore] = _Port()
+    index: _Port[CrashIndex] = _Port()
+    counters: _Port[SessionCounters] = _Port()
+    ranking: _Port[RankingStore] = _Port()
+    spill: _Port[SpillStore] = _Port()
+
+    def __init__(self, settings: Settings, wiring: Wiring) -> None:
+        self.settings = settings
+        self._ports: dict[str, Once[Any]] = {port: Once(getattr(wiring, port)) for port in PORTS}
 
     @property
     def retention_seconds(self) -> int:
         return self.settings.retention_days * 86_400
 
+    @property
+    def built(self) -> list[Port]:
+        return [port for port in PORTS if self._ports[port].value is not None]
+
     def close(self) -> None:
-        for part in (self.log, self.documents, self.index, self.counters, self.ranking):
-            part.close()
+        for port in self.built:
+            if port != "spill":  # a spill store holds nothing open
+                self._ports[port].get().close()
 
 
 def build(settings: Settings) -> Adapters:
-    # imports per profile: a Lambda package carries only the clients its profile needs
+    """Connects to nothing: each port is built on its first use."""
     if settings.profile == "embedded":
-        return _embedded(settings)
-    if settings.profile == "aws":
-        import boto3
-
-        from adapters.aws import resolve
-
-        connections = resolve(
-            boto3.client("secretsmanager", region_name=settings.aws_region), region=settings.aws_region,
-            kafka_bootstrap=settings.kafka_bootstrap, mysql_secret_arn=settings.mysql_secret_arn,
-            mysql_proxy_host=settings.mysql_proxy_host, couchbase_secret_arn=settings.couchbase_secret_arn,
-        )
-        from adapters.spill.s3 import S3SpillStore
-
-        spill = S3SpillStore(boto3.client("s3", region_name=settings.aws_region), settings.spill_bucket)
-        return _engines(settings, spill, kafka_config=connections.kafka_config, mysql_url=connections.mysql_url,
-                        couchbase_username=connections.couchbase_username,
-                        couchbase_password=connections.couchbase_password)
-    from adapters.kafka.auth import plaintext
-
-    return _engines(settings, _spill_directory(settings), kafka_config=plaintext(settings.kafka_bootstrap),
-                    mysql_url=settings.mysql_url, couchbase_username=settings.couchbase_username,
-                    couchbase_password=settings.couchbase_password)
+        return Adapters(settings, _Embedded(settings))
+    return Adapters(settings, _Engines(settings, _endpoints(settings)))
 
 
 def _spill_directory(settings: Settings) -> SpillStore:
@@ -107,50 +149,134 @@ def _spill_directory(settings: Settings) -> SpillStore:
     return DirectorySpillStore(settings.data_dir / "spill")
 
 
-def _embedded(settings: Settings) -> Adapters:
-    from adapters.embedded.documents import SqliteDocumentStore
-    from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
-    from adapters.embedded.log import SqliteEventLog
-    from adapters.embedded.ranking import SqliteRankingStore
+# imports per port and profile: a Lambda package carries only the clients its profile needs, and a
+# function loads only those of the ports it uses
+class _Embedded:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        # the index, the counters and the leaderboards share one file, as they share one MySQL schema
+        self._sql = Once(self._open_sql)
 
-    data = settings.data_dir
-    sql = SqliteIndexDatabase(data / "index.sqlite")
-    return Adapters(
-        settings=settings,
-        log=SqliteEventLog(data / "log.sqlite", partitions=settings.log_partitions),
-        documents=SqliteDocumentStore(data / "documents.sqlite"),
-        index=SqliteCrashIndex(sql),
-        counters=SqliteSessionCounters(sql),
-        ranking=SqliteRankingStore(sql),
-        spill=_spill_directory(settings),
-    )
+    def _open_sql(self) -> SqliteIndexDatabase:
+        from adapters.embedded.index import SqliteIndexDatabase
+
+        return SqliteIndexDatabase(self._settings.data_dir / "index.sqlite")
+
+    def log(self) -> EventLog:
+        from adapters.embedded.log import SqliteEventLog
+
+        return SqliteEventLog(self._settings.data_dir / "log.sqlite", partitions=self._settings.log_partitions)
+
+    def documents(self) -> DocumentStore:
+        from adapters.embedded.documents import SqliteDocumentStore
+
+        return SqliteDocumentStore(self._settings.data_dir / "documents.sqlite")
+
+    def index(self) -> CrashIndex:
+        from adapters.embedded.index import SqliteCrashIndex
+
+        return SqliteCrashIndex(self._sql.get())
+
+    def counters(self) -> SessionCounters:
+        from adapters.embedded.index import SqliteSessionCounters
+
+        return SqliteSessionCounters(self._sql.get())
+
+    def ranking(self) -> RankingStore:
+        from adapters.embedded.ranking import SqliteRankingStore
+
+        return SqliteRankingStore(self._sql.get())
+
+    def spill(self) -> SpillStore:
+        return _spill_directory(self._settings)
 
 
-def _engines(
-    settings: Settings, spill: SpillStore, *, kafka_config: dict[str, Any], mysql_url: str, couchbase_username: str,
-    couchbase_password: str,
-) -> Adapters:
+class Endpoints(Protocol):
+    """Where the engines are and how to sign in: settings on one machine, MSK IAM and Secrets
+    Manager in AWS (adapters.aws). Each is asked only when a port that needs it is built."""
+
+    def kafka_config(self) -> dict[str, Any]: ...
+    def mysql_url(self) -> str: ...
+    def couchbase_credentials(self) -> tuple[str, str]: ...
+    def spill(self) -> SpillStore: ...
+
+
+class _LocalEndpoints:
+    """The services profile: the engines scripts/services runs on this machine."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def kafka_config(self) -> dict[str, Any]:
+        from adapters.kafka.auth import plaintext
+
+        return plaintext(self._settings.kafka_bootstrap)
+
+    def mysql_url(self) -> str:
+        return self._settings.mysql_url
+
+    def couchbase_credentials(self) -> tuple[str, str]:
+        return self._settings.couchbase_username, self._settings.couchbase_password
+
+    def spill(self) -> SpillStore:
+        return _spill_directory(self._settings)
+
+
+def _endpoints(settings: Settings) -> Endpoints:
+    if settings.profile == "aws":
+        from adapters.aws import AwsEndpoints
+
+        return AwsEndpoints(settings)
+    return _LocalEndpoints(settings)
+
+
+class _Engines:
     """Kafka, MySQL and Couchbase: the services profile on one machine, MSK/RDS/EC2 in AWS."""
-    from adapters.couchbase.documents import CouchbaseDocumentStore
-    from adapters.kafka.log import KafkaEventLog
-    from adapters.mysql.database import MysqlDatabase
-    from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
-    from adapters.mysql.ranking import MysqlRankingStore
 
-    sql = MysqlDatabase(mysql_url)
-    return Adapters(
-        settings=settings,
-        log=KafkaEventLog(kafka_config, partitions=settings.log_partitions, topic_prefix=settings.kafka_topic_prefix,
-                          create_topics=settings.profile != "aws", retention_days=settings.log_retention_days),
-        documents=CouchbaseDocumentStore(
-            settings.couchbase_url, settings.couchbase_bucket, couchbase_username, couchbase_password,
-            settings.couchbase_key_prefix,
-        ),
-        index=MysqlCrashIndex(sql),
-        counters=MysqlSessionCounters(sql),
-        ranking=MysqlRankingStore(sql),
-        spill=spill,
-    )
+    def __init__(self, settings: Settings, endpoints: Endpoints) -> None:
+        self._settings = settings
+        self._endpoints = endpoints
+        # the index, the counters and the leaderboards share one database and its connections
+        self._sql = Once(self._open_sql)
+
+    def _open_sql(self) -> MysqlDatabase:
+        from adapters.mysql.database import MysqlDatabase
+
+        return MysqlDatabase(self._endpoints.mysql_url())
+
+    def log(self) -> EventLog:
+        from adapters.kafka.log import KafkaEventLog
+
+        settings = self._settings
+        return KafkaEventLog(self._endpoints.kafka_config(), partitions=settings.log_partitions,
+                             topic_prefix=settings.kafka_topic_prefix, create_topics=settings.profile != "aws",
+                             retention_days=settings.log_retention_days)
+
+    def documents(self) -> DocumentStore:
+        from adapters.couchbase.documents import CouchbaseDocumentStore
+
+        settings = self._settings
+        username, password = self._endpoints.couchbase_credentials()
+        return CouchbaseDocumentStore(settings.couchbase_url, settings.couchbase_bucket, username, password,
+                                      settings.couchbase_key_prefix)
+
+    def index(self) -> CrashIndex:
+        from adapters.mysql.index import MysqlCrashIndex
+
+        return MysqlCrashIndex(self._sql.get())
+
+    def counters(self) -> SessionCounters:
+        from adapters.mysql.index import MysqlSessionCounters
+
+        return MysqlSessionCounters(self._sql.get())
+
+    def ranking(self) -> RankingStore:
+        from adapters.mysql.ranking import MysqlRankingStore
+
+        return MysqlRankingStore(self._sql.get())
+
+    def spill(self) -> SpillStore:
+        return self._endpoints.spill()
 
 
 def migrate(settings: Settings) -> list[str]:
@@ -159,15 +285,7 @@ def migrate(settings: Settings) -> list[str]:
         return []
     from adapters.mysql.database import MysqlDatabase
 
-    url = settings.mysql_url
-    if settings.profile == "aws":
-        import boto3
-
-        from adapters.aws import mysql_url, read_secret
-
-        secret = read_secret(boto3.client("secretsmanager", region_name=settings.aws_region), settings.mysql_secret_arn)
-        url = mysql_url(secret, settings.mysql_proxy_host)
-    database = MysqlDatabase(url)
+    database = MysqlDatabase(_endpoints(settings).mysql_url())
     try:
         return database.migrate()
     finally:
@@ -183,7 +301,8 @@ def install(adapters: Adapters | None) -> None:
 
 
 def current() -> Adapters:
-    """Built once per process (a Lambda container reuses it across invocations)."""
+    """Made once per process (a Lambda container reuses it across invocations); its ports are
+    built on first use."""
     if _current is None:
         install(build(Settings()))
     assert _current is not None

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.factory import Port
 from core.topics import CRASHES, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -46,6 +47,19 @@ API_ROUTES = (
 
 # consumer function → the topic its event source mapping reads
 CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-worker": SCORES}
+
+# function → the ports its handler reaches (the log of a consumer: its dead letters). A function
+# builds only these (adapters.factory builds a port on first use), and in AWS is told where these
+# stores are and granted these alone (stacks/access.py): capture cannot read a database secret.
+FUNCTION_PORTS: dict[str, frozenset[Port]] = {
+    "capture": frozenset({"log", "spill"}),
+    "reporter": frozenset({"index", "documents", "counters", "log"}),  # the log: /v1/health pings it
+    "crash-consumer": frozenset({"documents", "index", "log"}),
+    "session-counter": frozenset({"counters", "log"}),
+    "leaderboards": frozenset({"ranking"}),
+    "ranking-worker": frozenset({"ranking", "log"}),
+    "purge": frozenset({"spill", "documents", "index", "counters"}),  # MSK expires the log itself
+}
 
 
 def load_handler(name: str) -> Handler:

@@ -224,12 +224,6 @@ class DataStack(Stack):
         return {"BLACKBOX_MYSQL_SECRET_ARN": self.mysql_secret.secret_arn,
                 "BLACKBOX_MYSQL_PROXY_HOST": self.proxy.endpoint}
 
-    def store_environment(self) -> dict[str, str]:
-        """What every function that builds the adapters needs to reach the stores."""
-        return {
-            **self.mysql_environment(),
-            "BLACKBOX_COUCHBASE_URL": self.couchbase_url,
-            "BLACKBOX_COUCHBASE_BUCKET": BUCKET,
-            "BLACKBOX_COUCHBASE_SECRET_ARN": self.couchbase_app.secret_arn,
-            "BLACKBOX_SPILL_BUCKET": self.spill_bucket_name,
-        }
+    def couchbase_environment(self) -> dict[str, str]:
+        return {"BLACKBOX_COUCHBASE_URL": self.couchbase_url, "BLACKBOX_COUCHBASE_BUCKET": BUCKET,
+                "BLACKBOX_COUCHBASE_SECRET_ARN": self.couchbase_app.secret_arn}

@@ -8,11 +8,14 @@ import json
 from typing import Any
 
 import pytest
+from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from pydantic import ValidationError
 
+from adapters.spill.s3 import PREFIX as SPILL_PREFIX
 from core.topics import ALL_TOPICS
-from local_runtime.functions import API_ROUTES, CONSUMERS
+from local_runtime.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
+from stacks.access import SQL_PORTS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context
 from tests.infrastructure.conftest import blackbox, resources
@@ -148,8 +151,6 @@ def test_processing(templates: dict[str, Template]):
     for function in resources(processing, "AWS::Lambda::Function"):
         assert function["Runtime"] == "python3.12" and "VpcConfig" in function and function["Layers"]
         assert function["Environment"]["Variables"]["BLACKBOX_PROFILE"] == "aws"
-        assert {"BLACKBOX_MYSQL_PROXY_HOST", "BLACKBOX_COUCHBASE_SECRET_ARN", "BLACKBOX_SPILL_BUCKET",
-                "BLACKBOX_KAFKA_BOOTSTRAP"} <= set(function["Environment"]["Variables"])
     # least privilege: a consumer reads exactly the topics and its own group, nothing with a wildcard
     policies = as_text(resources(processing, "AWS::IAM::Policy"))
     assert "kafka-cluster:ReadData" in policies and "group/" in policies and "kafka-cluster:*" not in policies
@@ -160,6 +161,35 @@ def test_processing(templates: dict[str, Template]):
     [purge] = [f for f in resources(processing, "AWS::Lambda::Function") if f["Handler"] == "lambdas.purge.handler"]
     assert purge["Timeout"] == 900
     assert "lambda:InvokeFunction" in as_text(resources(processing, "AWS::Lambda::Permission"))
+
+
+# what each kind of port puts in a function's role and in its environment
+PORT_TRACES = {
+    frozenset({"log"}): ("kafka-cluster:WriteData", "BLACKBOX_KAFKA_BOOTSTRAP"),
+    SQL_PORTS: ("MysqlSecret", "BLACKBOX_MYSQL_SECRET_ARN"),
+    frozenset({"documents"}): ("CouchbaseApp", "BLACKBOX_COUCHBASE_SECRET_ARN"),
+    frozenset({"spill"}): (f"/{SPILL_PREFIX}*", "BLACKBOX_SPILL_BUCKET"),
+}
+
+
+def test_each_function_is_granted_and_told_of_its_own_ports_only(dev: Blackbox, templates: dict[str, Template]):
+    deployed = {**dev.api.functions, **dev.processing.functions, "purge": dev.processing.purge}
+    assert sorted(deployed) == sorted(FUNCTION_PORTS)
+    policies: dict[str, str] = {}
+    for name, function in deployed.items():
+        stack = Stack.of(function)
+        found = templates[stack.node.id.removeprefix("BlackboxDev").lower()].to_json()["Resources"]
+        role = {"Ref": stack.get_logical_id(function.role.node.default_child)}  # type: ignore[union-attr]
+        policies[name] = as_text([r for r in found.values()
+                                  if r["Type"] == "AWS::IAM::Policy" and role in r["Properties"]["Roles"]])
+        environment = found[stack.get_logical_id(function.node.default_child)]["Properties"]["Environment"]
+        granted = {ports for ports, (grant, _) in PORT_TRACES.items() if grant in policies[name]}
+        told = {ports for ports, (_, variable) in PORT_TRACES.items() if variable in environment["Variables"]}
+        used = {ports for ports in PORT_TRACES if ports & FUNCTION_PORTS[name]}
+        assert granted == told == used, name
+    # capture spills while the stores are away, so it needs none of them: it can read no secret
+    assert "secretsmanager" not in policies["capture"]
+    assert "secretsmanager:GetSecretValue" in policies["reporter"]
 
 
 def test_observability(templates: dict[str, Template]):

@@ -1,0 +1,49 @@
+"""Each function builds only the ports it uses, on first use: what it declares (and is granted in
+AWS) is exactly what its handler reaches, and a store it does not use cannot fail it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from adapters.factory import Settings, build, install
+from lambdas import capture
+from local_runtime.functions import FUNCTION_PORTS, FUNCTIONS, LocalContext, load_handler
+from tests.conftest import EVENTS, load_event
+from tests.services import namespace, settings
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_a_function_builds_exactly_the_ports_it_declares(function: str, tmp_path: Path):
+    """Its sample events between them reach every port it declares, and no other: a port missing
+    from the list would be refused by its role in AWS, one too many granted for nothing."""
+    adapters = build(Settings(data_dir=tmp_path))
+    install(adapters)
+    try:
+        assert adapters.built == []
+        for sample in sorted(EVENTS.glob(f"{function}*.json")):
+            load_handler(function)(load_event(sample.name), LocalContext(function))
+        assert set(adapters.built) == FUNCTION_PORTS[function]
+    finally:
+        install(None)
+        adapters.close()
+
+
+def test_capture_answers_202_while_couchbase_and_mysql_are_away(tmp_path: Path):
+    """Capture used to build every port at its first request, so a document store or database
+    outage made it answer 500 instead of taking the event."""
+    away = settings(couchbase_url="couchbase://127.0.0.1:1", mysql_url="mysql://blackbox:blackbox@127.0.0.1:1/blackbox",
+                    kafka_topic_prefix=f"{namespace()}.", data_dir=str(tmp_path))
+    adapters = build(away)
+    install(adapters)
+    try:
+        response = capture.handler(load_event("capture-crash.json"), LocalContext("capture"))
+        assert response["statusCode"] == 202, response
+        assert set(json.loads(response["body"])) == {"eventId", "reportKey"}
+        assert adapters.built == ["log", "spill"]
+        assert adapters.spill.list(10) == []  # Kafka took it
+    finally:
+        install(None)
+        adapters.close()

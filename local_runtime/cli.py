@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 from adapters.factory import Settings, build, install, migrate
 from core.timeutil import now_ms
 from core.topics import replay_dead_letters, replay_spilled
 from local_runtime.functions import FUNCTIONS, LocalContext, load_handler
-from local_runtime.server import DataDirInUse, serve
+from local_runtime.server import DataDirInUse, lock_data_dir, serve
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -31,9 +34,30 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _invoke(args: argparse.Namespace) -> int:
-    install(build(_settings(args)))
-    event = json.loads(Path(args.event).read_text())
-    result = load_handler(args.function)(event, LocalContext(function_name=args.function))
+    """On a scratch data directory unless told otherwise: a sample event run on a live deployment's
+    data commits the sample's offsets into its offset table, and its consumers then skip real events."""
+    settings = _settings(args)
+    with ExitStack() as cleanup:
+        if not args.live:
+            if settings.profile != "embedded":
+                print("blackbox: invoke on the services profile writes to the engines a serve may be using "
+                      "(offsets, reports, counters); pass --live to do so", file=sys.stderr)
+                return 1
+            if args.data_dir is None:
+                scratch = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="blackbox-invoke-"))
+                settings = settings.model_copy(update={"data_dir": Path(scratch)})
+            else:
+                try:
+                    cleanup.callback(os.close, lock_data_dir(settings.data_dir))
+                except DataDirInUse as exc:
+                    print(f"blackbox: {exc}; pass --live to invoke beside it", file=sys.stderr)
+                    return 1
+        adapters = build(settings)
+        install(adapters)
+        cleanup.callback(adapters.close)
+        cleanup.callback(install, None)
+        event = json.loads(Path(args.event).read_text())
+        result = load_handler(args.function)(event, LocalContext(function_name=args.function))
     print(json.dumps(result, indent=2))
     return 0
 
@@ -111,6 +135,10 @@ def parser() -> argparse.ArgumentParser:
     invoke_cmd.add_argument("function", choices=sorted(FUNCTIONS))
     invoke_cmd.add_argument("--event", required=True, help="a JSON event file, e.g. events/capture-crash.json")
     storage_options(invoke_cmd)
+    invoke_cmd.add_argument("--live", action="store_true",
+                            help="run on the data directory (given or default) even while a serve uses it, or on "
+                            "the services engines: the sample's records and offsets become that deployment's. "
+                            "Without it, invoke runs on a scratch directory unless --data-dir is given")
     invoke_cmd.set_defaults(run=_invoke)
 
     migrate_cmd = commands.add_parser("migrate", help="apply pending schema migrations to the index database")

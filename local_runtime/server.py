@@ -37,8 +37,9 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def _lock(data_dir: Path) -> int:
-    """One serve per data directory: two would both consume the same topics."""
+def lock_data_dir(data_dir: Path) -> int:
+    """One serve per data directory: two would both consume the same topics (and `blackbox invoke`
+    takes it too, unless told to run beside a live serve)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(data_dir / "serve.lock", os.O_CREAT | os.O_RDWR)
     try:
@@ -53,7 +54,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def serve(settings: Settings, host: str, port: int) -> None:
-    lock = _lock(settings.data_dir)
+    lock = lock_data_dir(settings.data_dir)
     # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     migrate(settings)  # as the AWS deployment's custom resource does before the functions run

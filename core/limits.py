@@ -20,19 +20,27 @@ MAX_IDEMPOTENCY_KEY_CHARS = 256
 MAX_JSON_DEPTH = 32
 
 
-def _not_a_directory(name: str) -> str:
+# what a URL path segment may hold and still reach its handler: Powertools' router matches a path
+# parameter with Python's re and this class (its _SAFE_URI, _UNSAFE_URI and \w). pydantic's own
+# pattern runs on the regex crate, whose \w also takes combining marks (e\u0301, the vowel signs of
+# Indic scripts) and drops other numbers (²): names it took then had no route. So the names are
+# checked here with the router's engine and class, and a route finds every name a POST accepts.
+_SEGMENT = re.compile(r"[\w\-._~()'!*:@,;=+&$%<> \[\]{}|^]{1,128}")
+
+
+def _routable(name: str) -> str:
+    if _SEGMENT.fullmatch(name) is None:
+        raise ValueError("must be 1 to 128 letters, digits or -._~()'!*:@,;=+&$%<> []{}|^")
+    # a URL client resolves these as relative segments (even when escaped as %2E): never asked for
     if name in (".", ".."):
-        raise ValueError("an attachment name must not be . or ..")
+        raise ValueError("must not be . or ..")
     return name
 
 
-# what a URL path segment may hold and still reach its handler (API Gateway, then Powertools'
-# router): no separators, no control characters, no quotes
-_SEGMENT = r"^[\w\-._~()'!*:@,;=+&$%<> \[\]{}|^]{1,128}$"
 # a player id is asked for in a path (/players/{playerId})
-PathSegment = Annotated[str, StringConstraints(pattern=_SEGMENT)]
+PathSegment = Annotated[str, AfterValidator(_routable)]
 # a file name, not a path, and one that can be asked for again (/attachments/{name})
-AttachmentName = Annotated[str, StringConstraints(pattern=_SEGMENT), AfterValidator(_not_a_directory)]
+AttachmentName = PathSegment
 
 
 def ascii_int(text: str, low: int, high: int) -> int | None:

@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import pybase64
 from aws_lambda_powertools import Logger
@@ -13,15 +14,39 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from core.errors import BlackboxError, InvalidField, NotFound, Unavailable
+from core.errors import BlackboxError, InvalidField, NotFound, Unavailable, UnsupportedMediaType
 from core.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from core.requests import Posted
 
 logger = Logger(service="blackbox")
 
 
+# on every answer: a browser never guesses a type, so no answer runs as a page it was not meant to be
+NOSNIFF = {"X-Content-Type-Options": "nosniff"}
+# an attachment is whatever a game client sent: opened, it gets no origin, no script, no requests
+DOWNLOAD_POLICY = "default-src 'none'; sandbox"
+
+
 def json_response(status: int, body: Any) -> Response[str]:
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body))
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=NOSNIFF)
+
+
+def download_response(data: bytes, content_type: str, filename: str) -> Response[bytes]:
+    """Bytes a client sent, served as a file to save, never as a page of this origin."""
+    return Response(status_code=200, content_type=content_type, body=data, headers={
+        **NOSNIFF,
+        "Content-Security-Policy": DOWNLOAD_POLICY,
+        "Content-Disposition": content_disposition(filename),
+    })
+
+
+def content_disposition(filename: str) -> str:
+    """`attachment` with the name (RFC 6266): an ASCII stand-in in `filename` for old clients, the
+    exact name in `filename*` when it is not plain ASCII."""
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename)
+    if fallback == filename:
+        return f'attachment; filename="{filename}"'
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def error_response(error: BlackboxError) -> Response[str]:
@@ -87,5 +112,9 @@ def posted(event: APIGatewayProxyEvent) -> Posted:
     key = event.headers.get("idempotency-key")
     if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")
-    return Posted(raw, event.headers.get("content-type"), key)
+    content_type = event.headers.get("content-type")
+    # a cross-site form or a fetch without CORS can post a body with no type, never with this one
+    if content_type is None:
+        raise UnsupportedMediaType("a body needs Content-Type: application/json")
+    return Posted(raw, content_type, key)
 

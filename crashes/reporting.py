@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import mimetypes
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 import pybase64
@@ -132,10 +132,16 @@ def get_report(index: CrashIndex, documents: DocumentStore, report_id: str) -> d
     return _full([_report(index, report_id)], documents)[0]
 
 
+# raster images show as screenshots; anything else a client sent (HTML, SVG, XML, scripts) is bytes:
+# a type from its name would let an attachment run as a page of the dashboard's origin
+_IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+                ".webp": "image/webp"}
+
+
 def get_attachment(
     index: CrashIndex, documents: DocumentStore, report_id: str, name: str
 ) -> tuple[bytes, str]:
-    """The raw bytes and a content type guessed from the name (screenshots show as images)."""
+    """The raw bytes and their content type: a raster image's by its name, else octet-stream."""
     report = _report(index, report_id)
     if name not in report.entry.attachments:
         raise NotFound(f"crash report {report_id} has no attachment {name!r}")
@@ -143,4 +149,4 @@ def get_attachment(
     data = documents.get_many([key]).get(key)
     if data is None:
         raise NotFound(f"attachment {name!r} of crash report {report_id} has expired")
-    return data, mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return data, _IMAGE_TYPES.get(PurePosixPath(name).suffix.lower(), "application/octet-stream")

@@ -1,5 +1,5 @@
 """The dashboard: static files that read the query API from the browser. `blackbox serve` serves
-them at `/`; in AWS they can be hosted as they are (the `api` query parameter names the API)."""
+them at `/`. They talk only to the origin that serves them, so the read key never leaves it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ from importlib import resources
 
 _STATIC = resources.files(__package__) / "static"
 _PREFIX = "/dashboard/"
+
+# what the dashboard's own files need, nothing more: its script and style, its origin's API, images
+# from blob: (fetched attachments) and data: (the empty favicon). No inline script, so a value from a
+# crash report that reached the page as markup still could not run; no framing (clickjacking).
+POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
+          "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": POLICY, "X-Frame-Options": "DENY", "Cache-Control": "no-cache"}
 
 
 def asset(path: str) -> tuple[bytes, str] | None:

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import create_resolver, json_response, logger
+from core.api import create_resolver, download_response, json_response, logger
 from crashes.groups import crash_groups
 from crashes.reporting import get_attachment, get_report, list_reports
 from crashes.spikes import list_alerts
@@ -33,7 +33,7 @@ def crash(report_id: str) -> Response[str]:
 def attachment(report_id: str, name: str) -> Response[bytes]:
     a = current()
     data, content_type = get_attachment(a.index, a.documents, report_id, name)
-    return Response(status_code=200, content_type=content_type, body=data)
+    return download_response(data, content_type, name)
 
 
 @app.get("/v1/stats")

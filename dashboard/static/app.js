@@ -2,8 +2,8 @@
 // every value goes in as text (never innerHTML).
 "use strict";
 
+// the API is the origin that served this page, and only it: the read key goes nowhere else
 const params = new URLSearchParams(location.search);
-const API = (params.get("api") || "").replace(/\/$/, "");
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const LATEST = 20;
@@ -26,7 +26,7 @@ function headers() {
 }
 
 async function api(path, query = {}) {
-  const url = new URL(API + path, location.href);
+  const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined) url.searchParams.set(name, value);
   const response = await fetch(url, { headers: headers() });
   const body = await response.json().catch(() => ({}));
@@ -120,7 +120,7 @@ async function showDetail(reportId) {
   $("detail-trace").textContent = r.payload.stackTrace ?? "(none)";
   // fetched, not linked: the request must carry the key, which an <img src> cannot
   const attachments = await Promise.all(r.attachments.map(async (name) => {
-    const response = await fetch(`${API}/v1/crashes/${encodeURIComponent(r.reportId)}/attachments/${encodeURIComponent(name)}`,
+    const response = await fetch(`/v1/crashes/${encodeURIComponent(r.reportId)}/attachments/${encodeURIComponent(name)}`,
       { headers: headers() });
     const url = URL.createObjectURL(await response.blob());
     const link = el("a", { href: url, download: name }, name);

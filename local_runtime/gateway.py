@@ -1,5 +1,7 @@
 """A local API Gateway: an ASGI app that turns each HTTP request into the REST API's Lambda proxy
-event, calls the function that owns the route, and turns its answer back into HTTP."""
+event, calls the function that owns the route, and turns its answer back into HTTP. Like API
+Gateway it keeps the door: a body within the contract's limit, a request within time limits, and
+with no API keys configured, only requests addressed to a loopback name."""
 
 from __future__ import annotations
 
@@ -9,14 +11,20 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
 import pybase64
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from core.access import API_KEY_HEADER, ApiKeys
-from core.errors import BlackboxError, NotFound, PayloadTooLarge
+from core.api import NOSNIFF
+from core.errors import BlackboxError, Forbidden, NotFound, PayloadTooLarge
+from core.requests import MAX_BODY_BYTES
 from core.timeutil import now_ms
+from dashboard import HEADERS as DASHBOARD_HEADERS
 from dashboard import asset
 from local_runtime.functions import API_ROUTES, Handler, LocalContext, load_handler
 
@@ -24,8 +32,29 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-# API Gateway's own payload limit; the handlers enforce the contract's smaller ones
-GATEWAY_MAX_BODY = 10 * 1024 * 1024
+# a request's line and headers, from its first byte (or the connection's opening) to their end
+HEADER_TIMEOUT = 10.0
+MAX_HEAD_BYTES = 64 * 1024
+# a whole body: the contract's 1 MiB at 35 KB/s
+BODY_TIMEOUT = 30.0
+# in open mode (no keys) the names a request may be addressed to: a page of another site that got
+# its name to resolve to 127.0.0.1 (DNS rebinding) still sends its own name
+_LOOPBACK_HOST = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?", re.IGNORECASE)
+
+
+class RequestTimeout(BlackboxError):
+    status = 408
+    code = "request_timeout"
+
+
+class HeadersTooLarge(BlackboxError):
+    status = 431
+    code = "headers_too_large"
+
+
+class _Disconnected(Exception):
+    """The client went away before its body ended: there is no one to answer."""
+
 
 _ROUTES = [
     (method, re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$"), path, function)
@@ -78,10 +107,11 @@ def proxy_event(scope: Scope, body: bytes) -> dict[str, Any]:
 
 
 class Gateway:
-    def __init__(self, keys: ApiKeys | None = None, workers: int = 32) -> None:
+    def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT) -> None:
         self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
         self._handlers: dict[str, Handler] = {}
+        self._body_timeout = body_timeout
 
     def _handler(self, function: str) -> Handler:
         if function not in self._handlers:
@@ -94,31 +124,30 @@ class Gateway:
             return
         if scope["type"] != "http":
             return
-        matched = route(scope["method"], scope["path"])
-        static = asset(scope["path"]) if matched is None and scope["method"] == "GET" else None
-        if static is not None:
-            data, content_type = static
-            await self._respond(send, {
-                "statusCode": 200,
-                "headers": {"Content-Type": content_type, "Cache-Control": "no-cache"},
-                "body": pybase64.b64encode(data).decode(),
-                "isBase64Encoded": True,
-            })
-            return
-        if matched is None:
-            await self._error(send, NotFound(f"no route for {scope['method']} {scope['path']}"))
-            return
-        function, template = matched
-        presented = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == API_KEY_HEADER.encode()),
-                         None)
         try:
-            self._keys.authorize(presented, scope["method"], template)
-        except BlackboxError as error:
-            await self._error(send, error)
+            if not self._keys.configured:
+                _check_loopback(scope)
+            matched = route(scope["method"], scope["path"])
+            static = asset(scope["path"]) if matched is None and scope["method"] == "GET" else None
+            if static is not None:
+                data, content_type = static
+                await self._respond(send, {
+                    "statusCode": 200,
+                    "headers": {"Content-Type": content_type, **DASHBOARD_HEADERS},
+                    "body": pybase64.b64encode(data).decode(),
+                    "isBase64Encoded": True,
+                })
+                return
+            if matched is None:
+                raise NotFound(f"no route for {scope['method']} {scope['path']}")
+            function, template = matched
+            self._keys.authorize(_header(scope, API_KEY_HEADER), scope["method"], template)
+            body = await self._read_body(scope, receive)
+        except _Disconnected:
             return
-        body = await self._read_body(receive)
-        if body is None:
-            await self._error(send, PayloadTooLarge(f"body is over the gateway's {GATEWAY_MAX_BODY} bytes"))
+        except BlackboxError as error:
+            # answered before the body was read to its end: closing is what stops the rest coming
+            await self._error(send, error, close=True)
             return
         event = proxy_event(scope, body)
         loop = asyncio.get_running_loop()
@@ -137,27 +166,37 @@ class Gateway:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    @staticmethod
-    async def _read_body(receive: Receive) -> bytes | None:
-        """The whole body, or None past the limit. An oversize body is still read to its end (and
-        dropped) so that the client, still sending, gets to read the 413."""
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        """The whole body, or PayloadTooLarge as soon as it is known to be over the contract's limit
+        (from Content-Length, before a byte is read; or from the bytes of a streamed body), or
+        RequestTimeout when it has not ended within the body timeout."""
+        length = _header(scope, "content-length")
+        # the HTTP parser has refused a Content-Length that is not digits
+        if length is not None and int(length) > MAX_BODY_BYTES:
+            raise PayloadTooLarge(f"body is {length} bytes; the limit is {MAX_BODY_BYTES}")
         chunks: list[bytes] = []
         size = 0
-        more = True
-        while more:
-            message = await receive()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size <= GATEWAY_MAX_BODY:
-                chunks.append(chunk)
-            more = message.get("more_body", False)
-        return b"".join(chunks) if size <= GATEWAY_MAX_BODY else None
+        try:
+            async with asyncio.timeout(self._body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _Disconnected
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > MAX_BODY_BYTES:
+                        raise PayloadTooLarge(f"body is over the limit of {MAX_BODY_BYTES} bytes")
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise RequestTimeout(f"the body did not arrive within {self._body_timeout:g} s") from None
 
     @staticmethod
-    async def _error(send: Send, error: BlackboxError) -> None:
+    async def _error(send: Send, error: BlackboxError, close: bool = False) -> None:
         await Gateway._respond(send, {
             "statusCode": error.status,
-            "headers": {"Content-Type": "application/json"},
+            "headers": {"Content-Type": "application/json", **({"Connection": "close"} if close else {})},
             "body": json.dumps(error.body()),
         })
 
@@ -168,6 +207,8 @@ class Gateway:
         headers: dict[str, list[str]] = {k.lower(): list(v) for k, v in (result.get("multiValueHeaders") or {}).items()}
         for name, value in (result.get("headers") or {}).items():
             headers[name.lower()] = [value]
+        for name, value in NOSNIFF.items():
+            headers.setdefault(name.lower(), [value])
         headers["content-length"] = [str(len(payload))]
         await send({
             "type": "http.response.start",
@@ -175,3 +216,85 @@ class Gateway:
             "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, vs in headers.items() for v in vs],
         })
         await send({"type": "http.response.body", "body": payload})
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    """The first value of a request header (ASGI gives the names in lower case)."""
+    wanted = name.encode("latin-1")
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == wanted), None)
+
+
+def _check_loopback(scope: Scope) -> None:
+    hosts = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
+    if len(hosts) != 1 or _LOOPBACK_HOST.fullmatch(hosts[0]) is None:
+        raise Forbidden("with no API keys configured, only requests to localhost, 127.0.0.1 or [::1] are served")
+
+
+def _answer(error: BlackboxError) -> bytes:
+    """A whole HTTP answer that closes the connection, for the protocol below (no ASGI cycle yet)."""
+    body = json.dumps(error.body()).encode()
+    headers = {"content-type": "application/json", **{k.lower(): v for k, v in NOSNIFF.items()},
+               "content-length": str(len(body)), "connection": "close"}
+    head = f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return (head + "\r\n").encode("latin-1") + body
+
+
+class GuardedHttp(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 (httptools) with limits on a request's head, which it has not: it waits
+    for headers forever (a slow client holds a connection), and httptools keeps headers of any size.
+    A head must end within `header_timeout` of the connection's opening or of its first byte, and
+    within MAX_HEAD_BYTES; else it is answered (408, 431) and the connection closed."""
+
+    header_timeout = HEADER_TIMEOUT
+    _head_timer: asyncio.TimerHandle | None = None
+    _head_bytes = 0
+    _head_began = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_head()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_began = True
+        self._await_head()
+
+    def on_headers_complete(self) -> None:
+        self._head_done()
+        super().on_headers_complete()
+
+    def data_received(self, data: bytes) -> None:
+        self._head_began = False
+        super().data_received(data)
+        if self._head_timer is not None:
+            # a head that began in this read counts from the next: the read may end another request
+            self._head_bytes = 0 if self._head_began else self._head_bytes + len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse(HeadersTooLarge(f"a request's line and headers are over {MAX_HEAD_BYTES} bytes"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._head_done()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        if self._head_timer is None:
+            self._head_bytes = 0
+            timeout = RequestTimeout(f"the request's headers did not arrive within {self.header_timeout:g} s")
+            self._head_timer = self.loop.call_later(self.header_timeout, self._refuse, timeout)
+
+    def _head_done(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _refuse(self, error: BlackboxError) -> None:
+        self._head_done()
+        if not self.transport.is_closing():
+            self.transport.write(_answer(error))
+            self.transport.close()
+
+
+def http_config(gateway: Gateway, host: str, port: int) -> uvicorn.Config:
+    """How `blackbox serve` runs the gateway: uvicorn with the guarded protocol."""
+    return uvicorn.Config(gateway, host=host, port=port, http=GuardedHttp, log_level="warning", access_log=False)

@@ -15,7 +15,7 @@ import uvicorn
 
 from adapters.factory import Settings, build, install, migrate
 from local_runtime.functions import CONSUMERS, load_handler
-from local_runtime.gateway import Gateway
+from local_runtime.gateway import Gateway, http_config
 from local_runtime.periodic import purger, spill_replayer
 from local_runtime.poller import Poller
 
@@ -74,8 +74,7 @@ def serve(settings: Settings, host: str, port: int) -> None:
         print(f"No API keys configured (BLACKBOX_API_KEYS__INGEST/SERVER/READ): serving on 127.0.0.1 only, "
               f"not {host}", flush=True)
         host = "127.0.0.1"
-    config = uvicorn.Config(Gateway(keys), host=host, port=port, log_level="warning", access_log=False)
-    server = _Server(config)
+    server = _Server(http_config(Gateway(keys), host, port))
     print(f"Blackbox serving on http://{host}:{port} ({settings.profile}, data in {settings.data_dir})", flush=True)
     try:
         server.run()  # returns after SIGINT/SIGTERM, once in-flight requests are answered

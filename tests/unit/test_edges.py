@@ -1,0 +1,172 @@
+"""The HTTP edge in-process: names are validated with the router's own semantics, a body needs a
+media type, downloads are named safely, and the local gateway's time and size limits on a
+request's head and body, and its Host check, on a real socket with short timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+
+import httpx
+import pytest
+import uvicorn
+from aws_lambda_powertools.event_handler.api_gateway import APIGatewayRestResolver
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
+
+from core.access import ApiKeys
+from core.api import content_disposition, posted
+from core.errors import UnsupportedMediaType
+from core.limits import PathSegment
+from local_runtime.gateway import MAX_HEAD_BYTES, Gateway, GuardedHttp, http_config
+from local_runtime.process import free_port
+
+SEGMENT = TypeAdapter(PathSegment)
+# the router as the handlers use it: Powertools compiles each route's path parameters this way
+PLAYER_ROUTE = APIGatewayRestResolver._compile_regex("/v1/leaderboards/<board>/players/<player_id>")
+
+
+def accepted(name: str) -> bool:
+    try:
+        SEGMENT.validate_python(name)
+    except ValidationError:
+        return False
+    return True
+
+
+def routed(name: str) -> bool:
+    match = PLAYER_ROUTE.match(f"/v1/leaderboards/b/players/{name}")
+    return match is not None and match["player_id"] == name
+
+
+@given(st.text(min_size=1, max_size=130) | st.text(st.characters(categories=["L", "M", "N", "Pc", "Cf"]), max_size=6))
+def test_a_name_is_accepted_exactly_when_its_route_finds_it(name: str):
+    assert accepted(name) == (routed(name) and name not in (".", "..")), ascii(name)
+
+
+@pytest.mark.parametrize("name", ["e\u0301.txt", "\u0939\u093f\u0902\u0926\u0940", "a\u203fb", "a\u200db", ".", "..",
+                                  "a/b", "a\nb", "", "x" * 129])
+def test_names_no_route_can_find_are_refused(name: str):
+    assert not accepted(name)
+
+
+@pytest.mark.parametrize("name", ["screenshot.png", "Jos\u00e9", "x\u00b2", "\u0928\u092e", "crash (1) [a]{b}|^$%.dmp",
+                                  "...", "x" * 128])
+def test_names_a_route_finds_are_accepted(name: str):
+    assert accepted(name)
+
+
+def event(headers: dict[str, str]) -> APIGatewayProxyEvent:
+    return APIGatewayProxyEvent({"body": '{"sku": "g"}', "isBase64Encoded": False, "headers": headers})
+
+
+def test_a_body_needs_a_media_type():
+    with pytest.raises(UnsupportedMediaType):
+        posted(event({}))
+    assert posted(event({"content-type": "application/json"})).json() == {"sku": "g"}
+
+
+@pytest.mark.parametrize(("name", "header"), [
+    ("crash.dmp", 'attachment; filename="crash.dmp"'),
+    ("a;b=c (1).txt", 'attachment; filename="a;b=c (1).txt"'),
+    ("r\u00e9sum\u00e9.txt", "attachment; filename=\"r_sum_.txt\"; filename*=UTF-8''r%C3%A9sum%C3%A9.txt"),
+    ('a"b\\c', "attachment; filename=\"a_b_c\"; filename*=UTF-8''a%22b%5Cc"),
+    ("a\x7fb", "attachment; filename=\"a_b\"; filename*=UTF-8''a%7Fb"),
+])
+def test_a_download_is_named_safely(name: str, header: str):
+    assert content_disposition(name) == header
+    header.encode("latin-1")  # a header value must be
+
+
+class QuickHttp(GuardedHttp):
+    header_timeout = 0.5
+
+
+@pytest.fixture(scope="module")
+def gateway_url() -> Iterator[tuple[str, int]]:
+    """The gateway on uvicorn as serve runs it, with half-second timeouts; no function is called."""
+    port = free_port()
+    config = http_config(Gateway(body_timeout=0.5), "127.0.0.1", port)
+    config.http = QuickHttp
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive()
+        time.sleep(0.01)
+    yield "127.0.0.1", port
+    server.should_exit = True
+    thread.join()
+
+
+def answer_of(address: tuple[str, int], *parts: bytes, pause: float = 0) -> tuple[bytes, float]:
+    """What the server answers to `parts` sent in turn, and how long it took to close."""
+    started = time.monotonic()
+    data = b""
+    with socket.create_connection(address, timeout=5) as sock:
+        with suppress(BrokenPipeError, ConnectionResetError):  # the server answered before the last part
+            for part in parts:
+                sock.sendall(part)
+                time.sleep(pause)
+        with suppress(ConnectionResetError):  # closed with some of what was sent unread
+            while chunk := sock.recv(65536):
+                data += chunk
+    return data, time.monotonic() - started
+
+
+def test_a_head_that_never_ends_is_answered_408_and_closed(gateway_url: tuple[str, int]):
+    answer, took = answer_of(gateway_url, b"GET /dashboard/app.js HTTP/1.1\r\nHost: localhost\r\n")
+    assert answer.startswith(b"HTTP/1.1 408 ") and b"request_timeout" in answer and b"nosniff" in answer
+    assert took < 3
+
+
+def test_a_connection_that_sends_nothing_is_closed(gateway_url: tuple[str, int]):
+    answer, took = answer_of(gateway_url)
+    assert answer.startswith(b"HTTP/1.1 408 ") and took < 3
+
+
+def test_a_head_sent_slowly_gets_no_more_time_per_byte(gateway_url: tuple[str, int]):
+    parts = [b"GET /dashboard/app.js HTTP/1.1\r\n"] + [b"X-Slow: 1\r\n"] * 20
+    answer, took = answer_of(gateway_url, *parts, pause=0.1)
+    assert answer.startswith(b"HTTP/1.1 408 ") and took < 3
+
+
+def test_a_head_over_the_limit_is_answered_431(gateway_url: tuple[str, int]):
+    header = b"X-Big: " + b"a" * 4096 + b"\r\n"
+    answer, _ = answer_of(gateway_url, b"GET / HTTP/1.1\r\nHost: localhost\r\n",
+                          *[header] * (2 * MAX_HEAD_BYTES // len(header)))
+    assert answer.startswith(b"HTTP/1.1 431 ") and b"headers_too_large" in answer
+
+
+def test_a_body_that_does_not_arrive_in_time_is_answered_408(gateway_url: tuple[str, int]):
+    head = (b"POST /v1/crashes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{")
+    answer, took = answer_of(gateway_url, head)
+    assert answer.startswith(b"HTTP/1.1 408 ") and b"request_timeout" in answer and took < 3
+
+
+def test_keep_alive_requests_are_not_cut_by_the_head_timer(gateway_url: tuple[str, int]):
+    with httpx.Client(base_url=f"http://{gateway_url[0]}:{gateway_url[1]}") as client:
+        for _ in range(3):
+            assert client.get("/dashboard/app.js").status_code == 200
+            time.sleep(0.3)  # 0.9 s on one connection in all, over the head timeout
+
+
+async def get_as(keys: ApiKeys, host: str) -> httpx.Response:
+    transport = httpx.ASGITransport(app=Gateway(keys))
+    async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as client:
+        return await client.get("/dashboard/app.js")
+
+
+def test_with_keys_configured_any_host_name_is_served():
+    keys = ApiKeys(read=["r-key"])
+    assert asyncio.run(get_as(keys, "blackbox.example.com:8080")).status_code == 200
+    assert asyncio.run(get_as(ApiKeys(), "blackbox.example.com:8080")).status_code == 403
+    assert asyncio.run(get_as(ApiKeys(), "localhost:8080")).status_code == 200

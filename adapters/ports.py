@@ -153,8 +153,15 @@ class CrashGroup:
 
 
 class CrashIndex(Protocol):
-    def insert_many(self, entries: Sequence[IndexEntry]) -> None:
-        """One multi-row write; an entry whose report_key is already indexed is left as it is."""
+    def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
+        """One multi-row write; an entry whose report_key is already indexed is left as it is.
+        `body_hashes` (report key → hash of the submitted text, for reports sent with an
+        Idempotency-Key) is kept with each new entry, so that a reused key with another body is
+        told from a retry (DESIGN §3.9)."""
+        ...
+
+    def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
+        """Those of these report keys already indexed, with the body hash each was indexed with."""
         ...
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
@@ -195,14 +202,15 @@ class OffsetConflict(Exception):
 @dataclass(frozen=True)
 class Checkpoint:
     """What a consumer's write also records, in the same transaction (DESIGN §3.4): the partition's
-    new offset, if the stored one is still `expected_offset`, and the eventIds applied, so a client
-    retry (same Idempotency-Key, so same eventId) at another offset is skipped too."""
+    new offset, if the stored one is still `expected_offset`, and the eventIds applied with the hash
+    of what each carried, so a client retry (same Idempotency-Key, so same eventId) at another
+    offset is skipped too, and a reused key with another body is told apart (DESIGN §3.9)."""
 
     consumer: str
     topic_partition: str
     expected_offset: int
     new_offset: int
-    event_ids: tuple[str, ...] = ()
+    events: Mapping[str, str | None] = field(default_factory=dict)
 
 
 class Checkpoints(Protocol):
@@ -210,8 +218,8 @@ class Checkpoints(Protocol):
         """The last offset applied for this partition, -1 before the first."""
         ...
 
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
-        """Those of these eventIds already applied by this consumer."""
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
+        """Those of these eventIds already applied by this consumer, with the body hash of each."""
         ...
 
 

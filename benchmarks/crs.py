@@ -33,10 +33,11 @@ from adapters.ports import IndexEntry, LogRecord, OutgoingRecord
 from adapters.sql.queries import INSERT_COLUMNS, entry_values
 from benchmarks.isolation import environment, isolated
 from benchmarks.stats import percentile
+from core.idempotency import new_event_id
 from core.requests import Posted
 from core.timeutil import now_ms
 from crashes.capture import capture_crash
-from crashes.model import CrashEnvelope, attachment_key, new_event_id, report_key
+from crashes.model import CrashEnvelope, attachment_key, report_key
 from crashes.persistence import persist_crashes
 from loadgen import payloads
 from loadgen.profiles import SPIKE_WINDOW

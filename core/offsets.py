@@ -1,9 +1,10 @@
 """Effectively-once consumption (DESIGN §3.4). A batch is split by partition, without the records
 at or below each partition's last applied offset (a redelivery, in whole or in part), and without
 the events whose eventId was applied already (a client retry with the same Idempotency-Key). Offsets
-and those eventIds are written with the data, in one transaction. Records `blackbox replay` published
-again carry the REPLAYED header: a replay cut off midway repeats them, so their eventIds are
-checked and stored whatever their kind."""
+and those eventIds, with the hash of what each carried, are written with the data, in one
+transaction; an eventId that comes again with another body is a reused key (DESIGN §3.9) and is
+dead-lettered, never applied. Records `blackbox replay` published again carry the REPLAYED header:
+a replay cut off midway repeats them, so their eventIds are checked and stored whatever their kind."""
 
 from __future__ import annotations
 
@@ -11,19 +12,32 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from adapters.ports import Checkpoint, Checkpoints, LogRecord
+from core.idempotency import conflicts, retriable
 
 
 class _Event(Protocol):
     @property
     def eventId(self) -> str: ...
 
+    @property
+    def bodyHash(self) -> str | None: ...
+
 
 E = TypeVar("E", bound=_Event)
 
 REPLAYED = "replayed"
+IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+
+
+@dataclass(frozen=True)
+class Unseen(Generic[E]):
+    fresh: list[E]
+    """The events to apply, in order."""
+    conflicting: list[tuple[LogRecord, str]]
+    """Records whose key was used before for another body, with the reason, for the dead letters."""
 
 
 @dataclass(frozen=True)
@@ -42,21 +56,22 @@ class Fresh:
 
     def checkpoint(self, consumer: str, events: Sequence[_Event]) -> Checkpoint:
         return Checkpoint(consumer, self.topic_partition, self.applied, self.records[-1].offset,
-                          tuple(e.eventId for e in events if self._keyed(e.eventId)))
+                          {e.eventId: e.bodyHash for e in events if self._keyed(e.eventId)})
 
-    def unseen(self, store: Checkpoints, consumer: str, events: Sequence[E]) -> list[E]:
-        """The events not applied before, nor earlier in this batch, in order."""
-        keyed = {e.eventId for e in events if self._keyed(e.eventId)}
-        if not keyed:
-            return list(events)
-        seen = store.seen_events(consumer, sorted(keyed))
-        fresh = []
-        for event in events:
+    def unseen(self, store: Checkpoints, consumer: str, parsed: Sequence[tuple[LogRecord, E]]) -> Unseen[E]:
+        """The events not applied before, nor earlier in this batch, and those that reuse a key."""
+        keyed = {e.eventId for _, e in parsed if self._keyed(e.eventId)}
+        seen = store.seen_events(consumer, sorted(keyed)) if keyed else {}
+        result: Unseen[E] = Unseen([], [])
+        for record, event in parsed:
             if event.eventId not in seen:
                 if event.eventId in keyed:
-                    seen.add(event.eventId)
-                fresh.append(event)
-        return fresh
+                    seen[event.eventId] = event.bodyHash
+                result.fresh.append(event)
+            elif conflicts(seen[event.eventId], event.bodyHash):
+                result.conflicting.append((record, f"{IDEMPOTENCY_CONFLICT}: eventId {event.eventId} was "
+                                                   "accepted before with another body; the first is kept"))
+        return result
 
 
 def fresh_by_partition(records: Sequence[LogRecord], applied_offset: Callable[[str], int]) -> Iterator[Fresh]:
@@ -68,12 +83,3 @@ def fresh_by_partition(records: Sequence[LogRecord], applied_offset: Callable[[s
         fresh = sorted((r for r in batch if r.offset > applied), key=lambda r: r.offset)
         if fresh:
             yield Fresh(topic_partition, applied, fresh)
-
-
-def retriable(event_id: str) -> bool:
-    """Only eventIds derived from an Idempotency-Key (uuid5) can come twice from a client; random
-    ones (uuid4) never do, so they are neither looked up nor stored: keyless traffic pays nothing.
-    Capture writes canonical UUID strings, whose 15th character is the version (read, not parsed:
-    this runs for every event on the worker's hot path)."""
-    return len(event_id) == 36 and event_id[8] == event_id[13] == "-" and event_id[14] == "5"
-

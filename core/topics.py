@@ -52,13 +52,13 @@ T = TypeVar("T")
 
 def parse_or_dead_letter(
     log: EventLog, records: Sequence[LogRecord], parse: Callable[[bytes], T], what: str
-) -> list[T]:
-    """Each record's value parsed, in order; those that do not parse go to the dead-letter topic."""
-    parsed: list[T] = []
+) -> list[tuple[LogRecord, T]]:
+    """Each record with its value parsed, in order; those that do not parse go to the dead-letter topic."""
+    parsed: list[tuple[LogRecord, T]] = []
     rejected: list[tuple[LogRecord, str]] = []
     for record in records:
         try:
-            parsed.append(parse(record.value))
+            parsed.append((record, parse(record.value)))
         except ValidationError as exc:
             rejected.append((record, f"malformed {what} record: {exc.errors()[0]['msg']}"))
     dead_letter(log, rejected)

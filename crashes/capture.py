@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapters.ports import EventLog, OutgoingRecord, SpillStore
+from core.idempotency import new_event_id
 from core.requests import Posted, validate
 from core.timeutil import now_ms
 from core.topics import CRASHES, publish
-from crashes.model import CrashSubmission, envelope_value, new_event_id, report_key
+from crashes.model import CrashSubmission, envelope_value, report_key
 
 
 @dataclass(frozen=True)

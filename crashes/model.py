@@ -5,15 +5,16 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
-import uuid
 from collections.abc import Mapping
 from typing import Annotated, Any
 
 import pybase64
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from core import queryparams
+from core.idempotency import body_hash
 from core.limits import AttachmentName, Identifier
+from ranking.tree import INT64_MAX, INT64_MIN
 
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
@@ -24,6 +25,10 @@ def query_sku(params: Mapping[str, str]) -> str:
 # the index stores these in VARCHAR(256): longer ones are refused at capture, not left to fail a batch
 MAX_INDEXED_CHARS = 256
 Indexed = Annotated[str, StringConstraints(max_length=MAX_INDEXED_CHARS)]
+# an integer field is kept as a number (BIGINT where it is indexed): within 64 bits, like a score
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+# each attachment is a document of its own: 98,000 tiny ones in one report were 98,000 writes
+MAX_ATTACHMENTS = 64
 
 
 def decode_attachment(data: str) -> bytes:
@@ -45,9 +50,6 @@ def _checked_base64(data: str) -> str:
 
 Attachment = Annotated[str, AfterValidator(_checked_base64)]
 
-# Ties eventIds derived from Idempotency-Key to Blackbox, so they never collide with another uuid5 user.
-_IDEMPOTENCY_NAMESPACE = uuid.UUID("0f3c1a52-8d4e-4f61-9b0e-6a7d2c5e8b13")
-
 
 class CrashSubmission(BaseModel):
     """Validates the known fields; the stored payload is the submitted object itself."""
@@ -56,21 +58,14 @@ class CrashSubmission(BaseModel):
 
     sku: Sku
     crashType: Indexed | None = None
-    errorCode: Indexed | int | None = None
+    errorCode: Indexed | Int64 | None = None
     platform: Indexed | None = None
     buildVersion: Indexed | None = None
     playerId: Identifier | None = None
     sessionId: Identifier | None = None
-    clientTime: Annotated[str, StringConstraints(max_length=64)] | int | None = None
+    clientTime: Annotated[str, StringConstraints(max_length=64)] | Int64 | None = None
     stackTrace: str | None = None
-    attachments: dict[AttachmentName, Attachment] | None = None
-
-
-def new_event_id(scope: str, idempotency_key: str | None) -> str:
-    """A client retry with the same Idempotency-Key gets the same eventId (DESIGN §3.2)."""
-    if idempotency_key is None:
-        return str(uuid.uuid4())
-    return str(uuid.uuid5(_IDEMPOTENCY_NAMESPACE, f"{scope}\x00{idempotency_key}"))
+    attachments: Annotated[dict[AttachmentName, Attachment], Field(max_length=MAX_ATTACHMENTS)] | None = None
 
 
 def report_key(event_id: str) -> str:
@@ -92,6 +87,7 @@ class CrashEnvelope(BaseModel):
     reportKey: str
     receivedAt: int
     sizeBytes: int
+    bodyHash: str | None = None
     payload: dict[str, Any]
 
 
@@ -99,5 +95,6 @@ def envelope_value(event_id: str, key: str, received_at: int, size_bytes: int, p
     """A CrashEnvelope around the submitted JSON text as it is: re-serialising 100 KB of parsed
     payload took more of capture's time than parsing it. The text was parsed strictly (as the
     consumer parses it), so the consumer reads back the same payload."""
-    head = json.dumps({"eventId": event_id, "reportKey": key, "receivedAt": received_at, "sizeBytes": size_bytes})
+    head = json.dumps({"eventId": event_id, "reportKey": key, "receivedAt": received_at, "sizeBytes": size_bytes,
+                       "bodyHash": body_hash(event_id, payload_json)})
     return b"".join((head[:-1].encode(), b', "payload": ', payload_json, b"}"))

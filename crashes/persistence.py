@@ -1,6 +1,7 @@
 """The crash consumer's work: a batch of log records becomes documents (report bodies and, apart
 from them, attachments) and index rows. Every write is idempotent by reportKey, so a redelivered
-batch changes nothing (DESIGN §3.3)."""
+batch changes nothing (DESIGN §3.3); the first report under a key is kept, and another body under
+a reused key goes to the dead letters (DESIGN §3.9), as does a record no store takes (§3.8)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adapters.ports import CrashIndex, DocumentStore, EventLog, IndexEntry, LogRecord
+from core.failures import land
+from core.idempotency import conflicts, retriable
+from core.offsets import IDEMPOTENCY_CONFLICT
 from core.topics import dead_letter
 from crashes.model import CrashEnvelope, CrashSubmission, attachment_key, decode_attachment
 from crashes.signature import signature
@@ -34,18 +38,45 @@ def _optional_str(value: object) -> str | None:
 def persist_crashes(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
 ) -> list[IndexEntry]:
-    """Returns the index entries of the persisted reports; malformed records go to the dead-letter topic."""
-    rejected: list[tuple[LogRecord, str]] = []
-    bodies: dict[str, bytes] = {}
-    entries: list[IndexEntry] = []
+    """Returns the index entries of the newly persisted reports."""
+    persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds), log)
+    return [entry for entries in persisted for entry in entries]
+
+
+def _parse(records: Sequence[LogRecord]) -> tuple[list[tuple[LogRecord, CrashEnvelope, CrashSubmission]],
+                                                   list[tuple[LogRecord, str]]]:
+    parsed = []
+    rejected = []
     for record in records:
         try:
             envelope = CrashEnvelope.model_validate_json(record.value)
-            submission = CrashSubmission.model_validate(envelope.payload)
+            parsed.append((record, envelope, CrashSubmission.model_validate(envelope.payload)))
         except ValidationError as exc:
             first = exc.errors()[0]
             rejected.append((record, f"malformed crash record: {'.'.join(map(str, first['loc']))}: {first['msg']}"))
+    return parsed, rejected
+
+
+def _persist(
+    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
+) -> list[IndexEntry]:
+    parsed, rejected = _parse(records)
+    # a keyed report (an Idempotency-Key) may be here already: a retry is skipped, another body
+    # under the same key is refused; the first one's documents are never written over
+    keyed = [envelope.reportKey for _, envelope, _ in parsed if retriable(envelope.eventId)]
+    first_hashes = index.body_hashes(keyed) if keyed else {}
+    new_hashes: dict[str, str | None] = {}
+    bodies: dict[str, bytes] = {}
+    entries: list[IndexEntry] = []
+    for record, envelope, submission in parsed:
+        key = envelope.reportKey
+        if key in first_hashes:
+            if conflicts(first_hashes[key], envelope.bodyHash):
+                rejected.append((record, f"{IDEMPOTENCY_CONFLICT}: report {key} was accepted before with "
+                                         "another body under the same Idempotency-Key; the first is kept"))
             continue
+        if retriable(envelope.eventId):
+            first_hashes[key] = new_hashes[key] = envelope.bodyHash
         payload = dict(envelope.payload)
         attachments = submission.attachments or {}
         for name, data in attachments.items():
@@ -70,10 +101,12 @@ def persist_crashes(
                 attachments=tuple(attachments),
             )
         )
-    dead_letter(log, rejected)
     # documents first: an index row is what makes a report visible, so its body must exist by then
     if bodies:
         documents.upsert_many(bodies, ttl_seconds)
     if entries:
-        index.insert_many(entries)
+        index.insert_many(entries, new_hashes)
+    # last: when a write above fails, the halves of the batch are tried again and would repeat
+    # these; a redelivery instead finds them refused again (no offset is stored for crashes)
+    dead_letter(log, rejected)
     return entries

@@ -1,6 +1,7 @@
 """Plays Lambda's Kafka event source mapping on one machine: polls a topic as a consumer group,
-hands the handler the exact MSK event, and commits only after the handler returned. A failed
-batch is rewound and retried with backoff, so data is delayed, never lost."""
+hands the handler the exact MSK event, and commits only after the handler returned. A batch the
+handler failed (an engine away: what a value fails, the handler dead-letters itself, DESIGN §3.8)
+is rewound and retried with backoff, so data is delayed, never lost."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 
 from adapters.ports import EventLog
 from core.api import logger
+from core.failures import reason
 from core.msk import to_msk_event
 from local_runtime.functions import Handler, LocalContext
 
@@ -47,8 +49,10 @@ class Poller(threading.Thread):
                     consumer.commit(records)
                     self.batches += 1
                     backoff = 0.1
-                except Exception:
-                    logger.exception("batch failed; it will be retried", extra={"function": self._function})
+                except Exception as error:
+                    # one line a backoff step: a traceback a retry buried everything else in the log
+                    logger.warning(f"batch failed; retrying in {backoff:.1f} s: {reason(error)}",
+                                   extra={"function": self._function})
                     rewind = True
                     self._stop_event.wait(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF_S)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from adapters.ports import EventLog, OutgoingRecord, SpillStore
+from core.idempotency import body_hash, new_event_id
 from core.requests import Posted, validate_batch
 from core.timeutil import now_ms
 from core.topics import SCORES, publish
-from crashes.model import new_event_id
-from ranking.model import MAX_BATCH, Score, ScoreEnvelope
+from ranking.model import MAX_BATCH, Score, ScoreEnvelope, scores_json
 
 
 def capture_scores(log: EventLog, spill: SpillStore, posted: Posted) -> int:
@@ -18,16 +18,12 @@ def capture_scores(log: EventLog, spill: SpillStore, posted: Posted) -> int:
     for score in scores:
         by_board[score.board].append(score)
     received = now_ms()
-    records = [
-        OutgoingRecord(
-            value=ScoreEnvelope(
-                eventId=new_event_id(f"scores\\x00{board}", posted.idempotency_key), receivedAt=received,
-                scores=board_scores,
-            ).model_dump_json().encode(),
-            key=board.encode(),
-        )
-        for board, board_scores in by_board.items()
-    ]
+    records = []
+    for board, board_scores in by_board.items():
+        event_id = new_event_id(f"scores\x00{board}", posted.idempotency_key)
+        envelope = ScoreEnvelope(eventId=event_id, receivedAt=received, scores=board_scores,
+                                 bodyHash=body_hash(event_id, scores_json(board_scores)))
+        records.append(OutgoingRecord(value=envelope.model_dump_json().encode(), key=board.encode()))
     if records:
         publish(log, spill, SCORES, records)
     return len(scores)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from core.limits import PathSegment
 from ranking.tree import INT64_MAX, INT64_MIN, Operator, Order
@@ -32,6 +32,15 @@ class ScoreEnvelope(BaseModel):
     eventId: str
     receivedAt: int
     scores: list[Score]
+    bodyHash: str | None = None
+
+
+_SCORES = TypeAdapter(list[Score])
+
+
+def scores_json(scores: list[Score]) -> bytes:
+    """What a score record carries, as the text its body hash is taken of."""
+    return _SCORES.dump_json(scores)
 
 
 class BoardSettingsBody(BaseModel):

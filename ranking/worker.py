@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from adapters.ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
+from core.failures import land
 from core.offsets import fresh_by_partition
-from core.topics import parse_or_dead_letter
+from core.topics import dead_letter, parse_or_dead_letter
 from ranking.model import ScoreEnvelope
 from ranking.tree import Tree, combine
 
@@ -19,25 +20,32 @@ CONSUMER = "ranking-worker"
 
 
 def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
-    """Returns how many score updates were applied (redelivered and retried ones are skipped)."""
+    """Returns how many score updates were applied (redelivered and retried ones are skipped); a
+    record whose value no store takes goes to the dead letters alone (DESIGN §3.8)."""
+    return sum(land(records, lambda part: _apply(part, store, log, tree), log))
+
+
+def _apply(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
     applied = 0
     for part in fresh_by_partition(records, lambda tp: store.applied_offset(CONSUMER, tp)):
-        events = parse_or_dead_letter(log, part.records, _event, "score")
-        fresh = part.unseen(store, CONSUMER, events)
-        store.apply(part.checkpoint(CONSUMER, fresh), _aggregate(fresh, store, tree))
-        applied += sum(len(e.scores) for e in fresh)
+        parsed = parse_or_dead_letter(log, part.records, _event, "score")
+        unseen = part.unseen(store, CONSUMER, parsed)
+        dead_letter(log, unseen.conflicting)
+        store.apply(part.checkpoint(CONSUMER, unseen.fresh), _aggregate(unseen.fresh, store, tree))
+        applied += sum(len(e.scores) for e in unseen.fresh)
     return applied
 
 
 class _Event(NamedTuple):
     eventId: str
+    bodyHash: str | None
     scores: list[tuple[str, str, int]]
 
 
 def _event(value: bytes) -> _Event:
     # plain tuples: thousands of live pydantic objects per batch slowed the worker (GC)
     envelope = ScoreEnvelope.model_validate_json(value)
-    return _Event(envelope.eventId, [(s.board, s.playerId, s.score) for s in envelope.scores])
+    return _Event(envelope.eventId, envelope.bodyHash, [(s.board, s.playerId, s.score) for s in envelope.scores])
 
 
 def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> list[BoardUpdate]:

@@ -1,6 +1,6 @@
 """The session counter: per sku, minute and kind. Effectively-once: each partition's last applied
 offset is stored in the same transaction as the counts, and records at or below it are skipped
-(DESIGN §3.4)."""
+(DESIGN §3.4); a record whose value no store takes goes to the dead letters alone (DESIGN §3.8)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from adapters.ports import EventLog, LogRecord, SessionBucket, SessionCounters
+from core.failures import land
 from core.offsets import fresh_by_partition
 from core.timeutil import MINUTE_MS, floor_to
-from core.topics import parse_or_dead_letter
+from core.topics import dead_letter, parse_or_dead_letter
 from sessions.model import SessionEnvelope
 
 CONSUMER = "session-counter"
@@ -18,13 +19,18 @@ CONSUMER = "session-counter"
 
 def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log: EventLog) -> int:
     """Returns how many sessions were newly counted."""
+    return sum(land(records, lambda part: _count(part, counters, log), log))
+
+
+def _count(records: Sequence[LogRecord], counters: SessionCounters, log: EventLog) -> int:
     counted = 0
     for part in fresh_by_partition(records, lambda tp: counters.applied_offset(CONSUMER, tp)):
-        envelopes = parse_or_dead_letter(log, part.records, SessionEnvelope.model_validate_json, "session")
-        events = part.unseen(counters, CONSUMER, envelopes)
+        parsed = parse_or_dead_letter(log, part.records, SessionEnvelope.model_validate_json, "session")
+        unseen = part.unseen(counters, CONSUMER, parsed)
+        dead_letter(log, unseen.conflicting)
         increments: Counter[SessionBucket] = Counter(
-            SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in events for s in e.sessions
+            SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in unseen.fresh for s in e.sessions
         )
-        counters.apply(part.checkpoint(CONSUMER, events), increments)
+        counters.apply(part.checkpoint(CONSUMER, unseen.fresh), increments)
         counted += sum(increments.values())
     return counted

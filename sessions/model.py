@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from core.limits import Identifier
 from crashes.model import Sku
@@ -29,10 +29,19 @@ class SessionCount(BaseModel):
 
 
 class SessionEnvelope(BaseModel):
-    """One record per request: the counter only needs sku and kind of each session."""
+    """One record per sku of a request: the counter only needs sku and kind of each session."""
 
     model_config = ConfigDict(strict=True)
 
     eventId: str
     receivedAt: int
     sessions: list[SessionCount]
+    bodyHash: str | None = None
+
+
+_SESSIONS = TypeAdapter(list[SessionCount])
+
+
+def sessions_json(sessions: list[SessionCount]) -> bytes:
+    """What a session record carries, as the text its body hash is taken of."""
+    return _SESSIONS.dump_json(sessions)

@@ -11,6 +11,7 @@ from adapters.embedded.sqlite import SqliteFile
 from adapters.ports import Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     APPLIED_OFFSET,
+    BODY_HASH,
     CRASH_COUNTS,
     CRASH_GROUPS,
     INSERT_COLUMNS,
@@ -18,6 +19,8 @@ from adapters.sql.queries import (
     PURGE_REPORTS,
     SELECT_REPORTS,
     SESSION_COUNTS,
+    applied_events,
+    body_hashes,
     bucket_counts,
     check_offset,
     crash_groups,
@@ -42,7 +45,8 @@ CREATE TABLE IF NOT EXISTS reports (
     build_version TEXT,
     signature TEXT,
     size_bytes INTEGER NOT NULL,
-    attachments TEXT NOT NULL
+    attachments TEXT NOT NULL,
+    body_hash TEXT
 );
 CREATE INDEX IF NOT EXISTS reports_sku_id ON reports (sku, report_id);
 CREATE INDEX IF NOT EXISTS reports_sku_submit ON reports (sku, submit_time);
@@ -78,6 +82,7 @@ CREATE TABLE IF NOT EXISTS applied_events (
     consumer TEXT NOT NULL,
     event_id TEXT NOT NULL,
     applied_at INTEGER NOT NULL,
+    body_hash TEXT,
     PRIMARY KEY (consumer, event_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS applied_offsets (
@@ -87,20 +92,23 @@ CREATE TABLE IF NOT EXISTS applied_offsets (
     PRIMARY KEY (consumer, topic_partition)
 ) WITHOUT ROWID;
 """
+# columns added since the first release: an existing data directory gets them when opened
+_ADDED_COLUMNS = (("reports", "body_hash", "TEXT"), ("applied_events", "body_hash", "TEXT"))
+
 
 class SqliteIndexDatabase:
     """One file holds the crash index, the counters and the leaderboards, as one MySQL schema does."""
 
     def __init__(self, path: Path) -> None:
-        self.db = SqliteFile(path, _SCHEMA)
+        self.db = SqliteFile(path, _SCHEMA, _ADDED_COLUMNS)
 
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         row = self.db.connection().execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
         return -1 if row is None else int(row[0])
 
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         query, params = seen_events(consumer, event_ids)
-        return {row[0] for row in self.db.connection().execute(query, params)}
+        return dict(self.db.connection().execute(query, params).fetchall())
 
     @contextmanager
     def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[sqlite3.Connection]:
@@ -115,8 +123,9 @@ class SqliteIndexDatabase:
                 (c.consumer, c.topic_partition, c.new_offset),
             )
             conn.executemany(
-                "INSERT INTO applied_events VALUES (?, ?, ?) ON CONFLICT (consumer, event_id) DO NOTHING",
-                [(c.consumer, event_id, now_ms()) for event_id in c.event_ids],
+                "INSERT INTO applied_events (consumer, event_id, applied_at, body_hash) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (consumer, event_id) DO NOTHING",
+                applied_events(c, now_ms()),
             )
 
 
@@ -126,15 +135,20 @@ class SqliteCrashIndex:
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._db = database.db
 
-    def insert_many(self, entries: Sequence[IndexEntry]) -> None:
+    def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
+        hashes = body_hashes or {}
         submit_time = now_ms()
-        marks = ", ".join("?" * len(INSERT_COLUMNS))
+        marks = ", ".join("?" * (len(INSERT_COLUMNS) + 1))
         with self._db.write() as conn:
             conn.executemany(
-                f"INSERT INTO reports ({', '.join(INSERT_COLUMNS)}) VALUES ({marks}) "
+                f"INSERT INTO reports ({', '.join(INSERT_COLUMNS)}, {BODY_HASH}) VALUES ({marks}) "
                 "ON CONFLICT (report_key) DO NOTHING",
-                [entry_values(e, None, submit_time) for e in entries],
+                [(*entry_values(e, None, submit_time), hashes.get(e.report_key)) for e in entries],
             )
+
+    def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
+        query, params = body_hashes("reports", report_keys)
+        return dict(self._db.connection().execute(query, params).fetchall())
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         sql, params = find_query(query, self.SKU_ORDER_INDEX)
@@ -170,7 +184,7 @@ class SqliteSessionCounters:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._database.applied_offset(consumer, topic_partition)
 
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._database.seen_events(consumer, event_ids)
 
     def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:

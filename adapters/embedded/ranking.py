@@ -37,7 +37,7 @@ class SqliteRankingStore:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._database.applied_offset(consumer, topic_partition)
 
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._database.seen_events(consumer, event_ids)
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,13 +15,20 @@ _WAL_ATTEMPTS = 100
 
 
 class SqliteFile:
-    def __init__(self, path: Path, schema: str, synchronous: str = "FULL") -> None:
+    def __init__(self, path: Path, schema: str, added_columns: Sequence[tuple[str, str, str]] = (),
+                 synchronous: str = "FULL") -> None:
+        """`added_columns`: (table, column, type) that `schema` has but a file made by an older
+        release lacks (CREATE TABLE IF NOT EXISTS leaves an existing table as it is)."""
         self.path = path
         self._synchronous = synchronous
         self._connections = PerThread(self._connect)
         path.parent.mkdir(parents=True, exist_ok=True)
         # executescript manages its own transaction; every statement is CREATE ... IF NOT EXISTS
         self.connection().executescript(schema)
+        with self.write() as conn:
+            for table, column, kind in added_columns:
+                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def _connect(self) -> sqlite3.Connection:
         # autocommit mode (isolation_level=None): transactions are explicit below

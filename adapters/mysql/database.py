@@ -14,7 +14,7 @@ from pymysql.cursors import Cursor
 
 from adapters.ports import Checkpoint
 from adapters.sql.connections import PerThread
-from adapters.sql.queries import APPLIED_OFFSET, check_offset, pyformat, seen_events
+from adapters.sql.queries import APPLIED_OFFSET, applied_events, check_offset, pyformat, seen_events
 from core.timeutil import now_ms
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
@@ -74,11 +74,11 @@ class MysqlDatabase:
             row = cursor.fetchone()
         return -1 if row is None else int(row[0])
 
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         query, params = seen_events(consumer, event_ids)
         with self.connection().cursor() as cursor:
             cursor.execute(pyformat(query), params)
-            return {row[0] for row in cursor.fetchall()}
+            return dict(cursor.fetchall())
 
     @contextmanager
     def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[Cursor]:
@@ -94,8 +94,8 @@ class MysqlDatabase:
                 (c.consumer, c.topic_partition, c.new_offset),
             )
             cursor.executemany(
-                "INSERT IGNORE INTO applied_events (consumer, event_id, applied_at) VALUES (%s, %s, %s)",
-                [(c.consumer, event_id, now_ms()) for event_id in c.event_ids],
+                "INSERT IGNORE INTO applied_events (consumer, event_id, applied_at, body_hash) VALUES (%s, %s, %s, %s)",
+                applied_events(c, now_ms()),
             )
 
     def drop_day_partitions(self, before_ms: int) -> int:

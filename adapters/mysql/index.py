@@ -14,6 +14,7 @@ from adapters.sql.queries import (
     PURGE_REPORTS,
     SELECT_REPORTS,
     SESSION_COUNTS,
+    body_hashes,
     bucket_counts,
     crash_groups,
     entry_values,
@@ -34,7 +35,8 @@ class MysqlCrashIndex:
     def __init__(self, database: MysqlDatabase) -> None:
         self._db = database
 
-    def insert_many(self, entries: Sequence[IndexEntry]) -> None:
+    def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
+        hashes = body_hashes or {}
         unique = list({e.report_key: e for e in reversed(entries)}.values())[::-1]
         if not unique:
             return
@@ -47,7 +49,8 @@ class MysqlCrashIndex:
             fresh = [e for e in unique if e.report_key not in known]
             if not fresh:
                 return
-            cursor.executemany("INSERT INTO report_keys (report_key) VALUES (%s)", [(e.report_key,) for e in fresh])
+            cursor.executemany("INSERT INTO report_keys (report_key, body_hash) VALUES (%s, %s)",
+                               [(e.report_key, hashes.get(e.report_key)) for e in fresh])
             cursor.execute(
                 f"SELECT report_key, report_id FROM report_keys WHERE report_key IN ({_marks(len(fresh))})",
                 [e.report_key for e in fresh],
@@ -59,6 +62,13 @@ class MysqlCrashIndex:
                 f"INSERT INTO reports ({', '.join(INSERT_COLUMNS)}) VALUES ({_marks(len(INSERT_COLUMNS))})",
                 [entry_values(e, ids[e.report_key], submit_time) for e in fresh],
             )
+
+    def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
+        # report_keys: unpartitioned, and its row is written with the report's in one transaction
+        query, params = body_hashes("report_keys", report_keys)
+        with self._db.connection().cursor() as cursor:
+            cursor.execute(pyformat(query), params)
+            return dict(cursor.fetchall())
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         sql, params = find_query(query, self.SKU_ORDER_INDEX)
@@ -111,7 +121,7 @@ class MysqlSessionCounters:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._db.applied_offset(consumer, topic_partition)
 
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._db.seen_events(consumer, event_ids)
 
     def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:

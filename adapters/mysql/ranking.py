@@ -46,7 +46,7 @@ class MysqlRankingStore:
     def applied_offset(self, consumer: str, topic_partition: str) -> int:
         return self._db.applied_offset(consumer, topic_partition)
 
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> set[str]:
+    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._db.seen_events(consumer, event_ids)
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:

@@ -13,6 +13,8 @@ ENTRY_COLUMNS = (
     "report_key", "event_id", "sku", "received_at", "size_bytes",
     "crash_type", "error_code", "platform", "build_version", "signature",
 )
+# written with the row, not read back with it: only a consumer compares it, by body_hashes()
+BODY_HASH = "body_hash"
 INSERT_COLUMNS = ("report_id", "submit_time", *ENTRY_COLUMNS, "attachments")
 SELECT_REPORTS = f"SELECT {', '.join(INSERT_COLUMNS)} FROM reports"
 
@@ -48,7 +50,18 @@ def check_offset(row: Any, checkpoint: Checkpoint) -> None:
 
 def seen_events(consumer: str, event_ids: Sequence[str]) -> tuple[str, list[str]]:
     marks = ", ".join("?" * len(event_ids)) or "NULL"
-    return f"SELECT event_id FROM applied_events WHERE consumer = ? AND event_id IN ({marks})", [consumer, *event_ids]
+    return (f"SELECT event_id, body_hash FROM applied_events WHERE consumer = ? AND event_id IN ({marks})",
+            [consumer, *event_ids])
+
+
+def applied_events(checkpoint: Checkpoint, applied_at: int) -> list[tuple[str, str, int, str | None]]:
+    """Rows of applied_events (consumer, event_id, applied_at, body_hash) for a checkpoint."""
+    return [(checkpoint.consumer, event_id, applied_at, body_hash) for event_id, body_hash in checkpoint.events.items()]
+
+
+def body_hashes(table: str, report_keys: Sequence[str]) -> tuple[str, list[str]]:
+    marks = ", ".join("?" * len(report_keys)) or "NULL"
+    return f"SELECT report_key, body_hash FROM {table} WHERE report_key IN ({marks})", list(report_keys)
 
 
 def pyformat(sql: str) -> str:

@@ -30,6 +30,14 @@ def test_insert_is_idempotent_by_report_key(crash_index: CrashIndex):
     assert [r.entry.event_id for r in reports] == ["event-1", "event-2", "event-3"]
 
 
+def test_body_hashes_are_those_of_the_first_insert(crash_index: CrashIndex):
+    assert crash_index.body_hashes([]) == {}
+    crash_index.insert_many([entry(1), entry(2)], {entry(1).report_key: "a" * 64})
+    crash_index.insert_many([entry(1), entry(3)], {entry(1).report_key: "b" * 64, entry(3).report_key: "c" * 64})
+    keys = [entry(n).report_key for n in range(5)]
+    assert crash_index.body_hashes(keys) == {keys[1]: "a" * 64, keys[2]: None, keys[3]: "c" * 64}
+
+
 def test_find_pages_with_after_id_and_offset(crash_index: CrashIndex):
     crash_index.insert_many([entry(n) for n in range(10)])
     all_ids = [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=100))]

@@ -29,35 +29,36 @@ def test_counts_add_up_per_bucket(session_counters: SessionCounters):
 
 
 def test_stale_expected_offset_changes_nothing(session_counters: SessionCounters):
-    session_counters.apply(Checkpoint("c", "s-0", -1, 4, ("e1",)), {SessionBucket("g", 0, "client"): 1})
+    session_counters.apply(Checkpoint("c", "s-0", -1, 4, {"e1": None}), {SessionBucket("g", 0, "client"): 1})
     with pytest.raises(OffsetConflict):
-        session_counters.apply(Checkpoint("c", "s-0", -1, 9, ("e2",)), {SessionBucket("g", 0, "client"): 100})
+        session_counters.apply(Checkpoint("c", "s-0", -1, 9, {"e2": None}), {SessionBucket("g", 0, "client"): 100})
     assert session_counters.applied_offset("c", "s-0") == 4
     assert session_counters.session_counts("g", 0, M, M) == {0: 1}
-    assert session_counters.seen_events("c", ["e1", "e2"]) == {"e1"}
+    assert session_counters.seen_events("c", ["e1", "e2"]) == {"e1": None}
 
 
 def test_applied_event_ids_are_remembered_per_consumer(session_counters: SessionCounters):
-    assert session_counters.seen_events("c", []) == set()
-    session_counters.apply(Checkpoint("c", "s-0", -1, 0, ("a", "b")), {})
-    session_counters.apply(Checkpoint("c", "s-1", -1, 0, ("b",)), {})  # already there: harmless
-    assert session_counters.seen_events("c", ["a", "b", "x"]) == {"a", "b"}
-    assert session_counters.seen_events("other", ["a"]) == set()
+    assert session_counters.seen_events("c", []) == {}
+    session_counters.apply(Checkpoint("c", "s-0", -1, 0, {"a": "1" * 64, "b": None}), {})
+    # already there: harmless, and the first body hash stays (first write wins)
+    session_counters.apply(Checkpoint("c", "s-1", -1, 0, {"a": "2" * 64}), {})
+    assert session_counters.seen_events("c", ["a", "b", "x"]) == {"a": "1" * 64, "b": None}
+    assert session_counters.seen_events("other", ["a"]) == {}
 
 
 def test_purge_drops_older_minutes_and_applied_event_ids_only(session_counters: SessionCounters):
     now = now_ms()
     old, recent = floor_to(now - 10 * M, M), floor_to(now, M)
-    session_counters.apply(Checkpoint("c", "s-0", -1, 0, ("early",)),
+    session_counters.apply(Checkpoint("c", "s-0", -1, 0, {"early": None}),
                            {SessionBucket("g", old, "client"): 3, SessionBucket("g", recent, "client"): 2})
     time.sleep(0.01)
     cut = now_ms()
     time.sleep(0.01)
-    session_counters.apply(Checkpoint("c", "s-0", 0, 1, ("late",)), {SessionBucket("g", recent, "server"): 4})
+    session_counters.apply(Checkpoint("c", "s-0", 0, 1, {"late": None}), {SessionBucket("g", recent, "server"): 4})
     # the old minute's count and the eventId applied before the cut
     assert session_counters.purge(cut - 5 * M) == 1
     assert session_counters.session_counts("g", 0, now + M, M) == {recent: 6}
     assert session_counters.purge(cut) == 3  # the recent minute (client, server) began before `cut`; "early"
     assert session_counters.session_counts("g", 0, now + M, M) == {}
-    assert session_counters.seen_events("c", ["early", "late"]) == {"late"}
+    assert session_counters.seen_events("c", ["early", "late"]) == {"late": None}
     assert session_counters.applied_offset("c", "s-0") == 1  # offsets are state, not history

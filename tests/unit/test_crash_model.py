@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
+from core.idempotency import new_event_id
 from core.requests import Posted, parse_json_body, validate
 from crashes.model import (
     CrashEnvelope,
@@ -17,7 +18,6 @@ from crashes.model import (
     attachment_key,
     decode_attachment,
     envelope_value,
-    new_event_id,
     report_key,
 )
 

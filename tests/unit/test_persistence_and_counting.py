@@ -8,7 +8,7 @@ import uuid
 
 from adapters.factory import Adapters
 from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
-from core.offsets import retriable
+from core.idempotency import retriable
 from core.requests import Posted
 from core.topics import DEADLETTER
 from crashes.capture import capture_crash
@@ -42,10 +42,52 @@ def test_a_redelivered_batch_changes_nothing(adapters: Adapters):
 
 
 def test_a_client_retry_with_the_same_idempotency_key_is_one_report(adapters: Adapters):
-    keys = {post_crash(adapters, {"sku": "g", "try": n}, key="retry-1") for n in range(3)}
+    keys = {post_crash(adapters, {"sku": "g", "try": 1}, key="retry-1") for _ in range(3)}
     assert len(keys) == 1
-    persist(adapters, consume(adapters, "crashes"))
+    records = consume(adapters, "crashes")
+    persist(adapters, records[:1])
+    persist(adapters, records)
     assert len(adapters.index.find(ReportFilter(sku="g", limit=10))) == 1
+    assert consume(adapters, DEADLETTER) == []
+
+
+def full_payload(adapters: Adapters, key: str) -> dict:
+    return ReportDocument.model_validate_json(adapters.documents.get_many([key])[key]).payload
+
+
+def test_a_reused_key_with_another_body_never_rewrites_the_report(adapters: Adapters):
+    """Finding 2 of issue 15: the document store held the second body, the index the first."""
+    first = {"sku": "g", "crashType": "AV", "attachments": {"a.txt": "Zmlyc3Q="}}
+    key = post_crash(adapters, first, key="reused")
+    persist(adapters, consume(adapters, "crashes", group="one"))
+    assert post_crash(adapters, {"sku": "g", "crashType": "OTHER", "attachments": {"a.txt": "b3RoZXI="}},
+                      key="reused") == key
+    post_crash(adapters, {"sku": "g", "crashType": "OTHER", "in": "the same batch"}, key="reused-2")
+    post_crash(adapters, {"sku": "g", "crashType": "THIRD", "in": "the same batch"}, key="reused-2")
+    persist(adapters, consume(adapters, "crashes", group="two"))
+    assert full_payload(adapters, key) == {**first, "attachments": {"a.txt": None}}
+    assert adapters.documents.get_many([attachment_key(key, "a.txt")]) == {attachment_key(key, "a.txt"): b"first"}
+    reports = adapters.index.find(ReportFilter(sku="g", limit=10))
+    assert [r.entry.crash_type for r in reports] == ["AV", "OTHER"]
+    dead = consume(adapters, DEADLETTER)
+    assert len(dead) == 2
+    assert all(dict(d.headers)["reason"].startswith(b"idempotency_conflict") for d in dead)
+
+
+def test_a_value_no_store_takes_is_dead_lettered_alone_and_the_partition_flows(adapters: Adapters):
+    """Finding 1 of issue 15, on SQLite: a value beyond 64 bits stalled the batch forever."""
+    for n in range(5):
+        post_crash(adapters, {"sku": "g", "n": n})
+    poison = b'{"eventId": "e", "reportKey": "%s", "receivedAt": %d, "sizeBytes": 2, "payload": {"sku": "g"}}' % (
+        b"f" * 32, 2**63)
+    adapters.log.publish("crashes", [OutgoingRecord(value=poison, key=b"f" * 32)])
+    for n in range(5, 10):
+        post_crash(adapters, {"sku": "g", "n": n})
+    assert persist(adapters, consume(adapters, "crashes")) == 10
+    assert len(adapters.index.find(ReportFilter(sku="g", limit=100))) == 10
+    [dead] = consume(adapters, DEADLETTER)
+    assert dead.value == poison
+    assert dict(dead.headers)["reason"].startswith(b"OverflowError")
 
 
 def test_attachments_are_stored_apart_from_the_body(adapters: Adapters):
@@ -119,6 +161,39 @@ def test_a_client_retry_of_sessions_with_the_same_idempotency_key_counts_once(ad
     assert count_sessions(records[:2], adapters.counters, adapters.log) + \
         count_sessions(records, adapters.counters, adapters.log) == 10
     assert total(adapters) == 10
+
+
+def test_a_session_key_is_scoped_by_sku(adapters: Adapters):
+    """Finding 3 of issue 15: the same key for sessions of another sku answered 202 and counted 0."""
+    capture_sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 2).encode(),
+                                                          idempotency_key="k"))
+    body = json.dumps([{"sku": "h", "kind": "client"}] * 3 + [{"sku": "g", "kind": "client"}] * 2).encode()
+    capture_sessions(adapters.log, adapters.spill, Posted(body, idempotency_key="k"))
+    count_sessions(consume(adapters, "sessions"), adapters.counters, adapters.log)
+    assert (total(adapters, "g"), total(adapters, "h")) == (2, 3)  # g's part of the second is a retry
+    assert consume(adapters, DEADLETTER) == []
+
+
+def test_a_reused_session_key_with_another_body_is_dead_lettered(adapters: Adapters):
+    for kinds in (["client"], ["server", "server"], ["client"]):
+        capture_sessions(adapters.log, adapters.spill,
+                         Posted(json.dumps([{"sku": "g", "kind": k} for k in kinds]).encode(), idempotency_key="k"))
+    records = consume(adapters, "sessions")
+    count_sessions(records, adapters.counters, adapters.log)
+    assert total(adapters) == 1
+    [dead] = consume(adapters, DEADLETTER)
+    assert dead.value == records[1].value
+    assert dict(dead.headers)["reason"].startswith(b"idempotency_conflict")
+
+
+def test_a_session_value_no_store_takes_is_dead_lettered_alone(adapters: Adapters):
+    sessions(adapters, [{"sku": "g", "kind": "client"}])
+    poison = b'{"eventId": "e", "receivedAt": %d, "sessions": [{"sku": "g", "kind": "client"}]}' % 2**64
+    adapters.log.publish("sessions", [OutgoingRecord(value=poison)])
+    sessions(adapters, [{"sku": "g", "kind": "server"}])
+    count_sessions(consume(adapters, "sessions"), adapters.counters, adapters.log)
+    assert total(adapters) == 2
+    assert [d.value for d in consume(adapters, DEADLETTER)] == [poison]
 
 
 def test_only_event_ids_from_an_idempotency_key_are_kept(adapters: Adapters):

@@ -1,0 +1,71 @@
+"""The consumers' failure rule (DESIGN §3.8): a record either lands or goes to the dead-letter
+topic with its reason, and a consumer never stalls on one record. A failure that a value caused
+(an engine refused it, a constraint, a decode error) is isolated by splitting the batch until the
+record is alone; anything else (an engine away, a timeout, a deadlock, what we cannot tell) is
+raised, so the whole batch is retried with backoff: an outage must not dead-letter good records."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from adapters.ports import EventLog, LogRecord
+from core.topics import dead_letter
+
+# MySQL errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes
+# to DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix
+_MYSQL_VALUE_ERRORS = {1292, 1300, 1366, 1267, 3140, 3819, 4025}
+MAX_REASON_CHARS = 500
+
+
+def caused_by_value(error: BaseException) -> bool:
+    """True when retrying the same records can only fail again the same way."""
+    if isinstance(error, ValidationError | ValueError | OverflowError | sqlite3.IntegrityError | sqlite3.DataError):
+        return True
+    # engine clients are checked only once loaded: a function packages the clients it uses
+    pymysql = sys.modules.get("pymysql")
+    if pymysql is not None:
+        if isinstance(error, pymysql.err.DataError | pymysql.err.IntegrityError):
+            return True
+        if isinstance(error, pymysql.err.OperationalError):
+            return bool(error.args) and error.args[0] in _MYSQL_VALUE_ERRORS
+    couchbase = sys.modules.get("couchbase.exceptions")
+    if couchbase is not None:
+        return isinstance(error, couchbase.ValueTooLargeException | couchbase.InvalidArgumentException)
+    return False
+
+
+def reason(error: BaseException) -> str:
+    """One line: the error's kind and the first line of its message."""
+    text = str(error).strip().splitlines()
+    line = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return line[:MAX_REASON_CHARS]
+
+
+R = TypeVar("R")
+
+
+def land(records: Sequence[LogRecord], apply: Callable[[Sequence[LogRecord]], R], log: EventLog) -> list[R]:
+    """`apply` on the whole batch, or, when a value makes it fail, on halves, in log order, until
+    the failing records are alone; those go to the dead-letter topic. `apply` must be idempotent
+    for what it already wrote (offsets and keys make every consumer so), as a half may repeat work
+    of a failed larger part. Returns the results of the parts that landed."""
+    results: list[R] = []
+    pending = [list(records)]
+    while pending:
+        part = pending.pop()
+        try:
+            results.append(apply(part))
+        except Exception as error:
+            if not caused_by_value(error):
+                raise
+            if len(part) == 1:
+                dead_letter(log, [(part[0], reason(error))])
+            else:
+                middle = len(part) // 2
+                pending += [part[middle:], part[:middle]]  # the first half is popped first
+    return results

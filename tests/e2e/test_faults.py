@@ -1,6 +1,7 @@
 """Fault injection on the services profile: bursts of crashes, sessions and scores while serve is
-killed with SIGKILL and restarted, MariaDB is stopped for 10 s, Kafka is stopped for 10 s, and
-poison records are put on the topics. Clients send an Idempotency-Key and retry what was not
+killed with SIGKILL and restarted, MariaDB is stopped for 10 s, MariaDB and CouchbaseMock are down
+together for 10 s (capture must not notice), Kafka is stopped for 10 s, and poison records, malformed
+or with a value MariaDB refuses, are put on the topics. Clients send an Idempotency-Key and retry what was not
 acknowledged, as real ones do. After each fault every accepted crash is queryable exactly once,
 session counters and leaderboards equal the brute-force totals, and at the end the dead-letter
 topic holds exactly the poison."""
@@ -215,6 +216,31 @@ def test_mariadb_stopped_for_10_seconds(deployment: Deployment, ledger: Ledger):
     verify(deployment, ledger)
 
 
+def test_couchbase_and_mariadb_stopped_together_while_crashes_are_captured(deployment: Deployment, ledger: Ledger):
+    def outage() -> None:
+        services("pause", "couchbase-mock")
+        services("stop", "mariadb")
+        try:
+            time.sleep(OUTAGE_S)
+        finally:
+            services("start-one", "mariadb")
+            services("resume", "couchbase-mock")
+
+    # capture needs only the log: every request is answered 202 the first time, none is retried
+    requests = requests_for("stores", 60)
+    faulting = threading.Thread(target=outage)
+    faulting.start()
+    time.sleep(1)
+    answers = asyncio.run(_send(deployment.serve.url, requests))
+    stores_were_down = faulting.is_alive()
+    faulting.join()
+    assert stores_were_down
+    for key, path, body, answer in answers:
+        assert isinstance(answer, httpx.Response) and answer.status_code == 202, (key, answer)
+        record(ledger, path, body, answer.json(), key)
+    verify(deployment, ledger)
+
+
 def test_kafka_stopped_for_10_seconds(deployment: Deployment, ledger: Ledger):
     def outage() -> None:
         services("stop", "kafka")
@@ -227,8 +253,18 @@ def test_kafka_stopped_for_10_seconds(deployment: Deployment, ledger: Ledger):
 
 def test_poison_goes_to_the_dead_letters_and_only_poison(deployment: Deployment, ledger: Ledger):
     producer = Producer({"bootstrap.servers": settings().kafka_bootstrap})
-    poison = {"crashes": [b"\x00not json", b'{"eventId": 5}'], "sessions": [b"[1, 2", b'{"sku": "x"}'],
-              "scores": [b"null", b'{"board": 1}']}
+    # malformed, and well-formed with a value an engine refuses (MariaDB: BIGINT out of range)
+    too_big = 2**64
+    poison = {
+        "crashes": [b"\x00not json", b'{"eventId": 5}', b'{"eventId": "e", "reportKey": "%s", "receivedAt": %d, '
+                    b'"sizeBytes": 2, "payload": {"sku": "%s"}}' % (uuid.uuid4().hex.encode(), too_big, SKU.encode())],
+        "sessions": [b"[1, 2", b'{"sku": "x"}',
+                     b'{"eventId": "e", "receivedAt": %d, "sessions": [{"sku": "%s", "kind": "client"}]}' % (
+                         too_big, SKU.encode())],
+        "scores": [b"null", b'{"board": 1}',
+                   b'{"eventId": "e", "receivedAt": 1, "scores": [{"board": "%s", "playerId": "p", "score": %d}]}' % (
+                       BEST.encode(), too_big)],
+    }
     for topic, values in poison.items():
         for value in values:
             producer.produce(deployment.topic_prefix + topic, value=value, key=uuid.uuid4().bytes)

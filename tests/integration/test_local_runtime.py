@@ -16,10 +16,10 @@ from adapters.factory import Adapters
 from adapters.ports import OutgoingRecord
 from core.api import create_resolver, json_response
 from core.msk import from_msk_event
-from core.requests import Posted
+from core.requests import MAX_BODY_BYTES, Posted
 from crashes.capture import capture_crash
 from local_runtime.functions import LocalContext
-from local_runtime.gateway import GATEWAY_MAX_BODY, Gateway, proxy_event, route
+from local_runtime.gateway import Gateway, proxy_event, route
 from local_runtime.periodic import spill_replayer
 from local_runtime.poller import Poller
 
@@ -57,7 +57,7 @@ def test_gateway_serves_through_the_handlers(adapters: Adapters):
                 await client.post("/v1/crashes", json={"sku": "g"}),
                 await client.get("/v1/health"),
                 await client.get("/nowhere"),
-                await client.post("/v1/crashes", content=b"x" * (GATEWAY_MAX_BODY + 1),
+                await client.post("/v1/crashes", content=b"x" * (MAX_BODY_BYTES + 1),
                                   headers={"content-type": "application/json"}),
             ]
 

@@ -52,7 +52,7 @@ def test_proxy_event_carries_query_headers_and_binary_bodies():
 def test_gateway_serves_through_the_handlers(adapters: Adapters):
     async def scenario() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=Gateway(workers=2))
-        async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             return [
                 await client.post("/v1/crashes", json={"sku": "g"}),
                 await client.get("/v1/health"),
@@ -74,7 +74,7 @@ def test_concurrent_requests_never_see_each_others_bodies(adapters: Adapters):
 
     async def scenario() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=Gateway(workers=8))
-        async with httpx.AsyncClient(transport=transport, base_url="http://local", timeout=60) as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=60) as client:
             return await asyncio.gather(*(
                 client.post("/v1/sessions", json=[{"sku": "g", "kind": "client"}] * size) if n % 2 else
                 client.post("/v1/scores", json=[{"board": "b", "playerId": f"p{i}", "score": i} for i in range(size)])

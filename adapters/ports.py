@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ranking.queries import NodeReader
 from ranking.tree import Operator, Order
@@ -50,6 +50,11 @@ class EventLog(Protocol):
         ...
 
     def consumer(self, group: str, topic: str) -> LogConsumer: ...
+
+    def read(self, topic: str, partition: int, offset: int) -> LogRecord | None:
+        """The record at this offset, or None when the log holds none there (purged, or beyond
+        its end)."""
+        ...
 
     def purge(self, topics: Sequence[str], before_ms: int) -> int:
         """Drops the records of these topics published before `before_ms`; offsets keep growing.
@@ -211,11 +216,21 @@ class Checkpoint:
     expected_offset: int
     new_offset: int
     events: Mapping[str, str | None] = field(default_factory=dict)
+    fingerprint: str | None = None
+    """Of the record at `new_offset`: a stored offset can then be checked against the log it is
+    said to be an offset of (core.offsets)."""
+
+
+class Applied(NamedTuple):
+    """A partition's last applied offset (-1 before the first) and the fingerprint of its record."""
+
+    offset: int
+    fingerprint: str | None
 
 
 class Checkpoints(Protocol):
-    def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        """The last offset applied for this partition, -1 before the first."""
+    def applied(self, consumer: str, topic_partition: str) -> Applied:
+        """The last offset applied for this partition (-1 before the first) and its fingerprint."""
         ...
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:

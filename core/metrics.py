@@ -10,6 +10,8 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 NAMESPACE = "Blackbox"
 CRASH_SPIKE = "CrashSpike"
 DEAD_LETTERS = "DeadLetters"
+# a consumer stopped: its stored offset belongs to another log (core.offsets)
+FOREIGN_OFFSET = "ForeignOffset"
 VISIBILITY_LATENCY = "VisibilityLatency"
 
 

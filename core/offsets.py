@@ -4,18 +4,27 @@ the events whose eventId was applied already (a client retry with the same Idemp
 and those eventIds, with the hash of what each carried, are written with the data, in one
 transaction; an eventId that comes again with another body is a reused key (DESIGN §3.9) and is
 dead-lettered, never applied. Records `blackbox replay` published again carry the REPLAYED header:
-a replay cut off midway repeats them, so their eventIds are checked and stored whatever their kind."""
+a replay cut off midway repeats them, so their eventIds are checked and stored whatever their kind.
+
+A stored offset is trusted only for the log it came from: with it is stored the fingerprint of its
+record, and before records at or below it are skipped, the log's record at that offset must match.
+An offset from another log (a sample event run against live state, a topic recreated, a data
+directory reset) would otherwise skip every real event below it without a word; instead the
+consumer stops, loudly, until someone decides."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Generic, Protocol, TypeVar
 
-from adapters.ports import Checkpoint, Checkpoints, LogRecord
+from adapters.ports import Applied, Checkpoint, Checkpoints, EventLog, LogRecord
+from core.api import logger
 from core.idempotency import conflicts, retriable
+from core.metrics import FOREIGN_OFFSET, emit
 
 
 class _Event(Protocol):
@@ -56,7 +65,8 @@ class Fresh:
 
     def checkpoint(self, consumer: str, events: Sequence[_Event]) -> Checkpoint:
         return Checkpoint(consumer, self.topic_partition, self.applied, self.records[-1].offset,
-                          {e.eventId: e.bodyHash for e in events if self._keyed(e.eventId)})
+                          {e.eventId: e.bodyHash for e in events if self._keyed(e.eventId)},
+                          fingerprint(self.records[-1]))
 
     def unseen(self, store: Checkpoints, consumer: str, parsed: Sequence[tuple[LogRecord, E]]) -> Unseen[E]:
         """The events not applied before, nor earlier in this batch, and those that reuse a key."""
@@ -74,12 +84,40 @@ class Fresh:
         return result
 
 
-def fresh_by_partition(records: Sequence[LogRecord], applied_offset: Callable[[str], int]) -> Iterator[Fresh]:
+class ForeignOffset(Exception):
+    """A stored offset whose record the log does not hold: it belongs to another log."""
+
+
+def fingerprint(record: LogRecord) -> str:
+    digest = hashlib.blake2b(record.value, digest_size=8)
+    digest.update(record.timestamp_ms.to_bytes(8, "big", signed=True))
+    return digest.hexdigest()
+
+
+def fresh_by_partition(records: Sequence[LogRecord], store: Checkpoints, consumer: str, log: EventLog
+                       ) -> Iterator[Fresh]:
     by_partition: dict[str, list[LogRecord]] = defaultdict(list)
     for record in records:
         by_partition[f"{record.topic}-{record.partition}"].append(record)
     for topic_partition, batch in by_partition.items():
-        applied = applied_offset(topic_partition)
-        fresh = sorted((r for r in batch if r.offset > applied), key=lambda r: r.offset)
+        stored = store.applied(consumer, topic_partition)
+        if any(r.offset <= stored.offset for r in batch):  # a redelivery, or an offset from elsewhere
+            _check(stored, batch, consumer, topic_partition, log)
+        fresh = sorted((r for r in batch if r.offset > stored.offset), key=lambda r: r.offset)
         if fresh:
-            yield Fresh(topic_partition, applied, fresh)
+            yield Fresh(topic_partition, stored.offset, fresh)
+
+
+def _check(stored: Applied, batch: Sequence[LogRecord], consumer: str, topic_partition: str, log: EventLog) -> None:
+    if stored.fingerprint is None:  # stored before fingerprints were
+        return
+    record = next((r for r in batch if r.offset == stored.offset), None)
+    if record is None:
+        record = log.read(batch[0].topic, batch[0].partition, stored.offset)
+    if record is None or fingerprint(record) != stored.fingerprint:
+        emit(FOREIGN_OFFSET, 1, consumer=consumer, topicPartition=topic_partition)
+        message = (f"{consumer} {topic_partition}: the stored offset {stored.offset} is not one of this log's (its "
+                   "record is gone or another), so nothing below it is skipped and the consumer waits. If the "
+                   f"log was reset on purpose, delete the row ({consumer}, {topic_partition}) of applied_offsets")
+        logger.error(message)
+        raise ForeignOffset(message)

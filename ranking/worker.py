@@ -27,7 +27,7 @@ def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLo
 
 def _apply(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
     applied = 0
-    for part in fresh_by_partition(records, lambda tp: store.applied_offset(CONSUMER, tp)):
+    for part in fresh_by_partition(records, store, CONSUMER, log):
         parsed = parse_or_dead_letter(log, part.records, _event, "score")
         unseen = part.unseen(store, CONSUMER, parsed)
         dead_letter(log, unseen.conflicting)

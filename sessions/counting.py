@@ -24,7 +24,7 @@ def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log:
 
 def _count(records: Sequence[LogRecord], counters: SessionCounters, log: EventLog) -> int:
     counted = 0
-    for part in fresh_by_partition(records, lambda tp: counters.applied_offset(CONSUMER, tp)):
+    for part in fresh_by_partition(records, counters, CONSUMER, log):
         parsed = parse_or_dead_letter(log, part.records, SessionEnvelope.model_validate_json, "session")
         unseen = part.unseen(counters, CONSUMER, parsed)
         dead_letter(log, unseen.conflicting)

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from adapters.ports import Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import Applied, Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     BODY_HASH,
@@ -19,6 +19,7 @@ from adapters.sql.queries import (
     PURGE_REPORTS,
     SELECT_REPORTS,
     SESSION_COUNTS,
+    applied,
     applied_events,
     body_hashes,
     bucket_counts,
@@ -89,11 +90,16 @@ CREATE TABLE IF NOT EXISTS applied_offsets (
     consumer TEXT NOT NULL,
     topic_partition TEXT NOT NULL,
     applied INTEGER NOT NULL,
+    fingerprint TEXT,
     PRIMARY KEY (consumer, topic_partition)
 ) WITHOUT ROWID;
 """
 # columns added since the first release: an existing data directory gets them when opened
-_ADDED_COLUMNS = (("reports", "body_hash", "TEXT"), ("applied_events", "body_hash", "TEXT"))
+_ADDED_COLUMNS = (
+    ("reports", "body_hash", "TEXT"),
+    ("applied_events", "body_hash", "TEXT"),
+    ("applied_offsets", "fingerprint", "TEXT"),
+)
 
 
 class SqliteIndexDatabase:
@@ -102,9 +108,8 @@ class SqliteIndexDatabase:
     def __init__(self, path: Path) -> None:
         self.db = SqliteFile(path, _SCHEMA, _ADDED_COLUMNS)
 
-    def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        row = self.db.connection().execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone()
-        return -1 if row is None else int(row[0])
+    def applied(self, consumer: str, topic_partition: str) -> Applied:
+        return applied(self.db.connection().execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone())
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         query, params = seen_events(consumer, event_ids)
@@ -118,9 +123,10 @@ class SqliteIndexDatabase:
             check_offset(conn.execute(APPLIED_OFFSET, (c.consumer, c.topic_partition)).fetchone(), c)
             yield conn
             conn.execute(
-                "INSERT INTO applied_offsets VALUES (?, ?, ?) ON CONFLICT (consumer, topic_partition) "
-                "DO UPDATE SET applied = excluded.applied",
-                (c.consumer, c.topic_partition, c.new_offset),
+                "INSERT INTO applied_offsets (consumer, topic_partition, applied, fingerprint) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (consumer, topic_partition) "
+                "DO UPDATE SET applied = excluded.applied, fingerprint = excluded.fingerprint",
+                (c.consumer, c.topic_partition, c.new_offset, c.fingerprint),
             )
             conn.executemany(
                 "INSERT INTO applied_events (consumer, event_id, applied_at, body_hash) VALUES (?, ?, ?, ?) "
@@ -181,8 +187,8 @@ class SqliteSessionCounters:
         self._database = database
         self._db = database.db
 
-    def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        return self._database.applied_offset(consumer, topic_partition)
+    def applied(self, consumer: str, topic_partition: str) -> Applied:
+        return self._database.applied(consumer, topic_partition)
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._database.seen_events(consumer, event_ids)

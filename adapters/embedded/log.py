@@ -44,6 +44,16 @@ def _decode_headers(text: str) -> Headers:
     return tuple((name, bytes.fromhex(value)) for name, value in json.loads(text))
 
 
+_SELECT_RECORDS = "SELECT offset, key, value, headers, timestamp_ms FROM records"
+
+
+def _record(topic: str, partition: int, row: tuple[int, bytes | None, bytes, str, int]) -> LogRecord:
+    """A record from its row of _SELECT_RECORDS."""
+    offset, key, value, headers, timestamp_ms = row
+    return LogRecord(topic, partition, offset, bytes(value), None if key is None else bytes(key),
+                     _decode_headers(headers), timestamp_ms)
+
+
 @dataclass
 class _Pending:
     topic: str
@@ -114,6 +124,12 @@ class SqliteEventLog:
     def consumer(self, group: str, topic: str) -> SqliteLogConsumer:
         return SqliteLogConsumer(self, group, topic)
 
+    def read(self, topic: str, partition: int, offset: int) -> LogRecord | None:
+        row = self._db.connection().execute(
+            f"{_SELECT_RECORDS} WHERE topic = ? AND partition = ? AND offset = ?", (topic, partition, offset),
+        ).fetchone()
+        return None if row is None else _record(topic, partition, row)
+
     def purge(self, topics: Sequence[str], before_ms: int) -> int:
         # each partition keeps its newest record: publish numbers the next offset after it
         with self._db.write() as conn:
@@ -167,19 +183,16 @@ class SqliteLogConsumer:
             if len(batch) >= max_records or (batch and size >= max_bytes):
                 break
             rows = conn.execute(
-                "SELECT offset, key, value, headers, timestamp_ms FROM records "
-                "WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?",
+                f"{_SELECT_RECORDS} WHERE topic = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?",
                 (self._topic, partition, position, max_records - len(batch)),
             )
-            for offset, key, value, headers, timestamp_ms in rows:
-                if batch and size + len(value) > max_bytes:
+            for row in rows:
+                record = _record(self._topic, partition, row)
+                if batch and size + len(record.value) > max_bytes:
                     break
-                batch.append(
-                    LogRecord(self._topic, partition, offset, bytes(value),
-                              None if key is None else bytes(key), _decode_headers(headers), timestamp_ms)
-                )
-                size += len(value)
-                self._positions[partition] = offset + 1
+                batch.append(record)
+                size += len(record.value)
+                self._positions[partition] = record.offset + 1
         return batch
 
     def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters.embedded.index import SqliteIndexDatabase
-from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, Entry
+from adapters.ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry
 from adapters.sql import ranking as sql
 from ranking.tree import NodeRange, Order
 
@@ -34,8 +34,8 @@ class SqliteRankingStore:
             found.update((e.player_id, e.score) for e in sql.entries(self._db.connection().execute(query, params)))
         return found
 
-    def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        return self._database.applied_offset(consumer, topic_partition)
+    def applied(self, consumer: str, topic_partition: str) -> Applied:
+        return self._database.applied(consumer, topic_partition)
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._database.seen_events(consumer, event_ids)

@@ -5,6 +5,7 @@ that commit only what they are told to."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ MAX_MESSAGE_BYTES = 2 * 1024 * 1024
 # records taken from the client's buffer at a time while a batch fills
 CHUNK_RECORDS = 64
 PUBLISH_TIMEOUT_S = 2.0
+READ_TIMEOUT_S = 10.0
 
 
 def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> dict[str, Any]:
@@ -44,6 +46,18 @@ def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> 
 
 class PublishTimeout(TimeoutError):
     pass
+
+
+def _log_record(topic: str, message: Message) -> LogRecord:
+    return LogRecord(
+        topic=topic,
+        partition=_int(message.partition()),
+        offset=_int(message.offset()),
+        value=message.value() or b"",
+        key=message.key(),
+        headers=_headers(message),
+        timestamp_ms=message.timestamp()[1],
+    )
 
 
 def _int(value: int | None) -> int:
@@ -154,6 +168,33 @@ class KafkaEventLog:
         self.ensure_topic(topic)
         return KafkaLogConsumer(self._config, self._name(group), self._name(topic), topic)
 
+    def read(self, topic: str, partition: int, offset: int) -> LogRecord | None:
+        """A consumer of no group, assigned the one partition: rare (a consumer checking a stored
+        offset), so it is made for the call."""
+        name = self._name(topic)
+        reader = Consumer({**self._config, "group.id": "blackbox-read", "enable.auto.commit": False,
+                           "fetch.message.max.bytes": MAX_MESSAGE_BYTES,
+                           "max.partition.fetch.bytes": MAX_MESSAGE_BYTES})
+        try:
+            low, high = reader.get_watermark_offsets(TopicPartition(name, partition), timeout=READ_TIMEOUT_S)
+            if not low <= offset < high:
+                return None
+            reader.assign([TopicPartition(name, partition, offset)])
+            deadline = time.monotonic() + READ_TIMEOUT_S
+            while time.monotonic() < deadline:
+                message = reader.poll(0.5)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.fatal() or not error.retriable():
+                        raise KafkaException(error)
+                    continue
+                return _log_record(topic, message) if message.offset() == offset else None
+            raise TimeoutError(f"{topic}-{partition}: offset {offset} not read within {READ_TIMEOUT_S} s")
+        finally:
+            reader.close()
+
     def purge(self, topics: Sequence[str], before_ms: int) -> int:
         """Deletes records up to the first at or after `before_ms` (DeleteRecords); the topics'
         retention.ms also expires them, in whole segments and on the broker's schedule."""
@@ -222,15 +263,7 @@ class KafkaLogConsumer:
                     return batch
                 size += len(value)
                 largest = max(largest, len(value))
-                batch.append(LogRecord(
-                    topic=self._logical_topic,
-                    partition=_int(message.partition()),
-                    offset=_int(message.offset()),
-                    value=value,
-                    key=message.key(),
-                    headers=_headers(message),
-                    timestamp_ms=message.timestamp()[1],
-                ))
+                batch.append(_log_record(self._logical_topic, message))
             room = min(max_records - len(batch), CHUNK_RECORDS, max(1, (max_bytes - size) // max(1, largest)))
             if room <= 0:
                 break

@@ -12,9 +12,9 @@ from urllib.parse import unquote, urlsplit
 import pymysql
 from pymysql.cursors import Cursor
 
-from adapters.ports import Checkpoint
+from adapters.ports import Applied, Checkpoint
 from adapters.sql.connections import PerThread
-from adapters.sql.queries import APPLIED_OFFSET, applied_events, check_offset, pyformat, seen_events
+from adapters.sql.queries import APPLIED_OFFSET, applied, applied_events, check_offset, pyformat, seen_events
 from core.timeutil import now_ms
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
@@ -68,11 +68,10 @@ class MysqlDatabase:
             raise
         conn.commit()
 
-    def applied_offset(self, consumer: str, topic_partition: str) -> int:
+    def applied(self, consumer: str, topic_partition: str) -> Applied:
         with self.connection().cursor() as cursor:
             cursor.execute(pyformat(APPLIED_OFFSET), (consumer, topic_partition))
-            row = cursor.fetchone()
-        return -1 if row is None else int(row[0])
+            return applied(cursor.fetchone())
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         query, params = seen_events(consumer, event_ids)
@@ -89,9 +88,9 @@ class MysqlDatabase:
             check_offset(cursor.fetchone(), c)
             yield cursor
             cursor.execute(
-                "INSERT INTO applied_offsets (consumer, topic_partition, applied) VALUES (%s, %s, %s) "
-                "ON DUPLICATE KEY UPDATE applied = VALUES(applied)",
-                (c.consumer, c.topic_partition, c.new_offset),
+                "INSERT INTO applied_offsets (consumer, topic_partition, applied, fingerprint) VALUES (%s, %s, %s, %s) "
+                "ON DUPLICATE KEY UPDATE applied = VALUES(applied), fingerprint = VALUES(fingerprint)",
+                (c.consumer, c.topic_partition, c.new_offset, c.fingerprint),
             )
             cursor.executemany(
                 "INSERT IGNORE INTO applied_events (consumer, event_id, applied_at, body_hash) VALUES (%s, %s, %s, %s)",

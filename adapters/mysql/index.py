@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase
-from adapters.ports import Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import Applied, Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import (
     CRASH_COUNTS,
     CRASH_GROUPS,
@@ -118,8 +118,8 @@ class MysqlSessionCounters:
     def __init__(self, database: MysqlDatabase) -> None:
         self._db = database
 
-    def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        return self._db.applied_offset(consumer, topic_partition)
+    def applied(self, consumer: str, topic_partition: str) -> Applied:
+        return self._db.applied(consumer, topic_partition)
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._db.seen_events(consumer, event_ids)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, Entry
+from adapters.ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry
 from adapters.sql import ranking as sql
 from adapters.sql.queries import pyformat
 from ranking.tree import NodeRange, Order
@@ -43,8 +43,8 @@ class MysqlRankingStore:
             found.update((e.player_id, e.score) for e in entries)
         return found
 
-    def applied_offset(self, consumer: str, topic_partition: str) -> int:
-        return self._db.applied_offset(consumer, topic_partition)
+    def applied(self, consumer: str, topic_partition: str) -> Applied:
+        return self._db.applied(consumer, topic_partition)
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._db.seen_events(consumer, event_ids)

@@ -7,7 +7,16 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from adapters.ports import FILTERABLE, Checkpoint, CrashGroup, IndexedReport, IndexEntry, OffsetConflict, ReportFilter
+from adapters.ports import (
+    FILTERABLE,
+    Applied,
+    Checkpoint,
+    CrashGroup,
+    IndexedReport,
+    IndexEntry,
+    OffsetConflict,
+    ReportFilter,
+)
 
 ENTRY_COLUMNS = (
     "report_key", "event_id", "sku", "received_at", "size_bytes",
@@ -31,13 +40,18 @@ CRASH_GROUPS = (
     "WHERE sku = ? AND received_at >= ? AND received_at < ? AND signature IS NOT NULL "
     "GROUP BY signature ORDER BY n DESC, signature LIMIT ?"
 )
-APPLIED_OFFSET = "SELECT applied FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
+APPLIED_OFFSET = "SELECT applied, fingerprint FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
 # retention (DESIGN §3.6): what the purge job deletes, oldest first
 PURGE_REPORTS = "DELETE FROM reports WHERE submit_time < ?"
 PURGE_COUNTERS = (
     "DELETE FROM session_counts WHERE minute < ?",
     "DELETE FROM applied_events WHERE applied_at < ?",
 )
+
+
+def applied(row: Any) -> Applied:
+    """A row of APPLIED_OFFSET, or None."""
+    return Applied(-1, None) if row is None else Applied(int(row[0]), row[1])
 
 
 def check_offset(row: Any, checkpoint: Checkpoint) -> None:

@@ -35,6 +35,15 @@ def test_published_records_come_back_with_key_value_headers(event_log: EventLog)
     assert record.timestamp_ms > 0
 
 
+def test_a_record_is_read_back_by_its_offset(event_log: EventLog):
+    event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=b"k", headers=(("h", b"1"),)) for i in range(3)])
+    records = drain(event_log.consumer("g", "t"), 3)
+    partition = records[0].partition
+    assert event_log.read("t", partition, records[1].offset) == records[1]
+    assert event_log.read("t", partition, records[-1].offset + 1) is None  # beyond the end
+    assert event_log.read("t", (partition + 1) % 3, 0) is None  # a partition with nothing yet
+
+
 def test_same_key_same_partition_in_publish_order(event_log: EventLog):
     event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=b"board-7") for i in range(20)])
     records = drain(event_log.consumer("g", "t"), 20)

@@ -4,18 +4,19 @@ import time
 
 import pytest
 
-from adapters.ports import Checkpoint, OffsetConflict, SessionBucket, SessionCounters
+from adapters.ports import Applied, Checkpoint, OffsetConflict, SessionBucket, SessionCounters
 from core.timeutil import floor_to, now_ms
 
 M = 60_000
 
 
 def test_offsets_start_at_minus_one_and_move_with_the_counts(session_counters: SessionCounters):
-    assert session_counters.applied_offset("c", "sessions-0") == -1
-    session_counters.apply(Checkpoint("c", "sessions-0", -1, 7), {SessionBucket("g", 0, "client"): 3})
-    assert session_counters.applied_offset("c", "sessions-0") == 7
-    assert session_counters.applied_offset("c", "sessions-1") == -1
-    assert session_counters.applied_offset("other", "sessions-0") == -1
+    assert session_counters.applied("c", "sessions-0").offset == -1
+    session_counters.apply(Checkpoint("c", "sessions-0", -1, 7, fingerprint="0123456789abcdef"),
+                           {SessionBucket("g", 0, "client"): 3})
+    assert session_counters.applied("c", "sessions-0") == Applied(7, "0123456789abcdef")
+    assert session_counters.applied("c", "sessions-1").offset == -1
+    assert session_counters.applied("other", "sessions-0").offset == -1
 
 
 def test_counts_add_up_per_bucket(session_counters: SessionCounters):
@@ -32,7 +33,7 @@ def test_stale_expected_offset_changes_nothing(session_counters: SessionCounters
     session_counters.apply(Checkpoint("c", "s-0", -1, 4, {"e1": None}), {SessionBucket("g", 0, "client"): 1})
     with pytest.raises(OffsetConflict):
         session_counters.apply(Checkpoint("c", "s-0", -1, 9, {"e2": None}), {SessionBucket("g", 0, "client"): 100})
-    assert session_counters.applied_offset("c", "s-0") == 4
+    assert session_counters.applied("c", "s-0").offset == 4
     assert session_counters.session_counts("g", 0, M, M) == {0: 1}
     assert session_counters.seen_events("c", ["e1", "e2"]) == {"e1": None}
 
@@ -61,4 +62,4 @@ def test_purge_drops_older_minutes_and_applied_event_ids_only(session_counters: 
     assert session_counters.purge(cut) == 3  # the recent minute (client, server) began before `cut`; "early"
     assert session_counters.session_counts("g", 0, now + M, M) == {}
     assert session_counters.seen_events("c", ["early", "late"]) == {"late": None}
-    assert session_counters.applied_offset("c", "s-0") == 1  # offsets are state, not history
+    assert session_counters.applied("c", "s-0").offset == 1  # offsets are state, not history

@@ -6,9 +6,13 @@ import base64
 import json
 import uuid
 
+import pytest
+
 from adapters.factory import Adapters
 from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
 from core.idempotency import retriable
+from core.msk import from_msk_event
+from core.offsets import ForeignOffset
 from core.requests import Posted
 from core.topics import DEADLETTER
 from crashes.capture import capture_crash
@@ -16,6 +20,7 @@ from crashes.model import attachment_key
 from crashes.persistence import ReportDocument, persist_crashes
 from sessions.capture import capture_sessions
 from sessions.counting import CONSUMER, count_sessions
+from tests.conftest import load_event
 
 
 def consume(adapters: Adapters, topic: str, group: str = "test") -> list[LogRecord]:
@@ -139,7 +144,7 @@ def test_session_offsets_are_stored_per_partition(adapters: Adapters):
     count_sessions(records, adapters.counters, adapters.log)
     for partition in {r.partition for r in records}:
         last = max(r.offset for r in records if r.partition == partition)
-        assert adapters.counters.applied_offset(CONSUMER, f"sessions-{partition}") == last
+        assert adapters.counters.applied(CONSUMER, f"sessions-{partition}").offset == last
     assert total(adapters) == 20
 
 
@@ -194,6 +199,34 @@ def test_a_session_value_no_store_takes_is_dead_lettered_alone(adapters: Adapter
     count_sessions(consume(adapters, "sessions"), adapters.counters, adapters.log)
     assert total(adapters) == 2
     assert [d.value for d in consume(adapters, DEADLETTER)] == [poison]
+
+
+def test_an_offset_from_another_log_stops_the_counter_instead_of_skipping_events(adapters: Adapters):
+    """Finding 10 of issue 15: the sample event of `blackbox invoke` run against live state stored
+    its offsets, and the live counter then skipped every real session below them without a word."""
+    sample = from_msk_event(load_event("session-counter.json"))
+    count_sessions(sample, adapters.counters, adapters.log)
+    sessions(adapters, *[[{"sku": "g", "kind": "client"}] for _ in range(40)])
+    records = consume(adapters, "sessions")
+    foreign = {r.partition for r in sample}
+    assert any(r.partition in foreign for r in records)
+    with pytest.raises(ForeignOffset, match="is not one of this log's"):
+        count_sessions(records, adapters.counters, adapters.log)
+    # the one with the foreign offset waits, nothing in it skipped; the other partitions flow
+    own = [r for r in records if r.partition not in foreign]
+    count_sessions(own, adapters.counters, adapters.log)
+    assert total(adapters) == len(own)
+
+
+def test_a_redelivery_is_checked_against_the_log_and_skipped(adapters: Adapters):
+    sessions(adapters, *[[{"sku": "g", "kind": "client"}] for _ in range(8)])
+    records = consume(adapters, "sessions")
+    first = [r for r in records if r.partition == records[0].partition]
+    count_sessions(first, adapters.counters, adapters.log)
+    # a smaller redelivery, whose records end below the stored offset: its record is read from the log
+    assert count_sessions(first[:1], adapters.counters, adapters.log) == 0
+    assert count_sessions(records, adapters.counters, adapters.log) == 8 - len(first)
+    assert total(adapters) == 8
 
 
 def test_only_event_ids_from_an_idempotency_key_are_kept(adapters: Adapters):

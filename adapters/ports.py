@@ -4,6 +4,7 @@ AWS) implements these and passes the same contract suite under tests/contract/."
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -277,6 +278,11 @@ class Entry:
 
 
 class RankingStore(NodeReader, Checkpoints, Protocol):
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads of this thread within it see one state of the store: a list's entries and their
+        ranks are read apart, while the worker writes."""
+        ...
+
     def get_board(self, board: str) -> BoardSettings | None: ...
 
     def put_board(self, settings: BoardSettings) -> None: ...

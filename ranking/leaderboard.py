@@ -4,9 +4,10 @@ index, so every answer costs O(log range + entries), whatever the number of play
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from adapters.ports import BoardSettings, Entry, RankingStore
 from core import queryparams
@@ -21,6 +22,22 @@ MAX_TOP = 1000
 MAX_RADIUS = 100
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _one_state(read: Callable[Concatenate[RankingStore, P], R]) -> Callable[Concatenate[RankingStore, P], R]:
+    """A read whose queries all see one state of the store: the worker writes meanwhile, and a
+    list's ranks read after its entries once found a score's last player gone (a KeyError, a 500)."""
+
+    @functools.wraps(read)
+    def in_snapshot(store: RankingStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with store.snapshot():
+            return read(store, *args, **kwargs)
+
+    return in_snapshot
+
+
 def _board(store: RankingStore, board: str) -> BoardSettings:
     settings = store.get_board(board)
     if settings is None:
@@ -28,6 +45,7 @@ def _board(store: RankingStore, board: str) -> BoardSettings:
     return settings
 
 
+@_one_state
 def describe(store: RankingStore, tree: Tree, board: str) -> dict[str, Any]:
     settings = _board(store, board)
     players = store.sum_counts(board, [tree.top_range()])
@@ -63,6 +81,7 @@ def _ranked(
     return ranked
 
 
+@_one_state
 def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> dict[str, Any]:
     settings = _board(store, board)
     score = store.scores(board, [player_id]).get(player_id)
@@ -71,6 +90,7 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> dict[
     return {"playerId": player_id, "score": score, "rank": rank_of(tree, store, board, settings.order, score)}
 
 
+@_one_state
 def top(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) -> dict[str, Any]:
     settings = _board(store, board)
     limit = queryparams.integer(params, "limit", 10, 1, MAX_TOP)
@@ -85,6 +105,7 @@ def top(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) 
     return {"entries": _ranked(store, tree, settings, entries)}
 
 
+@_one_state
 def around(store: RankingStore, tree: Tree, board: str, player_id: str, params: Mapping[str, str]) -> dict[str, Any]:
     settings = _board(store, board)
     radius = queryparams.integer(params, "radius", 5, 0, MAX_RADIUS)
@@ -101,6 +122,7 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, params: 
     return {"entries": _ranked(store, tree, settings, entries)}
 
 
+@_one_state
 def rank_for_score(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) -> dict[str, Any]:
     settings = _board(store, board)
     text = queryparams.required(params, "score")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 from adapters.embedded.index import SqliteIndexDatabase
 from adapters.ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry
@@ -14,6 +15,9 @@ class SqliteRankingStore:
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._database = database
         self._db = database.db
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        return self._db.snapshot()
 
     def get_board(self, board: str) -> BoardSettings | None:
         row = self._db.connection().execute(sql.GET_BOARD, (board,)).fetchone()

@@ -63,6 +63,16 @@ class SqliteFile:
             raise
         conn.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A deferred transaction: in WAL mode its reads all see the file as of its first read."""
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            conn.execute("COMMIT")
+
     def ping(self) -> None:
         self.connection().execute("SELECT 1").fetchone()
 

@@ -68,6 +68,17 @@ class MysqlDatabase:
             raise
         conn.commit()
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """InnoDB's consistent read: every read of the transaction sees the state at its start."""
+        conn = self.connection()
+        with conn.cursor() as cursor:
+            cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        try:
+            yield
+        finally:
+            conn.rollback()  # nothing to keep; and a connection that broke meanwhile raises its own error
+
     def applied(self, consumer: str, topic_partition: str) -> Applied:
         with self.connection().cursor() as cursor:
             cursor.execute(pyformat(APPLIED_OFFSET), (consumer, topic_partition))

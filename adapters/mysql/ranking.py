@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from adapters.mysql.database import MysqlDatabase
@@ -23,6 +24,9 @@ class MysqlRankingStore:
         with self._db.connection().cursor() as cursor:
             cursor.execute(pyformat(query), params)
             return list(cursor.fetchall())
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        return self._db.snapshot()
 
     def get_board(self, board: str) -> BoardSettings | None:
         rows = self._rows(sql.GET_BOARD, (board,))

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.embedded.log import SqliteEventLog
-from adapters.ports import BoardSettings, LogRecord, RankingStore
+from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, RankingStore
 from ranking import leaderboard
 from ranking.queries import score_at
-from ranking.tree import INT64_MAX, INT64_MIN, Tree
+from ranking.tree import INT64_MAX, INT64_MIN, NodeRange, Tree
 from ranking.worker import apply_scores
 from tests.brute import BruteBoard
 
@@ -100,3 +103,45 @@ def test_a_board_appears_on_its_first_score_as_desc_best(ranking_store: RankingS
     apply_scores(records("fresh", [("a", 5), ("a", 3)], itertools.count()), ranking_store, log, TREE)
     assert ranking_store.get_board("fresh") == BoardSettings("fresh", "desc", "best")
     assert ranking_store.scores("fresh", ["a", "b"]) == {"a": 5}
+
+
+class _WriteBetweenReads:
+    """The store, with a worker's write (from another thread, as the worker runs) landing just
+    before the list's leaf counts are read (the second read of level 0, after the walk down to the
+    first entry): where a list's entries and its ranks were read apart."""
+
+    def __init__(self, store: RankingStore, write: Callable[[], None]) -> None:
+        self._store = store
+        self._write = write
+        self._leaf_reads = 0
+
+    def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
+        if nodes.level == 0:
+            self._leaf_reads += 1
+            if self._leaf_reads == 2:
+                writer = threading.Thread(target=self._write)
+                writer.start()
+                writer.join()
+        return self._store.node_counts(board, nodes)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_list_read_while_the_worker_moves_a_player_is_one_state(ranking_store: RankingStore):
+    """Found by the fault suite: a top read while the worker moved the only player of a score
+    read that score with the entries and its leaf count after the move: KeyError, a 500."""
+    board = f"b{uuid.uuid4().hex[:6]}"
+
+    def move(player: str, old: int | None, new: int, offset: int) -> None:
+        deltas = TREE.deltas([(old, new)])
+        ranking_store.apply(Checkpoint("w", f"{board}-0", offset - 1, offset),
+                            [BoardUpdate(BoardSettings(board), {player: new}, deltas)])
+
+    move("a", None, 50, 0)
+    move("b", None, 40, 1)
+    store = _WriteBetweenReads(ranking_store, lambda: move("a", 50, 30, 2))
+    assert leaderboard.top(store, TREE, board, {})["entries"] == [  # type: ignore[arg-type]
+        {"rank": 1, "playerId": "a", "score": 50}, {"rank": 2, "playerId": "b", "score": 40}]
+    assert leaderboard.top(ranking_store, TREE, board, {})["entries"] == [
+        {"rank": 1, "playerId": "b", "score": 40}, {"rank": 2, "playerId": "a", "score": 30}]

@@ -61,7 +61,9 @@ def test_consumer_samples_then_reporter_samples(adapters: Adapters):
     attachment = call(reporter.handler, "reporter-get-attachment.json")
     assert attachment["isBase64Encoded"] is True
     assert base64.b64decode(attachment["body"]) == b"frame 18211: device lost\n"
-    assert attachment["multiValueHeaders"]["Content-Type"] == ["text/plain"]
+    # a download, never a page (issue 15, finding 4)
+    assert attachment["multiValueHeaders"]["Content-Type"] == ["application/octet-stream"]
+    assert attachment["multiValueHeaders"]["Content-Disposition"][0].startswith("attachment")
 
     [group] = body(call(reporter.handler, "reporter-crash-groups.json"))["groups"]
     assert (group["count"], group["sampleReportId"], group["signature"]) == (1, 1, report["signature"])

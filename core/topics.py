@@ -121,9 +121,13 @@ def replay_dead_letters(
             records = [r for r in polled if r.timestamp_ms < started]
             by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)
             for record in records:
-                source = dict(record.headers).get("sourceTopic", b"").decode()
+                source = dict(record.headers).get("sourceTopic", b"").decode("utf-8", "replace")
                 if source not in (CRASHES, SESSIONS, SCORES):
-                    raise ValueError(f"dead letter {record.partition}:{record.offset} has no source topic")
+                    # not ours to send anywhere (published there by hand?): it stays where it is,
+                    # and the replay goes on past it rather than stall on it every time
+                    logger.warning("a dead letter names no source topic; left in place",
+                                   extra={"partition": record.partition, "offset": record.offset})
+                    continue
                 outgoing = OutgoingRecord(record.value, record.key, record.headers)
                 by_topic[source].append(_replayed(outgoing, f"deadletter:{record.partition}:{record.offset}"))
             for topic, outgoing_records in by_topic.items():

@@ -4,6 +4,7 @@ its reason; an outage is retried whole, never dead-lettered."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 
 import pymysql
@@ -12,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.factory import Adapters, Settings, build
-from adapters.ports import LogRecord
+from adapters.ports import LogRecord, OutgoingRecord
 from core.failures import caused_by_value, land, reason
-from core.topics import DEADLETTER
+from core.topics import DEADLETTER, SESSIONS, dead_letter, replay_dead_letters
 
 
 def records(n: int) -> list[LogRecord]:
@@ -82,3 +83,12 @@ def test_a_reason_is_one_bounded_line():
     assert reason(ValueError("first line\nsecond line")) == "ValueError: first line"
     assert reason(ValueError()) == "ValueError"
     assert len(reason(ValueError("x" * 10_000))) == 500
+
+
+def test_a_dead_letter_with_no_source_topic_does_not_stall_the_replay(adapters: Adapters):
+    """The replay consumer keeps the failure rule too: it raised on such a record, every time."""
+    adapters.log.publish(DEADLETTER, [OutgoingRecord(b"by hand", headers=(("sourceTopic", b"\xff"),))])
+    dead_letter(adapters.log, [(LogRecord(SESSIONS, 0, 7, b"good", None, (), 0), "a bug since fixed")])
+    time.sleep(0.01)  # a replay takes what was dead-lettered before the millisecond it started
+    assert replay_dead_letters(adapters.log, poll_timeout_s=0.1, join_timeout_s=0.1) == {SESSIONS: 1}
+    assert [r.value for r in adapters.log.consumer("t", SESSIONS).poll(10, 1 << 20, 0.1)] == [b"good"]

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Generic, NamedTuple, TypeVar
 
 # Ties eventIds derived from Idempotency-Key to Blackbox, so they never collide with another uuid5 user.
 _IDEMPOTENCY_NAMESPACE = uuid.UUID("0f3c1a52-8d4e-4f61-9b0e-6a7d2c5e8b13")
@@ -35,3 +38,25 @@ def body_hash(event_id: str, content: bytes) -> str | None:
 def conflicts(first: str | None, later: str | None) -> bool:
     """A reused key with another body; an unknown hash (events from before hashes) is a retry."""
     return first is not None and later is not None and first != later
+
+
+T = TypeVar("T")
+
+
+class Scoped(NamedTuple, Generic[T]):
+    scope: str
+    event_id: str
+    items: list[T]
+    body_hash: str | None
+
+
+def per_scope(kind: str, items: Sequence[T], scope_of: Callable[[T], str], idempotency_key: str | None,
+              items_json: Callable[[list[T]], bytes]) -> Iterator[Scoped[T]]:
+    """A batch's items by scope (sku or board), in first-seen order, each scope one event: its id
+    from (kind, scope, key), its body hash of what it carries (`items_json`)."""
+    groups: dict[str, list[T]] = defaultdict(list)
+    for item in items:
+        groups[scope_of(item)].append(item)
+    for scope, group in groups.items():
+        event_id = new_event_id(f"{kind}\x00{scope}", idempotency_key)
+        yield Scoped(scope, event_id, group, body_hash(event_id, items_json(group)))

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from pydantic import ValidationError
 
 from adapters.ports import EventLog, LogRecord
-from core.topics import dead_letter
+from core.topics import Refused, dead_letter
 
 # MySQL errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes
 # to DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix
@@ -35,12 +36,14 @@ def caused_by_value(error: BaseException) -> bool:
             return bool(error.args) and error.args[0] in _MYSQL_VALUE_ERRORS
     couchbase = sys.modules.get("couchbase.exceptions")
     if couchbase is not None:
-        return isinstance(error, couchbase.ValueTooLargeException | couchbase.InvalidArgumentException)
+        return isinstance(error, couchbase.InvalidArgumentException | couchbase.ValueFormatException)
     return False
 
 
 def reason(error: BaseException) -> str:
-    """One line: the error's kind and the first line of its message."""
+    """One line: the error's kind and the first line of its message (a refusal's message alone)."""
+    if isinstance(error, Refused):
+        return str(error)[:MAX_REASON_CHARS]
     text = str(error).strip().splitlines()
     line = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
     return line[:MAX_REASON_CHARS]
@@ -49,11 +52,25 @@ def reason(error: BaseException) -> str:
 R = TypeVar("R")
 
 
-def land(records: Sequence[LogRecord], apply: Callable[[Sequence[LogRecord]], R], log: EventLog) -> list[R]:
+def land_per_partition(records: Sequence[LogRecord], apply: Callable[[Sequence[LogRecord]], R], log: EventLog,
+                       passed_over: Callable[[LogRecord], object]) -> list[R]:
+    """`land` for each partition's records apart: for a consumer that writes a partition a
+    transaction (with its offset), so that what one partition wrote is never tried again, nor
+    miscounted, because of a record of another."""
+    by_partition: dict[tuple[str, int], list[LogRecord]] = defaultdict(list)
+    for record in records:
+        by_partition[record.topic, record.partition].append(record)
+    return [result for part in by_partition.values() for result in land(part, apply, log, passed_over)]
+
+
+def land(records: Sequence[LogRecord], apply: Callable[[Sequence[LogRecord]], R], log: EventLog,
+         passed_over: Callable[[LogRecord], object] | None = None) -> list[R]:
     """`apply` on the whole batch, or, when a value makes it fail, on halves, in log order, until
-    the failing records are alone; those go to the dead-letter topic. `apply` must be idempotent
-    for what it already wrote (offsets and keys make every consumer so), as a half may repeat work
-    of a failed larger part. Returns the results of the parts that landed."""
+    the failing records are alone; those go to the dead-letter topic, then to `passed_over` (a
+    consumer that stores offsets records that it is past them, so a redelivery does not send them
+    again). `apply` must be idempotent for what it already wrote (offsets and keys make every
+    consumer so), as a half may repeat work of a failed larger part. Returns the results of the
+    parts that landed."""
     results: list[R] = []
     pending = [list(records)]
     while pending:
@@ -65,6 +82,8 @@ def land(records: Sequence[LogRecord], apply: Callable[[Sequence[LogRecord]], R]
                 raise
             if len(part) == 1:
                 dead_letter(log, [(part[0], reason(error))])
+                if passed_over is not None:
+                    passed_over(part[0])
             else:
                 middle = len(part) // 2
                 pending += [part[middle:], part[:middle]]  # the first half is popped first

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from adapters.ports import Applied, Checkpoint, Checkpoints, EventLog, LogRecord
 from core.api import logger
 from core.idempotency import conflicts, retriable
 from core.metrics import FOREIGN_OFFSET, emit
+from core.topics import REPLAYED, Refused
 
 
 class _Event(Protocol):
@@ -37,16 +38,7 @@ class _Event(Protocol):
 
 E = TypeVar("E", bound=_Event)
 
-REPLAYED = "replayed"
 IDEMPOTENCY_CONFLICT = "idempotency_conflict"
-
-
-@dataclass(frozen=True)
-class Unseen(Generic[E]):
-    fresh: list[E]
-    """The events to apply, in order."""
-    conflicting: list[tuple[LogRecord, str]]
-    """Records whose key was used before for another body, with the reason, for the dead letters."""
 
 
 @dataclass(frozen=True)
@@ -68,20 +60,21 @@ class Fresh:
                           {e.eventId: e.bodyHash for e in events if self._keyed(e.eventId)},
                           fingerprint(self.records[-1]))
 
-    def unseen(self, store: Checkpoints, consumer: str, parsed: Sequence[tuple[LogRecord, E]]) -> Unseen[E]:
-        """The events not applied before, nor earlier in this batch, and those that reuse a key."""
-        keyed = {e.eventId for _, e in parsed if self._keyed(e.eventId)}
+    def unseen(self, store: Checkpoints, consumer: str, events: Sequence[E]) -> list[E]:
+        """The events not applied before, nor earlier in this batch, in order; Refused for one that
+        reuses a key with another body."""
+        keyed = {e.eventId for e in events if self._keyed(e.eventId)}
         seen = store.seen_events(consumer, sorted(keyed)) if keyed else {}
-        result: Unseen[E] = Unseen([], [])
-        for record, event in parsed:
+        fresh = []
+        for event in events:
             if event.eventId not in seen:
                 if event.eventId in keyed:
                     seen[event.eventId] = event.bodyHash
-                result.fresh.append(event)
+                fresh.append(event)
             elif conflicts(seen[event.eventId], event.bodyHash):
-                result.conflicting.append((record, f"{IDEMPOTENCY_CONFLICT}: eventId {event.eventId} was "
-                                                   "accepted before with another body; the first is kept"))
-        return result
+                raise Refused(f"{IDEMPOTENCY_CONFLICT}: eventId {event.eventId} was accepted before with another "
+                              "body; the first is kept")
+        return fresh
 
 
 class ForeignOffset(Exception):
@@ -121,3 +114,11 @@ def _check(stored: Applied, batch: Sequence[LogRecord], consumer: str, topic_par
                    f"log was reset on purpose, delete the row ({consumer}, {topic_partition}) of applied_offsets")
         logger.error(message)
         raise ForeignOffset(message)
+
+
+def pass_over(record: LogRecord, store: Checkpoints, consumer: str, log: EventLog,
+              record_checkpoint: Callable[[Checkpoint], object]) -> None:
+    """Moves the partition's stored offset past a record that was set aside (dead-lettered),
+    through `record_checkpoint` (the store's write of a checkpoint with no data)."""
+    for part in fresh_by_partition([record], store, consumer, log):
+        record_checkpoint(part.checkpoint(consumer, []))

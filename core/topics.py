@@ -12,7 +12,6 @@ from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from core.api import logger
 from core.errors import Unavailable
 from core.metrics import DEAD_LETTERS, emit
-from core.offsets import REPLAYED
 from core.timeutil import now_ms
 
 CRASHES = "crashes"
@@ -20,6 +19,8 @@ SESSIONS = "sessions"
 SCORES = "scores"
 DEADLETTER = "deadletter"
 ALL_TOPICS = (CRASHES, SESSIONS, SCORES, DEADLETTER)
+# the header on what `blackbox replay` publishes again: consumers look up its eventIds (core.offsets)
+REPLAYED = "replayed"
 _DEAD_LETTER_HEADERS = {"reason", "sourceTopic", "sourcePartition", "sourceOffset", REPLAYED}
 
 
@@ -50,18 +51,21 @@ def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> Non
 T = TypeVar("T")
 
 
-def parse_or_dead_letter(
-    log: EventLog, records: Sequence[LogRecord], parse: Callable[[bytes], T], what: str
-) -> list[tuple[LogRecord, T]]:
-    """Each record with its value parsed, in order; those that do not parse go to the dead-letter topic."""
-    parsed: list[tuple[LogRecord, T]] = []
-    rejected: list[tuple[LogRecord, str]] = []
+class Refused(ValueError):
+    """A record a consumer's own rule refuses (malformed, a reused key): its message is the dead
+    letter's reason, and the failure rule (core.failures) sets the record aside alone."""
+
+
+def parse_each(records: Sequence[LogRecord], parse: Callable[[bytes], T], what: str) -> list[T]:
+    """Each record's value parsed, in order; Refused for the first that does not parse."""
+    parsed: list[T] = []
     for record in records:
         try:
-            parsed.append((record, parse(record.value)))
+            parsed.append(parse(record.value))
         except ValidationError as exc:
-            rejected.append((record, f"malformed {what} record: {exc.errors()[0]['msg']}"))
-    dead_letter(log, rejected)
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            raise Refused(f"malformed {what} record: {where + ': ' if where else ''}{first['msg']}") from None
     return parsed
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from adapters.ports import CrashIndex, DocumentStore, EventLog, IndexEntry, LogRecord
 from core.failures import land
 from core.idempotency import conflicts, retriable
 from core.offsets import IDEMPOTENCY_CONFLICT
-from core.topics import dead_letter
+from core.topics import Refused, parse_each
 from crashes.model import CrashEnvelope, CrashSubmission, attachment_key, decode_attachment
 from crashes.signature import signature
 
@@ -39,41 +39,32 @@ def persist_crashes(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
 ) -> list[IndexEntry]:
     """Returns the index entries of the newly persisted reports."""
-    persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds), log)
+    persisted = land(records, lambda part: _persist(part, documents, index, ttl_seconds), log)
     return [entry for entries in persisted for entry in entries]
 
 
-def _parse(records: Sequence[LogRecord]) -> tuple[list[tuple[LogRecord, CrashEnvelope, CrashSubmission]],
-                                                   list[tuple[LogRecord, str]]]:
-    parsed = []
-    rejected = []
-    for record in records:
-        try:
-            envelope = CrashEnvelope.model_validate_json(record.value)
-            parsed.append((record, envelope, CrashSubmission.model_validate(envelope.payload)))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            rejected.append((record, f"malformed crash record: {'.'.join(map(str, first['loc']))}: {first['msg']}"))
-    return parsed, rejected
+def _parse(value: bytes) -> tuple[CrashEnvelope, CrashSubmission]:
+    envelope = CrashEnvelope.model_validate_json(value)
+    return envelope, CrashSubmission.model_validate(envelope.payload)
 
 
 def _persist(
-    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
+    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, ttl_seconds: int
 ) -> list[IndexEntry]:
-    parsed, rejected = _parse(records)
+    parsed = parse_each(records, _parse, "crash")
     # a keyed report (an Idempotency-Key) may be here already: a retry is skipped, another body
     # under the same key is refused; the first one's documents are never written over
-    keyed = [envelope.reportKey for _, envelope, _ in parsed if retriable(envelope.eventId)]
+    keyed = [envelope.reportKey for envelope, _ in parsed if retriable(envelope.eventId)]
     first_hashes = index.body_hashes(keyed) if keyed else {}
     new_hashes: dict[str, str | None] = {}
     bodies: dict[str, bytes] = {}
     entries: list[IndexEntry] = []
-    for record, envelope, submission in parsed:
+    for envelope, submission in parsed:
         key = envelope.reportKey
         if key in first_hashes:
             if conflicts(first_hashes[key], envelope.bodyHash):
-                rejected.append((record, f"{IDEMPOTENCY_CONFLICT}: report {key} was accepted before with "
-                                         "another body under the same Idempotency-Key; the first is kept"))
+                raise Refused(f"{IDEMPOTENCY_CONFLICT}: report {key} was accepted before with another body under "
+                              "the same Idempotency-Key; the first is kept")
             continue
         if retriable(envelope.eventId):
             first_hashes[key] = new_hashes[key] = envelope.bodyHash
@@ -106,7 +97,4 @@ def _persist(
         documents.upsert_many(bodies, ttl_seconds)
     if entries:
         index.insert_many(entries, new_hashes)
-    # last: when a write above fails, the halves of the batch are tried again and would repeat
-    # these; a redelivery instead finds them refused again (no offset is stored for crashes)
-    dead_letter(log, rejected)
     return entries

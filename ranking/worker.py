@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from adapters.ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
-from core.failures import land
-from core.offsets import fresh_by_partition
-from core.topics import dead_letter, parse_or_dead_letter
+from core.failures import land_per_partition
+from core.offsets import fresh_by_partition, pass_over
+from core.topics import parse_each
 from ranking.model import ScoreEnvelope
 from ranking.tree import Tree, combine
 
@@ -22,17 +22,19 @@ CONSUMER = "ranking-worker"
 def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
     """Returns how many score updates were applied (redelivered and retried ones are skipped); a
     record whose value no store takes goes to the dead letters alone (DESIGN §3.8)."""
-    return sum(land(records, lambda part: _apply(part, store, log, tree), log))
+    return sum(land_per_partition(
+        records, lambda part: _apply(part, store, log, tree), log,
+        lambda record: pass_over(record, store, CONSUMER, log, lambda checkpoint: store.apply(checkpoint, [])),
+    ))
 
 
 def _apply(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
     applied = 0
     for part in fresh_by_partition(records, store, CONSUMER, log):
-        parsed = parse_or_dead_letter(log, part.records, _event, "score")
-        unseen = part.unseen(store, CONSUMER, parsed)
-        dead_letter(log, unseen.conflicting)
-        store.apply(part.checkpoint(CONSUMER, unseen.fresh), _aggregate(unseen.fresh, store, tree))
-        applied += sum(len(e.scores) for e in unseen.fresh)
+        events = parse_each(part.records, _event, "score")
+        fresh = part.unseen(store, CONSUMER, events)
+        store.apply(part.checkpoint(CONSUMER, fresh), _aggregate(fresh, store, tree))
+        applied += sum(len(e.scores) for e in fresh)
     return applied
 
 

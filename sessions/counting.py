@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from adapters.ports import EventLog, LogRecord, SessionBucket, SessionCounters
-from core.failures import land
-from core.offsets import fresh_by_partition
+from core.failures import land_per_partition
+from core.offsets import fresh_by_partition, pass_over
 from core.timeutil import MINUTE_MS, floor_to
-from core.topics import dead_letter, parse_or_dead_letter
+from core.topics import parse_each
 from sessions.model import SessionEnvelope
 
 CONSUMER = "session-counter"
@@ -19,18 +19,20 @@ CONSUMER = "session-counter"
 
 def count_sessions(records: Sequence[LogRecord], counters: SessionCounters, log: EventLog) -> int:
     """Returns how many sessions were newly counted."""
-    return sum(land(records, lambda part: _count(part, counters, log), log))
+    return sum(land_per_partition(
+        records, lambda part: _count(part, counters, log), log,
+        lambda record: pass_over(record, counters, CONSUMER, log, lambda checkpoint: counters.apply(checkpoint, {})),
+    ))
 
 
 def _count(records: Sequence[LogRecord], counters: SessionCounters, log: EventLog) -> int:
     counted = 0
     for part in fresh_by_partition(records, counters, CONSUMER, log):
-        parsed = parse_or_dead_letter(log, part.records, SessionEnvelope.model_validate_json, "session")
-        unseen = part.unseen(counters, CONSUMER, parsed)
-        dead_letter(log, unseen.conflicting)
+        envelopes = parse_each(part.records, SessionEnvelope.model_validate_json, "session")
+        fresh = part.unseen(counters, CONSUMER, envelopes)
         increments: Counter[SessionBucket] = Counter(
-            SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in unseen.fresh for s in e.sessions
+            SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in fresh for s in e.sessions
         )
-        counters.apply(part.checkpoint(CONSUMER, unseen.fresh), increments)
+        counters.apply(part.checkpoint(CONSUMER, fresh), increments)
         counted += sum(increments.values())
     return counted

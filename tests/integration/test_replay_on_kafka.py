@@ -6,9 +6,8 @@ from __future__ import annotations
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from adapters.ports import LogRecord
-from core.offsets import REPLAYED
 from core.timeutil import now_ms
-from core.topics import SCORES, dead_letter, replay_dead_letters
+from core.topics import REPLAYED, SCORES, dead_letter, replay_dead_letters
 from tests.contract.test_event_log import drain
 from tests.services import namespace, settings
 

@@ -4,9 +4,11 @@ its reason; an outage is retried whole, never dead-lettered."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
 from collections.abc import Sequence
 
+import couchbase.exceptions
 import pymysql
 import pytest
 from hypothesis import given
@@ -56,6 +58,7 @@ def test_only_the_records_a_value_fails_are_dead_lettered_and_the_rest_land_in_o
     ConnectionRefusedError(111, "Connection refused"),
     TimeoutError("timed out"),
     RuntimeError("something we cannot tell"),
+    couchbase.exceptions.UnAmbiguousTimeoutException("timed out"),
 ])
 def test_an_outage_or_an_unknown_failure_is_raised_whole_and_nothing_is_dead_lettered(adapters: Adapters, error):
     def apply(part: Sequence[LogRecord]) -> None:
@@ -73,10 +76,16 @@ def test_an_outage_or_an_unknown_failure_is_raised_whole_and_nothing_is_dead_let
     pymysql.err.OperationalError(1366, "Incorrect string value"),
     sqlite3.IntegrityError("NOT NULL constraint failed"),
     OverflowError("Python int too large to convert to SQLite INTEGER"),
+    couchbase.exceptions.InvalidArgumentException("document key too long"),
     UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
 ])
 def test_value_failures_are_told_apart(error):
     assert caused_by_value(error)
+
+
+def test_the_engine_clients_are_loaded_here():
+    # the classification looks at loaded clients only: this module loads them, so it tests them all
+    assert {"pymysql", "couchbase.exceptions"} <= set(sys.modules)
 
 
 def test_a_reason_is_one_bounded_line():

@@ -11,10 +11,9 @@ import pytest
 
 from adapters.factory import Adapters
 from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
-from core.offsets import REPLAYED
 from core.requests import Posted
 from core.timeutil import now_ms
-from core.topics import DEADLETTER, REPLAY_GROUP, SESSIONS, dead_letter, replay_dead_letters, replay_spilled
+from core.topics import DEADLETTER, REPLAY_GROUP, REPLAYED, SESSIONS, dead_letter, replay_dead_letters, replay_spilled
 from crashes.capture import capture_crash
 from crashes.persistence import persist_crashes
 from local_runtime.cli import main

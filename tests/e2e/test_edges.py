@@ -24,6 +24,7 @@ from playwright.sync_api import Browser, sync_playwright
 
 from core.requests import MAX_BODY_BYTES
 from local_runtime.process import Serve
+from tests.e2e.conftest import running
 from tests.e2e.test_dashboard import png
 
 JSON = {"content-type": "application/json"}
@@ -252,11 +253,17 @@ names = st.text(st.sampled_from(string.ascii_letters + "-._~()'!*:@,;=+&$%<> []{
     categories=["L", "Nd", "No"]), min_size=1, max_size=12) | st.text(name_chars, min_size=1, max_size=12)
 
 
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    """The routes and the validation are the same code on every profile: one is enough here."""
+    with running("embedded", tmp_path_factory.mktemp("names")) as server:
+        yield server
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=names)
-def test_every_name_a_post_accepts_its_get_route_finds(serve: Serve, name: str):
-    if serve.profile != "embedded":
-        pytest.skip("the routes and the validation are the same code on every profile")
+def test_every_name_a_post_accepts_its_get_route_finds(embedded: Serve, name: str):
+    serve = embedded
     sku = "edges:names"
     board = f"names-{uuid.uuid4().hex[:8]}"
     with httpx.Client(base_url=serve.url, timeout=30) as client:

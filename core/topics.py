@@ -12,7 +12,6 @@ from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from core.api import logger
 from core.errors import Unavailable
 from core.metrics import DEAD_LETTERS, emit
-from core.timeutil import now_ms
 
 CRASHES = "crashes"
 SESSIONS = "sessions"
@@ -113,8 +112,14 @@ def replay_dead_letters(
     """Publishes each dead letter to the topic it came from, for when what rejected it is fixed;
     returns how many went to each topic. Progress is committed by the replay's consumer group, so
     each dead letter is replayed once; those dead-lettered again while it runs (still bad) wait for
-    the next replay instead of going round in circles."""
-    started = now_ms()
+    the next replay instead of going round in circles.
+
+    What "before the replay started" means is cut by offset, not by time: a record's timestamp has
+    only milliseconds (one dead-lettered in the millisecond the replay starts would wait for the
+    next replay) and on Kafka it is another host's clock. Every record below a partition's end
+    offset taken here was there when the replay started; every record taken is below any left,
+    so committing what is taken never skips one that waits."""
+    ends = log.end_offsets(DEADLETTER)
     replayed: Counter[str] = Counter()
     consumer = log.consumer(REPLAY_GROUP, DEADLETTER)
     try:
@@ -122,7 +127,7 @@ def replay_dead_letters(
         wait_s = join_timeout_s
         while polled := consumer.poll(batch, 16 << 20, wait_s):
             wait_s = poll_timeout_s
-            records = [r for r in polled if r.timestamp_ms < started]
+            records = [r for r in polled if r.offset < ends.get(r.partition, 0)]
             by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)
             for record in records:
                 source = dict(record.headers).get("sourceTopic", b"").decode("utf-8", "replace")

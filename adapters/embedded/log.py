@@ -143,6 +143,13 @@ class SqliteEventLog:
                 for topic in topics
             )
 
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        # purge keeps each partition's newest record, so MAX(offset) is still the last one published
+        rows = self._db.connection().execute(
+            "SELECT partition, MAX(offset) + 1 FROM records WHERE topic = ? GROUP BY partition", (topic,)
+        )
+        return {partition: end for partition, end in rows}
+
     def wait_for_publish(self, timeout_s: float) -> None:
         with self._published:
             self._published.wait(timeout_s)

@@ -216,6 +216,25 @@ class KafkaEventLog:
             future.result()
         return sum(offset - earliest[tp] for tp, offset in doomed.items())
 
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        self.ensure_topic(topic)
+        name = self._name(topic)
+        metadata = self._admin.list_topics(topic=name, timeout=10).topics.get(name)
+        if metadata is None or metadata.error is not None or not metadata.partitions:
+            return {}
+        partitions = [(name, p) for p in metadata.partitions]
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while True:
+            try:
+                latest = self._offsets(partitions, OffsetSpec.latest())  # type: ignore[no-untyped-call]
+                return {partition: offset for (_, partition), offset in latest.items()}
+            except KafkaException:
+                # a topic just created has no leader for a moment (NOT_LEADER_FOR_PARTITION, which
+                # the admin client does not mark retriable)
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def _offsets(self, partitions: Sequence[tuple[str, int]], spec: OffsetSpec) -> dict[tuple[str, int], int]:
         futures = self._admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions}, request_timeout=30)
         return {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}

@@ -140,3 +140,14 @@ def test_purge_drops_records_published_before_the_cut_and_offsets_keep_growing(e
     event_log.publish("t", [OutgoingRecord(value=b"newer", key=b"0")])
     [newer] = [r for r in drain(event_log.consumer("after", "t"), 1) if r.value == b"newer"]
     assert newer.offset > max(r.offset for r in before if r.partition == newer.partition)
+
+
+def test_end_offsets_are_past_everything_published_before(event_log: EventLog):
+    assert event_log.end_offsets("t") in ({}, {0: 0, 1: 0, 2: 0})  # nothing yet (or empty partitions)
+    event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=b"k") for i in range(3)])
+    records = drain(event_log.consumer("g", "t"), 3)
+    ends = event_log.end_offsets("t")
+    assert ends[records[0].partition] == records[-1].offset + 1
+    assert sum(ends.values()) == 3
+    event_log.publish("t", [OutgoingRecord(value=b"later", key=b"k")])
+    assert event_log.end_offsets("t")[records[0].partition] == records[-1].offset + 2

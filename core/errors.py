@@ -50,6 +50,11 @@ class NotFound(BlackboxError):
     code = "not_found"
 
 
+class RequestTimeout(BlackboxError):
+    status = 408
+    code = "request_timeout"
+
+
 class PayloadTooLarge(BlackboxError):
     status = 413
     code = "payload_too_large"
@@ -58,6 +63,11 @@ class PayloadTooLarge(BlackboxError):
 class UnsupportedMediaType(BlackboxError):
     status = 415
     code = "unsupported_media_type"
+
+
+class HeadersTooLarge(BlackboxError):
+    status = 431
+    code = "headers_too_large"
 
 
 class Unavailable(BlackboxError):

@@ -21,7 +21,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from core.access import API_KEY_HEADER, ApiKeys
 from core.api import NOSNIFF
-from core.errors import BlackboxError, Forbidden, NotFound, PayloadTooLarge
+from core.errors import BlackboxError, Forbidden, HeadersTooLarge, NotFound, PayloadTooLarge, RequestTimeout
 from core.requests import MAX_BODY_BYTES
 from core.timeutil import now_ms
 from dashboard import HEADERS as DASHBOARD_HEADERS
@@ -40,16 +40,6 @@ BODY_TIMEOUT = 30.0
 # in open mode (no keys) the names a request may be addressed to: a page of another site that got
 # its name to resolve to 127.0.0.1 (DNS rebinding) still sends its own name
 _LOOPBACK_HOST = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?", re.IGNORECASE)
-
-
-class RequestTimeout(BlackboxError):
-    status = 408
-    code = "request_timeout"
-
-
-class HeadersTooLarge(BlackboxError):
-    status = 431
-    code = "headers_too_large"
 
 
 class _Disconnected(Exception):

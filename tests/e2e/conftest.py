@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 
 from local_runtime.process import Serve
 from tests.services import drop_database, mysql_url, namespace
@@ -35,3 +37,14 @@ def serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     """One server per profile for the whole module."""
     with running(request.param, tmp_path_factory.mktemp(request.param)) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium through Playwright, for the dashboard's tests."""
+    executable = shutil.which("chromium")
+    assert executable, "chromium is installed by scripts/services start"
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield launched
+        launched.close()

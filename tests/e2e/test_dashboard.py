@@ -5,16 +5,13 @@ its screenshot, and a leaderboard. Saves a screenshot to test-artifacts/."""
 from __future__ import annotations
 
 import base64
-import shutil
 import struct
 import time
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from local_runtime.process import Serve
 
@@ -35,16 +32,6 @@ def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
 
 def trace(function: str, n: int) -> str:
     return f"#0 0x{0x7FF000 + n:x} in CrashHandler::Report()\n#1 0x{0x401000 + n * 16:x} in {function} at game.cpp:{n}"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    assert executable, "chromium is installed by scripts/services start"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 def wait_for_reports(client: httpx.Client, count: int) -> None:

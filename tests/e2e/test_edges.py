@@ -6,7 +6,6 @@ refused at the door; and every name a POST accepts can be asked for again by its
 from __future__ import annotations
 
 import base64
-import shutil
 import socket
 import string
 import threading
@@ -20,7 +19,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
 from core.requests import MAX_BODY_BYTES
 from local_runtime.process import Serve
@@ -115,16 +114,6 @@ def test_the_dashboard_has_a_strict_policy_and_cannot_be_framed(serve: Serve):
             assert policy["script-src"] == ["'self'"] and policy["connect-src"] == ["'self'"], path
             assert policy["frame-ancestors"] == ["'none'"] and policy["base-uri"] == ["'none'"], path
             assert not any("unsafe" in source for sources in policy.values() for source in sources), path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    assert executable, "chromium is installed by scripts/services start"
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 def test_the_dashboard_never_sends_the_key_to_another_origin(serve: Serve, browser: Browser):

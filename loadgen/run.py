@@ -25,9 +25,11 @@ from benchmarks.stats import percentile
 from core.timeutil import now_ms, parse_time
 from loadgen import payloads
 from loadgen.profiles import PROFILES, arrivals
+from local_runtime.errors import UserError
 
 KINDS = ("crashes", "sessions", "scores")
 CRASH_POOL = 64  # distinct crash bodies, made once: building 100 KB per request would load the client
+VERIFY_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -204,30 +206,33 @@ async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callabl
     return overflow
 
 
-def verify(config: LoadConfig, sku: str, board: str, outcomes: list[Outcome]) -> Verification:
-    """Waits (up to verify_timeout_s) until everything accepted is visible, then counts."""
+def verify(config: LoadConfig, sku: str, board: str, outcomes: list[Outcome], console: Console) -> Verification:
+    """Waits (up to verify_timeout_s) until everything accepted is visible, then counts; meanwhile
+    the counts so far and the time left."""
     accepted = [o for o in outcomes if o.status == 202]
     crash_ids = {o.answer["eventId"] for o in accepted if o.kind == "crashes"}
     sessions = sum(o.answer["accepted"] for o in accepted if o.kind == "sessions")
     players = {p for o in accepted for p in o.players}
-    headers = {"x-api-key": config.read_key} if config.read_key else {}
     v = Verification(crashes_accepted=len(crash_ids), sessions_accepted=sessions, players_accepted=len(players))
     deadline = time.monotonic() + config.verify_timeout_s
-    with httpx.Client(base_url=config.url, headers=headers, timeout=60) as client:
+    what = "checking that everything accepted is queryable"
+    with _reader(config) as client, console.status(f"{what}; gives up in {config.verify_timeout_s:.0f} s") as status:
         while True:
             reports = _all_reports(client, sku)
             seen = Counter(r["eventId"] for r in reports)
-            stats = client.get("/v1/stats", params={"sku": sku, "granularity": "hour",
-                                                    "from": int(time.time() * 1000) - 2 * 3_600_000}).json()
+            stats = _read(client, "/v1/stats", {"sku": sku, "granularity": "hour",
+                                                "from": int(time.time() * 1000) - 2 * 3_600_000})
             counted = sum(b["sessions"] for b in stats["series"])
-            answer = client.get(f"/v1/leaderboards/{board}")
-            ranked = answer.json()["players"] if answer.status_code == 200 else 0
-            done = set(crash_ids) <= set(seen) and counted >= sessions and ranked >= len(players)
-            if done or time.monotonic() > deadline:
+            ranked = (_read(client, f"/v1/leaderboards/{board}") or {"players": 0})["players"]
+            found = len(crash_ids & set(seen))
+            left = deadline - time.monotonic()
+            if (found == len(crash_ids) and counted >= sessions and ranked >= len(players)) or left <= 0:
                 break
-            time.sleep(0.5)
-    v.crashes_found = len(set(crash_ids) & set(seen))
-    v.crashes_lost = len(set(crash_ids) - set(seen))
+            status.update(f"{what}: crashes {found}/{len(crash_ids)}, sessions {counted}/{sessions}, players "
+                          f"{ranked}/{len(players)}; gives up in {left:.0f} s")
+            time.sleep(VERIFY_INTERVAL_S)
+    v.crashes_found = found
+    v.crashes_lost = len(crash_ids) - found
     v.crashes_duplicated = sum(n - 1 for n in seen.values() if n > 1)
     v.sessions_counted, v.players_ranked = counted, ranked
     times = [(parse_time(r["receivedAt"], "receivedAt"), parse_time(r["submitTime"], "submitTime"))
@@ -236,15 +241,42 @@ def verify(config: LoadConfig, sku: str, board: str, outcomes: list[Outcome]) ->
     return v
 
 
+def _reader(config: LoadConfig) -> httpx.Client:
+    return httpx.Client(base_url=config.url, timeout=60,
+                        headers={"x-api-key": config.read_key} if config.read_key else {})
+
+
+def _read(client: httpx.Client, path: str, params: dict[str, Any] | None = None) -> Any:
+    """The answer's JSON, None for a 404; a refusal says which key is missing."""
+    answer = client.get(path, params=params)
+    if answer.status_code in (401, 403):
+        raise UserError(f"{client.base_url} refused to let the load's check read ({answer.status_code})",
+                        "pass --read-key with a key of the read role (and --api-key with a server key)")
+    if answer.status_code == 404:
+        return None
+    answer.raise_for_status()
+    return answer.json()
+
+
 def _all_reports(client: httpx.Client, sku: str) -> list[dict[str, Any]]:
     reports: list[dict[str, Any]] = []
     params: dict[str, Any] = {"sku": sku, "limit": 1000}
     while True:
-        page = client.get("/v1/crashes", params=params).json()
+        page = _read(client, "/v1/crashes", params)
         reports += page["reports"]
         if page["nextCursor"] is None:
             return reports
         params["cursor"] = page["nextCursor"]
+
+
+def _preflight(config: LoadConfig, sku: str) -> None:
+    """Before the run: something answers at the URL, and lets the final check read."""
+    with _reader(config) as client:
+        try:
+            _read(client, "/v1/crashes", {"sku": sku, "limit": 1})
+        except httpx.TransportError as exc:
+            raise UserError(f"nothing answers at {config.url} ({type(exc).__name__})",
+                            "start it with blackbox serve (or make serve), or pass --url") from None
 
 
 def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
@@ -254,6 +286,7 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
     outcomes: list[Outcome] = []
     live_console = console or Console(stderr=True)
 
+    _preflight(config, sku)
     started, started_ms = time.perf_counter(), now_ms()
     with Live(_progress(config, outcomes, started), console=live_console, refresh_per_second=2,
               transient=True) as live:
@@ -266,8 +299,9 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
 
         overflow = asyncio.run(with_display())
     elapsed = time.perf_counter() - started
-    live_console.print(f"sent for {elapsed:.1f} s; checking that everything accepted is queryable …")
-    return LoadReport(config, run_id, started_ms, elapsed, outcomes, verify(config, sku, board, outcomes), overflow)
+    live_console.print(f"sent for {elapsed:.1f} s")
+    verification = verify(config, sku, board, outcomes, live_console)
+    return LoadReport(config, run_id, started_ms, elapsed, outcomes, verification, overflow)
 
 
 def _progress(config: LoadConfig, outcomes: list[Outcome], started: float) -> Table:

@@ -1,4 +1,5 @@
-"""The `blackbox` command line (DESIGN §6)."""
+"""The `blackbox` command line (DESIGN §6). Every command's errors pass one boundary, `main`: a
+UserError is one line with its fix, anything else one line pointing at --debug."""
 
 from __future__ import annotations
 
@@ -7,100 +8,157 @@ import json
 import os
 import sys
 import tempfile
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
 
-from adapters.factory import Settings, build, install, migrate
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+from rich.console import Console
+
+from adapters.factory import SERVICES_ENV_FILE, Adapters, Settings, build, install, migrate
 from core.timeutil import now_ms
-from core.topics import replay_dead_letters, replay_spilled
-from local_runtime.functions import FUNCTIONS, LocalContext, load_handler
-from local_runtime.server import DataDirInUse, lock_data_dir, serve
+from core.topics import DEADLETTER, replay_dead_letters, replay_spilled
+from local_runtime.errors import UserError
+from local_runtime.functions import API_ROUTES, CONSUMERS, FUNCTIONS, LocalContext, load_handler
+from local_runtime.server import check_engines, lock_data_dir, serve
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+# the key each kind of handler reads first, and what to call an event that has it
+_SHAPES = {**{function: ("httpMethod", "an API Gateway proxy event") for _, _, function in API_ROUTES},
+           **{function: ("records", "an MSK event") for function in CONSUMERS}}
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     overrides = {"data_dir": args.data_dir} if args.data_dir is not None else {}
     if args.profile is not None:
         overrides["profile"] = args.profile
-    return Settings(**overrides)
+    fix = f"fix it in the environment or in {SERVICES_ENV_FILE}"
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "BLACKBOX_" + "__".join(str(part).upper() for part in first["loc"] if isinstance(part, str))
+        raise UserError(f"{name}: {first['msg']}", fix) from None  # not the value: it may be a key
+    except SettingsError as exc:
+        raise UserError(f"{exc} (lists and objects are JSON, e.g. BLACKBOX_API_KEYS__READ='[\"a-key\"]')",
+                        fix) from None
+
+
+@contextmanager
+def _adapters(settings: Settings) -> Iterator[Adapters]:
+    """The ports for one command, closed after it; on the services profile, once the engines answer."""
+    adapters = build(settings)
+    try:
+        check_engines(adapters)
+        yield adapters
+    finally:
+        adapters.close()
 
 
 def _serve(args: argparse.Namespace) -> int:
-    try:
-        serve(_settings(args), args.host, args.port)
-    except DataDirInUse as exc:
-        print(f"blackbox: {exc}", file=sys.stderr)
-        return 1
+    serve(_settings(args), args.host, args.port)
     return 0
+
+
+def _sample(function: str) -> str:
+    samples = sorted(EVENTS.glob(f"{function}*.json"))
+    return os.path.relpath(samples[0]) if samples else os.path.relpath(EVENTS) + "/"
+
+
+def _event(path: Path, function: str) -> dict[str, Any]:
+    """The event file's JSON, of the shape the function's handler takes."""
+    sample = _sample(function)
+    try:
+        event = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"no event file {path}", f"pass a sample event, e.g. --event {sample}") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                        f"fix it, or start from {sample}") from None
+    key, shape = _SHAPES.get(function, (None, "a JSON object"))
+    if not isinstance(event, dict) or (key is not None and key not in event):
+        raise UserError(f"{path} is not {shape}, which {function} takes", f"try --event {sample}")
+    return event
 
 
 def _invoke(args: argparse.Namespace) -> int:
     """On a scratch data directory unless told otherwise: a sample event run on a live deployment's
     data commits the sample's offsets into its offset table, and its consumers then skip real events."""
     settings = _settings(args)
+    event = _event(args.event, args.function)
     with ExitStack() as cleanup:
         if not args.live:
             if settings.profile != "embedded":
-                print("blackbox: invoke on the services profile writes to the engines a serve may be using "
-                      "(offsets, reports, counters); pass --live to do so", file=sys.stderr)
-                return 1
+                raise UserError("invoke on the services profile writes to the engines a serve may be using "
+                                "(offsets, reports, counters)", "pass --live to do so")
             if args.data_dir is None:
                 scratch = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="blackbox-invoke-"))
                 settings = settings.model_copy(update={"data_dir": Path(scratch)})
             else:
-                try:
-                    cleanup.callback(os.close, lock_data_dir(settings.data_dir))
-                except DataDirInUse as exc:
-                    print(f"blackbox: {exc}; pass --live to invoke beside it", file=sys.stderr)
-                    return 1
-        adapters = build(settings)
-        install(adapters)
-        cleanup.callback(adapters.close)
+                cleanup.callback(os.close, lock_data_dir(settings.data_dir, "pass --live to invoke beside it"))
+        install(cleanup.enter_context(_adapters(settings)))
         cleanup.callback(install, None)
-        event = json.loads(Path(args.event).read_text())
         result = load_handler(args.function)(event, LocalContext(function_name=args.function))
     print(json.dumps(result, indent=2))
     return 0
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    applied = migrate(_settings(args))
+    settings = _settings(args)
+    with _adapters(settings):
+        applied = migrate(settings)
     print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {name}" for name in applied))
     return 0
 
 
 def _replay(args: argparse.Namespace) -> int:
-    adapters = build(_settings(args))
-    try:
+    settings = _settings(args)
+    with _adapters(settings) as adapters, Console(stderr=True).status("publishing spilled events …") as status:
         print(f"replayed {replay_spilled(adapters.log, adapters.spill)} spilled event(s)")
         if args.dead_letters:
-            by_topic = replay_dead_letters(adapters.log)
+            if settings.profile == "embedded":
+                # no group to join, and every record below the end offsets is there at the first
+                # look: the waits that give Kafka time to assign partitions would only be silence
+                status.update("replaying dead letters …")
+                by_topic = replay_dead_letters(adapters.log, poll_timeout_s=0, join_timeout_s=0)
+            else:
+                total = sum(adapters.log.end_offsets(DEADLETTER).values())
+                status.update(f"replaying dead letters (of {total} ever dead-lettered, those not replayed yet): "
+                              "Kafka assigns the replay group its partitions, then the replay ends once "
+                              "2 s pass with none left …")
+                by_topic = replay_dead_letters(adapters.log)
             print(f"replayed {sum(by_topic.values())} dead letter(s)"
                   + "".join(f"\n  {topic}: {n}" for topic, n in sorted(by_topic.items())))
-    finally:
-        adapters.close()
     return 0
 
 
 def _purge(args: argparse.Namespace) -> int:
     from retention.purge import purge
 
-    adapters = build(_settings(args))
-    try:
+    with _adapters(_settings(args)) as adapters:
         purged = purge(adapters, now_ms())
-    finally:
-        adapters.close()
     print("purged what is past retention:" + "".join(f"\n  {name}: {n}" for name, n in purged.__dict__.items()))
     return 0
+
+
+def _mix(text: str) -> tuple[float, float, float]:
+    """--mix crashes=0.2,sessions=0.6,scores=0.2 → the shares in that order."""
+    try:
+        shares = {kind: float(share) for kind, share in (part.split("=") for part in text.split(","))}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not kind=share pairs, e.g. "
+                                         "crashes=0.2,sessions=0.6,scores=0.2") from None
+    return shares.get("crashes", 0.0), shares.get("sessions", 0.0), shares.get("scores", 0.0)
 
 
 def _load(args: argparse.Namespace) -> int:
     from loadgen.run import LoadConfig, run  # heavy imports only for this command
 
-    shares = dict(part.split("=") for part in args.mix.split(","))
     config = LoadConfig(
         url=args.url, profile=args.profile, rate=args.rate, duration_s=args.duration, crash_kb=args.crash_kb,
-        mix=(float(shares.get("crashes", 0)), float(shares.get("sessions", 0)), float(shares.get("scores", 0))),
-        batch=args.batch, api_key=args.api_key, read_key=args.read_key, seed=args.seed,
+        mix=args.mix, batch=args.batch, api_key=args.api_key, read_key=args.read_key, seed=args.seed,
     )
     report = run(config)
     print(report.as_text())
@@ -116,24 +174,41 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line, as every other error, instead of the usage block."""
+        self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
+
+
+DEBUG_HELP = "on an error, show the traceback"
+
+
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="blackbox", description="Crash reporting and leaderboards for online games")
+    root = _Parser(prog="blackbox", description="Crash reporting and leaderboards for online games")
+    root.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     commands = root.add_subparsers(dest="command", required=True)
+    # also after the command; suppressed when absent, so the root's value stands
+    debug = _Parser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=help_text, parents=[debug])
 
     def storage_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--data-dir", type=Path, default=None, help="embedded data (default ./blackbox-data)")
         p.add_argument("--profile", choices=["embedded", "services"], default=None,
                        help="embedded (SQLite, the default) or services (Kafka, MySQL, Couchbase)")
 
-    serve_cmd = commands.add_parser("serve", help="run the API, the consumers and the workers until stopped")
+    serve_cmd = command("serve", "run the API, the consumers and the workers until stopped")
     serve_cmd.add_argument("--host", default="127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=8080)
     storage_options(serve_cmd)
     serve_cmd.set_defaults(run=_serve)
 
-    invoke_cmd = commands.add_parser("invoke", help="run one Lambda handler on one sample event")
+    invoke_cmd = command("invoke", "run one Lambda handler on one sample event")
     invoke_cmd.add_argument("function", choices=sorted(FUNCTIONS))
-    invoke_cmd.add_argument("--event", required=True, help="a JSON event file, e.g. events/capture-crash.json")
+    invoke_cmd.add_argument("--event", type=Path, required=True,
+                            help="a JSON event file, e.g. events/capture-crash.json")
     storage_options(invoke_cmd)
     invoke_cmd.add_argument("--live", action="store_true",
                             help="run on the data directory (given or default) even while a serve uses it, or on "
@@ -141,24 +216,24 @@ def parser() -> argparse.ArgumentParser:
                             "Without it, invoke runs on a scratch directory unless --data-dir is given")
     invoke_cmd.set_defaults(run=_invoke)
 
-    migrate_cmd = commands.add_parser("migrate", help="apply pending schema migrations to the index database")
+    migrate_cmd = command("migrate", "apply pending schema migrations to the index database")
     storage_options(migrate_cmd)
     migrate_cmd.set_defaults(run=_migrate)
 
-    replay_cmd = commands.add_parser("replay", help="publish the events capture spilled while the log was down "
-                                     "(serve does it by itself), and with --dead-letters the dead letters")
+    replay_cmd = command("replay", "publish the events capture spilled while the log was down "
+                         "(serve does it by itself), and with --dead-letters the dead letters")
     replay_cmd.add_argument("--dead-letters", action="store_true",
                             help="also publish each dead letter to its topic again, once what rejected it is fixed")
     storage_options(replay_cmd)
     replay_cmd.set_defaults(run=_replay)
 
-    purge_cmd = commands.add_parser("purge", help="delete what is past retention from every store "
-                                    "(serve does it hourly; BLACKBOX_RETENTION_DAYS, default 90)")
+    purge_cmd = command("purge", "delete what is past retention from every store "
+                        "(serve does it hourly; BLACKBOX_RETENTION_DAYS, default 90)")
     storage_options(purge_cmd)
     purge_cmd.set_defaults(run=_purge)
 
-    load_cmd = commands.add_parser("load", help="open-loop load against a running serve (or deployment); "
-                                   "checks at the end that nothing accepted was lost (exit 2 if it was)")
+    load_cmd = command("load", "open-loop load against a running serve (or deployment); "
+                       "checks at the end that nothing accepted was lost (exit 2 if it was)")
     load_cmd.add_argument("--url", default="http://127.0.0.1:8080")
     load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
                           help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")
@@ -166,7 +241,7 @@ def parser() -> argparse.ArgumentParser:
     load_cmd.add_argument("--duration", type=float, default=30, help="seconds (default 30)")
     load_cmd.add_argument("--crash-kb", type=int, default=100,
                           help="average crash report size: bimodal, small 0.3-5 KB and large 10-512 KB")
-    load_cmd.add_argument("--mix", default="crashes=0.2,sessions=0.6,scores=0.2", help="request shares")
+    load_cmd.add_argument("--mix", type=_mix, default="crashes=0.2,sessions=0.6,scores=0.2", help="request shares")
     load_cmd.add_argument("--batch", type=int, default=10, help="session events and scores per request")
     load_cmd.add_argument("--api-key", default=None, help="a key that may post (a server key for scores)")
     load_cmd.add_argument("--read-key", default=None, help="a key that may read, for the final check")
@@ -174,8 +249,7 @@ def parser() -> argparse.ArgumentParser:
     load_cmd.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     load_cmd.set_defaults(run=_load)
 
-    bench_cmd = commands.add_parser("bench", help="measure, side by side, and write BENCHMARKS.md "
-                                    "(needs scripts/services start)")
+    bench_cmd = command("bench", "measure, side by side, and write BENCHMARKS.md (needs scripts/services start)")
     bench_cmd.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
     bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"))
     bench_cmd.set_defaults(run=_bench)
@@ -184,7 +258,22 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except KeyboardInterrupt:
+        print("blackbox: interrupted", file=sys.stderr)
+        return 130
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"blackbox: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if args.debug:
+            raise
+        first = next(iter(str(exc).splitlines()), "")
+        print(f"blackbox: {type(exc).__name__}: {first}; run again with --debug for the traceback", file=sys.stderr)
+        return 1
     return code
 
 

@@ -3,24 +3,30 @@ process until SIGINT/SIGTERM; then the in-flight batches finish and are committe
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import signal
+import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import uvicorn
+from rich.console import Console
 
-from adapters.factory import Settings, build, install, migrate
+from adapters.factory import Adapters, Settings, build, install, migrate
+from core.access import ApiKeys
+from local_runtime.errors import UserError
 from local_runtime.functions import CONSUMERS, load_handler
 from local_runtime.gateway import Gateway, http_config
 from local_runtime.periodic import purger, spill_replayer
 from local_runtime.poller import Poller
 
 
-class DataDirInUse(RuntimeError):
+class DataDirInUse(UserError):
     pass
 
 
@@ -37,7 +43,7 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def lock_data_dir(data_dir: Path) -> int:
+def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass another --data-dir") -> int:
     """One serve per data directory: two would both consume the same topics (and `blackbox invoke`
     takes it too, unless told to run beside a live serve)."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -46,45 +52,124 @@ def lock_data_dir(data_dir: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise DataDirInUse(f"another blackbox serve is using {data_dir}") from None
+        raise DataDirInUse(f"another blackbox serve is using {data_dir}", fix) from None
     return fd
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    return socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+
+
+def _free_port_near(host: str, port: int) -> int:
+    """The first port above `port` that this host can listen on, else any free one."""
+    for candidate in range(port + 1, min(port + 100, 65536)):
+        try:
+            _bind(host, candidate).close()
+            return candidate
+        except OSError:
+            continue
+    with _bind(host, 0) as any_port:
+        free: int = any_port.getsockname()[1]
+        return free
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything starts or is announced: a taken port is one line
+    naming a free one, not an announcement followed by uvicorn's Errno 98."""
+    try:
+        return _bind(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            problem, free = f"port {port} on {host} is in use", _free_port_near(host, port)
+        elif exc.errno == errno.EACCES:
+            problem, free = f"port {port} needs root, as every port below 1024", _free_port_near(host, 8079)
+        else:
+            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
+                            "pass --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface)") from None
+        raise UserError(problem, f"try --port {free} (with make: make serve PORT={free})") from None
+
+def _where(url: str) -> str:
+    """host:port of an engine's URL, without the credentials it may carry."""
+    return urlsplit(url).netloc.rpartition("@")[2]
+
+
+def _ping(adapters: Adapters, port: str) -> None:
+    if port == "log":
+        # while no broker listens, librdkafka logs each reconnect to stderr, tens of lines a second:
+        # a plain connection to the first bootstrap server finds that quietly
+        host, _, number = adapters.settings.kafka_bootstrap.split(",")[0].rpartition(":")
+        socket.create_connection((host.strip("[]"), int(number)), timeout=3).close()
+    getattr(adapters, port).ping()  # reaching a port builds it, which fails as its ping would
+
+
+def check_engines(adapters: Adapters) -> None:
+    """On the services profile, each engine answers before a command relies on it; else one line
+    says which does not and how to start them (rather than a driver's traceback midway)."""
+    settings = adapters.settings
+    if settings.profile != "services":
+        return
+    engines = (("Kafka", settings.kafka_bootstrap, "log"), ("Couchbase", _where(settings.couchbase_url), "documents"),
+               ("MySQL", _where(settings.mysql_url), "index"))
+    with Console(stderr=True).status("checking that Kafka, Couchbase and MySQL answer …"):
+        for engine, where, port in engines:
+            try:
+                _ping(adapters, port)
+            except Exception as exc:
+                raise UserError(f"{engine} at {where} does not answer ({type(exc).__name__})",
+                                "start the engines with scripts/services start, or leave out --profile "
+                                "services to run on the embedded profile") from exc
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-def serve(settings: Settings, host: str, port: int) -> None:
-    lock = lock_data_dir(settings.data_dir)
-    # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    migrate(settings)  # as the AWS deployment's custom resource does before the functions run
-    adapters = build(settings)
-    install(adapters)
-    stop = threading.Event()
-    pollers = [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
-    for poller in pollers:
-        poller.start()
-    jobs = [spill_replayer(adapters, stop), purger(adapters, stop)]
-    for job in jobs:
-        job.start()
-    keys = settings.api_keys
+def _open_host(keys: ApiKeys, host: str) -> tuple[str, str]:
+    """Where to listen, and the line that says who may call: with no keys, this machine only."""
     if keys.configured:
-        print(f"API keys: {len(keys.ingest)} ingest, {len(keys.server)} server, {len(keys.read)} read", flush=True)
-    elif host not in LOOPBACK:
-        print(f"No API keys configured (BLACKBOX_API_KEYS__INGEST/SERVER/READ): serving on 127.0.0.1 only, "
-              f"not {host}", flush=True)
-        host = "127.0.0.1"
-    server = _Server(http_config(Gateway(keys), host, port))
-    print(f"Blackbox serving on http://{host}:{port} ({settings.profile}, data in {settings.data_dir})", flush=True)
-    try:
-        server.run()  # returns after SIGINT/SIGTERM, once in-flight requests are answered
-    finally:
-        stop.set()
-        for poller in pollers:
-            poller.join()
-        for job in jobs:
-            job.join()
-        adapters.close()
-        install(None)
-        os.close(lock)  # releases the lock
+        return host, (f"API keys: {len(keys.ingest)} ingest, {len(keys.server)} server, {len(keys.read)} read "
+                      "(sent in the x-api-key header)")
+    how = "set BLACKBOX_API_KEYS__INGEST/SERVER/READ (JSON lists of keys) to serve other machines"
+    if host in LOOPBACK:
+        return host, f"none, so only this machine may call; {how} with --host 0.0.0.0"
+    return "127.0.0.1", f"none, so serving on 127.0.0.1 only, not {host}; {how}"
+
+
+def _base_url(host: str, port: int) -> str:
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # a wildcard is reached at loopback too
+    return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
+
+
+def serve(settings: Settings, host: str, port: int) -> None:
+    keys = settings.api_keys
+    host, keys_line = _open_host(keys, host)
+    with ExitStack() as running:
+        sock = running.enter_context(listen(host, port))
+        running.callback(os.close, lock_data_dir(settings.data_dir))
+        # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        adapters = build(settings)
+        running.callback(adapters.close)
+        check_engines(adapters)
+        migrate(settings)  # as the AWS deployment's custom resource does before the functions run
+        install(adapters)
+        running.callback(install, None)
+        stop = threading.Event()
+        workers: list[threading.Thread] = [spill_replayer(adapters, stop), purger(adapters, stop)]
+        workers += [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
+        for worker in workers:
+            worker.start()
+
+        @running.callback
+        def _drain() -> None:
+            stop.set()
+            for worker in workers:
+                worker.join()
+
+        url = _base_url(host, port)
+        print(f"Blackbox serving on {url} ({settings.profile}, data in {settings.data_dir}); Ctrl-C stops it\n"
+              f"  API        {url}/v1   (try: curl {url}/v1/health)\n"
+              f"  dashboard  {url}/\n"
+              f"  keys       {keys_line}", flush=True)
+        # returns after SIGINT/SIGTERM, once in-flight requests are answered
+        _Server(http_config(Gateway(keys), host, port)).run(sockets=[sock])
     print("Blackbox stopped; every consumed batch is committed", flush=True)

@@ -37,7 +37,7 @@ def test_invoke_refuses_a_data_directory_a_serve_holds_unless_live(
     live = str(adapters.settings.data_dir)
     serving = lock_data_dir(adapters.settings.data_dir)  # as serve does
     try:
-        assert invoke_session_counter("--data-dir", live) == 1
+        assert invoke_session_counter("--data-dir", live) == 2
         [error] = capsys.readouterr().err.splitlines()
         assert f"another blackbox serve is using {live}" in error and "--live" in error
         assert invoke_session_counter("--data-dir", live, "--live") == 0
@@ -50,6 +50,6 @@ def test_invoke_refuses_a_data_directory_a_serve_holds_unless_live(
 
 def test_invoke_on_the_shared_services_engines_only_when_asked(capsys: pytest.CaptureFixture[str]):
     """No scratch directory keeps a sample out of the engines' offset tables."""
-    assert invoke_session_counter("--profile", "services") == 1
+    assert invoke_session_counter("--profile", "services") == 2
     [error] = capsys.readouterr().err.splitlines()
     assert "--live" in error

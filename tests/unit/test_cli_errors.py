@@ -1,0 +1,166 @@
+"""Every `blackbox` error is one line saying what to do (exit 2), with no traceback unless --debug;
+`make serve` takes PORT= and HOST=. None of these needs an engine: an engine "not started" is a
+port nothing listens on."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.factory import Adapters
+from adapters.ports import LogRecord
+from core.timeutil import now_ms
+from core.topics import SESSIONS, dead_letter
+from local_runtime import cli
+from local_runtime.cli import main
+from local_runtime.process import free_port
+from tests.conftest import EVENTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert "Traceback" not in captured.err and captured.out == ""
+    return line
+
+
+def invoke(function: str, event: Path | str, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["invoke", function, "--event", str(event)]) == 2
+    return one_line(capsys)
+
+
+def test_invoke_without_its_event_file_names_a_sample(capsys: pytest.CaptureFixture[str]):
+    line = invoke("capture", "nope.json", capsys)
+    assert "no event file nope.json" in line and "--event events/capture-crash.json" in line
+
+
+@pytest.mark.parametrize(("function", "event", "expected"), [
+    ("session-counter", EVENTS / "capture-crash.json",
+     "is not an MSK event, which session-counter takes; try --event events/session-counter.json"),
+    ("capture", EVENTS / "session-counter.json",
+     "is not an API Gateway proxy event, which capture takes; try --event events/capture-crash.json"),
+])
+def test_invoke_with_an_event_of_another_shape_names_the_right_sample(
+    function: str, event: Path, expected: str, capsys: pytest.CaptureFixture[str]
+):
+    assert expected in invoke(function, event, capsys)
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    ("{", "is not JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
+    ("[1, 2]", "is not an API Gateway proxy event"),
+])
+def test_invoke_with_a_file_that_is_no_event_says_why(
+    content: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    event = tmp_path / "event.json"
+    event.write_text(content)
+    assert expected in invoke("capture", event, capsys)
+
+
+def test_an_unknown_function_is_one_line_listing_the_known(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_:
+        main(["invoke", "capture-crash", "--event", "events/capture-crash.json"])
+    assert exit_.value.code == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "invalid choice: 'capture-crash'" in line and "'capture'" in line
+
+
+@pytest.mark.parametrize(("variable", "value", "named"), [
+    ("BLACKBOX_PROFILE", "bogus", "BLACKBOX_PROFILE: Input should be 'embedded', 'services' or 'aws'"),
+    ("BLACKBOX_API_KEYS__READ", "k-1", 'field "api_keys"'),
+])
+def test_a_bad_setting_is_named_without_its_value(
+    variable: str, value: str, named: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+):
+    """Not the value: it may be a key."""
+    monkeypatch.setenv(variable, value)
+    assert main(["migrate", "--data-dir", str(tmp_path)]) == 2
+    line = one_line(capsys)
+    assert named in line and value not in line
+
+
+def test_an_engine_not_started_is_named_with_how_to_start_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    nowhere = f"127.0.0.1:{free_port()}"
+    monkeypatch.setenv("BLACKBOX_KAFKA_BOOTSTRAP", nowhere)
+    assert main(["replay", "--profile", "services", "--data-dir", str(tmp_path)]) == 2
+    line = one_line(capsys)
+    assert f"Kafka at {nowhere} does not answer" in line and "scripts/services start" in line
+
+
+def test_an_unexpected_error_is_one_line_pointing_at_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    def broken(_event: object, _context: object) -> None:
+        raise RuntimeError("a bug\nwith a second line")
+
+    monkeypatch.setattr(cli, "load_handler", lambda _name: broken)
+    assert main(["invoke", "capture", "--event", str(EVENTS / "capture-crash.json")]) == 1
+    assert one_line(capsys) == "blackbox: RuntimeError: a bug; run again with --debug for the traceback"
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_shows_the_traceback(where: str):
+    command = ["invoke", "capture", "--event", "nope.json"]
+    debug = ["--debug", *command] if where == "before" else [*command, "--debug"]
+    run = [sys.executable, "-m", "local_runtime.cli"]
+    plain = subprocess.run([*run, *command], capture_output=True, text=True, cwd=ROOT, check=False)
+    shown = subprocess.run([*run, *debug], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert plain.returncode == 2 and len(plain.stderr.splitlines()) == 1 and "Traceback" not in plain.stderr
+    assert shown.returncode != 0 and "Traceback" in shown.stderr and "UserError: no event file" in shown.stderr
+
+
+def test_serve_on_a_taken_port_says_so_and_names_a_free_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--data-dir", str(tmp_path)]) == 2
+        line = one_line(capsys)  # and nothing announced on stdout
+        assert f"port {port} on 127.0.0.1 is in use" in line
+        suggestion = re.search(r"try --port (\d+)", line)
+        assert suggestion is not None and int(suggestion[1]) != port
+        suggested = int(suggestion[1])
+        socket.create_server(("127.0.0.1", suggested)).close()  # free indeed
+
+
+def test_load_against_nothing_says_so_before_sending(capsys: pytest.CaptureFixture[str]):
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["load", "--url", url, "--duration", "30"]) == 2
+    line = one_line(capsys)
+    assert f"nothing answers at {url}" in line and "blackbox serve" in line
+
+
+def test_replaying_dead_letters_on_the_embedded_profile_waits_for_nothing(
+    adapters: Adapters, capsys: pytest.CaptureFixture[str]
+):
+    """The embedded log has no consumer group to join: the waits Kafka needs were 10 s of silence."""
+    dead_letter(adapters.log, [(LogRecord(SESSIONS, 0, 7, b"not json", None, (), now_ms()), "a bug since fixed")])
+    replay = ["replay", "--dead-letters", "--data-dir", str(adapters.settings.data_dir)]
+    for expected in ("replayed 1 dead letter(s)\n  sessions: 1", "replayed 0 dead letter(s)"):
+        started = time.monotonic()
+        assert main(replay) == 0
+        assert time.monotonic() - started < 1.5
+        assert expected in capsys.readouterr().out
+
+
+def make_serve(*options: str) -> str:
+    """The command `make serve` would run, with a PORT and a HOST in the environment (not options)."""
+    env = {"PATH": "/usr/bin:/bin", "PORT": "9100", "HOST": "a-machine-name"}
+    done = subprocess.run(["make", "-n", "serve", *options], capture_output=True, text=True, cwd=ROOT, env=env,
+                          check=True)
+    return done.stdout.splitlines()[-1]
+
+
+def test_make_serve_passes_port_and_host_from_its_command_line_only():
+    assert make_serve("PORT=9000", "HOST=0.0.0.0").endswith("blackbox serve --port 9000 --host 0.0.0.0")
+    assert make_serve().endswith("blackbox serve")  # a shell's own HOST and PORT are not for make

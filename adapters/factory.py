@@ -56,6 +56,8 @@ class Settings(BaseSettings):
     mysql_proxy_host: str | None = None
     couchbase_secret_arn: str = ""
     spill_bucket: str = ""
+    # where the MSK event source mappings put the batches they gave up on (core.replay)
+    failed_batches_bucket: str = ""
     # only `blackbox bench` uses Redis: the sorted-set baseline for leaderboards
     redis_url: str = "redis://127.0.0.1:16379/0"
 

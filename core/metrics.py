@@ -10,8 +10,12 @@ from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 NAMESPACE = "Blackbox"
 CRASH_SPIKE = "CrashSpike"
 DEAD_LETTERS = "DeadLetters"
+# objects the event source mappings put in the failed-batch bucket, as the scheduled replay finds them
+FAILED_BATCHES = "FailedBatches"
 # a consumer stopped: its stored offset belongs to another log (core.offsets)
 FOREIGN_OFFSET = "ForeignOffset"
+# events capture put in the spill store because the log did not take them in time
+SPILLED_EVENTS = "SpilledEvents"
 VISIBILITY_LATENCY = "VisibilityLatency"
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from core.api import logger
 from core.errors import Unavailable
-from core.metrics import DEAD_LETTERS, emit
+from core.metrics import DEAD_LETTERS, SPILLED_EVENTS, emit
 
 CRASHES = "crashes"
 SESSIONS = "sessions"
@@ -81,9 +81,10 @@ def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[Outg
                 spill.put(topic, record)
         except Exception as spill_error:
             raise Unavailable(f"neither the event log nor the spill store took the event: {spill_error!r}") from None
+        emit(SPILLED_EVENTS, len(records), topic=topic)
 
 
-def _replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:
+def marked_replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:
     """The record as it was first sent, marked: a consumer checks a replayed eventId whatever its
     kind, since a replay cut off midway sends the record again (core.offsets)."""
     headers = tuple(h for h in record.headers if h[0] not in _DEAD_LETTER_HEADERS)
@@ -96,7 +97,7 @@ def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
     replayed = 0
     while spilled := spill.list(limit=batch):
         for item in spilled:
-            log.publish(item.topic, [_replayed(item.record, f"spill:{item.spill_id}")])
+            log.publish(item.topic, [marked_replayed(item.record, f"spill:{item.spill_id}")])
             spill.delete(item.spill_id)
             replayed += 1
     return replayed
@@ -138,7 +139,7 @@ def replay_dead_letters(
                                    extra={"partition": record.partition, "offset": record.offset})
                     continue
                 outgoing = OutgoingRecord(record.value, record.key, record.headers)
-                by_topic[source].append(_replayed(outgoing, f"deadletter:{record.partition}:{record.offset}"))
+                by_topic[source].append(marked_replayed(outgoing, f"deadletter:{record.partition}:{record.offset}"))
             for topic, outgoing_records in by_topic.items():
                 log.publish(topic, outgoing_records)
                 replayed[topic] += len(outgoing_records)

@@ -22,6 +22,7 @@ FUNCTIONS = {
     "leaderboards": "lambdas.leaderboards",
     "ranking-worker": "lambdas.ranking_worker",
     "purge": "lambdas.purge",
+    "replay": "lambdas.replay",
 }
 
 # The REST API's routes (DESIGN §5): method, resource path, function. API Gateway declares exactly
@@ -59,6 +60,7 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "leaderboards": frozenset({"ranking"}),
     "ranking-worker": frozenset({"ranking", "log"}),
     "purge": frozenset({"spill", "documents", "index", "counters"}),  # MSK expires the log itself
+    "replay": frozenset({"log", "spill"}),  # and, in AWS, the failed-batch bucket (core.replay)
 }
 
 

@@ -1,20 +1,31 @@
 """Observability: one CloudWatch dashboard (capture rate, consumer offset lag, receive-to-queryable
-latency, dead letters, errors) and alarms that notify an SNS topic."""
+latency, what was held back, errors) and alarms that notify an SNS topic, encrypted with a key of
+the deployment's own: CloudWatch cannot use the AWS-managed SNS key, so alarms on a topic encrypted
+with it are never delivered (docs/aws-durability.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from core.metrics import CRASH_SPIKE, DEAD_LETTERS, NAMESPACE, VISIBILITY_LATENCY
+from core.metrics import (
+    CRASH_SPIKE,
+    DEAD_LETTERS,
+    FAILED_BATCHES,
+    FOREIGN_OFFSET,
+    NAMESPACE,
+    SPILLED_EVENTS,
+    VISIBILITY_LATENCY,
+)
 from stacks.api import ApiStack
 from stacks.config import DeployConfig
 from stacks.processing import ProcessingStack
@@ -42,12 +53,12 @@ class ObservabilityStack(Stack):
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
-        self.topic = sns.Topic(self, "Alarms", display_name="Blackbox alarms", enforce_ssl=True,
-                               master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"))
+        self.topic = self._alarm_topic(config)
         if config.alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         consumers: Mapping[str, lambda_.IFunction] = processing.functions
-        all_functions = {**api.functions, **processing.functions, "purge": processing.purge}
+        all_functions = {**api.functions, **processing.functions, "purge": processing.purge,
+                         "replay": processing.replay}
         captured = api.api.metric_count(period=PERIOD, statistic="Sum", label="requests")
         latency = {p: _blackbox(VISIBILITY_LATENCY, p) for p in ("p50", "p95", "p99")}
 
@@ -58,7 +69,11 @@ class ObservabilityStack(Stack):
             cloudwatch.GraphWidget(title="Receive to queryable (ms)", width=8,
                                    left=[m.with_(label=p) for p, m in latency.items()]),
         ], [
-            cloudwatch.GraphWidget(title="Dead letters", width=8, left=[_blackbox(DEAD_LETTERS, "Sum")]),
+            cloudwatch.GraphWidget(title="Held back (spilled events, failed batches, dead letters)", width=8, left=[
+                _blackbox(SPILLED_EVENTS, "Sum").with_(label="spilled events"),
+                _blackbox(FAILED_BATCHES, "Sum").with_(label="failed batches"),
+                _blackbox(DEAD_LETTERS, "Sum").with_(label="dead letters"),
+            ]),
             cloudwatch.GraphWidget(title="Errors", width=8, left=[
                 api.api.metric_server_error(period=PERIOD, label="API 5xx"),
                 *[f.metric_errors(period=PERIOD, label=name) for name, f in all_functions.items()],
@@ -74,6 +89,13 @@ class ObservabilityStack(Stack):
             ("Api5xx", api.api.metric_server_error(period=PERIOD), 10, 3, "API answered 5xx"),
             ("VisibilityP95", latency["p95"], LATENCY_P95_MS, 5, "reports take too long to become queryable"),
             ("DeadLetters", _blackbox(DEAD_LETTERS, "Sum"), 1, 1, "records went to the dead-letter topic"),
+            ("SpilledEvents", _blackbox(SPILLED_EVENTS, "Sum"), 1, 1,
+             "capture spilled events to S3: MSK did not take them in time (the replay publishes them)"),
+            ("FailedBatches", _blackbox(FAILED_BATCHES, "Sum"), 1, 1,
+             "a consumer gave a batch up to the failed-batch bucket; still on after the next replay: one "
+             "cannot be published again (see the replay's log)"),
+            ("ForeignOffset", _blackbox(FOREIGN_OFFSET, "Sum"), 1, 1,
+             "a consumer stopped: its stored offset is not one of this log's"),
             ("CrashSpike", _blackbox(CRASH_SPIKE, "Sum"), 1, 1, "a sku's crashes spiked"),
         ]
         alarms += [(f"OffsetLag-{name}", _offset_lag(f), OFFSET_LAG, 5, f"{name} is falling behind")
@@ -90,3 +112,27 @@ class ObservabilityStack(Stack):
             )
             alarm.add_alarm_action(action)
             self.alarms.append(alarm)
+
+    def _alarm_topic(self, config: DeployConfig) -> sns.Topic:
+        """Encrypted with a key whose policy lets CloudWatch, on behalf of this account's alarms, use
+        it; and a topic policy naming CloudWatch as a publisher (enforce_ssl replaces the default
+        policy that would let it publish). As the SNS guide says, "Enable compatibility between
+        event sources from AWS services and encrypted topics":
+        https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services"""
+        cloudwatch = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        this_account = {"aws:SourceAccount": Aws.ACCOUNT_ID}
+        key = kms.Key(self, "AlarmsKey", description=f"{config.prefix}: encrypts the alarm topic",
+                      enable_key_rotation=True,
+                      removal_policy=RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN)
+        key.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsPublishToTheEncryptedTopic", principals=[cloudwatch],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+            conditions={"StringEquals": this_account}))
+        topic = sns.Topic(self, "Alarms", display_name="Blackbox alarms", enforce_ssl=True, master_key=key)
+        topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsOfThisDeployment", principals=[cloudwatch], actions=["sns:Publish"],
+            resources=[topic.topic_arn],
+            conditions={"StringEquals": this_account, "ArnLike": {"aws:SourceArn": self.format_arn(
+                service="cloudwatch", resource="alarm", resource_name=f"{config.prefix}-*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME)}}))
+        return topic

@@ -1,12 +1,15 @@
 """Processing and ranking: the crash consumer, the session counter and the ranking worker, each on
 an MSK event source mapping (batch size and window from the environment's config, retries, and
-an S3 on-failure destination so a batch given up on is kept for replay); and the daily purge."""
+an S3 on-failure destination so a batch given up on is kept); the replay, which every few minutes
+publishes again what capture spilled and those batches (docs/aws-durability.md); and the daily
+purge."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
@@ -23,6 +26,9 @@ S3_READ_WRITE = [f"Action::s3:{action}" for action in ("GetObject*", "GetBucket*
 TIMEOUT_S = 120
 # the purge deletes a day's worth of rows in chunks; the first run after a long pause has more
 PURGE_TIMEOUT_S = 900
+REPLAY_INTERVAL = Duration.minutes(5)
+# a run ends before the next begins, so two never publish the same objects side by side
+REPLAY_TIMEOUT_S = 240
 
 
 class ProcessingStack(ApplicationStack):
@@ -55,7 +61,30 @@ class ProcessingStack(ApplicationStack):
                 "writes an object per batch given up on"),
                 [data.objects_finding(data.failed_batches_name, "*"), *S3_READ_WRITE])
             self.functions[name] = function
+        self.replay = self._replay(data.failed_batches_name)
         self.purge = self.adapter_function("purge", timeout_s=PURGE_TIMEOUT_S)
         events.Rule(self, "DailyPurge", description="deletes what is past retention from every store",
                     schedule=events.Schedule.cron(minute="17", hour="3"),
                     targets=[targets.LambdaFunction(self.purge, retry_attempts=2)])
+
+    def _replay(self, failed_batches: str) -> lambda_.Function:
+        """The log and spill of its ports (read and delete on the spill prefix, publish to the
+        topics), read and delete on the failed-batch bucket, and ReadData on the topics to read a
+        batch back by offset should an object come without its records (core.replay)."""
+        data = self.platform.data
+        replay = self.adapter_function("replay", timeout_s=REPLAY_TIMEOUT_S)
+        replay.add_environment("BLACKBOX_FAILED_BATCHES_BUCKET", failed_batches)
+        bucket = f"arn:{Aws.PARTITION}:s3:::{failed_batches}"
+        replay.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket]))
+        replay.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:DeleteObject"],
+                                                      resources=[f"{bucket}/*"]))
+        self.platform.streaming.grant(replay, ["kafka-cluster:ReadData"], topics=True)
+        acknowledge(replay, "AwsSolutions-IAM5", (
+            "the failed-batch bucket's objects: Lambda names them, the replay reads and deletes each one"),
+            [data.objects_finding(failed_batches, "*")])
+        # the next run is the retry: an asynchronous retry could run beside it
+        replay.configure_async_invoke(retry_attempts=0)
+        events.Rule(self, "Replay", description="publishes again what capture spilled and the failed batches",
+                    schedule=events.Schedule.rate(REPLAY_INTERVAL),
+                    targets=[targets.LambdaFunction(replay, retry_attempts=0)])
+        return replay

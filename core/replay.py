@@ -1,0 +1,114 @@
+"""What the scheduled replay function runs in AWS (lambdas/replay.py): the spill, with the code
+`blackbox replay` runs (core.topics.replay_spilled), then the batches the MSK event source mappings
+gave up on. Each record goes back to its topic marked `replayed`, so the consumers look its eventId
+up and apply it once however often it comes (core.offsets).
+
+A failed batch is the JSON object Lambda writes to an S3 on-failure destination once a mapping's
+retries are spent (docs/aws-durability.md). Its format is documented under "S3 destination example
+invocation record" in https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure.html: the
+metadata an SQS or SNS destination gets (requestContext with the condition; KafkaBatchInfo, whose
+`recordsInfo` has the first and last offset of each "topic-partition") and, for S3 only, `payload`:
+the whole invocation event, the MSK event the function was given, as an escaped JSON string. So the
+records themselves are in the object, and are published from it. An object without its payload (the
+documentation promises one: this is a guard) has its records read back from the log by offset,
+which works as long as the topic's retention still holds them."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
+from core.api import logger
+from core.metrics import FAILED_BATCHES, emit
+from core.msk import from_msk_event
+from core.topics import CRASHES, SCORES, SESSIONS, marked_replayed, replay_spilled
+
+CONSUMED = (CRASHES, SESSIONS, SCORES)
+
+
+class FailedBatchStore(Protocol):
+    def keys(self) -> list[str]: ...
+
+    def read(self, key: str) -> bytes: ...
+
+    def delete(self, key: str) -> None: ...
+
+
+class Unreplayable(ValueError):
+    """A failed batch that cannot be published again: it stays where it is for a person, and the
+    FailedBatches alarm with it."""
+
+
+@dataclass(frozen=True)
+class Replayed:
+    spilled: int
+    failed_batches: int
+    failed_records: int
+
+
+def _topic(name: str, prefix: str) -> str:
+    """The log's name of a topic as the cluster names it (prefixed by the deployment)."""
+    topic = name.removeprefix(prefix)
+    if not name.startswith(prefix) or topic not in CONSUMED:
+        raise Unreplayable(f"topic {name!r} is not one a consumer reads")
+    return topic
+
+
+def failed_records(document: Mapping[str, Any], log: EventLog, topic_prefix: str) -> list[LogRecord]:
+    """The records of a failed batch, under the log's topic names, in offset order per partition."""
+    payload = document.get("payload")
+    if payload:
+        event = json.loads(payload) if isinstance(payload, str) else payload
+        return [replace(record, topic=_topic(record.topic, topic_prefix)) for record in from_msk_event(event)]
+    records = []
+    for topic_partition, offsets in document["KafkaBatchInfo"]["recordsInfo"].items():
+        name, partition = topic_partition.rsplit("-", 1)
+        topic = _topic(name, topic_prefix)
+        for offset in range(int(offsets["firstRecordOffset"]), int(offsets["lastRecordOffset"]) + 1):
+            record = log.read(topic, int(partition), offset)
+            if record is None:
+                raise Unreplayable(f"{topic_partition} offset {offset} is no longer in the log (past its retention)")
+            records.append(record)
+    return records
+
+
+def replay_failed_batches(log: EventLog, store: FailedBatchStore, topic_prefix: str) -> tuple[int, int]:
+    """Publishes every failed batch again and deletes it once all its records are on the log (a run
+    cut off in between publishes them once more, which the consumers recognise). Returns how many
+    batches and records went back."""
+    keys = store.keys()
+    if keys:
+        emit(FAILED_BATCHES, len(keys))
+    batches = records = 0
+    for key in keys:
+        try:
+            found = failed_records(json.loads(store.read(key)), log, topic_prefix)
+        except (ValueError, KeyError) as exc:  # Unreplayable, or not the documented format
+            logger.error("a failed batch cannot be replayed; it stays in the bucket",
+                         extra={"key": key, "reason": repr(exc)})
+            continue
+        by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)
+        for r in found:
+            origin = f"failed-batch:{r.topic}-{r.partition}:{r.offset}"
+            by_topic[r.topic].append(marked_replayed(OutgoingRecord(r.value, r.key, r.headers), origin))
+        for topic, outgoing in by_topic.items():
+            log.publish(topic, outgoing)
+        store.delete(key)
+        logger.info("replayed a failed batch", extra={"key": key, "records": len(found)})
+        batches += 1
+        records += len(found)
+    return batches, records
+
+
+def replay_held_back(log: EventLog, spill: SpillStore, failed: FailedBatchStore | None,
+                     topic_prefix: str) -> Replayed:
+    """The spill, then the failed batches (None where no event source mapping runs: on one
+    machine the poller never gives a batch up)."""
+    log.ping()  # while the log is away nothing can go back: fail before reading either store
+    spilled = replay_spilled(log, spill)
+    batches, records = replay_failed_batches(log, failed, topic_prefix) if failed is not None else (0, 0)
+    return Replayed(spilled, batches, records)

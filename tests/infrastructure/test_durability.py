@@ -1,0 +1,130 @@
+"""Nothing held back in AWS is left there: the scheduled replay (in the VPC, with exactly its
+grants), and the metrics and alarms on spills, failed batches, dead letters and consumer lag,
+delivered through a topic whose key CloudWatch may use."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk.assertions import Template
+
+from core.metrics import DEAD_LETTERS, FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
+from core.topics import ALL_TOPICS
+from local_runtime.functions import CONSUMERS
+from stacks.app import Blackbox
+from stacks.processing import REPLAY_TIMEOUT_S
+from tests.infrastructure.conftest import resources
+from tests.infrastructure.test_stacks import DEV
+
+
+def role_statements(template: Template, stack: Stack, function: Any) -> list[dict[str, Any]]:
+    role = {"Ref": stack.get_logical_id(function.role.node.default_child)}
+    return [statement
+            for policy in resources(template, "AWS::IAM::Policy") if role in policy["Roles"]
+            for statement in policy["PolicyDocument"]["Statement"]]
+
+
+def listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_the_replay_runs_in_the_vpc_every_five_minutes(dev: Blackbox, templates: dict[str, Template]):
+    processing = templates["processing"]
+    [replay] = [f for f in resources(processing, "AWS::Lambda::Function") if f["Handler"] == "lambdas.replay.handler"]
+    assert replay["VpcConfig"]["SubnetIds"] and replay["VpcConfig"]["SecurityGroupIds"]
+    assert replay["Timeout"] == REPLAY_TIMEOUT_S < 300  # done before the next run starts
+    logical_id = Stack.of(dev.processing.replay).get_logical_id(dev.processing.replay.node.default_child)
+    [rule] = [r for r in resources(processing, "AWS::Events::Rule") if r["ScheduleExpression"] == "rate(5 minutes)"]
+    assert [t["Arn"] for t in rule["Targets"]] == [{"Fn::GetAtt": [logical_id, "Arn"]}]
+    [retries] = resources(processing, "AWS::Lambda::EventInvokeConfig")
+    assert retries["FunctionName"] == {"Ref": logical_id} and retries["MaximumRetryAttempts"] == 0
+
+
+def flat(value: Any) -> str:
+    """A CloudFormation string, Fn::Join and Ref spelled out as cdk-nag spells them."""
+    if isinstance(value, str):
+        return value
+    if "Ref" in value:
+        return f"<{value['Ref']}>"
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(flat(part) for part in parts)
+    return "<?>"  # an import, a Select: what another stack decides
+
+
+def test_the_replay_reads_the_bucket_the_mappings_write_to(templates: dict[str, Template]):
+    processing = templates["processing"]
+    [replay] = [f for f in resources(processing, "AWS::Lambda::Function") if f["Handler"] == "lambdas.replay.handler"]
+    bucket = flat(replay["Environment"]["Variables"]["BLACKBOX_FAILED_BATCHES_BUCKET"])
+    assert bucket == f"{DEV.prefix}-failed-batches-<AWS::AccountId>-{DEV.region}"
+    destinations = {flat(m["DestinationConfig"]["OnFailure"]["Destination"])
+                    for m in resources(processing, "AWS::Lambda::EventSourceMapping")}
+    assert destinations == {f"arn:<AWS::Partition>:s3:::{bucket}"}
+
+
+def test_the_replay_has_exactly_its_grants(dev: Blackbox, templates: dict[str, Template]):
+    statements = role_statements(templates["processing"], dev.processing, dev.processing.replay)
+    actions: dict[str, list[str]] = {}
+    for statement in statements:
+        for action in listed(statement["Action"]):
+            actions.setdefault(action, []).extend(flat(r) for r in listed(statement["Resource"]))
+    text = json.dumps(statements)
+    # the failed-batch bucket: list it, read and delete its objects, nothing else
+    failed = [s for s in statements if "failed-batches" in json.dumps(s["Resource"])]
+    assert sorted(a for s in failed for a in listed(s["Action"])) == ["s3:DeleteObject", "s3:GetObject",
+                                                                      "s3:ListBucket"]
+    # the spill: read and delete under its prefix (publishing again is what empties it)
+    assert all("/spill/*" in r for a in ("s3:GetObject", "s3:DeleteObject") for r in actions[a]
+               if "failed-batches" not in r)
+    # the topics: publish, and read a batch back by offset; no consumer group, no secret
+    assert {"kafka-cluster:WriteData", "kafka-cluster:ReadData", "kafka-cluster:DescribeTopic"} <= set(actions)
+    for action in ("kafka-cluster:WriteData", "kafka-cluster:ReadData"):
+        assert sorted(r.rsplit("/", 1)[1] for r in actions[action]) == sorted(f"{DEV.prefix}.{t}" for t in ALL_TOPICS)
+    assert "group/" not in text and "AlterGroup" not in text and "secretsmanager" not in text
+    assert not any(a.endswith("*") and a != "kms:GenerateDataKey*" for a in actions), sorted(actions)
+
+
+def alarm(template: Template, name: str) -> dict[str, Any]:
+    [found] = [a for a in resources(template, "AWS::CloudWatch::Alarm") if a["AlarmName"] == f"{DEV.prefix}-{name}"]
+    return found
+
+
+def test_alarms_on_what_is_held_back_and_on_lag(dev: Blackbox, templates: dict[str, Template]):
+    observability = templates["observability"]
+    for name in (SPILLED_EVENTS, FAILED_BATCHES, DEAD_LETTERS):
+        found = alarm(observability, name)
+        assert (found["Namespace"], found["MetricName"], found["Statistic"]) == (NAMESPACE, name, "Sum")
+        # the dimension Powertools gives every metric: the functions' POWERTOOLS_SERVICE_NAME
+        assert found["Dimensions"] == [{"Name": "service", "Value": "blackbox"}]
+        assert found["Threshold"] == 1 and found["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert sorted(dev.processing.functions) == sorted(CONSUMERS)
+    for consumer, function in dev.processing.functions.items():
+        lag = alarm(observability, f"OffsetLag-{consumer}")
+        # Lambda's own metric for a Kafka event source mapping, per function, at the topic level
+        assert (lag["Namespace"], lag["MetricName"], lag["Statistic"]) == ("AWS/Lambda", "OffsetLag", "Maximum")
+        [dimension] = lag["Dimensions"]
+        assert dimension["Name"] == "FunctionName"
+        assert dev.processing.get_logical_id(function.node.default_child) in json.dumps(dimension["Value"])
+    assert alarm(observability, "Errors-replay")["MetricName"] == "Errors"
+
+
+def test_the_alarm_topic_uses_a_key_cloudwatch_may_use(templates: dict[str, Template]):
+    observability = templates["observability"]
+    [key] = resources(observability, "AWS::KMS::Key")
+    assert key["EnableKeyRotation"] is True
+    [grant] = [s for s in key["KeyPolicy"]["Statement"]
+               if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert sorted(listed(grant["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert grant["Effect"] == "Allow" and "aws:SourceAccount" in grant["Condition"]["StringEquals"]
+    key_id = next(iter(observability.find_resources("AWS::KMS::Key")))
+    observability.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}})
+    # enforce_ssl replaces SNS's default topic policy: CloudWatch must be named as a publisher
+    [policy] = resources(observability, "AWS::SNS::TopicPolicy")
+    [publish] = [s for s in policy["PolicyDocument"]["Statement"]
+                 if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert publish["Action"] == "sns:Publish" and publish["Effect"] == "Allow"
+    assert f":alarm:{DEV.prefix}-*" in json.dumps(publish["Condition"]["ArnLike"]["aws:SourceArn"])
+    topic_id = next(iter(observability.find_resources("AWS::SNS::Topic")))
+    assert all(a["AlarmActions"] == [{"Ref": topic_id}] for a in resources(observability, "AWS::CloudWatch::Alarm"))

@@ -1,6 +1,7 @@
 """The MSK event shape Lambda's Kafka event source mapping delivers, both ways: handlers read it,
 the local runtime's poller writes it (records keyed `topic-partition`, base64 key and value,
-headers as byte arrays)."""
+headers as byte arrays). The event names topics as the cluster does, with the deployment's prefix
+(BLACKBOX_KAFKA_TOPIC_PREFIX); records name them as the event log does, without it."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from aws_lambda_powertools.utilities.data_classes import KafkaEvent
 from adapters.ports import LogRecord
 
 
-def from_msk_event(event: dict[str, Any]) -> list[LogRecord]:
+def from_msk_event(event: dict[str, Any], topic_prefix: str = "") -> list[LogRecord]:
     return [
         LogRecord(
-            topic=r.topic,
+            topic=r.topic.removeprefix(topic_prefix),
             partition=r.partition,
             offset=r.offset,
             # pybase64 rather than Powertools' decoded_value: 100 KB values make base64 a hot path
@@ -29,11 +30,13 @@ def from_msk_event(event: dict[str, Any]) -> list[LogRecord]:
     ]
 
 
-def to_msk_event(records: Sequence[LogRecord], source_arn: str, bootstrap_servers: str) -> dict[str, Any]:
+def to_msk_event(records: Sequence[LogRecord], source_arn: str, bootstrap_servers: str,
+                 topic_prefix: str = "") -> dict[str, Any]:
     grouped: dict[str, list[dict[str, Any]]] = {}
     for r in records:
+        topic = topic_prefix + r.topic
         item: dict[str, Any] = {
-            "topic": r.topic,
+            "topic": topic,
             "partition": r.partition,
             "offset": r.offset,
             "timestamp": r.timestamp_ms,
@@ -43,7 +46,7 @@ def to_msk_event(records: Sequence[LogRecord], source_arn: str, bootstrap_server
         }
         if r.key is not None:
             item["key"] = pybase64.b64encode(r.key).decode()
-        grouped.setdefault(f"{r.topic}-{r.partition}", []).append(item)
+        grouped.setdefault(f"{topic}-{r.partition}", []).append(item)
     return {
         "eventSource": "aws:kafka",
         "eventSourceArn": source_arn,

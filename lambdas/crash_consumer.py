@@ -20,7 +20,8 @@ from crashes.spikes import crossed
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
-    persisted = persist_crashes(from_msk_event(event), a.documents, a.index, a.log, a.retention_seconds)
+    records = from_msk_event(event, a.settings.kafka_topic_prefix)
+    persisted = persist_crashes(records, a.documents, a.index, a.log, a.retention_seconds)
     for spike in crossed(a.index, a.settings.spikes, persisted):
         logger.warning("crash spike", extra={"alert": spike.body()})
         emit(CRASH_SPIKE, 1, sku=spike.sku)

@@ -16,4 +16,5 @@ from ranking.worker import apply_scores
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
-    return {"applied": apply_scores(from_msk_event(event), a.ranking, a.log, DEFAULT_TREE)}
+    records = from_msk_event(event, a.settings.kafka_topic_prefix)
+    return {"applied": apply_scores(records, a.ranking, a.log, DEFAULT_TREE)}

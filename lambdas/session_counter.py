@@ -15,4 +15,4 @@ from sessions.counting import count_sessions
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
-    return {"counted": count_sessions(from_msk_event(event), a.counters, a.log)}
+    return {"counted": count_sessions(from_msk_event(event, a.settings.kafka_topic_prefix), a.counters, a.log)}

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 
 import pytest
 
-from adapters.factory import Adapters
+from adapters.factory import Adapters, Settings, build, install
 from adapters.ports import BoardSettings
 from core.msk import from_msk_event, to_msk_event
 from core.topics import replay_spilled
@@ -219,3 +220,34 @@ def test_purge_sample_runs_the_purge_and_leaves_the_log_to_its_retention(adapter
         "log_records": 0, "spilled": 0, "documents": 0, "reports": 0, "counter_rows": 0,
     }
     assert len(adapters.log.consumer("check", "crashes").poll(10, 1 << 20, 0.1)) == 1
+
+
+def cluster_named(event: dict, prefix: str) -> dict:
+    """An MSK event as the event source mapping delivers it: the cluster's topic names, which
+    carry the deployment's prefix."""
+    return event | {"records": {prefix + key: [item | {"topic": prefix + item["topic"]} for item in items]
+                                for key, items in event["records"].items()}}
+
+
+def test_consumers_take_the_clusters_prefixed_topic_names(tmp_path):
+    prefix = "blackbox-dev."
+    built = build(Settings(data_dir=tmp_path / "data", kafka_topic_prefix=prefix))
+    install(built)
+    try:
+        for n in range(12):
+            sessions = {"sku": "skyrift:pc", "kind": "client", "playerId": f"p{n}"}
+            assert call(capture.handler, "capture-sessions.json", body=json.dumps(sessions))["statusCode"] == 202
+        records = built.log.consumer("test", "sessions").poll(100, 1 << 30, 0.1)
+        first, second = next([a, b] for a, b in itertools.pairwise(records) if a.partition == b.partition)
+        context = LocalContext("session-counter")
+        assert session_counter.handler(cluster_named(to_msk_event([first, second], "arn", "b"), prefix), context) == \
+            {"counted": 2}
+        # a redelivery cut differently: the stored offset's record is read back from the log, by the
+        # log's own name, to tell a redelivery from another log's offset
+        assert session_counter.handler(cluster_named(to_msk_event([first], "arn", "b"), prefix), context) == \
+            {"counted": 0}
+        assert [r.topic for r in from_msk_event(cluster_named(to_msk_event([first], "arn", "b"), prefix), prefix)] \
+            == ["sessions"]
+    finally:
+        install(None)
+        built.close()

@@ -25,7 +25,8 @@ def read_secret(client: Any, arn: str) -> dict[str, Any]:
 
 def mysql_url(secret: dict[str, Any], proxy_host: str | None) -> str:
     """From an RDS-format secret (username, password, host, port, dbname); the functions connect
-    through RDS Proxy, whose endpoint replaces the instance host."""
+    through RDS Proxy, whose endpoint replaces the instance host. No CA bundle: the proxy's
+    certificate is verified against the system trust store (adapters.mysql.database.tls_context)."""
     user, password = quote(secret["username"], safe=""), quote(secret["password"], safe="")
     host = proxy_host or secret["host"]
     return f"mysql://{user}:{password}@{host}:{secret.get('port', 3306)}/{secret.get('dbname', 'blackbox')}"

@@ -44,7 +44,11 @@ class Settings(BaseSettings):
     server_key_ids: list[str] = []
     kafka_bootstrap: str = "127.0.0.1:19092"
     kafka_topic_prefix: str = ""
+    # always TLS: `?ssl_ca=/path/ca.pem` names the CA (scripts/services writes its own), else the system trust store
     mysql_url: str = "mysql://blackbox:blackbox@127.0.0.1:13306/blackbox"
+    # how long migrations wait for MySQL to take a connection (RDS Proxy's target registers minutes
+    # after the proxy exists); within the migrations custom resource's 600 s timeout
+    mysql_migrate_deadline_s: float = 300.0
     couchbase_url: str = "couchbase://127.0.0.1"
     couchbase_bucket: str = "blackbox"
     couchbase_username: str = "blackbox"
@@ -289,7 +293,7 @@ def migrate(settings: Settings) -> list[str]:
 
     database = MysqlDatabase(_endpoints(settings).mysql_url())
     try:
-        return database.migrate()
+        return database.migrate(wait_s=settings.mysql_migrate_deadline_s)
     finally:
         database.close()
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.factory import Settings
-from adapters.mysql.database import MysqlDatabase
+from adapters.mysql.database import MysqlDatabase, with_database
 
 
 @contextmanager
@@ -20,7 +20,7 @@ def isolated(profile: str) -> Iterator[Settings]:
     data_dir = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     base = Settings(profile=profile, data_dir=data_dir)  # type: ignore[arg-type]
     settings = base.model_copy(update={
-        "mysql_url": f"{base.mysql_url.rsplit('/', 1)[0]}/{name}", "kafka_topic_prefix": f"{name}.",
+        "mysql_url": with_database(base.mysql_url, name), "kafka_topic_prefix": f"{name}.",
         "couchbase_key_prefix": f"{name}:",
     }) if profile == "services" else base
     try:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from adapters.factory import Settings
-from adapters.mysql.database import MysqlDatabase
+from adapters.mysql.database import MysqlDatabase, with_database
 
 
 def settings(**overrides: str) -> Settings:
@@ -20,7 +20,7 @@ def namespace() -> str:
 
 
 def mysql_url(database: str) -> str:
-    return f"{settings().mysql_url.rsplit('/', 1)[0]}/{database}"
+    return with_database(settings().mysql_url, database)
 
 
 @contextmanager

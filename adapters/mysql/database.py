@@ -1,15 +1,21 @@
 """MySQL through PyMySQL: a connection per thread, reused across calls (and Lambda invocations),
-reconnected when the server went away; explicit transactions; versioned migrations."""
+reconnected when the server went away; always TLS, the server's certificate verified; explicit
+transactions; versioned migrations, which wait for a server that is not reachable yet."""
 
 from __future__ import annotations
 
+import logging
+import ssl
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
+from pymysql.constants import CR
 from pymysql.cursors import Cursor
 
 from adapters.ports import Applied, Checkpoint
@@ -25,25 +31,100 @@ IDLE_CHECK_S = 30.0
 DAYS_AHEAD = 7
 # purges delete this many rows a transaction, so no lock is held for long
 DELETE_CHUNK = 5_000
+# the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
+CA_PARAMETER = "ssl_ca"
+URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/ca.pem]"
+# migrations wait for the server with backoff from this delay up to that one
+FIRST_RETRY_S = 0.5
+MAX_RETRY_S = 10.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MysqlTarget:
+    """Where a mysql:// URL points, and which CA vouches for the server (None: the system's trust
+    store). TLS cannot be turned off: the URL takes no other parameter."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    ca_file: str | None
+
+    @classmethod
+    def parse(cls, url: str) -> MysqlTarget:
+        parts = urlsplit(url)
+        if parts.scheme != "mysql":  # the URL holds a password: not repeated in the error
+            raise ValueError(f"expected {URL_FORM}, got a {parts.scheme or 'schemeless'} URL")
+        query = parse_qs(parts.query, keep_blank_values=True)
+        if set(query) - {CA_PARAMETER} or any(len(values) != 1 or not values[0] for values in query.values()):
+            raise ValueError(f"expected {URL_FORM} (TLS is always on), got parameters {sorted(query)}")
+        return cls(host=parts.hostname or "127.0.0.1", port=parts.port or 3306, user=unquote(parts.username or "root"),
+                   password=unquote(parts.password or ""), database=parts.path.lstrip("/") or "blackbox",
+                   ca_file=query[CA_PARAMETER][0] if query else None)
+
+
+def with_database(url: str, database: str) -> str:
+    """The same server, user and CA, another database."""
+    return urlsplit(url)._replace(path=f"/{database}").geturl()
+
+
+def tls_context(ca_file: str | None) -> ssl.SSLContext:
+    """Certificate and host name verified, against `ca_file` or else the system's trust store. The
+    aws profile needs no file: RDS Proxy presents ACM certificates that chain to Amazon Root CA 1
+    (docs.aws.amazon.com/AmazonRDS/latest/UserGuide/rds-proxy.howitworks.html#rds-proxy-security.tls),
+    which the Lambda runtime's trust store holds. Given a context, PyMySQL (>= 1.2) requires TLS:
+    a server that does not offer it is refused, never spoken to in plaintext."""
+    return ssl.create_default_context(cafile=ca_file)
 
 
 class MysqlDatabase:
     def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme != "mysql":
-            raise ValueError(f"expected mysql://user:password@host:port/database, got {url!r}")
-        self._host = parts.hostname or "127.0.0.1"
-        self._port = parts.port or 3306
-        self._user = unquote(parts.username or "root")
-        self._password = unquote(parts.password or "")
-        self.database = parts.path.lstrip("/") or "blackbox"
+        self._target = MysqlTarget.parse(url)
+        self.database = self._target.database
+        self._tls = tls_context(self._target.ca_file)
         self._connections = PerThread(lambda: self._connect(self.database))
 
     def _connect(self, database: str | None) -> pymysql.connections.Connection[Cursor]:
-        return pymysql.connect(
-            host=self._host, port=self._port, user=self._user, password=self._password, database=database,
-            charset="utf8mb4", autocommit=True, connect_timeout=5, read_timeout=30, write_timeout=30,
-        )
+        t = self._target
+        try:
+            return pymysql.connect(
+                host=t.host, port=t.port, user=t.user, password=t.password, database=database, ssl=self._tls,
+                charset="utf8mb4", autocommit=True, connect_timeout=5, read_timeout=30, write_timeout=30,
+            )
+        except pymysql.err.OperationalError as exc:
+            if isinstance(exc.__context__, ssl.SSLCertVerificationError):
+                trusted = t.ca_file or "the system trust store"
+                raise pymysql.err.OperationalError(
+                    CR.CR_SSL_CONNECTION_ERROR, f"TLS to MySQL at {t.host}:{t.port}: its certificate does not "
+                    f"verify against {trusted} ({exc.__context__.verify_message})") from exc
+            raise
+
+    def wait_until_reachable(self, within_s: float) -> None:
+        """Returns once the server takes a connection, trying again with backoff for `within_s`
+        seconds: RDS Proxy refuses connections until its target has registered, which can be minutes
+        after CloudFormation created it and started the migrations. A certificate that does not verify
+        is not waited out."""
+        deadline = time.monotonic() + within_s
+        delay, attempts = FIRST_RETRY_S, 0
+        while True:
+            attempts += 1
+            try:
+                self._connect(None).close()
+                return
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] == CR.CR_SSL_CONNECTION_ERROR:
+                    raise
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"MySQL at {self._target.host}:{self._target.port} took no connection in {within_s:g} s "
+                        f"({attempts} attempts); the last error: {exc}") from exc
+                log.warning("MySQL not reachable yet, trying again in %.1f s: %s", min(delay, left), exc)
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, MAX_RETRY_S)
 
     def connection(self) -> pymysql.connections.Connection[Cursor]:
         conn, idle = self._connections.get()
@@ -135,9 +216,11 @@ class MysqlDatabase:
     def close(self) -> None:
         self._connections.close_all()
 
-    def migrate(self, days_ahead: int = DAYS_AHEAD) -> list[str]:
+    def migrate(self, days_ahead: int = DAYS_AHEAD, wait_s: float = 0.0) -> list[str]:
         """Applies the migrations not yet applied, in order; returns their names. Then makes sure the
-        index has a partition for each day from today to `days_ahead`."""
+        index has a partition for each day from today to `days_ahead`. Waits up to `wait_s` seconds
+        for the server to take a connection first."""
+        self.wait_until_reachable(wait_s)
         self._create_database()
         applied: list[str] = []
         with self.transaction() as cursor:

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from moto import mock_aws
 
-from adapters.mysql.database import MysqlDatabase
+from adapters.mysql.database import MysqlDatabase, MysqlTarget
 from core.topics import ALL_TOPICS
 from lambdas.provisioning import create_topics, migrate_schema
 from tests.services import drop_database, mysql_url, namespace, settings
@@ -58,6 +58,8 @@ def test_migrations_on_the_aws_profile_take_the_database_from_secrets_manager(mo
     monkeypatch.setenv("BLACKBOX_AWS_REGION", "eu-west-1")
     monkeypatch.setenv("BLACKBOX_MYSQL_SECRET_ARN", secret["ARN"])
     monkeypatch.setenv("BLACKBOX_MYSQL_PROXY_HOST", str(url.hostname))  # the proxy, not the secret's host
+    # the aws profile trusts the system store, as Lambda trusts Amazon's root: here it holds the local CA
+    monkeypatch.setenv("SSL_CERT_FILE", str(MysqlTarget.parse(mysql_url(name)).ca_file))
     try:
         migrate_schema({"RequestType": "Create", "ResourceProperties": {}}, None)
         database = MysqlDatabase(mysql_url(name))

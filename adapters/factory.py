@@ -39,9 +39,10 @@ class Settings(BaseSettings):
     # e.g. BLACKBOX_SPIKES__FACTOR=5
     spikes: SpikePolicy = SpikePolicy()
     # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
-    # and the ids of the keys that may post scores (set by the deployment)
+    # and the ids of the keys that may post scores, and of the title keys → their skus (set by the deployment)
     api_keys: ApiKeys = ApiKeys()
     server_key_ids: list[str] = []
+    key_skus: dict[str, list[str]] = {}
     kafka_bootstrap: str = "127.0.0.1:19092"
     kafka_topic_prefix: str = ""
     # always TLS: `?ssl_ca=/path/ca.pem` names the CA (scripts/services writes its own), else the system trust store

@@ -1,15 +1,18 @@
-"""Who may call what. An ingest key may post crashes and sessions; a server key may also post
-scores and set up leaderboards; reading needs a read key (IAM in AWS); health is open. Keys are
-compared in constant time and never logged."""
+"""Who may call what. An ingest key may post crashes and sessions; a title's ingest key only for its
+own skus; a server key may also post scores and set up leaderboards; reading needs a read key (IAM
+in AWS); health is open. Keys are compared in constant time and never logged."""
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import Forbidden, Unauthorized
+from crashes.model import Sku
 
 API_KEY_HEADER = "x-api-key"
 
@@ -35,11 +38,28 @@ def allowed_roles(method: str, template: str) -> frozenset[Role]:
     return _RULES.get((method, template), frozenset({Role.READ}) if method == "GET" else frozenset())
 
 
+class TitleKey(BaseModel):
+    """An ingest key of one title: it may post only these skus (as a title's API Gateway key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(min_length=1)
+    skus: list[Sku] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class Caller:
+    role: Role
+    key_id: str
+    """What API Gateway calls the key's id: names the key to the handlers without revealing it."""
+
+
 class ApiKeys(BaseModel):
     """Local keys by role (in AWS, API Gateway keys and IAM take their place), e.g.
-    BLACKBOX_API_KEYS__SERVER='["…"]'."""
+    BLACKBOX_API_KEYS__SERVER='["…"]', or for titles
+    BLACKBOX_API_KEYS__INGEST='[{"key": "…", "skus": ["skyrift:pc"]}, "an unscoped key"]'."""
 
-    ingest: list[str] = Field(default_factory=list)
+    ingest: list[str | TitleKey] = Field(default_factory=list)
     server: list[str] = Field(default_factory=list)
     read: list[str] = Field(default_factory=list)
 
@@ -47,28 +67,40 @@ class ApiKeys(BaseModel):
     def configured(self) -> bool:
         return bool(self.ingest or self.server or self.read)
 
-    def role_of(self, presented: str | None) -> Role | None:
-        """The role of a presented key. Every configured key is compared, each in constant time,
-        so neither the answer's timing nor an early exit says which one nearly matched."""
+    def _entries(self) -> Iterable[tuple[Caller, str | TitleKey]]:
+        for role in Role:
+            for position, entry in enumerate(getattr(self, role.value)):
+                yield Caller(role, f"{role.value}-{position}"), entry
+
+    @property
+    def key_skus(self) -> dict[str, list[str]]:
+        """Key id → the skus it may post, for the title keys: what BLACKBOX_KEY_SKUS is in AWS."""
+        return {caller.key_id: entry.skus for caller, entry in self._entries() if isinstance(entry, TitleKey)}
+
+    def identify(self, presented: str | None) -> Caller | None:
+        """Who presents this key. Every configured key is compared, each in constant time, so
+        neither the answer's timing nor an early exit says which one nearly matched."""
         if not presented:
             return None
-        found: Role | None = None
+        found: Caller | None = None
         candidate = presented.encode()
-        for role in Role:
-            for key in getattr(self, role.value):
-                if hmac.compare_digest(candidate, key.encode()):
-                    found = role
+        for caller, entry in self._entries():
+            key = entry.key if isinstance(entry, TitleKey) else entry
+            if hmac.compare_digest(candidate, key.encode()):
+                found = caller
         return found
 
-    def authorize(self, presented: str | None, method: str, template: str) -> None:
-        """Raises the contract's 401 (no or unknown key) or 403 (a key whose role may not)."""
+    def authorize(self, presented: str | None, method: str, template: str) -> Caller | None:
+        """The caller, or the contract's 401 (no or unknown key) or 403 (a key whose role may not).
+        None where no key is needed."""
         if not self.configured or (method, template) in OPEN:
-            return
-        role = self.role_of(presented)
-        if role is None:
+            return None
+        caller = self.identify(presented)
+        if caller is None:
             raise Unauthorized(f"{method} {template} needs an API key in the {API_KEY_HEADER} header")
-        if role not in allowed_roles(method, template):
-            raise Forbidden(f"a {role.value} key may not {method} {template}")
+        if caller.role not in allowed_roles(method, template):
+            raise Forbidden(f"a {caller.role.value} key may not {method} {template}")
+        return caller
 
 
 def require_server_key(api_key_id: str | None, server_key_ids: list[str]) -> None:
@@ -76,3 +108,29 @@ def require_server_key(api_key_id: str | None, server_key_ids: list[str]) -> Non
     the key ids the deployment configured (none configured: the local gateway decided)."""
     if server_key_ids and api_key_id not in server_key_ids:
         raise Forbidden("only a server key may post scores")
+
+
+@dataclass(frozen=True)
+class SkuScope:
+    """The skus a caller may post: a title key's own, so that one title's storm spends only its
+    own key's throttle; None for any other key (server keys, unscoped ingest keys)."""
+
+    skus: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, api_key_id: str | None, key_skus: Mapping[str, Collection[str]]) -> SkuScope:
+        """From the key id API Gateway (or the local gateway) gives the handler and the title keys'
+        ids → skus (BLACKBOX_KEY_SKUS in AWS, the local title keys under `blackbox serve`)."""
+        own = key_skus.get(api_key_id) if api_key_id is not None else None
+        return cls(None if own is None else frozenset(own))
+
+    def check(self, skus: Iterable[str]) -> None:
+        """403 when any of `skus` is not the caller's."""
+        if self.skus is None:
+            return
+        foreign = sorted(set(skus) - self.skus)
+        if foreign:
+            raise Forbidden(f"this key may post only sku {', '.join(sorted(self.skus))}, not {foreign[0]}")
+
+
+ANY_SKU = SkuScope()

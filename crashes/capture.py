@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapters.ports import EventLog, OutgoingRecord, SpillStore
+from core.access import ANY_SKU, SkuScope
 from core.idempotency import new_event_id
 from core.requests import Posted, validate
 from core.timeutil import now_ms
@@ -19,8 +20,9 @@ class Receipt:
     report_key: str
 
 
-def capture_crash(log: EventLog, spill: SpillStore, posted: Posted) -> Receipt:
+def capture_crash(log: EventLog, spill: SpillStore, posted: Posted, scope: SkuScope = ANY_SKU) -> Receipt:
     submission = validate(CrashSubmission, posted.json())
+    scope.check([submission.sku])
     event_id = new_event_id(f"crash\x00{submission.sku}", posted.idempotency_key)
     key = report_key(event_id)
     publish(log, spill, CRASHES, [OutgoingRecord(

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.access import require_server_key
+from core.access import SkuScope, require_server_key
 from core.api import create_resolver, json_response, logger, posted
 from crashes.capture import capture_crash
 from ranking.capture import capture_scores
@@ -17,17 +17,24 @@ from sessions.capture import capture_sessions
 app = create_resolver()
 
 
+def _scope() -> SkuScope:
+    """What the caller's key may post: a title key only its own skus."""
+    settings = current().settings
+    key_id = app.current_event.request_context.identity.api_key_id
+    return SkuScope.of(key_id, settings.key_skus | settings.api_keys.key_skus)
+
+
 @app.post("/v1/crashes")
 def post_crash() -> Response[str]:
     a = current()
-    receipt = capture_crash(a.log, a.spill, posted(app.current_event))
+    receipt = capture_crash(a.log, a.spill, posted(app.current_event), _scope())
     return json_response(202, {"eventId": receipt.event_id, "reportKey": receipt.report_key})
 
 
 @app.post("/v1/sessions")
 def post_sessions() -> Response[str]:
     a = current()
-    accepted = capture_sessions(a.log, a.spill, posted(app.current_event))
+    accepted = capture_sessions(a.log, a.spill, posted(app.current_event), _scope())
     return json_response(202, {"accepted": accepted})
 
 

@@ -57,7 +57,7 @@ def route(method: str, path: str) -> tuple[str, str] | None:
     return next(((f, t) for m, pattern, t, f in _ROUTES if m == method and pattern.match(path)), None)
 
 
-def proxy_event(scope: Scope, body: bytes) -> dict[str, Any]:
+def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dict[str, Any]:
     headers: dict[str, list[str]] = {}
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").lower()
@@ -89,7 +89,8 @@ def proxy_event(scope: Scope, body: bytes) -> dict[str, Any]:
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": now_ms(),
             "protocol": scope.get("http_version", "1.1"),
-            "identity": {"sourceIp": client[0]},
+            # as API Gateway names the caller's key (the key itself stays here)
+            "identity": {"sourceIp": client[0], "apiKeyId": api_key_id},
         },
         "body": text if body else None,
         "isBase64Encoded": is_base64,
@@ -131,7 +132,7 @@ class Gateway:
             if matched is None:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
             function, template = matched
-            self._keys.authorize(_header(scope, API_KEY_HEADER), scope["method"], template)
+            caller = self._keys.authorize(_header(scope, API_KEY_HEADER), scope["method"], template)
             body = await self._read_body(scope, receive)
         except _Disconnected:
             return
@@ -139,7 +140,7 @@ class Gateway:
             # answered before the body was read to its end: closing is what stops the rest coming
             await self._error(send, error, close=True)
             return
-        event = proxy_event(scope, body)
+        event = proxy_event(scope, body, caller.key_id if caller else None)
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(
             self._executor, self._handler(function), event, LocalContext(function_name=function)

@@ -4,6 +4,7 @@ so an Idempotency-Key is scoped by sku as DESIGN §3.2 says."""
 from __future__ import annotations
 
 from adapters.ports import EventLog, OutgoingRecord, SpillStore
+from core.access import ANY_SKU, SkuScope
 from core.idempotency import per_scope
 from core.requests import Posted, validate_batch
 from core.timeutil import now_ms
@@ -11,8 +12,9 @@ from core.topics import SESSIONS, publish
 from sessions.model import MAX_BATCH, SessionCount, SessionEnvelope, SessionEvent, sessions_json
 
 
-def capture_sessions(log: EventLog, spill: SpillStore, posted: Posted) -> int:
+def capture_sessions(log: EventLog, spill: SpillStore, posted: Posted, scope: SkuScope = ANY_SKU) -> int:
     events = validate_batch(SessionEvent, posted.json(), MAX_BATCH)
+    scope.check(e.sku for e in events)
     counts = [SessionCount(sku=e.sku, kind=e.kind) for e in events]
     received = now_ms()
     records = [

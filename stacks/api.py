@@ -1,6 +1,7 @@
 """The REST API: exactly the contract's routes (the table the local gateway uses), API keys and
-usage plans for ingest (crashes, sessions) and game servers (also scores), IAM for the query
-routes, request validation, and gateway responses in the contract's error body."""
+usage plans for ingest (crashes, sessions), each title (its own skus only, its own throttle) and
+game servers (also scores), IAM for the query routes, request validation, a web ACL with a rate
+limit per IP, and gateway responses in the contract's error body."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Any
 from aws_cdk import CfnOutput
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
+from core.api import NOSNIFF
 from local_runtime.functions import API_ROUTES
 from stacks.access import ApplicationStack, Platform
-from stacks.config import Throttle
+from stacks.config import Throttle, Waf
 from stacks.nag import acknowledge
 
 SKU = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"}
@@ -56,6 +59,10 @@ GATEWAY_ERRORS = {
     apigateway.ResponseType.DEFAULT_4_XX: ("400", "bad_request"),
     apigateway.ResponseType.DEFAULT_5_XX: ("503", "unavailable"),
 }
+# when a throttled client may try again: a usage plan's bucket refills every second; a quota (none
+# is set) would not before its period ends. By the type's name: jsii's objects for it differ
+RETRY_AFTER = {apigateway.ResponseType.THROTTLED.response_type: "1",
+               apigateway.ResponseType.QUOTA_EXCEEDED.response_type: "60"}
 API_FUNCTIONS = sorted({function for _, _, function in API_ROUTES})
 
 
@@ -110,41 +117,96 @@ class ApiStack(ApplicationStack):
             self.api.add_gateway_response(
                 f"Error{code.title().replace('_', '')}{status}{response_type.response_type}",
                 type=response_type, status_code=status,
-                response_headers={"Content-Type": "'application/json'"},
+                response_headers={name: f"'{value}'" for name, value in {
+                    "Content-Type": "application/json", **NOSNIFF,
+                    **({"Retry-After": RETRY_AFTER[response_type.response_type]}
+                       if response_type.response_type in RETRY_AFTER else {}),
+                }.items()},
                 templates={"application/json":
                            f'{{"error": "{code}", "message": $context.error.messageString}}'},
             )
         self.ingest_key = self._plan("Ingest", config.ingest_throttle)
         self.server_key = self._plan("Server", config.server_throttle)
-        # API Gateway checks that a key is valid; capture checks that scores come with a server key
-        self.functions["capture"].add_environment("BLACKBOX_SERVER_KEY_IDS", json.dumps([self.server_key.key_id]))
+        # a key and a usage plan per title: API Gateway throttles each key on its own
+        self.title_keys = {name: self._plan(f"Title{pascal_case(name)}", title.throttle, f"title-{name}")
+                           for name, title in config.titles.items()}
+        # API Gateway checks that a key is valid; capture checks that scores come with a server key,
+        # and that a title's key posts only its title's skus
+        capture = self.functions["capture"]
+        capture.add_environment("BLACKBOX_SERVER_KEY_IDS", json.dumps([self.server_key.key_id]))
+        capture.add_environment("BLACKBOX_KEY_SKUS", json.dumps(
+            {self.title_keys[name].key_id: title.skus for name, title in config.titles.items()}))
+        self.web_acl = self._firewall(config.waf)
         CfnOutput(self, "ApiUrl", value=self.api.url, description="the API's base URL (paths start with v1/)")
+        key_value = "aws apigateway get-api-key --include-value --query value --output text --api-key <id>"
         CfnOutput(self, "IngestKeyId", value=self.ingest_key.key_id,
-                  description="aws apigateway get-api-key --include-value --api-key <id>: for game clients")
+                  description=f"{key_value}: any sku, on the shared ingest plan (tools, smoke tests)")
         CfnOutput(self, "ServerKeyId", value=self.server_key.key_id,
-                  description="aws apigateway get-api-key --include-value --api-key <id>: for game servers")
+                  description=f"{key_value}: for game servers")
+        for name, key in self.title_keys.items():
+            CfnOutput(self, f"TitleKeyId{pascal_case(name)}", value=key.key_id,
+                      description=f"{key_value}: for {name}'s game clients, its skus only")
 
         acknowledge(self.api, "AwsSolutions-APIG4", (
             "POST routes take API keys: game clients cannot hold IAM credentials; every other route is IAM"))
         acknowledge(self.api, "AwsSolutions-COG4", (
             "no Cognito: ingest uses API keys with usage plans, queries use IAM (DESIGN §5)"))
-        acknowledge(self.api, "AwsSolutions-APIG3", (
-            "no WAF by default: usage-plan throttling bounds each key; add a web ACL per deployment if needed"))
         acknowledge(self.api, "AwsSolutions-IAM4", (
             "API Gateway's CloudWatch role uses AmazonAPIGatewayPushToCloudWatchLogs, the documented policy"),
             ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"])
 
-    def _plan(self, name: str, throttle: Throttle) -> apigateway.IApiKey:
+    def _plan(self, name: str, throttle: Throttle, plan_name: str | None = None) -> apigateway.IApiKey:
         # not bound to the stage itself (the usage plan does that): the capture function needs the
-        # server key id, and the stage depends on the functions
-        key = apigateway.ApiKey(self, f"{name}Key", description=f"Blackbox {name.lower()} key", enabled=True)
+        # key ids, and the stage depends on the functions
+        plan_name = plan_name or name.lower()
+        key = apigateway.ApiKey(self, f"{name}Key", description=f"Blackbox {plan_name} key", enabled=True)
         plan = self.api.add_usage_plan(
-            f"{name}Plan", name=f"{self.api.rest_api_name}-{name.lower()}",
+            f"{name}Plan", name=f"{self.api.rest_api_name}-{plan_name}",
             throttle=apigateway.ThrottleSettings(rate_limit=throttle.rate, burst_limit=throttle.burst),
         )
         plan.add_api_key(key)
         plan.add_api_stage(stage=self.api.deployment_stage)
         return key
+
+    def _firewall(self, waf: Waf) -> wafv2.CfnWebACL:
+        """A web ACL on the stage: past `limit_per_ip` requests in the window from one address, 429
+        in the contract's error body, with Retry-After, until its rate falls below the limit. Usage
+        plans bound each key; this bounds one address, whatever keys it holds or makes up."""
+        metric = f"{self.api.rest_api_name}-per-ip"
+        acl = wafv2.CfnWebACL(
+            self, "WebAcl", scope="REGIONAL", default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
+            visibility_config=_visibility(f"{self.api.rest_api_name}-web-acl"),
+            custom_response_bodies={"throttled": wafv2.CfnWebACL.CustomResponseBodyProperty(
+                content_type="APPLICATION_JSON", content=json.dumps({
+                    "error": "throttled",
+                    "message": f"more than {waf.limit_per_ip} requests from this address in {waf.window_s} s",
+                }))},
+            rules=[wafv2.CfnWebACL.RuleProperty(
+                name="rate-per-ip", priority=0, visibility_config=_visibility(metric),
+                statement=wafv2.CfnWebACL.StatementProperty(rate_based_statement=(
+                    wafv2.CfnWebACL.RateBasedStatementProperty(
+                        aggregate_key_type="IP", limit=waf.limit_per_ip, evaluation_window_sec=waf.window_s))),
+                action=wafv2.CfnWebACL.RuleActionProperty(block=wafv2.CfnWebACL.BlockActionProperty(
+                    custom_response=wafv2.CfnWebACL.CustomResponseProperty(
+                        response_code=429, custom_response_body_key="throttled",
+                        response_headers=[wafv2.CfnWebACL.CustomHTTPHeaderProperty(name=name, value=value)
+                                          for name, value in {"Retry-After": str(waf.window_s), **NOSNIFF}.items()],
+                    ))),
+            )],
+        )
+        wafv2.CfnWebACLAssociation(self, "WebAclAssociation", resource_arn=self.api.deployment_stage.stage_arn,
+                                   web_acl_arn=acl.attr_arn)
+        return acl
+
+
+def _visibility(metric: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
+    return wafv2.CfnWebACL.VisibilityConfigProperty(
+        cloud_watch_metrics_enabled=True, metric_name=metric, sampled_requests_enabled=True)
+
+
+def pascal_case(name: str) -> str:
+    """A title's name in construct and output ids: sky-rift → SkyRift."""
+    return "".join(part.title() for part in name.split("-"))
 
 
 def _schema(schema: dict[str, Any]) -> dict[str, Any]:

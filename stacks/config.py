@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from constructs import Node
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from crashes.model import Sku
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 
@@ -24,6 +26,26 @@ class Throttle(BaseModel):
 
     rate: float = Field(gt=0, description="steady requests per second per key")
     burst: int = Field(gt=0)
+
+
+class Title(BaseModel):
+    """A game title: its own ingest key and usage plan, so that its storm spends only its own
+    throttle; the key may post only these skus."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    skus: list[Sku] = Field(min_length=1)
+    throttle: Throttle
+
+
+class Waf(BaseModel):
+    """The web ACL's rate-based rule: requests from one IP address within the window, past which
+    the address is answered 429 (with Retry-After: the window) until its rate falls below."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit_per_ip: int = Field(ge=10, le=2_000_000_000)
+    window_s: Literal[60, 120, 300, 600] = 300
 
 
 class Consumer(BaseModel):
@@ -55,6 +77,9 @@ class DeployConfig(BaseModel):
     lambda_memory_mb: int = Field(default=1024, ge=128, le=10_240)
     ingest_throttle: Throttle = Throttle(rate=2000, burst=4000)
     server_throttle: Throttle = Throttle(rate=20000, burst=40000)
+    # title name (its key's and usage plan's) → its skus and throttle
+    titles: dict[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,31}$")], Title] = {}
+    waf: Waf = Waf(limit_per_ip=30_000, window_s=60)
     crash_consumer: Consumer = Consumer(batch_size=500, batching_window_s=1, retries=-1)
     session_counter: Consumer = Consumer(batch_size=5000, batching_window_s=1, retries=-1)
     ranking_worker: Consumer = Consumer(batch_size=10_000, batching_window_s=1, retries=-1)

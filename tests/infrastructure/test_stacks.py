@@ -109,7 +109,7 @@ def test_api(dev: Blackbox, templates: dict[str, Template]):
         assert "RequestValidatorId" in method
     api.has_resource_properties("AWS::ApiGateway::Method", {
         "HttpMethod": "GET", "RequestParameters": {"method.request.querystring.sku": True}})
-    api.resource_count_is("AWS::ApiGateway::ApiKey", 2)
+    api.resource_count_is("AWS::ApiGateway::ApiKey", 2 + len(DEV.titles))  # ingest, server, a key per title
     plans = {p["UsagePlanName"]: p["Throttle"] for p in resources(api, "AWS::ApiGateway::UsagePlan")}
     assert plans[f"{DEV.prefix}-ingest"] == {"RateLimit": DEV.ingest_throttle.rate,
                                              "BurstLimit": DEV.ingest_throttle.burst}

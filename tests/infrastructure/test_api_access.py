@@ -1,0 +1,86 @@
+"""The API's door in AWS: a key and a usage plan per title, whose ids capture is told with their
+skus; a web ACL with a rate limit per IP on the stage; and 429s, from the gateway or the web ACL,
+that say when to retry. Every gateway answer is nosniff."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk.assertions import Template
+
+from stacks.api import pascal_case
+from stacks.config import DeployConfig, cdk_json_context
+from tests.infrastructure.conftest import blackbox, resources
+
+DEV = DeployConfig.model_validate(cdk_json_context()["environments"]["dev"])
+
+
+def test_each_title_has_its_own_key_and_throttle_and_capture_knows_its_skus(templates: dict[str, Template]):
+    api = templates["api"]
+    assert DEV.titles, "cdk.json's dev environment lists a title"
+    found = api.to_json()["Resources"]
+    keys = {logical_id for logical_id, r in found.items() if r["Type"] == "AWS::ApiGateway::ApiKey"}
+    plans = {p["UsagePlanName"]: p for p in resources(api, "AWS::ApiGateway::UsagePlan")}
+    [capture] = [f for f in resources(api, "AWS::Lambda::Function") if f["Handler"] == "lambdas.capture.handler"]
+    # {"Fn::Join": ["", ['{"', {"Ref": key}, '": ["sku", …]}']]}: resolve the key refs to see the map
+    parts = capture["Environment"]["Variables"]["BLACKBOX_KEY_SKUS"]["Fn::Join"][1]
+    key_skus = json.loads("".join(p["Ref"] if isinstance(p, dict) else p for p in parts))
+    assert len(keys) == 2 + len(DEV.titles) and set(key_skus) < keys
+    for name, title in DEV.titles.items():
+        plan = plans[f"{DEV.prefix}-title-{name}"]
+        assert plan["Throttle"] == {"RateLimit": title.throttle.rate, "BurstLimit": title.throttle.burst}
+        [key] = [k for k in keys if k.startswith(f"Title{pascal_case(name)}Key")]
+        assert key_skus[key] == title.skus
+        # the plan holds that key alone, on the API's stage
+        [binding] = [r for r in resources(api, "AWS::ApiGateway::UsagePlanKey") if r["KeyId"] == {"Ref": key}]
+        assert found[binding["UsagePlanId"]["Ref"]]["Properties"]["UsagePlanName"] == f"{DEV.prefix}-title-{name}"
+        assert plan["ApiStages"][0]["Stage"]
+    assert f"TitleKeyId{pascal_case(next(iter(DEV.titles)))}" in api.to_json()["Outputs"]
+    # the shared keys are no title's: they post any sku
+    assert not {k for k in key_skus if k.startswith(("IngestKey", "ServerKey"))}
+
+
+def test_the_stage_has_a_web_acl_that_answers_429_with_retry_after_per_ip(templates: dict[str, Template]):
+    api = templates["api"]
+    [acl] = resources(api, "AWS::WAFv2::WebACL")
+    assert acl["Scope"] == "REGIONAL" and acl["DefaultAction"] == {"Allow": {}}
+    [rule] = acl["Rules"]
+    assert rule["Statement"]["RateBasedStatement"] == {
+        "AggregateKeyType": "IP", "Limit": DEV.waf.limit_per_ip, "EvaluationWindowSec": DEV.waf.window_s}
+    response = rule["Action"]["Block"]["CustomResponse"]
+    headers = {h["Name"]: h["Value"] for h in response["ResponseHeaders"]}
+    assert response["ResponseCode"] == 429
+    assert headers == {"Retry-After": str(DEV.waf.window_s), "X-Content-Type-Options": "nosniff"}
+    body = acl["CustomResponseBodies"][response["CustomResponseBodyKey"]]
+    assert json.loads(body["Content"])["error"] == "throttled" and body["ContentType"] == "APPLICATION_JSON"
+    # associated with the API's own stage
+    [association] = resources(api, "AWS::WAFv2::WebACLAssociation")
+    [stage] = [k for k, r in api.to_json()["Resources"].items() if r["Type"] == "AWS::ApiGateway::Stage"]
+    arn = json.dumps(association["ResourceArn"])
+    assert "/stages/" in arn and json.dumps({"Ref": stage}) in arn
+    assert association["WebACLArn"] == {"Fn::GetAtt": [next(k for k, r in api.to_json()["Resources"].items()
+                                                            if r["Type"] == "AWS::WAFv2::WebACL"), "Arn"]}
+
+
+def test_gateway_429s_say_when_to_retry_and_every_gateway_answer_is_nosniff(templates: dict[str, Template]):
+    responses = {r["ResponseType"]: r for r in resources(templates["api"], "AWS::ApiGateway::GatewayResponse")}
+    for kind, retry_after in (("THROTTLED", "'1'"), ("QUOTA_EXCEEDED", "'60'")):
+        assert responses[kind]["StatusCode"] == "429"
+        assert responses[kind]["ResponseParameters"]["gatewayresponse.header.Retry-After"] == retry_after
+    for kind, response in responses.items():
+        headers = response["ResponseParameters"]
+        assert headers["gatewayresponse.header.X-Content-Type-Options"] == "'nosniff'", kind
+        assert headers["gatewayresponse.header.Content-Type"] == "'application/json'", kind
+        if response["StatusCode"] != "429":
+            assert "gatewayresponse.header.Retry-After" not in headers, kind
+
+
+def test_prod_has_its_titles_and_limit():
+    _, prod = blackbox("prod")
+    config = prod.config
+    api = Template.from_stack(prod.api)
+    assert config.titles and config.waf.limit_per_ip != DEV.waf.limit_per_ip
+    names = {p["UsagePlanName"] for p in resources(api, "AWS::ApiGateway::UsagePlan")}
+    assert {f"{config.prefix}-title-{name}" for name in config.titles} < names
+    [acl] = resources(api, "AWS::WAFv2::WebACL")
+    assert acl["Rules"][0]["Statement"]["RateBasedStatement"]["Limit"] == config.waf.limit_per_ip

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from constructs import Node
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from crashes.model import Sku
 
@@ -64,6 +64,9 @@ class DeployConfig(BaseModel):
     prefix: str = Field(default="blackbox", pattern=r"^[a-z][a-z0-9-]{1,20}$")
     vpc_cidr: str = "10.40.0.0/16"
     max_azs: int = Field(default=2, ge=2, le=3)
+    # the zones by name: without an account the CDK cannot list a region's zones and caps max_azs at 2
+    availability_zones: list[Annotated[str, StringConstraints(pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")]] = Field(
+        default=[], max_length=3)
     nat_gateways: int = Field(default=1, ge=1, le=3)
     topic_partitions: int = Field(default=6, ge=1, le=120)
     mysql_instance_type: str = "r6g.large"
@@ -74,6 +77,10 @@ class DeployConfig(BaseModel):
     couchbase_volume_gib: int = Field(default=200, ge=20)
     couchbase_version: str = Field(default="7.6.2", pattern=r"^\d+\.\d+\.\d+$")
     couchbase_bucket_ram_mb: int = Field(default=8192, ge=256)
+    # region → the nodes' image (Amazon Linux 2023 for their architecture), pinned: a newer image
+    # would replace every node at the next deploy
+    couchbase_ami: dict[str, Annotated[str, StringConstraints(pattern=r"^ami-[0-9a-f]{8,17}$")]]
+    couchbase_backup_days: int = Field(default=30, ge=1, description="how long the daily backups are kept")
     lambda_memory_mb: int = Field(default=1024, ge=128, le=10_240)
     ingest_throttle: Throttle = Throttle(rate=2000, burst=4000)
     server_throttle: Throttle = Throttle(rate=20000, burst=40000)
@@ -86,6 +93,19 @@ class DeployConfig(BaseModel):
     retention_days: int = Field(default=90, ge=1)
     alarm_email: str | None = None
     removal: Literal["retain", "destroy"] = "retain"
+
+    @model_validator(mode="after")
+    def _placed_in_region(self) -> DeployConfig:
+        if self.region not in self.couchbase_ami:
+            raise ValueError(f"couchbase_ami has no image for {self.region}")
+        if self.availability_zones:
+            if "max_azs" in self.model_fields_set:
+                raise ValueError("give availability_zones or max_azs, not both")
+            if not 2 <= len(set(self.availability_zones)) == len(self.availability_zones):
+                raise ValueError("availability_zones: two or three distinct zones")
+            if any(zone[:-1] != self.region for zone in self.availability_zones):
+                raise ValueError(f"availability_zones must be zones of {self.region}")
+        return self
 
     @classmethod
     def from_context(cls, node: Node) -> DeployConfig:

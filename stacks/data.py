@@ -1,15 +1,16 @@
 """The stores: RDS MySQL behind RDS Proxy (credentials in Secrets Manager, migrations applied on
-deploy by a custom resource), a Couchbase Server cluster on EC2, and the S3 bucket for spill and
-archives."""
+deploy by a custom resource), a Couchbase Server cluster on EC2 (one node per private subnet, each
+named in a private DNS zone, backed up daily to S3), and the S3 buckets for spill and archives."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Aws, CustomResource, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnCreationPolicy, CfnResourceSignal, CustomResource, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_rds as rds
+from aws_cdk import aws_route53 as route53
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
@@ -27,6 +28,8 @@ COUCHBASE_PORTS = ((8091, 8097), (9123, 9123), (11207, 11207), (11210, 11210), (
 COUCHBASE_NODE_PORTS = ((4369, 4369), (9100, 9105), (9110, 9118), (9120, 9122), (9130, 9130), (9999, 9999),
                         (11209, 11210), (21100, 21100))
 USER_DATA = Path(__file__).resolve().parent / "couchbase" / "user-data.sh"
+DATA_DEVICE = "/dev/sdf"  # the nodes' data volume; Amazon Linux links its NVMe device to this name
+BACKUP_PREFIX = "couchbase/"
 DATABASE = "blackbox"
 BUCKET = "blackbox"
 
@@ -51,14 +54,14 @@ class DataStack(Stack):
         removal = RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN
         self._security_groups(network)
         self._mysql(config, network, removal)
-        self._couchbase(config, network)
         self._bucket(config, removal)
+        self._couchbase(config, network)
         self._migrations(config, network)
         acknowledge(self, "AwsSolutions-SMG4", (
             "no automatic rotation yet: the functions cache credentials per container and would fail until "
             "recycled; rotate by hand (README) until they re-read the secret on an authentication failure"))
         acknowledge(self.database, "AwsSolutions-RDS11", (
-            "the default MySQL port: only the proxy's and the functions' security groups reach it"))
+            "the default MySQL port: only the RDS Proxy's security group reaches it"))
         acknowledge(self, "AwsSolutions-IAM4", (
             "AWS-managed policies: SSM Session Manager for the Couchbase nodes (no SSH keys, no port 22), and the "
             "CDK custom-resource framework's logging"), [SSM_CORE, LAMBDA_BASIC])
@@ -75,10 +78,12 @@ class DataStack(Stack):
 
     def _security_groups(self, network: NetworkStack) -> None:
         functions = network.functions_sg
-        self.database_sg = ec2.SecurityGroup(self, "DatabaseSg", vpc=network.vpc,
-                                             description="RDS MySQL and RDS Proxy: MySQL from the functions")
-        self.database_sg.add_ingress_rule(functions, ec2.Port.tcp(MYSQL_PORT), "functions to RDS Proxy")
-        self.database_sg.add_ingress_rule(self.database_sg, ec2.Port.tcp(MYSQL_PORT), "RDS Proxy to the instance")
+        self.proxy_sg = ec2.SecurityGroup(self, "ProxySg", vpc=network.vpc,
+                                          description="RDS Proxy: MySQL from the functions")
+        self.proxy_sg.add_ingress_rule(functions, ec2.Port.tcp(MYSQL_PORT), "functions to RDS Proxy")
+        # MySQL from the proxy only (add_proxy admits the proxy's group); the instance calls nothing
+        self.database_sg = ec2.SecurityGroup(self, "DatabaseSg", vpc=network.vpc, allow_all_outbound=False,
+                                             description="RDS MySQL: MySQL from RDS Proxy")
         self.couchbase_sg = ec2.SecurityGroup(
             self, "CouchbaseSg", vpc=network.vpc,
             description="Couchbase nodes: the SDK ports from the functions, the cluster ports between nodes")
@@ -112,7 +117,8 @@ class DataStack(Stack):
         self.mysql_secret = self.database.secret
         self.proxy = self.database.add_proxy(
             "Proxy", secrets=[self.mysql_secret], vpc=network.vpc, vpc_subnets=network.private,
-            security_groups=[self.database_sg], require_tls=True, idle_client_timeout=Duration.minutes(30),
+            security_groups=[self.proxy_sg], require_tls=True, idle_client_timeout=Duration.minutes(30),
+            db_proxy_name=f"{config.prefix}-mysql",  # unique per account and region: the stage's prefix
         )
 
     def _couchbase(self, config: DeployConfig, network: NetworkStack) -> None:
@@ -124,35 +130,65 @@ class DataStack(Stack):
                             "AmazonSSMManagedInstanceCore")])
         self.couchbase_admin.grant_read(role)
         self.couchbase_app.grant_read(role)
+        # the daily backup writes (and `aws s3 sync` lists) under its prefix, and nothing else
+        backups = self.couchbase_backups
+        role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject"],
+                                               resources=[backups.arn_for_objects(f"{BACKUP_PREFIX}*")]))
+        role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[backups.bucket_arn],
+                                               conditions={"StringLike": {"s3:prefix": [f"{BACKUP_PREFIX}*"]}}))
+        acknowledge(role, "AwsSolutions-IAM5", "the backups' objects: any key under the couchbase/ prefix",
+                    [f"Resource::<{self.get_logical_id(backups.node.default_child)}.Arn>/{BACKUP_PREFIX}*"])  # type: ignore[arg-type]
+        # a stable name per node: the instance (and its address) may change, the name does not
+        zone = route53.PrivateHostedZone(self, "CouchbaseZone", zone_name=f"couchbase.{config.prefix}.internal",
+                                         vpc=network.vpc)
+        self.couchbase_hosts = [f"node{index}.{zone.zone_name}" for index in range(config.couchbase_nodes)]
+        image = ec2.MachineImage.generic_linux(config.couchbase_ami)
+        subnets = network.vpc.private_subnets
         script = USER_DATA.read_text()
-        data_ram = max(config.couchbase_bucket_ram_mb, 1024)
         self.couchbase_nodes: list[ec2.Instance] = []
-        for index in range(config.couchbase_nodes):
-            first = self.couchbase_nodes[0].instance_private_ip if self.couchbase_nodes else ""
-            user_data = ec2.UserData.custom(Fn.sub(script, {
-                "Version": config.couchbase_version, "AdminSecretArn": self.couchbase_admin.secret_arn,
-                "AppSecretArn": self.couchbase_app.secret_arn, "NodeIndex": str(index),
-                "ClusterName": config.prefix, "DataRamMb": str(data_ram), "Bucket": BUCKET,
-                "BucketRamMb": str(config.couchbase_bucket_ram_mb),
-                "Replicas": str(min(config.couchbase_nodes - 1, 2)), "FirstNode": first,
-            }))
+        self.couchbase_records: list[route53.ARecord] = []
+        for index, host in enumerate(self.couchbase_hosts):
             node = ec2.Instance(
                 self, f"Couchbase{index}",
-                vpc=network.vpc, vpc_subnets=network.private, security_group=self.couchbase_sg,
-                instance_type=ec2.InstanceType(config.couchbase_instance_type),
-                machine_image=ec2.MachineImage.latest_amazon_linux2023(),
-                role=role, user_data=user_data, require_imdsv2=True, detailed_monitoring=True,
+                vpc=network.vpc, security_group=self.couchbase_sg,
+                vpc_subnets=ec2.SubnetSelection(subnets=[subnets[index % len(subnets)]]),  # over the zones
+                instance_type=ec2.InstanceType(config.couchbase_instance_type), machine_image=image,
+                role=role, require_imdsv2=True, detailed_monitoring=True,
                 disable_api_termination=config.removal == "retain",
                 block_devices=[
                     ec2.BlockDevice(device_name="/dev/xvda", volume=ec2.BlockDeviceVolume.ebs(
                         30, encrypted=True, volume_type=ec2.EbsDeviceVolumeType.GP3)),
-                    ec2.BlockDevice(device_name="/dev/sdf", volume=ec2.BlockDeviceVolume.ebs(
+                    ec2.BlockDevice(device_name=DATA_DEVICE, volume=ec2.BlockDeviceVolume.ebs(
                         config.couchbase_volume_gib, encrypted=True, volume_type=ec2.EbsDeviceVolumeType.GP3,
                         delete_on_termination=config.removal == "destroy")),
                 ],
             )
+            # set on the resource itself: the script signals it by its logical id, known only now
+            node.instance.user_data = Fn.base64(Fn.sub(script, {
+                "Version": config.couchbase_version, "AdminSecretArn": self.couchbase_admin.secret_arn,
+                "AppSecretArn": self.couchbase_app.secret_arn, "NodeIndex": str(index),
+                "ClusterName": config.prefix, "DataRamMb": str(max(config.couchbase_bucket_ram_mb, 1024)),
+                "Bucket": BUCKET, "BucketRamMb": str(config.couchbase_bucket_ram_mb),
+                "Replicas": str(min(config.couchbase_nodes - 1, 2)), "FirstNode": self.couchbase_hosts[0],
+                "DataDevice": DATA_DEVICE, "Resource": node.instance.logical_id,
+                "BackupBucket": backups.bucket_name, "BackupPrefix": BACKUP_PREFIX,
+            }))
+            acknowledge(node, "CloudFormation-Validate::W9010", (
+                "the image is pinned per region in cdk.json (couchbase_ami): a newer one must not replace the nodes"))
+            acknowledge(node, "CloudFormation-Validate::W3010", (
+                "the zone is the subnet's, named in cdk.json where the VPC spreads over more than two zones"))
+            # the deploy waits for the script's cfn-signal: a node that failed to set up fails it
+            node.instance.cfn_options.creation_policy = CfnCreationPolicy(
+                resource_signal=CfnResourceSignal(count=1, timeout="PT30M"))
+            record = route53.ARecord(self, f"Couchbase{index}Name", zone=zone, record_name=host,
+                                     target=route53.RecordTarget.from_ip_addresses(node.instance_private_ip),
+                                     ttl=Duration.minutes(1))
+            if index:
+                # joiners start once node 0 has its cluster (it has signalled) and its name
+                node.node.add_dependency(self.couchbase_records[0])
             self.couchbase_nodes.append(node)
-        self.couchbase_url = "couchbase://" + Fn.join(",", [n.instance_private_ip for n in self.couchbase_nodes])
+            self.couchbase_records.append(record)
+        self.couchbase_url = "couchbase://" + ",".join(self.couchbase_hosts)
 
     def _bucket(self, config: DeployConfig, removal: RemovalPolicy) -> None:
         common = {
@@ -183,6 +219,17 @@ class DataStack(Stack):
             self, "FailedBatches", bucket_name=self.failed_batches_name, server_access_logs_bucket=access_logs,
             server_access_logs_prefix="failed-batches/",
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(config.retention_days))],
+            **common,  # type: ignore[arg-type]
+        )
+        # the Couchbase cluster's daily full backups (cbbackupmgr archives), one prefix per day
+        self.couchbase_backups = s3.Bucket(
+            self, "CouchbaseBackups", server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="couchbase-backups/",
+            lifecycle_rules=[
+                s3.LifecycleRule(id="abort-uploads", abort_incomplete_multipart_upload_after=Duration.days(7)),
+                s3.LifecycleRule(id="backups", prefix=BACKUP_PREFIX,
+                                 expiration=Duration.days(config.couchbase_backup_days)),
+            ],
             **common,  # type: ignore[arg-type]
         )
 

@@ -17,10 +17,13 @@ KAFKA_IAM_PORT = 9098
 class NetworkStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, config: DeployConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        # named zones, when given: their count needs no account to look them up
+        zones = ({"availability_zones": config.availability_zones} if config.availability_zones
+                 else {"max_azs": config.max_azs})
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(config.vpc_cidr),
-            max_azs=config.max_azs,
+            **zones,
             nat_gateways=config.nat_gateways,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),

@@ -1,15 +1,20 @@
 // Blackbox dashboard: plain DOM, the query API only. Report fields come from game clients, so
-// every value goes in as text (never innerHTML).
+// every value goes in as text (never innerHTML). The whole view is in the URL, so a link shares it.
 "use strict";
 
-// the API is the origin that served this page, and only it: the read key goes nowhere else
-const params = new URLSearchParams(location.search);
 const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const LATEST = 20;
-const LATEST_WINDOW_MS = 10 * 60 * 1000;
-const LATEST_MAX_PAGES = 5;
-let signatureFilter = null;
+const RADIUS = 5;
+const MINUTE = 60e3, HOUR = 3600e3;
+const RANGES = {
+  "1h": { span: HOUR, granularity: "minute", step: MINUTE },
+  "24h": { span: 24 * HOUR, granularity: "hour", step: HOUR },
+  "7d": { span: 7 * 24 * HOUR, granularity: "hour", step: HOUR },
+};
+// the view's state: each a URL query parameter; the form fields of the same id show it
+const FIELDS = ["sku", "range", "platform", "build", "type", "board", "player"];
+const state = Object.fromEntries([...FIELDS, "group", "report"].map((name) => [name, ""]));
 let timer = null;
 
 function el(tag, attrs = {}, ...children) {
@@ -17,6 +22,20 @@ function el(tag, attrs = {}, ...children) {
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
   for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
   return node;
+}
+
+function readUrl() {
+  const params = new URLSearchParams(location.search);
+  for (const name of Object.keys(state)) state[name] = params.get(name) || "";
+  if (!RANGES[state.range]) state.range = "1h";
+  for (const name of FIELDS) $(name).value = state[name];
+}
+
+function writeUrl() {
+  const url = new URL(location.href);
+  url.search = "";
+  for (const [name, value] of Object.entries(state)) if (value && !(name === "range" && value === "1h")) url.searchParams.set(name, value);
+  history.replaceState(null, "", url);
 }
 
 // a read key, when serve has keys configured; kept for this tab only
@@ -27,144 +46,200 @@ function headers() {
 
 async function api(path, query = {}) {
   const url = new URL(path, location.origin);
-  for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined) url.searchParams.set(name, value);
+  for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined && value !== "") url.searchParams.set(name, value);
   const response = await fetch(url, { headers: headers() });
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${body.message || body.error || ""}`);
+  if (!response.ok) throw Object.assign(new Error(`${path}: ${response.status} ${body.message || body.error || ""}`), { status: response.status });
   return body;
 }
 
-const time = (iso) => new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-const percent = (rate) => (rate === null ? "n/a" : `${(rate * 100).toFixed(2)}%`);
+const segment = (value) => encodeURIComponent(value);
+const time = (iso) => new Date(iso).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+function percent(rate) {
+  if (rate === null || rate === undefined) return "n/a";
+  if (rate === 0) return "0%";
+  const value = rate * 100;
+  return `${value.toFixed(value >= 10 ? 0 : value >= 1 ? 1 : 2)}%`;
+}
 
-function drawChart(series) {
-  const width = 720, height = 220, left = 40, right = 40, top = 10, bottom = 24;
+// whole buckets, the current one last: every panel covers what the chart shows
+function window_() {
+  const { span, step } = RANGES[state.range], to = Date.now();
+  return { from: Math.floor(to / step) * step + step - span, to };
+}
+
+// the filters as the query API names them
+function filters() {
+  return { platform: state.platform, buildVersion: state.build, crashType: state.type };
+}
+
+// one series on its own axis: bars (counts) or a line (broken where a value is null)
+function drawChart(container, series, value, { kind, format, label }) {
+  const width = 720, height = 110, left = 64, right = 8, top = 8, bottom = 18;
   const plotW = width - left - right, plotH = height - top - bottom;
-  const svg = el("svg:svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "crashes and sessions" });
-  const maxCount = Math.max(1, ...series.map((b) => Math.max(b.crashes, b.sessions)));
-  const maxRate = Math.max(1e-9, ...series.map((b) => b.crashRate ?? 0));
+  const values = series.map(value);
+  const max = Math.max(...values.filter((v) => v !== null), kind === "bars" ? 1 : 1e-9);
+  const svg = el("svg:svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label });
   const step = plotW / Math.max(1, series.length);
-  const y = (v) => top + plotH - (v / maxCount) * plotH;
-  const sessions = [], rates = [];
-  series.forEach((b, i) => {
-    const x = left + i * step;
-    const bar = el("svg:rect", {
-      class: "bar", x: x + step * 0.15, y: y(b.crashes), width: Math.max(1, step * 0.7), height: top + plotH - y(b.crashes),
-      "data-start": b.start, "data-crashes": b.crashes, "data-sessions": b.sessions,
-    });
-    bar.append(el("svg:title", {}, `${b.start}: ${b.crashes} crashes, ${b.sessions} sessions, rate ${percent(b.crashRate)}`));
-    svg.append(bar);
-    sessions.push(`${x + step / 2},${y(b.sessions)}`);
-    if (b.crashRate !== null) rates.push(`${x + step / 2},${top + plotH - (b.crashRate / maxRate) * plotH}`);
+  const y = (v) => top + plotH - (v / max) * plotH;
+  const points = [];
+  series.forEach((bucket, i) => {
+    const x = left + i * step, v = values[i];
+    if (kind === "bars") {
+      const bar = el("svg:rect", { class: "bar", x: x + step * 0.15, y: y(v), width: Math.max(1, step * 0.7), height: top + plotH - y(v),
+        "data-start": bucket.start, "data-value": v });
+      bar.append(el("svg:title", {}, `${bucket.start}: ${format(v)} ${label}`));
+      svg.append(bar);
+    } else if (v !== null) {
+      points.push(`${x + step / 2},${y(v)}`);
+      // a dot a value: a lone bucket with sessions still shows
+      const dot = el("svg:circle", { class: "dot", cx: x + step / 2, cy: y(v), r: 2 });
+      dot.append(el("svg:title", {}, `${bucket.start}: ${format(v)} ${label}`));
+      svg.append(dot);
+    }
   });
-  svg.append(el("svg:polyline", { class: "sessions", points: sessions.join(" ") }));
-  svg.append(el("svg:polyline", { class: "rate", points: rates.join(" ") }));
-  svg.append(el("svg:line", { x1: left, x2: left + plotW, y1: top + plotH, y2: top + plotH, stroke: "#999" }));
-  svg.append(el("svg:text", { x: 2, y: top + 8 }, maxCount));
-  svg.append(el("svg:text", { x: width - right + 4, y: top + 8 }, percent(maxRate)));
+  if (kind === "line") svg.append(el("svg:polyline", { class: "line", points: points.join(" "), "data-values": JSON.stringify(values) }));
+  svg.append(el("svg:line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotH }));
+  svg.append(el("svg:line", { class: "axis", x1: left, x2: left + plotW, y1: top + plotH, y2: top + plotH }));
+  // the axis labels end left of the axis: nothing is cut off, whatever their width
+  svg.append(el("svg:text", { class: "y-max", x: left - 6, y: top + 8, "text-anchor": "end" }, format(max)));
+  svg.append(el("svg:text", { class: "y-label", x: left - 6, y: top + plotH / 2 + 4, "text-anchor": "end" }, label));
+  svg.append(el("svg:text", { x: left - 6, y: top + plotH, "text-anchor": "end" }, format(0)));
   const ticks = Math.min(6, series.length);
   for (let t = 0; t < ticks; t++) {
     const i = Math.floor((t * series.length) / ticks);
-    svg.append(el("svg:text", { x: left + i * step, y: height - 6 }, time(series[i].start)));
+    svg.append(el("svg:text", { x: left + i * step, y: height - 4 }, time(series[i].start)));
   }
-  $("chart").replaceChildren(svg);
+  container.replaceChildren(svg);
 }
 
-function fill(tbody, rows) {
+function fill(tbody, rows, columns) {
   tbody.replaceChildren(...rows);
-  if (!rows.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 6 }, "nothing yet")));
+  if (!rows.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: columns }, "nothing in this range")));
 }
 
 function showGroups(groups) {
+  const active = [state.platform, state.build, state.type].filter(Boolean);
+  $("groups-note").textContent = active.length ? `(${active.join(", ")})` : "";
   fill($("groups").tBodies[0], groups.map((g) => {
-    const row = el("tr", { "data-signature": g.signature },
+    const row = el("tr", { "data-signature": g.signature, class: g.signature === state.group ? "selected" : "" },
       el("td", {}, g.count), el("td", { class: "frames" }, g.topFrames.slice(0, 3).join("\n")),
       el("td", {}, time(g.firstSeen)), el("td", {}, time(g.lastSeen)));
     row.addEventListener("click", () => {
-      signatureFilter = signatureFilter === g.signature ? null : g.signature;
-      refresh();
+      state.group = state.group === g.signature ? "" : g.signature;
+      writeUrl();
+      refresh().catch(report);
     });
     return row;
-  }));
-}
-
-async function latestReports(sku) {
-  // the API lists oldest first; the newest are the tail of the last minutes, a few pages at most
-  const query = { sku, from: Date.now() - LATEST_WINDOW_MS, limit: 1000, signature: signatureFilter };
-  let reports = [];
-  for (let page = 0; page < LATEST_MAX_PAGES; page++) {
-    const body = await api("/v1/crashes", query);
-    reports = reports.concat(body.reports).slice(-LATEST);
-    if (!body.nextCursor) break;
-    query.cursor = body.nextCursor;
-  }
-  return reports.reverse();
+  }), 4);
 }
 
 function showReports(reports) {
-  $("reports-filter").textContent = signatureFilter ? `(group ${signatureFilter.slice(0, 12)}…, click it again to clear)` : "";
+  $("reports-filter").textContent = state.group ? `(group ${state.group.slice(0, 12)}…, click it again to clear)` : "";
   fill($("reports").tBodies[0], reports.map((r) => {
     const row = el("tr", { "data-report-id": r.reportId },
       el("td", {}, r.reportId), el("td", {}, time(r.receivedAt)), el("td", {}, r.crashType ?? ""),
       el("td", {}, r.platform ?? ""), el("td", {}, r.buildVersion ?? ""), el("td", {}, `${(r.sizeBytes / 1024).toFixed(1)} KB`));
     row.addEventListener("click", () => showDetail(r.reportId).catch(report));
     return row;
-  }));
+  }), 6);
 }
 
 async function showDetail(reportId) {
-  const r = await api(`/v1/crashes/${encodeURIComponent(reportId)}`);
+  const r = await api(`/v1/crashes/${segment(reportId)}`);
+  state.report = String(r.reportId);
+  writeUrl();
   $("detail-id").textContent = r.reportId;
   const fields = ["reportKey", "sku", "receivedAt", "crashType", "errorCode", "platform", "buildVersion", "signature", "sizeBytes"];
   $("detail-fields").replaceChildren(...fields.flatMap((f) => [el("dt", {}, f), el("dd", {}, r[f] ?? "")]));
   $("detail-trace").textContent = r.payload.stackTrace ?? "(none)";
-  // fetched, not linked: the request must carry the key, which an <img src> cannot
+  // fetched, not linked: the request must carry the key, which an <a href> or <img src> cannot
   const attachments = await Promise.all(r.attachments.map(async (name) => {
-    const response = await fetch(`/v1/crashes/${encodeURIComponent(r.reportId)}/attachments/${encodeURIComponent(name)}`,
-      { headers: headers() });
+    const response = await fetch(`/v1/crashes/${segment(r.reportId)}/attachments/${segment(name)}`, { headers: headers() });
     const url = URL.createObjectURL(await response.blob());
-    const link = el("a", { href: url, download: name }, name);
+    const link = el("a", { href: url, download: name, class: "download" }, `download ${name}`);
     return /\.(png|jpe?g|gif|webp)$/i.test(name) ? el("figure", {}, el("img", { src: url, alt: name }), link) : el("p", {}, link);
   }));
   $("detail-attachments").replaceChildren(...attachments);
   if (!r.attachments.length) $("detail-attachments").textContent = "(none)";
   $("detail-payload").textContent = JSON.stringify(r.payload, null, 2);
   $("detail").hidden = false;
-  $("detail").scrollIntoView({ block: "nearest" });
+  $("detail").scrollTop = 0;
+}
+
+function closeDetail() {
+  $("detail").hidden = true;
+  state.report = "";
+  writeUrl();
+}
+
+function boardRow(entry) {
+  return el("tr", { class: entry.playerId === state.player ? "me" : "" },
+    el("td", {}, entry.rank), el("td", {}, entry.playerId), el("td", {}, entry.score));
 }
 
 async function showBoard() {
-  const board = $("board").value.trim();
-  if (!board) return;
-  const info = await api(`/v1/leaderboards/${encodeURIComponent(board)}`);
-  $("board-info").textContent = `${info.players} players, ${info.order}, ${info.operator}`;
-  const top = await api(`/v1/leaderboards/${encodeURIComponent(board)}/top`, { limit: 20 });
-  fill($("leaderboard").tBodies[0], top.entries.map((e) => el("tr", {}, el("td", {}, e.rank), el("td", {}, e.playerId), el("td", {}, e.score))));
+  if (!state.board) return;
+  const board = segment(state.board);
+  const info = await api(`/v1/leaderboards/${board}`);
+  let entries, note = `${info.players} players, ${info.order}, ${info.operator}`;
+  if (state.player) {
+    try {
+      const me = await api(`/v1/leaderboards/${board}/players/${segment(state.player)}`);
+      entries = (await api(`/v1/leaderboards/${board}/around/${segment(state.player)}`, { radius: RADIUS })).entries;
+      note += `; ${me.playerId}: rank ${me.rank}, score ${me.score}`;
+    } catch (error) {
+      if (error.status !== 404) throw error;
+      note += `; no player ${state.player} on this board`;
+    }
+  }
+  entries ??= (await api(`/v1/leaderboards/${board}/top`, { limit: LATEST })).entries;
+  $("board-info").textContent = note;
+  fill($("leaderboard").tBodies[0], entries.map(boardRow), 3);
 }
 
 function report(error) {
   $("status").textContent = error.message;
 }
 
+// the skus and boards there are, for the pickers; the first of each when none is chosen
+async function loadPickers() {
+  const [skus, boards] = await Promise.all([api("/v1/skus", { limit: 100 }), api("/v1/leaderboards", { limit: 100 })]);
+  $("skus").replaceChildren(...skus.skus.map((s) => el("option", { value: s.sku })));
+  $("boards").replaceChildren(...boards.boards.map((b) => el("option", { value: b.board })));
+  if (!state.sku && skus.skus.length) state.sku = $("sku").value = skus.skus[0].sku;
+  if (!state.board && boards.boards.length) state.board = $("board").value = boards.boards[0].board;
+  writeUrl();
+}
+
 async function refresh() {
-  const sku = $("sku").value.trim();
-  if (!sku) return;
-  const granularity = $("range").value;
+  $("empty").hidden = Boolean(state.sku);
+  if (!state.sku) return;
+  const sku = state.sku, range = window_(), granularity = RANGES[state.range].granularity;
   const [stats, alerts, groups, latest] = await Promise.all([
-    api("/v1/stats", { sku, granularity }),
-    api("/v1/alerts", { sku }),
-    api("/v1/crash-groups", { sku, limit: 10 }),
-    latestReports(sku),
-  ]).catch((error) => { report(error); return []; });
-  if (!stats) return;
+    api("/v1/stats", { sku, granularity, ...range }),
+    api("/v1/alerts", { sku, ...range }),
+    api("/v1/crash-groups", { sku, limit: 10, ...range, ...filters() }),
+    api("/v1/crashes", { sku, order: "desc", limit: LATEST, signature: state.group, ...range, ...filters() }),
+  ]);
   $("status").textContent = "";
-  drawChart(stats.series);
+  $("rate-note").textContent = state.platform || state.build || state.type ? "(all platforms, builds and types)" : "";
+  drawChart($("chart-crashes"), stats.series, (b) => b.crashes, { kind: "bars", format: String, label: "crashes" });
+  drawChart($("chart-sessions"), stats.series, (b) => b.sessions, { kind: "line", format: String, label: "sessions" });
+  drawChart($("chart-rate"), stats.series, (b) => b.crashRate, { kind: "line", format: percent, label: "crash rate" });
   $("alerts").replaceChildren(...alerts.alerts.map((a) =>
     el("li", {}, `${time(a.start)}: ${a.crashes} crashes in a minute (baseline ${a.baseline}/min, threshold ${a.threshold})`)));
-  if (!alerts.alerts.length) $("alerts").append(el("li", { class: "none" }, "none in the last hour"));
+  if (!alerts.alerts.length) $("alerts").append(el("li", { class: "none" }, "none in this range"));
   showGroups(groups.groups);
-  showReports(latest);
+  showReports(latest.reports);
   document.body.dataset.loaded = String(Date.now());
+}
+
+async function load() {
+  await loadPickers();
+  await Promise.all([refresh(), showBoard()]);
+  if (state.report) await showDetail(state.report);
+  document.body.dataset.ready = "true";
 }
 
 function schedule() {
@@ -172,21 +247,29 @@ function schedule() {
   if ($("live").checked) timer = setInterval(() => refresh().catch(report), 5000);
 }
 
+function apply(names, then) {
+  for (const name of names) state[name] = $(name).value.trim();
+  writeUrl();
+  then().catch(report);
+}
+
+const VIEW = ["sku", "range", "platform", "build", "type"];
 $("controls").addEventListener("submit", (event) => {
   event.preventDefault();
   sessionStorage.setItem("blackbox-key", $("key").value);
-  const url = new URL(location.href);
-  url.searchParams.set("sku", $("sku").value.trim());
-  history.replaceState(null, "", url);
-  refresh().catch(report);
+  if ($("sku").value.trim() !== state.sku) state.group = "";
+  apply(VIEW, () => loadPickers().then(refresh));
 });
+$("range").addEventListener("change", () => apply(VIEW, refresh));
 $("live").addEventListener("change", schedule);
-$("detail-close").addEventListener("click", () => { $("detail").hidden = true; });
-$("board-form").addEventListener("submit", (event) => { event.preventDefault(); showBoard().catch(report); });
+$("detail-close").addEventListener("click", closeDetail);
+document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !$("detail").hidden) closeDetail(); });
+$("board-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  apply(["board", "player"], showBoard);
+});
 
 $("key").value = sessionStorage.getItem("blackbox-key") || "";
-$("sku").value = params.get("sku") || "";
-$("board").value = params.get("board") || "";
-refresh().catch(report);
-showBoard().catch(report);
+readUrl();
+load().catch(report);
 schedule();

@@ -5,12 +5,16 @@ its screenshot, and a leaderboard. Saves a screenshot to test-artifacts/."""
 from __future__ import annotations
 
 import base64
+import json
+import re
 import struct
 import time
 import zlib
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from local_runtime.process import Serve
@@ -70,21 +74,55 @@ def seed(serve: Serve) -> int:
     raise AssertionError("the seeded data did not become visible in 60 s")
 
 
-def test_dashboard_shows_chart_groups_detail_and_leaderboard(serve: Serve, browser: Browser):
-    screenshot_id = seed(serve)
-    page: Page = browser.new_page(viewport={"width": 1400, "height": 1800})
+def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
+    page: Page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"{serve.url}/?sku={SKU}&board={BOARD}")
-    expect(page.locator("body[data-loaded]")).to_have_count(1)
+    page.goto(url)
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    return page, errors
 
-    bars = page.locator("#chart svg rect.bar")
+
+def shoot(page: Page, serve: Serve, view: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / f"dashboard-{view}-{serve.profile}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes().startswith(b"\x89PNG")
+
+
+def state(page: Page) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(page.url).query))
+
+
+def reload(page: Page) -> None:
+    page.goto(page.url)
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+
+
+@pytest.fixture(scope="module")
+def screenshot_id(serve: Serve) -> int:
+    return seed(serve)
+
+
+def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: int):
+    # bare `/`: the pickers list what there is and the first sku and board are shown
+    page, errors = open_page(browser, f"{serve.url}/")
+    assert state(page) == {"sku": SKU, "board": BOARD}
+    expect(page.locator("#skus option")).to_have_count(1)
+
+    # crashes, sessions and crash rate, each on its own axis
+    bars = page.locator("#chart-crashes svg rect.bar")
     expect(bars).to_have_count(60)  # the last hour, a bar a minute
-    assert sum(int(v) for v in bars.evaluate_all("rs => rs.map(r => r.dataset.crashes)")) == 30
-    assert sum(int(v) for v in bars.evaluate_all("rs => rs.map(r => r.dataset.sessions)")) == 120
-    assert page.locator("#chart polyline.sessions").get_attribute("points")
-
+    assert sum(int(v) for v in bars.evaluate_all("rs => rs.map(r => r.dataset.value)")) == 30
+    sessions = json.loads(page.locator("#chart-sessions polyline").get_attribute("data-values") or "[]")
+    assert sum(sessions) == 120
+    # every axis label lies inside its chart: none is cut off
+    for chart in ("crashes", "sessions", "rate"):
+        inside = page.locator(f"#chart-{chart} svg").evaluate(
+            "svg => [...svg.querySelectorAll('text')].every(t => t.getBBox().x >= 0)")
+        assert inside, chart
+    expect(page.locator("#chart-rate .y-max")).to_have_text(re.compile(r"^\d+(\.\d+)?%$"))
     expect(page.locator("#alerts li").first).to_contain_text("crashes in a minute")
 
     groups = page.locator("#groups tbody tr")
@@ -96,26 +134,86 @@ def test_dashboard_shows_chart_groups_detail_and_leaderboard(serve: Serve, brows
     reports = page.locator("#reports tbody tr")
     expect(reports).to_have_count(20)
     expect(reports.first).to_have_attribute("data-report-id", str(screenshot_id))  # newest first
+    shoot(page, serve, "overview")
+
+    # a report opens in a drawer, from its top, with the whole payload and its attachments
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     reports.first.click()
-    expect(page.locator("#detail")).to_be_visible()
+    drawer = page.locator("#detail")
+    expect(drawer).to_be_visible()
+    assert drawer.evaluate("d => d.scrollTop === 0 && d.getBoundingClientRect().top === 0")
     expect(page.locator("#detail-trace")).to_contain_text("Audio::Mix(float*)")
+    with httpx.Client(base_url=serve.url) as client:
+        payload = client.get(f"/v1/crashes/{screenshot_id}").json()["payload"]
+    assert json.loads(page.locator("#detail-payload").text_content() or "") == payload
     image = page.locator("#detail-attachments img")
     expect(image).to_have_attribute("alt", "screenshot.png")
     page.wait_for_function("() => document.querySelector('#detail-attachments img').complete")
     assert image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [64, 36]
+    expect(page.locator("#detail-attachments a.download")).to_have_attribute("download", "screenshot.png")
+    assert state(page)["report"] == str(screenshot_id)
+    shoot(page, serve, "report")
+    reload(page)  # the URL holds the open report
+    expect(drawer).to_be_visible()
+    expect(page.locator("#detail-id")).to_have_text(str(screenshot_id))
+    page.locator("#detail-close").click()
+    expect(drawer).to_be_hidden()
+    assert "report" not in state(page)
 
-    groups.nth(1).click()  # a group filters the latest reports by its signature
+    # a group filters the reports, and the URL keeps it
+    groups.nth(1).click()
     expect(reports).to_have_count(5)
+    assert state(page)["group"] == groups.nth(1).get_attribute("data-signature")
+    reload(page)
+    expect(reports).to_have_count(5)
+    groups.nth(1).click()
+    expect(reports).to_have_count(20)
 
+    # filters apply to groups and reports; nothing on another platform
+    page.fill("#platform", "ps5")
+    page.locator("#controls button[type=submit]").click()
+    expect(page.locator("#groups tbody tr.empty")).to_have_count(1)
+    expect(page.locator("#reports tbody tr.empty")).to_have_count(1)
+    assert state(page)["platform"] == "ps5"
+    page.fill("#platform", "windows-x64")
+    page.fill("#type", "ACCESS_VIOLATION")
+    page.locator("#controls button[type=submit]").click()
+    expect(groups).to_have_count(2)
+    shoot(page, serve, "filtered")
+
+    # a range applies to every panel
+    page.select_option("#range", "24h")
+    expect(bars).to_have_count(24)
+    expect(groups).to_have_count(2)
+    assert state(page)["range"] == "24h"
+
+    # the board: top, then a player found and shown among their neighbours
     entries = page.locator("#leaderboard tbody tr")
     expect(entries).to_have_count(20)
     expect(entries.first).to_contain_text("p39")
     expect(page.locator("#board-info")).to_have_text("40 players, desc, best")
+    page.fill("#player", "p5")
+    page.locator("#board-form button[type=submit]").click()
+    expect(page.locator("#leaderboard tbody tr.me")).to_contain_text("p5")
+    expect(page.locator("#board-info")).to_contain_text("p5: rank 35, score 50")
+    expect(entries).to_have_count(11)  # five either side
+    assert state(page)["player"] == "p5"
+    shoot(page, serve, "leaderboard")
+    assert errors == []
+    page.fill("#player", "nobody")  # the browser logs the API's 404 itself
+    page.locator("#board-form button[type=submit]").click()
+    expect(page.locator("#board-info")).to_contain_text("no player nobody on this board")
+    page.close()
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / f"dashboard-{serve.profile}.png"
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.read_bytes().startswith(b"\x89PNG")
+
+def test_a_shared_link_opens_the_same_view(serve: Serve, browser: Browser, screenshot_id: int):
+    seed_ids = {"sku": SKU, "board": BOARD, "range": "24h", "platform": "windows-x64", "player": "p7"}
+    page, errors = open_page(browser, f"{serve.url}/?{urlencode(seed_ids)}")
+    assert state(page) == seed_ids
+    for name in ("sku", "platform", "board", "player"):
+        assert page.locator(f"#{name}").input_value() == seed_ids[name]
+    assert page.locator("#range").input_value() == "24h"
+    expect(page.locator("#leaderboard tbody tr.me")).to_contain_text("p7")
     assert errors == []
     page.close()
 

@@ -8,8 +8,10 @@ import json
 import os
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,6 +25,7 @@ from core.topics import DEADLETTER, replay_dead_letters, replay_spilled
 from local_runtime.errors import UserError
 from local_runtime.functions import API_ROUTES, CONSUMERS, FUNCTIONS, LocalContext, load_handler
 from local_runtime.server import check_engines, lock_data_dir, serve
+from local_runtime.smoke import register as register_smoke
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 # the key each kind of handler reads first, and what to call an event that has it
@@ -49,9 +52,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 @contextmanager
 def _adapters(settings: Settings) -> Iterator[Adapters]:
     """The ports for one command, closed after it; on the services profile, once the engines answer."""
+    check_engines(settings)
     adapters = build(settings)
     try:
-        check_engines(adapters)
         yield adapters
     finally:
         adapters.close()
@@ -118,17 +121,16 @@ def _replay(args: argparse.Namespace) -> int:
     with _adapters(settings) as adapters, Console(stderr=True).status("publishing spilled events …") as status:
         print(f"replayed {replay_spilled(adapters.log, adapters.spill)} spilled event(s)")
         if args.dead_letters:
-            if settings.profile == "embedded":
-                # no group to join, and every record below the end offsets is there at the first
-                # look: the waits that give Kafka time to assign partitions would only be silence
-                status.update("replaying dead letters …")
-                by_topic = replay_dead_letters(adapters.log, poll_timeout_s=0, join_timeout_s=0)
-            else:
-                total = sum(adapters.log.end_offsets(DEADLETTER).values())
-                status.update(f"replaying dead letters (of {total} ever dead-lettered, those not replayed yet): "
-                              "Kafka assigns the replay group its partitions, then the replay ends once "
-                              "2 s pass with none left …")
-                by_topic = replay_dead_letters(adapters.log)
+            ever = sum(adapters.log.end_offsets(DEADLETTER).values())
+            status.update(f"replaying dead letters (of {ever} ever dead-lettered, those not replayed yet) …"
+                          if settings.profile == "embedded" else
+                          f"replaying dead letters (of {ever} ever dead-lettered, those not replayed yet): Kafka "
+                          "assigns the replay group its partitions, then it ends once 2 s pass with none left …")
+            # the embedded log has no group to join, and every record below the end offsets is there
+            # at the first look: the waits that give Kafka time would only be silence
+            replay = (partial(replay_dead_letters, poll_timeout_s=0, join_timeout_s=0)
+                      if settings.profile == "embedded" else replay_dead_letters)
+            by_topic = replay(adapters.log) if ever else Counter[str]()
             print(f"replayed {sum(by_topic.values())} dead letter(s)"
                   + "".join(f"\n  {topic}: {n}" for topic, n in sorted(by_topic.items())))
     return 0
@@ -253,6 +255,7 @@ def parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
     bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"))
     bench_cmd.set_defaults(run=_bench)
+    register_smoke(commands)
     return root
 
 

@@ -15,9 +15,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import uvicorn
-from rich.console import Console
 
-from adapters.factory import Adapters, Settings, build, install, migrate
+from adapters.factory import Settings, build, install, migrate
 from core.access import ApiKeys
 from local_runtime.errors import UserError
 from local_runtime.functions import CONSUMERS, load_handler
@@ -88,36 +87,30 @@ def listen(host: str, port: int) -> socket.socket:
                             "pass --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface)") from None
         raise UserError(problem, f"try --port {free} (with make: make serve PORT={free})") from None
 
-def _where(url: str) -> str:
-    """host:port of an engine's URL, without the credentials it may carry."""
-    return urlsplit(url).netloc.rpartition("@")[2]
+def _address(where: str, default_port: int) -> tuple[str, int]:
+    """The first host and port of a bootstrap list or an engine's URL (credentials left out)."""
+    first = urlsplit(where if "://" in where else f"//{where}").netloc.rpartition("@")[2].split(",")[0]
+    parsed = urlsplit(f"//{first}")
+    return parsed.hostname or "127.0.0.1", parsed.port or default_port
 
 
-def _ping(adapters: Adapters, port: str) -> None:
-    if port == "log":
-        # while no broker listens, librdkafka logs each reconnect to stderr, tens of lines a second:
-        # a plain connection to the first bootstrap server finds that quietly
-        host, _, number = adapters.settings.kafka_bootstrap.split(",")[0].rpartition(":")
-        socket.create_connection((host.strip("[]"), int(number)), timeout=3).close()
-    getattr(adapters, port).ping()  # reaching a port builds it, which fails as its ping would
-
-
-def check_engines(adapters: Adapters) -> None:
-    """On the services profile, each engine answers before a command relies on it; else one line
-    says which does not and how to start them (rather than a driver's traceback midway)."""
-    settings = adapters.settings
+def check_engines(settings: Settings) -> None:
+    """On the services profile, each engine listens before a command relies on it; else one line
+    says which does not and how to start them, rather than a driver's traceback midway (or, from
+    librdkafka, a log line for every reconnect, tens a second). A plain connection: the schema
+    may not exist yet (serve migrates), and only a driver can say what else is wrong."""
     if settings.profile != "services":
         return
-    engines = (("Kafka", settings.kafka_bootstrap, "log"), ("Couchbase", _where(settings.couchbase_url), "documents"),
-               ("MySQL", _where(settings.mysql_url), "index"))
-    with Console(stderr=True).status("checking that Kafka, Couchbase and MySQL answer …"):
-        for engine, where, port in engines:
-            try:
-                _ping(adapters, port)
-            except Exception as exc:
-                raise UserError(f"{engine} at {where} does not answer ({type(exc).__name__})",
-                                "start the engines with scripts/services start, or leave out --profile "
-                                "services to run on the embedded profile") from exc
+    engines = (("Kafka", settings.kafka_bootstrap, 9092), ("Couchbase", settings.couchbase_url, 11210),
+               ("MySQL", settings.mysql_url, 3306))
+    for engine, where, default_port in engines:
+        host, port = _address(where, default_port)
+        try:
+            socket.create_connection((host, port), timeout=3).close()
+        except OSError as exc:
+            raise UserError(f"{engine} does not answer at {host}:{port} ({exc.strerror or type(exc).__name__})",
+                            "start the engines with scripts/services start, or leave out --profile services "
+                            "to run on the embedded profile") from None
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -147,9 +140,9 @@ def serve(settings: Settings, host: str, port: int) -> None:
         running.callback(os.close, lock_data_dir(settings.data_dir))
         # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        check_engines(settings)
         adapters = build(settings)
         running.callback(adapters.close)
-        check_engines(adapters)
         migrate(settings)  # as the AWS deployment's custom resource does before the functions run
         install(adapters)
         running.callback(install, None)
@@ -166,9 +159,10 @@ def serve(settings: Settings, host: str, port: int) -> None:
                 worker.join()
 
         url = _base_url(host, port)
+        lan = f"  LAN        http://<this machine's address>:{port}\n" if host in ("0.0.0.0", "::") else ""
         print(f"Blackbox serving on {url} ({settings.profile}, data in {settings.data_dir}); Ctrl-C stops it\n"
               f"  API        {url}/v1   (try: curl {url}/v1/health)\n"
-              f"  dashboard  {url}/\n"
+              f"  dashboard  {url}/\n{lan}"
               f"  keys       {keys_line}", flush=True)
         # returns after SIGINT/SIGTERM, once in-flight requests are answered
         _Server(http_config(Gateway(keys), host, port)).run(sockets=[sock])

@@ -96,7 +96,7 @@ def test_an_engine_not_started_is_named_with_how_to_start_it(
     monkeypatch.setenv("BLACKBOX_KAFKA_BOOTSTRAP", nowhere)
     assert main(["replay", "--profile", "services", "--data-dir", str(tmp_path)]) == 2
     line = one_line(capsys)
-    assert f"Kafka at {nowhere} does not answer" in line and "scripts/services start" in line
+    assert f"Kafka does not answer at {nowhere} (Connection refused)" in line and "scripts/services start" in line
 
 
 def test_an_unexpected_error_is_one_line_pointing_at_debug(

@@ -1,0 +1,40 @@
+"""What a first run shows: `serve` says where the API and the dashboard are and who may call, and
+`blackbox load`'s final check counts down to its deadline with the counts so far."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from rich.console import Console
+
+from loadgen.run import LoadConfig, run
+from local_runtime.process import Serve
+from tests.e2e.conftest import running
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    with running("embedded", tmp_path_factory.mktemp("first-run")) as server:
+        yield server
+
+
+def test_serve_announces_the_api_the_dashboard_and_open_mode(embedded: Serve):
+    announced = embedded.log_path.read_text()
+    url = embedded.url
+    assert f"API        {url}/v1   (try: curl {url}/v1/health)" in announced
+    assert f"dashboard  {url}/\n" in announced
+    assert "keys       none, so only this machine may call; set BLACKBOX_API_KEYS__INGEST/SERVER/READ" in announced
+    page = httpx.get(f"{url}/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+
+
+def test_the_load_check_counts_down_to_its_deadline(embedded: Serve, tmp_path: Path):
+    shown = io.StringIO()
+    console = Console(file=shown, force_terminal=True, width=400)
+    report = run(LoadConfig(url=embedded.url, rate=10, duration_s=2, crash_kb=5, verify_timeout_s=60), console)
+    assert report.verification.lost == 0 and report.verification.crashes_accepted > 0
+    assert "checking that everything accepted is queryable; gives up in 60 s" in shown.getvalue()

@@ -73,7 +73,8 @@ class DeployConfig(BaseModel):
     mysql_storage_gib: int = Field(default=100, ge=20)
     mysql_multi_az: bool = True
     couchbase_instance_type: str = "r6i.large"
-    couchbase_nodes: int = Field(default=3, ge=1, le=16)
+    # Community Edition, which the nodes run, takes at most five nodes in a cluster
+    couchbase_nodes: int = Field(default=3, ge=1, le=5)
     couchbase_volume_gib: int = Field(default=200, ge=20)
     couchbase_version: str = Field(default="7.6.2", pattern=r"^\d+\.\d+\.\d+$")
     couchbase_bucket_ram_mb: int = Field(default=8192, ge=256)

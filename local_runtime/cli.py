@@ -25,6 +25,7 @@ from core.topics import DEADLETTER, replay_dead_letters, replay_spilled
 from local_runtime.errors import UserError
 from local_runtime.functions import API_ROUTES, CONSUMERS, FUNCTIONS, LocalContext, load_handler
 from local_runtime.server import check_engines, lock_data_dir, serve
+from local_runtime.smoke import register as register_smoke
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 # the key each kind of handler reads first, and what to call an event that has it
@@ -254,6 +255,7 @@ def parser() -> argparse.ArgumentParser:
     bench_cmd.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
     bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"))
     bench_cmd.set_defaults(run=_bench)
+    register_smoke(command)
     return root
 
 

@@ -20,9 +20,12 @@ MAX_BACKOFF_S = 5.0
 
 
 class Poller(threading.Thread):
-    def __init__(self, log: EventLog, function: str, topic: str, handler: Handler, stop: threading.Event) -> None:
+    def __init__(self, log: EventLog, function: str, topic: str, handler: Handler, stop: threading.Event,
+                 *, topic_prefix: str = "") -> None:
         super().__init__(name=f"poller-{function}", daemon=True)
         self._log = log
+        # the event names topics as the cluster does (core.msk): with the deployment's prefix
+        self._prefix = topic_prefix
         self._function = function
         self._topic = topic
         self._handler = handler
@@ -45,7 +48,8 @@ class Poller(threading.Thread):
                     records = consumer.poll(MAX_BATCH_RECORDS, MAX_BATCH_BYTES, timeout_s=0.1)
                     if not records:
                         continue
-                    self._handler(to_msk_event(records, arn, "local"), LocalContext(function_name=self._function))
+                    event = to_msk_event(records, arn, "local", self._prefix)
+                    self._handler(event, LocalContext(function_name=self._function))
                     consumer.commit(records)
                     self.batches += 1
                     backoff = 0.1

@@ -148,7 +148,9 @@ def serve(settings: Settings, host: str, port: int) -> None:
         running.callback(install, None)
         stop = threading.Event()
         workers: list[threading.Thread] = [spill_replayer(adapters, stop), purger(adapters, stop)]
-        workers += [Poller(adapters.log, name, topic, load_handler(name), stop) for name, topic in CONSUMERS.items()]
+        prefix = adapters.settings.kafka_topic_prefix
+        workers += [Poller(adapters.log, name, topic, load_handler(name), stop, topic_prefix=prefix)
+                    for name, topic in CONSUMERS.items()]
         for worker in workers:
             worker.start()
 

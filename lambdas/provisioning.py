@@ -9,7 +9,7 @@ from typing import Any
 
 from adapters.factory import Settings, migrate
 from adapters.kafka.auth import msk_iam, plaintext
-from adapters.kafka.log import KafkaEventLog
+from adapters.kafka.log import provision_topics
 from core.api import logger
 from core.topics import ALL_TOPICS
 
@@ -20,13 +20,9 @@ def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
         partitions = int(event["ResourceProperties"]["Partitions"])
         config = (msk_iam(settings.kafka_bootstrap, settings.aws_region) if settings.profile == "aws"
                   else plaintext(settings.kafka_bootstrap))
-        log = KafkaEventLog(config, partitions=partitions, topic_prefix=settings.kafka_topic_prefix,
-                            retention_days=settings.log_retention_days)
-        try:
-            for topic in ALL_TOPICS:
-                log.ensure_topic(topic)
-        finally:
-            log.close()
+        # the admin client alone: this role may create topics, not produce to them
+        provision_topics(config, [settings.kafka_topic_prefix + topic for topic in ALL_TOPICS], partitions,
+                         settings.log_retention_days)
         logger.info("topics ready", extra={"topics": ALL_TOPICS, "partitions": partitions})
     return {"PhysicalResourceId": f"topics:{settings.kafka_topic_prefix}"}
 

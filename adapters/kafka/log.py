@@ -4,6 +4,7 @@ that commit only what they are told to."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,16 +19,38 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    OffsetSpec,
+    ResourceType,
+)
 from confluent_kafka.cimpl import NewTopic
 
 from adapters.ports import LogRecord, OutgoingRecord
+from core.requests import MAX_BODY_BYTES
 
-MAX_MESSAGE_BYTES = 2 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+# The largest record batch, for the producer (message.max.bytes) and every topic (max.message.bytes)
+# alike: a body at the limit, in its envelope (a few hundred bytes), with headers, the batch's
+# framing and what lz4 adds to an incompressible value (1/255) fit with room to spare. MSK
+# Serverless's default (1048588) is below it, its maximum (8 MiB) far above.
+MAX_MESSAGE_BYTES = MAX_BODY_BYTES + (64 << 10)
 # records taken from the client's buffer at a time while a batch fills
 CHUNK_RECORDS = 64
 PUBLISH_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = 10.0
+# The deploy's admin requests (provision_topics): the first from a cold SASL_SSL client signs an IAM
+# token, shakes hands and finds the controller, well past what a publish may wait; a cluster just
+# created may take minutes to answer at all.
+ADMIN_TIMEOUT_S = 30.0
+PROVISION_WITHIN_S = 240.0
+# what passes: brokers not reachable yet, no controller yet, a request that timed out
+_TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+              KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER}
 
 
 def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> dict[str, Any]:
@@ -46,6 +69,65 @@ def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> 
 
 class PublishTimeout(TimeoutError):
     pass
+
+
+def topic_config(retention_days: int) -> dict[str, str]:
+    return {"retention.ms": str(retention_days * 86_400_000), "max.message.bytes": str(MAX_MESSAGE_BYTES)}
+
+
+def _create_topics(admin: AdminClient, names: Sequence[str], partitions: int, config: dict[str, str],
+                   timeout_s: float) -> list[str]:
+    """Creates those of `names` that do not exist, with the broker's default replication factor
+    (-1: MSK Serverless's 3, a single local broker's 1); returns those that existed already."""
+    futures = admin.create_topics([NewTopic(name, partitions, config=config) for name in names],
+                                  operation_timeout=timeout_s, request_timeout=timeout_s)
+    existing = []
+    for name, future in futures.items():
+        try:
+            future.result(timeout=timeout_s + 1)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            existing.append(name)
+    return existing
+
+
+def _configure_topics(admin: AdminClient, names: Sequence[str], config: dict[str, str], timeout_s: float) -> None:
+    resources = [ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in config.items()])
+        for name in names]
+    for future in admin.incremental_alter_configs(resources, request_timeout=timeout_s).values():
+        future.result(timeout=timeout_s + 1)
+
+
+def provision_topics(client_config: dict[str, Any], names: Sequence[str], partitions: int, retention_days: int, *,
+                     within_s: float = PROVISION_WITHIN_S, attempt_s: float = ADMIN_TIMEOUT_S) -> None:
+    """What the deployment runs: creates the topics, and gives those that exist already the
+    configuration they would have been created with (a topic made by an older deployment, or by
+    hand, would otherwise refuse the largest records). A transient failure is tried again until
+    `within_s` has passed; a refusal (authorization, an invalid setting) is raised at once."""
+    admin = AdminClient(client_config)
+    config = topic_config(retention_days)
+    deadline = time.monotonic() + within_s
+    attempts = 0
+    while True:
+        attempts += 1
+        timeout_s = max(1.0, min(attempt_s, deadline - time.monotonic()))
+        try:
+            existing = _create_topics(admin, names, partitions, config, timeout_s)
+            if existing:
+                _configure_topics(admin, existing, config, timeout_s)
+            return
+        except (KafkaException, TimeoutError) as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if error is not None and not (error.retriable() or error.code() in _TRANSIENT):
+                raise
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"topics not provisioned in {within_s:g} s ({attempts} attempts); "
+                                   f"the last error: {exc!r}") from exc
+            log.warning("Kafka did not provision the topics yet, trying again: %r", exc)
+            time.sleep(min(1.0, left))
 
 
 def _log_record(topic: str, message: Message) -> LogRecord:
@@ -87,7 +169,7 @@ class KafkaEventLog:
         `topic_prefix` lets several deployments share one cluster. Without `create_topics` the topics
         must exist (in AWS the deployment makes them, and the functions may not create any). Topics
         it creates keep records `retention_days`."""
-        self._topic_config = {"retention.ms": str(retention_days * 86_400_000)}
+        self._topic_config = topic_config(retention_days)
         self._create_topics = create_topics
         self._config = client_config
         self._partitions = partitions
@@ -116,15 +198,7 @@ class KafkaEventLog:
             if name in self._known_topics or not self._create_topics:
                 return
             # bounded like a publish: with the broker away, capture must get to spill quickly
-            future = self._admin.create_topics(
-                [NewTopic(name, self._partitions, 1, config=self._topic_config)],
-                operation_timeout=self._timeout, request_timeout=self._timeout,
-            )[name]
-            try:
-                future.result(timeout=self._timeout + 1)
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise
+            _create_topics(self._admin, [name], self._partitions, self._topic_config, self._timeout)
             self._known_topics.add(name)
 
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:

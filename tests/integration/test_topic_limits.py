@@ -1,0 +1,88 @@
+"""Topic provisioning on the real local Kafka: the deploy's custom resource and ensure_topic give
+every topic the record size limit the producer uses, so the largest report capture accepts goes
+onto the log (MSK Serverless's default would refuse it), and provisioning waits out a cluster
+that does not answer yet instead of failing the deploy on its first admin request."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+from adapters.kafka.auth import plaintext
+from adapters.kafka.log import MAX_MESSAGE_BYTES, KafkaEventLog, producer_config, provision_topics
+from adapters.spill.directory import DirectorySpillStore
+from core.requests import MAX_BODY_BYTES, Posted
+from core.topics import ALL_TOPICS, CRASHES
+from crashes.capture import capture_crash
+from lambdas.provisioning import create_topics
+from loadgen.payloads import crash
+from tests.services import namespace, settings
+
+# MSK Serverless's max.message.bytes for a topic created without one
+MSK_DEFAULT_MAX_MESSAGE_BYTES = 1048588
+RETENTION_MS = str(7 * 86_400_000)
+
+
+def admin() -> AdminClient:
+    return AdminClient({"bootstrap.servers": settings().kafka_bootstrap})
+
+
+def topic_settings(name: str) -> dict[str, str]:
+    client = admin()  # kept until the answer is in: a client collected earlier cancels its requests
+    [future] = client.describe_configs([ConfigResource(ResourceType.TOPIC, name)], request_timeout=10).values()
+    return {key: entry.value for key, entry in future.result(timeout=15).items()}
+
+
+def test_the_custom_resource_gives_every_topic_the_producers_limit(monkeypatch: pytest.MonkeyPatch):
+    prefix = f"{namespace()}."
+    monkeypatch.setenv("BLACKBOX_PROFILE", "services")
+    monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
+    create_topics({"RequestType": "Create", "ResourceProperties": {"Partitions": "2"}}, None)
+    assert producer_config({}, 1)["message.max.bytes"] == MAX_MESSAGE_BYTES > MSK_DEFAULT_MAX_MESSAGE_BYTES
+    for topic in ALL_TOPICS:
+        found = topic_settings(prefix + topic)
+        assert found["max.message.bytes"] == str(MAX_MESSAGE_BYTES), topic
+        assert found["retention.ms"] == RETENTION_MS, topic
+
+
+def test_provisioning_gives_a_topic_made_without_them_its_limits():
+    """A topic made by hand (or by an older deployment) would refuse the largest reports on MSK."""
+    name = f"{namespace()}.{CRASHES}"
+    client = admin()
+    client.create_topics([NewTopic(name, 1)])[name].result(timeout=15)
+    assert topic_settings(name)["max.message.bytes"] != str(MAX_MESSAGE_BYTES)
+    provision_topics(plaintext(settings().kafka_bootstrap), [name], 1, 7)
+    found = topic_settings(name)
+    assert found["max.message.bytes"] == str(MAX_MESSAGE_BYTES) and found["retention.ms"] == RETENTION_MS
+
+
+def test_provisioning_tries_again_until_its_deadline():
+    """A cold SASL_SSL client, or a cluster just created, may not answer the first admin request."""
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"in 4 s \(([2-9]|\d\d+) attempts\)"):
+        provision_topics(plaintext("127.0.0.1:1"), ["never"], 1, 7, within_s=4, attempt_s=1)
+    assert time.monotonic() - started >= 4
+
+
+def test_the_largest_report_goes_onto_a_topic_ensure_topic_made(tmp_path: Path):
+    """A body at the limit, incompressible, in its envelope: above MSK Serverless's default
+    max.message.bytes, within the producer's and the topic's."""
+    body = json.dumps(crash(random.Random(7), "limits:pc", MAX_BODY_BYTES - 2048)).encode()
+    body += b" " * (MAX_BODY_BYTES - len(body))
+    prefix = f"{namespace()}."
+    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix)
+    spill = DirectorySpillStore(tmp_path / "spill")
+    try:
+        capture_crash(log, spill, Posted(body, "application/json"))
+        assert spill.list(10) == []  # the log took it
+        assert topic_settings(prefix + CRASHES)["max.message.bytes"] == str(MAX_MESSAGE_BYTES)
+        record = log.read(CRASHES, 0, 0)
+        assert record is not None and record.value.endswith(body + b"}")
+        assert len(record.value) > MSK_DEFAULT_MAX_MESSAGE_BYTES
+    finally:
+        log.close()

@@ -145,13 +145,23 @@ class ReportFilter:
     limit: int
     from_ms: int | None = None
     to_ms: int | None = None
-    after_id: int = 0
+    after_id: int | None = None
+    """Only the reports after this one in the listing's order (a keyset cursor)."""
     offset: int = 0
     equals: Mapping[str, str] = field(default_factory=dict)
     """Exact-match filters by IndexEntry field name (crash_type, error_code, platform, ...)."""
+    newest_first: bool = False
 
 
 FILTERABLE = ("crash_type", "error_code", "platform", "build_version", "signature")
+
+
+@dataclass(frozen=True)
+class SkuSeen:
+    """A sku that has data in a store, and the last time it had some (epoch ms)."""
+
+    sku: str
+    last_seen: int
 
 
 @dataclass(frozen=True)
@@ -176,14 +186,23 @@ class CrashIndex(Protocol):
         ...
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
-        """Reports by ascending report_id, submit_time in [from_ms, to_ms)."""
+        """Reports by report_id, ascending or (newest_first) descending, submit_time in
+        [from_ms, to_ms), read in that order from an index whatever the sku's size."""
         ...
 
     def get(self, report_id: int) -> IndexedReport | None: ...
 
-    def crash_groups(self, sku: str, from_ms: int, to_ms: int, limit: int) -> list[CrashGroup]:
-        """Reports with a signature, received in [from_ms, to_ms), grouped by it, largest first
-        (ties by signature); the sample is the group's first report."""
+    def crash_groups(
+        self, sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None = None
+    ) -> list[CrashGroup]:
+        """Reports with a signature, received in [from_ms, to_ms), matching `equals` (as in
+        ReportFilter), grouped by signature, largest first (ties by signature); the sample is the
+        group's first report."""
+        ...
+
+    def skus(self, after: str, limit: int) -> list[SkuSeen]:
+        """The skus with reports, by name, after `after`, each with its last received_at; one
+        index lookup a sku, whatever its number of reports."""
         ...
 
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
@@ -252,6 +271,11 @@ class SessionCounters(Checkpoints, Protocol):
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]: ...
 
+    def skus(self, after: str, limit: int) -> list[SkuSeen]:
+        """The skus with session counts, by name, after `after`, each with the start of its last
+        minute with a session; one index lookup a sku."""
+        ...
+
     def purge(self, before_ms: int) -> int:
         """Drops the counts of minutes before `before_ms`, and the applied eventIds recorded before
         it (every consumer's: they share the table). Returns how many rows went."""
@@ -291,6 +315,10 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
     def get_board(self, board: str) -> BoardSettings | None: ...
 
     def put_board(self, settings: BoardSettings) -> None: ...
+
+    def boards(self, after: str, limit: int) -> list[BoardSettings]:
+        """The boards by name, after `after`."""
+        ...
 
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]: ...
 

@@ -11,17 +11,22 @@ from core import queryparams
 from core.timeutil import HOUR_MS, to_rfc3339
 from crashes.model import query_sku
 from crashes.persistence import ReportDocument
+from crashes.reporting import equals
 from crashes.signature import top_frames
 
 MAX_GROUPS = 100
 DEFAULT_SPAN_MS = 24 * HOUR_MS
+# the report filters that narrow groups (a signature filter would leave one group)
+FILTERS = ("crashType", "errorCode", "platform", "buildVersion")
+# the query parameters of GET /v1/crash-groups
+PARAMETERS = ("sku", "from", "to", "limit", *FILTERS)
 
 
 def crash_groups(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
     sku = query_sku(params)
     limit = queryparams.integer(params, "limit", 20, 1, MAX_GROUPS)
     from_ms, to_ms = queryparams.time_range(params, lambda to: to - DEFAULT_SPAN_MS)
-    groups = index.crash_groups(sku, from_ms, to_ms, limit)
+    groups = index.crash_groups(sku, from_ms, to_ms, limit, equals(params, FILTERS))
     samples = {g.sample_report_id: index.get(g.sample_report_id) for g in groups}
     found = documents.get_many([r.entry.report_key for r in samples.values() if r is not None])
     frames: dict[int, list[str]] = {}

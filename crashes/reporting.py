@@ -3,8 +3,6 @@ and attachments are fetched from the document store only when asked for (DESIGN 
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -27,7 +25,16 @@ MAX_OFFSET = 1_000_000
 FULL_PAGE_BYTES = 4 * 1024 * 1024
 
 # query parameter → index field
-_FILTERS = dict(zip(("crashType", "errorCode", "platform", "buildVersion", "signature"), FILTERABLE, strict=True))
+FILTERS = dict(zip(("crashType", "errorCode", "platform", "buildVersion", "signature"), FILTERABLE, strict=True))
+# the query parameters of GET /v1/crashes
+LIST_PARAMETERS = ("sku", "from", "to", "limit", "cursor", "offset", "fields", "order", *FILTERS)
+# a cursor says which way it pages, so one from an oldest-first listing never continues a newest-first one
+_CURSOR_KIND = {"asc": "r", "desc": "d"}
+
+
+def equals(params: Mapping[str, str], names: Sequence[str]) -> dict[str, str]:
+    """The exact-match filters among these query parameters, by index field."""
+    return {FILTERS[name]: params[name] for name in names if name in params}
 
 
 def summary(report: IndexedReport) -> dict[str, Any]:
@@ -49,19 +56,14 @@ def summary(report: IndexedReport) -> dict[str, Any]:
     }
 
 
-def _encode_cursor(report_id: int) -> str:
-    return base64.urlsafe_b64encode(f"r{report_id}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        report_id = ascii_int(text[1:], 0, INT64_MAX) if text.startswith("r") else None
-        if report_id is not None:
-            return report_id
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        pass
-    raise InvalidField("cursor is not one this API gave out", "cursor")
+def _after_id(params: Mapping[str, str], order: str) -> int | None:
+    position = queryparams.cursor(params, _CURSOR_KIND[order])
+    if position is None:
+        return None
+    report_id = ascii_int(position, 0, INT64_MAX)
+    if report_id is None:
+        raise InvalidField("cursor is not one this listing gave out", "cursor")
+    return report_id
 
 
 def _full(reports: Sequence[IndexedReport], documents: DocumentStore) -> list[dict[str, Any]]:
@@ -99,23 +101,28 @@ def _within_bytes(reports: Sequence[IndexedReport]) -> Sequence[IndexedReport]:
 
 
 def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
+    """Oldest first (`order=asc`, by reportId) or newest first (`order=desc`); the cursor pages on
+    by reportId in that order, so a report indexed meanwhile is neither skipped nor repeated."""
     limit = queryparams.integer(params, "limit", 100, 1, MAX_LIMIT)
     if "cursor" in params and "offset" in params:
         raise InvalidField("give cursor or offset, not both", "offset")
+    order = queryparams.choice(params, "order", ("asc", "desc"))
     query = ReportFilter(
         sku=query_sku(params),
         limit=limit + 1,  # one more tells whether there is a next page
         from_ms=queryparams.time(params, "from"),
         to_ms=queryparams.time(params, "to"),
-        after_id=_decode_cursor(params["cursor"]) if "cursor" in params else 0,
+        after_id=_after_id(params, order),
         offset=queryparams.integer(params, "offset", 0, 0, MAX_OFFSET),
-        equals={field: params[name] for name, field in _FILTERS.items() if name in params},
+        equals=equals(params, list(FILTERS)),
+        newest_first=order == "desc",
     )
     fields = queryparams.choice(params, "fields", ("summary", "full"))
     found = index.find(query)
     page = _within_bytes(found[:limit]) if fields == "full" else found[:limit]
     reports = _full(page, documents) if fields == "full" else [summary(r) for r in page]
-    next_cursor = _encode_cursor(page[-1].report_id) if len(found) > len(page) else None
+    more = len(found) > len(page)
+    next_cursor = queryparams.encode_cursor(_CURSOR_KIND[order], str(page[-1].report_id)) if more else None
     return {"reports": reports, "nextCursor": next_cursor}
 
 

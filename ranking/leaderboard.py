@@ -20,6 +20,10 @@ from ranking.tree import INT64_MAX, INT64_MIN, NodeRange, Tree
 
 MAX_TOP = 1000
 MAX_RADIUS = 100
+MAX_BOARDS = 1000
+# the query parameters of GET /v1/leaderboards
+LIST_PARAMETERS = ("limit", "cursor")
+_CURSOR_KIND = "b"
 
 
 P = ParamSpec("P")
@@ -50,6 +54,17 @@ def describe(store: RankingStore, tree: Tree, board: str) -> dict[str, Any]:
     settings = _board(store, board)
     players = store.sum_counts(board, [tree.top_range()])
     return {"board": board, "order": settings.order, "operator": settings.operator, "players": players}
+
+
+def boards(store: RankingStore, params: Mapping[str, str]) -> dict[str, Any]:
+    """The boards by name, with their settings."""
+    limit = queryparams.integer(params, "limit", 100, 1, MAX_BOARDS)
+    found = store.boards(queryparams.cursor(params, _CURSOR_KIND) or "", limit + 1)
+    page = found[:limit]
+    return {
+        "boards": [{"board": b.board, "order": b.order, "operator": b.operator} for b in page],
+        "nextCursor": queryparams.encode_cursor(_CURSOR_KIND, page[-1].board) if len(found) > limit else None,
+    }
 
 
 def configure(store: RankingStore, board: str, posted: Posted) -> dict[str, Any]:

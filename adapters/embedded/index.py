@@ -8,12 +8,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from adapters.ports import Applied, Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import (
+    Applied,
+    Checkpoint,
+    CrashGroup,
+    IndexedReport,
+    IndexEntry,
+    ReportFilter,
+    SessionBucket,
+    SkuSeen,
+)
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     BODY_HASH,
     CRASH_COUNTS,
-    CRASH_GROUPS,
     INSERT_COLUMNS,
     PURGE_COUNTERS,
     PURGE_REPORTS,
@@ -25,10 +33,12 @@ from adapters.sql.queries import (
     bucket_counts,
     check_offset,
     crash_groups,
+    crash_groups_query,
     entry_values,
     find_query,
     report_from_row,
     seen_events,
+    skus_seen,
 )
 from core.timeutil import now_ms
 
@@ -102,6 +112,20 @@ _ADDED_COLUMNS = (
 )
 
 
+def _skus_seen(table: str, time_column: str) -> str:
+    """The skus of a table by name after one, with the latest `time_column` of each. SQLite has no
+    loose index scan (GROUP BY sku read every row of each sku), so this steps from sku to sku with
+    one (sku, time) index seek each, and one more for the sku's latest time."""
+    return (
+        "WITH RECURSIVE found (sku, n) AS ("
+        f"SELECT MIN(sku), 1 FROM {table} WHERE sku > ? "
+        f"UNION ALL SELECT (SELECT MIN(t.sku) FROM {table} t WHERE t.sku > found.sku), n + 1 FROM found "
+        "WHERE found.sku IS NOT NULL AND n < ?) "
+        f"SELECT sku, (SELECT MAX(t.{time_column}) FROM {table} t WHERE t.sku = found.sku) FROM found "
+        "WHERE sku IS NOT NULL"
+    )
+
+
 class SqliteIndexDatabase:
     """One file holds the crash index, the counters and the leaderboards, as one MySQL schema does."""
 
@@ -137,6 +161,7 @@ class SqliteIndexDatabase:
 
 class SqliteCrashIndex:
     SKU_ORDER_INDEX = "INDEXED BY reports_sku_id"
+    SKUS = _skus_seen("reports", "received_at")
 
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._db = database.db
@@ -164,8 +189,13 @@ class SqliteCrashIndex:
         row = self._db.connection().execute(f"{SELECT_REPORTS} WHERE report_id = ?", (report_id,)).fetchone()
         return None if row is None else report_from_row(row)
 
-    def crash_groups(self, sku: str, from_ms: int, to_ms: int, limit: int) -> list[CrashGroup]:
-        return crash_groups(self._db.connection().execute(CRASH_GROUPS, (sku, from_ms, to_ms, limit)))
+    def crash_groups(
+        self, sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None = None
+    ) -> list[CrashGroup]:
+        return crash_groups(self._db.connection().execute(*crash_groups_query(sku, from_ms, to_ms, limit, equals)))
+
+    def skus(self, after: str, limit: int) -> list[SkuSeen]:
+        return skus_seen(self._db.connection().execute(self.SKUS, (after, limit)))
 
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         return bucket_counts(self._db.connection().execute(CRASH_COUNTS, (bucket_ms, sku, from_ms, to_ms)))
@@ -183,6 +213,8 @@ class SqliteCrashIndex:
 
 
 class SqliteSessionCounters:
+    SKUS = _skus_seen("session_counts", "minute")
+
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._database = database
         self._db = database.db
@@ -203,6 +235,9 @@ class SqliteSessionCounters:
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         return bucket_counts(self._db.connection().execute(SESSION_COUNTS, (bucket_ms, sku, from_ms, to_ms)))
+
+    def skus(self, after: str, limit: int) -> list[SkuSeen]:
+        return skus_seen(self._db.connection().execute(self.SKUS, (after, limit)))
 
     def purge(self, before_ms: int) -> int:
         with self._db.write() as conn:

@@ -23,6 +23,9 @@ class SqliteRankingStore:
         row = self._db.connection().execute(sql.GET_BOARD, (board,)).fetchone()
         return None if row is None else BoardSettings(*row)
 
+    def boards(self, after: str, limit: int) -> list[BoardSettings]:
+        return [BoardSettings(*row) for row in self._db.connection().execute(sql.BOARDS, (after, limit))]
+
     def put_board(self, settings: BoardSettings) -> None:
         with self._db.write() as conn:
             conn.execute(

@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase
-from adapters.ports import Applied, Checkpoint, CrashGroup, IndexedReport, IndexEntry, ReportFilter, SessionBucket
+from adapters.ports import (
+    Applied,
+    Checkpoint,
+    CrashGroup,
+    IndexedReport,
+    IndexEntry,
+    ReportFilter,
+    SessionBucket,
+    SkuSeen,
+)
 from adapters.sql.queries import (
     CRASH_COUNTS,
-    CRASH_GROUPS,
     INSERT_COLUMNS,
     PURGE_COUNTERS,
     PURGE_REPORTS,
@@ -17,10 +25,12 @@ from adapters.sql.queries import (
     body_hashes,
     bucket_counts,
     crash_groups,
+    crash_groups_query,
     entry_values,
     find_query,
     pyformat,
     report_from_row,
+    skus_seen,
 )
 from core.timeutil import now_ms
 
@@ -29,8 +39,22 @@ def _marks(count: int) -> str:
     return ", ".join(["%s"] * count)
 
 
+def _skus_seen(table: str, time_column: str) -> str:
+    """The skus of a table by name after one, with the latest `time_column` of each: MySQL reads
+    this with a loose index scan of (sku, time), one index entry a sku ("Using index for group-by")."""
+    return (f"SELECT sku, MAX({time_column}) FROM {table} WHERE sku > %s "
+            "GROUP BY sku ORDER BY sku LIMIT %s")
+
+
+def _skus(database: MysqlDatabase, query: str, after: str, limit: int) -> list[SkuSeen]:
+    with database.connection().cursor() as cursor:
+        cursor.execute(query, (after, limit))
+        return skus_seen(cursor.fetchall())
+
+
 class MysqlCrashIndex:
     SKU_ORDER_INDEX = "FORCE INDEX (reports_sku_id)"
+    SKUS = _skus_seen("reports", "received_at")
 
     def __init__(self, database: MysqlDatabase) -> None:
         self._db = database
@@ -82,10 +106,16 @@ class MysqlCrashIndex:
             row = cursor.fetchone()
         return None if row is None else report_from_row(row)
 
-    def crash_groups(self, sku: str, from_ms: int, to_ms: int, limit: int) -> list[CrashGroup]:
+    def crash_groups(
+        self, sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None = None
+    ) -> list[CrashGroup]:
+        sql, params = crash_groups_query(sku, from_ms, to_ms, limit, equals)
         with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(CRASH_GROUPS), (sku, from_ms, to_ms, limit))
+            cursor.execute(pyformat(sql), params)
             return crash_groups(cursor.fetchall())
+
+    def skus(self, after: str, limit: int) -> list[SkuSeen]:
+        return _skus(self._db, self.SKUS, after, limit)
 
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
         with self._db.connection().cursor() as cursor:
@@ -115,6 +145,8 @@ class MysqlCrashIndex:
 
 
 class MysqlSessionCounters:
+    SKUS = _skus_seen("session_counts", "minute")
+
     def __init__(self, database: MysqlDatabase) -> None:
         self._db = database
 
@@ -136,6 +168,9 @@ class MysqlSessionCounters:
         with self._db.connection().cursor() as cursor:
             cursor.execute(pyformat(SESSION_COUNTS), (bucket_ms, sku, from_ms, to_ms))
             return bucket_counts(cursor.fetchall())
+
+    def skus(self, after: str, limit: int) -> list[SkuSeen]:
+        return _skus(self._db, self.SKUS, after, limit)
 
     def purge(self, before_ms: int) -> int:
         return sum(self._db.delete_in_chunks(pyformat(statement), (before_ms,)) for statement in PURGE_COUNTERS)

@@ -32,6 +32,9 @@ class MysqlRankingStore:
         rows = self._rows(sql.GET_BOARD, (board,))
         return BoardSettings(*rows[0]) if rows else None
 
+    def boards(self, after: str, limit: int) -> list[BoardSettings]:
+        return [BoardSettings(*row) for row in self._rows(sql.BOARDS, (after, limit))]
+
     def put_board(self, settings: BoardSettings) -> None:
         with self._db.transaction() as cursor:
             cursor.execute(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from adapters.ports import (
@@ -16,6 +16,7 @@ from adapters.ports import (
     IndexEntry,
     OffsetConflict,
     ReportFilter,
+    SkuSeen,
 )
 
 ENTRY_COLUMNS = (
@@ -34,11 +35,6 @@ CRASH_COUNTS = (
 SESSION_COUNTS = (
     "SELECT minute - minute % ? AS bucket, SUM(count) FROM session_counts "
     "WHERE sku = ? AND minute >= ? AND minute < ? GROUP BY bucket"
-)
-CRASH_GROUPS = (
-    "SELECT signature, COUNT(*) AS n, MIN(received_at), MAX(received_at), MIN(report_id) FROM reports "
-    "WHERE sku = ? AND received_at >= ? AND received_at < ? AND signature IS NOT NULL "
-    "GROUP BY signature ORDER BY n DESC, signature LIMIT ?"
 )
 APPLIED_OFFSET = "SELECT applied, fingerprint FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
 # retention (DESIGN §3.6): what the purge job deletes, oldest first
@@ -93,29 +89,56 @@ def report_from_row(row: Iterable[Any]) -> IndexedReport:
     return IndexedReport(int(report_id), int(submit_time), entry)
 
 
+def _equal_to(equals: Mapping[str, str], clauses: list[str], params: list[Any]) -> None:
+    """Adds the exact-match filters (IndexEntry field → value) to a WHERE clause's parts."""
+    for name, value in sorted(equals.items()):
+        if name not in FILTERABLE:
+            raise ValueError(f"not a filterable field: {name}")
+        clauses.append(f"{name} = ?")
+        params.append(value)
+
+
 def find_query(query: ReportFilter, sku_order_index: str) -> tuple[str, list[Any]]:
-    """`sku_order_index` is the engine's hint for the (sku, report_id) index. Left to choose, MySQL
-    walked the primary key through other skus' reports for a small LIMIT, or read every report of
-    the sku to sort them; SQLite sorted them all."""
-    clauses = ["sku = ?", "report_id > ?"]
-    params: list[Any] = [query.sku, query.after_id]
+    """`sku_order_index` is the engine's hint for the (sku, report_id) index, read forwards or
+    backwards. Left to choose, MySQL walked the primary key through other skus' reports for a small
+    LIMIT, or read every report of the sku to sort them; SQLite sorted them all."""
+    clauses = ["sku = ?"]
+    params: list[Any] = [query.sku]
+    if query.after_id is not None:
+        clauses.append("report_id < ?" if query.newest_first else "report_id > ?")
+        params.append(query.after_id)
     if query.from_ms is not None:
         clauses.append("submit_time >= ?")
         params.append(query.from_ms)
     if query.to_ms is not None:
         clauses.append("submit_time < ?")
         params.append(query.to_ms)
-    for name, value in sorted(query.equals.items()):
-        if name not in FILTERABLE:
-            raise ValueError(f"not a filterable field: {name}")
-        clauses.append(f"{name} = ?")
-        params.append(value)
-    sql = f"{SELECT_REPORTS} {sku_order_index} WHERE {' AND '.join(clauses)} ORDER BY report_id LIMIT ? OFFSET ?"
+    _equal_to(query.equals, clauses, params)
+    direction = "DESC" if query.newest_first else "ASC"
+    sql = (f"{SELECT_REPORTS} {sku_order_index} WHERE {' AND '.join(clauses)} "
+           f"ORDER BY report_id {direction} LIMIT ? OFFSET ?")
     return sql, [*params, query.limit, query.offset]
+
+
+def crash_groups_query(
+    sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None
+) -> tuple[str, list[Any]]:
+    clauses = ["sku = ?", "received_at >= ?", "received_at < ?", "signature IS NOT NULL"]
+    params: list[Any] = [sku, from_ms, to_ms]
+    _equal_to(equals or {}, clauses, params)
+    sql = (
+        "SELECT signature, COUNT(*) AS n, MIN(received_at), MAX(received_at), MIN(report_id) FROM reports "
+        f"WHERE {' AND '.join(clauses)} GROUP BY signature ORDER BY n DESC, signature LIMIT ?"
+    )
+    return sql, [*params, limit]
 
 
 def bucket_counts(rows: Iterable[tuple[Any, Any]]) -> dict[int, int]:
     return {int(bucket): int(count) for bucket, count in rows}
+
+
+def skus_seen(rows: Iterable[tuple[Any, Any]]) -> list[SkuSeen]:
+    return [SkuSeen(str(sku), int(last)) for sku, last in rows]
 
 
 def crash_groups(rows: Iterable[tuple[Any, ...]]) -> list[CrashGroup]:

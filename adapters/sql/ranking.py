@@ -21,6 +21,7 @@ NODE_COUNTS = (
     "SELECT prefix, count FROM rank_nodes WHERE board = ? AND level = ? AND prefix BETWEEN ? AND ? AND count > 0"
 )
 GET_BOARD = "SELECT board, sort_order, operator FROM boards WHERE board = ?"
+BOARDS = "SELECT board, sort_order, operator FROM boards WHERE board > ? ORDER BY board LIMIT ?"
 TIED = (
     "SELECT player_id, score FROM rank_scores WHERE board = ? AND score = ? AND player_id > ? "
     "ORDER BY player_id LIMIT ? OFFSET ?"

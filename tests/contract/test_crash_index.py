@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import time
+import uuid
 
-from adapters.ports import CrashIndex, IndexEntry, ReportFilter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.ports import CrashIndex, IndexEntry, ReportFilter, SkuSeen
 from core.timeutil import now_ms
 from crashes.model import MAX_INDEXED_CHARS
 
@@ -44,6 +48,59 @@ def test_find_pages_with_after_id_and_offset(crash_index: CrashIndex):
     assert [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=3, after_id=all_ids[4]))] == \
         all_ids[5:8]
     assert [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=3, offset=8))] == all_ids[8:]
+
+
+def test_find_pages_newest_first(crash_index: CrashIndex):
+    crash_index.insert_many([entry(n) for n in range(10)])
+    all_ids = [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=100))]
+    newest = ReportFilter(sku="game:pc", limit=3, newest_first=True)
+    assert [r.report_id for r in crash_index.find(newest)] == all_ids[:-4:-1]
+    after = ReportFilter(sku="game:pc", limit=3, after_id=all_ids[4], newest_first=True)
+    assert [r.report_id for r in crash_index.find(after)] == all_ids[3::-1][:3]
+    skipped = ReportFilter(sku="game:pc", limit=3, offset=8, newest_first=True)
+    assert [r.report_id for r in crash_index.find(skipped)] == all_ids[1::-1]
+
+
+# a few values each, so filters match some reports and not others
+_reports = st.fixed_dictionaries({"platform": st.sampled_from(["ps5", "pc", None]),
+                                  "crash_type": st.sampled_from(["AV", "OOM"])})
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=st.lists(_reports, max_size=25), arriving=st.lists(st.lists(_reports, max_size=4), max_size=6),
+       limit=st.integers(1, 7), newest_first=st.booleans(),
+       equals=st.sampled_from([{}, {"platform": "ps5"}, {"platform": "pc", "crash_type": "AV"}]))
+def test_keyset_pages_match_brute_force_while_reports_arrive(crash_index: CrashIndex, first, arriving, limit,
+                                                             newest_first, equals):
+    """Paged by cursor in either order while new reports are indexed between pages, each report is
+    listed once and none is skipped: oldest first ends with the newest, newest first with the
+    oldest of those there when it began."""
+    sku = f"s{uuid.uuid4().hex[:8]}"  # a sku per example: the index is shared by examples
+    keys = iter(range(10**6))
+    brute: list[dict[str, str | None]] = []  # what was inserted, in order, as the filtered fields
+
+    def insert(reports: list[dict[str, str | None]]) -> None:
+        crash_index.insert_many([IndexEntry(report_key=uuid.uuid4().hex, event_id=f"{sku}-{next(keys)}", sku=sku,
+                                            received_at=1, size_bytes=1, **fields) for fields in reports])
+        brute.extend(reports)
+
+    def matching() -> list[str]:
+        return [f"{sku}-{n}" for n, fields in enumerate(brute) if all(fields[k] == v for k, v in equals.items())]
+
+    insert(first)
+    there_at_start = matching()
+    listed: list[str] = []
+    after: int | None = None
+    pending = iter(arriving)
+    while True:
+        page = crash_index.find(ReportFilter(sku=sku, limit=limit, after_id=after, equals=equals,
+                                             newest_first=newest_first))
+        listed += [r.entry.event_id for r in page]
+        if len(page) < limit:
+            break
+        after = page[-1].report_id
+        insert(next(pending, []))
+    assert listed == (there_at_start[::-1] if newest_first else matching())
 
 
 def test_find_filters_by_sku_time_and_fields(crash_index: CrashIndex):
@@ -93,6 +150,38 @@ def test_crash_groups_by_signature_largest_first(crash_index: CrashIndex):
         ("a", 2, 500, 2000), ("b", 1, 1000, 1000), ("c", 1, 900, 900)]
     assert groups[0].sample_report_id == min(ids["event-2"], ids["event-3"])
     assert [g.signature for g in crash_index.crash_groups("game:pc", 0, 10_000, 2)] == ["a", "b"]
+
+
+def test_crash_groups_narrowed_by_report_fields(crash_index: CrashIndex):
+    crash_index.insert_many([
+        entry(1, signature="a", platform="ps5", build_version="1.0"),
+        entry(2, signature="a", platform="pc", build_version="1.0"),
+        entry(3, signature="a", platform="ps5", build_version="1.1", crash_type="OOM"),
+        entry(4, signature="b", platform="pc", build_version="1.1", error_code="7"),
+    ])
+    ids = {r.entry.event_id: r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=10))}
+
+    def groups(**equals: str) -> list[tuple[str, int, int]]:
+        found = crash_index.crash_groups("game:pc", 0, 10**7, 10, equals)
+        return [(g.signature, g.count, g.sample_report_id) for g in found]
+
+    assert groups() == [("a", 3, ids["event-1"]), ("b", 1, ids["event-4"])]
+    assert groups(platform="ps5") == [("a", 2, ids["event-1"])]
+    assert groups(platform="pc") == [("a", 1, ids["event-2"]), ("b", 1, ids["event-4"])]
+    assert groups(build_version="1.1", crash_type="OOM") == [("a", 1, ids["event-3"])]
+    assert groups(error_code="7") == [("b", 1, ids["event-4"])]
+    assert groups(platform="xbox") == []
+
+
+def test_skus_by_name_with_their_last_report(crash_index: CrashIndex):
+    assert crash_index.skus("", 10) == []
+    crash_index.insert_many([entry(1, sku="b:pc", received_at=50), entry(2, sku="a:pc", received_at=70),
+                             entry(3, sku="b:pc", received_at=90), entry(4, sku="b:pc", received_at=20),
+                             entry(5, sku="c", received_at=10)])
+    assert crash_index.skus("", 10) == [SkuSeen("a:pc", 70), SkuSeen("b:pc", 90), SkuSeen("c", 10)]
+    assert crash_index.skus("", 2) == [SkuSeen("a:pc", 70), SkuSeen("b:pc", 90)]
+    assert crash_index.skus("a:pc", 10) == [SkuSeen("b:pc", 90), SkuSeen("c", 10)]
+    assert crash_index.skus("c", 10) == []
 
 
 def test_purge_drops_reports_submitted_before_the_cut_and_nothing_after(crash_index: CrashIndex):

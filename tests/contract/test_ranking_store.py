@@ -105,6 +105,18 @@ def test_a_board_appears_on_its_first_score_as_desc_best(ranking_store: RankingS
     assert ranking_store.scores("fresh", ["a", "b"]) == {"a": 5}
 
 
+def test_boards_by_name_with_their_settings(ranking_store: RankingStore, log):
+    assert ranking_store.boards("", 10) == []
+    ranking_store.put_board(BoardSettings("weekly", "asc", "set"))
+    apply_scores(records("daily", [("a", 5)], itertools.count()), ranking_store, log, TREE)
+    ranking_store.put_board(BoardSettings("all-time", "desc", "incr"))
+    assert ranking_store.boards("", 10) == [
+        BoardSettings("all-time", "desc", "incr"), BoardSettings("daily", "desc", "best"),
+        BoardSettings("weekly", "asc", "set")]
+    assert ranking_store.boards("all-time", 1) == [BoardSettings("daily", "desc", "best")]
+    assert ranking_store.boards("weekly", 10) == []
+
+
 class _WriteBetweenReads:
     """The store, with a worker's write (from another thread, as the worker runs) landing just
     before the list's leaf counts are read (the second read of level 0, after the walk down to the

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from adapters.ports import Applied, Checkpoint, OffsetConflict, SessionBucket, SessionCounters
+from adapters.ports import Applied, Checkpoint, OffsetConflict, SessionBucket, SessionCounters, SkuSeen
 from core.timeutil import floor_to, now_ms
 
 M = 60_000
@@ -27,6 +27,16 @@ def test_counts_add_up_per_bucket(session_counters: SessionCounters):
     assert session_counters.session_counts("g", 0, 2 * M, M) == {0: 5, M: 1}
     assert session_counters.session_counts("g", 0, 60 * M, 60 * M) == {0: 6}
     assert session_counters.session_counts("g", M, 2 * M, M) == {M: 1}
+
+
+def test_skus_by_name_with_their_last_minute(session_counters: SessionCounters):
+    assert session_counters.skus("", 10) == []
+    session_counters.apply(Checkpoint("c", "s-0", -1, 0), {
+        SessionBucket("g:pc", 3 * M, "client"): 1, SessionBucket("g:pc", 5 * M, "server"): 2,
+        SessionBucket("a", M, "client"): 1, SessionBucket("z", 0, "server"): 4,
+    })
+    assert session_counters.skus("", 10) == [SkuSeen("a", M), SkuSeen("g:pc", 5 * M), SkuSeen("z", 0)]
+    assert session_counters.skus("a", 1) == [SkuSeen("g:pc", 5 * M)]
 
 
 def test_stale_expected_offset_changes_nothing(session_counters: SessionCounters):

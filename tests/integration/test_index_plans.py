@@ -1,16 +1,20 @@
 """A page of one sku's reports reads that sku's rows only, however many reports other skus have:
 the bench's one-report query on MariaDB once took 29 ms because the primary key was walked
-through 27,000 other reports, and SQLite sorted every report of the sku for a LIMIT 1."""
+through 27,000 other reports, and SQLite sorted every report of the sku for a LIMIT 1. The same
+holds newest first (the index read backwards). Listing the skus reads one index entry a sku."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase
-from adapters.mysql.index import MysqlCrashIndex
-from adapters.ports import IndexEntry, ReportFilter
+import pytest
+
+from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
+from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from adapters.ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import find_query, pyformat
 from tests.services import mysql_database, namespace
 
@@ -32,9 +36,10 @@ def _load(index: SqliteCrashIndex | MysqlCrashIndex) -> ReportFilter:
     return ReportFilter(sku="quiet:pc", limit=1)
 
 
-def test_sqlite_pages_through_the_sku_index_without_sorting(tmp_path: Path) -> None:
+@pytest.mark.parametrize("newest_first", [False, True])
+def test_sqlite_pages_through_the_sku_index_without_sorting(tmp_path: Path, newest_first: bool) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
-    query = _load(SqliteCrashIndex(database))
+    query = dataclasses.replace(_load(SqliteCrashIndex(database)), newest_first=newest_first)
     sql, params = find_query(query, SqliteCrashIndex.SKU_ORDER_INDEX)
     plan = " | ".join(row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {sql}", params))
     assert "USING INDEX reports_sku_id" in plan
@@ -56,9 +61,10 @@ def _table(node: Any) -> dict[str, Any]:
     return {}
 
 
-def test_mysql_reads_only_the_skus_rows() -> None:
+@pytest.mark.parametrize("newest_first", [False, True])
+def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
     with mysql_database(namespace()) as database:
-        query = _load(MysqlCrashIndex(database))
+        query = dataclasses.replace(_load(MysqlCrashIndex(database)), newest_first=newest_first)
         sql, params = find_query(query, MysqlCrashIndex.SKU_ORDER_INDEX)
         with database.connection().cursor() as cursor:
             cursor.execute("ANALYZE TABLE reports")  # the statistics a table in use has
@@ -68,3 +74,31 @@ def test_mysql_reads_only_the_skus_rows() -> None:
         table = _table(json.loads(analysis))
         assert table["key"] == "reports_sku_id"
         assert table["r_rows"] == 1  # the index is read in order: a LIMIT 1 stops at the first row
+
+
+def test_sqlite_steps_from_sku_to_sku_by_index_seeks(tmp_path: Path) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    _load(SqliteCrashIndex(database))
+    for query in (SqliteCrashIndex.SKUS, SqliteSessionCounters.SKUS):
+        plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {query}", ("", 10))]
+        reads = [step for step in plan if step.startswith(("SCAN", "SEARCH")) and "found" not in step]
+        # every read of the table is a seek on the sku (sku>? to the next, sku=? for its latest)
+        assert reads and all(step.startswith("SEARCH") and "(sku" in step for step in reads), plan
+
+
+def test_mysql_lists_skus_with_a_loose_index_scan() -> None:
+    with mysql_database(namespace()) as database:
+        _load(MysqlCrashIndex(database))
+        # many minutes of sessions of two skus
+        MysqlSessionCounters(database).apply(Checkpoint("c", "s-0", -1, 0), {
+            SessionBucket(sku, minute * 60_000, "client"): 1 for sku in ("busy:pc", "quiet:pc") for minute in range(500)
+        })
+        with database.connection().cursor() as cursor:
+            for query in (MysqlCrashIndex.SKUS, MysqlSessionCounters.SKUS):
+                cursor.execute("ANALYZE TABLE reports, session_counts")
+                cursor.fetchall()
+                cursor.execute(f"ANALYZE FORMAT=JSON {query}", ("", 10))
+                (analysis,) = cursor.fetchone()
+                table = _table(json.loads(analysis))
+                # one index entry a sku ("Using index for group-by"), not every report or minute of it
+                assert table.get("using_index_for_group_by") is True and table["r_rows"] <= 3, analysis

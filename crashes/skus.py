@@ -1,0 +1,36 @@
+"""The skus that have crash reports or sessions, by name, each with when it last had one: what a
+dashboard offers to pick from. One index lookup a sku in each store, whatever their sizes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.ports import CrashIndex, SessionCounters
+from core import queryparams
+from core.timeutil import to_rfc3339
+
+MAX_LIMIT = 1000
+# the query parameters of GET /v1/skus
+PARAMETERS = ("limit", "cursor")
+_CURSOR_KIND = "s"
+
+
+def _time(epoch_ms: int | None) -> str | None:
+    return None if epoch_ms is None else to_rfc3339(epoch_ms)
+
+
+def list_skus(index: CrashIndex, counters: SessionCounters, params: Mapping[str, str]) -> dict[str, Any]:
+    limit = queryparams.integer(params, "limit", 100, 1, MAX_LIMIT)
+    after = queryparams.cursor(params, _CURSOR_KIND) or ""
+    # each store's first limit + 1 skus hold the first limit + 1 of both together; and a sku among
+    # the first `limit` missing from one store's list is not in that store (it would come earlier)
+    crashes = {seen.sku: seen.last_seen for seen in index.skus(after, limit + 1)}
+    sessions = {seen.sku: seen.last_seen for seen in counters.skus(after, limit + 1)}
+    names = sorted(crashes.keys() | sessions.keys())
+    page = names[:limit]
+    return {
+        "skus": [{"sku": sku, "lastCrash": _time(crashes.get(sku)), "lastSession": _time(sessions.get(sku))}
+                 for sku in page],
+        "nextCursor": queryparams.encode_cursor(_CURSOR_KIND, page[-1]) if len(names) > limit else None,
+    }

@@ -1,4 +1,5 @@
-"""Leaderboards: board settings, a player's rank, top-N, around a player, the rank of a score."""
+"""Leaderboards: the boards, board settings, a player's rank, top-N, around a player, the rank of a
+score. Each GET route declares the query parameters it takes; any other is refused."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from core.api import create_resolver, json_response, logger, posted
+from core.queryparams import Accepts
 from ranking import leaderboard
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
+NOTHING = Accepts()
+
+
+@app.get("/v1/leaderboards", middlewares=[Accepts(*leaderboard.LIST_PARAMETERS)])
+def list_boards() -> Response[str]:
+    return json_response(200, leaderboard.boards(current().ranking, app.current_event.query_string_parameters))
 
 
 @app.put("/v1/leaderboards/<board>")
@@ -20,29 +28,29 @@ def put_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.configure(current().ranking, board, posted(app.current_event)))
 
 
-@app.get("/v1/leaderboards/<board>")
+@app.get("/v1/leaderboards/<board>", middlewares=[NOTHING])
 def get_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.describe(current().ranking, DEFAULT_TREE, board))
 
 
-@app.get("/v1/leaderboards/<board>/players/<player_id>")
+@app.get("/v1/leaderboards/<board>/players/<player_id>", middlewares=[NOTHING])
 def get_player(board: str, player_id: str) -> Response[str]:
     return json_response(200, leaderboard.player(current().ranking, DEFAULT_TREE, board, player_id))
 
 
-@app.get("/v1/leaderboards/<board>/top")
+@app.get("/v1/leaderboards/<board>/top", middlewares=[Accepts("limit", "offset")])
 def get_top(board: str) -> Response[str]:
     params = app.current_event.query_string_parameters
     return json_response(200, leaderboard.top(current().ranking, DEFAULT_TREE, board, params))
 
 
-@app.get("/v1/leaderboards/<board>/around/<player_id>")
+@app.get("/v1/leaderboards/<board>/around/<player_id>", middlewares=[Accepts("radius")])
 def get_around(board: str, player_id: str) -> Response[str]:
     params = app.current_event.query_string_parameters
     return json_response(200, leaderboard.around(current().ranking, DEFAULT_TREE, board, player_id, params))
 
 
-@app.get("/v1/leaderboards/<board>/rank")
+@app.get("/v1/leaderboards/<board>/rank", middlewares=[Accepts("score")])
 def get_rank(board: str) -> Response[str]:
     params = app.current_event.query_string_parameters
     return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, params))

@@ -1,0 +1,143 @@
+"""The listings' domain functions: reports newest first, crash groups narrowed by report fields,
+skus and boards paged by name, and the query-parameter checks every GET route runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from adapters.factory import Adapters
+from adapters.ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
+from core.errors import InvalidField
+from core.queryparams import check_names
+from core.requests import Posted
+from crashes.capture import capture_crash
+from crashes.groups import crash_groups
+from crashes.persistence import persist_crashes
+from crashes.reporting import list_reports
+from crashes.skus import list_skus
+from ranking.leaderboard import boards
+
+
+def ingest(adapters: Adapters, payloads: list[dict[str, Any]]) -> None:
+    for payload in payloads:
+        capture_crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
+    records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
+    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+
+
+def listing(adapters: Adapters, **params: Any) -> dict[str, Any]:
+    return list_reports(adapters.index, adapters.documents, {k: str(v) for k, v in params.items()})
+
+
+def pages(read: Callable[[dict[str, str]], dict[str, Any]], key: str) -> list[list[Any]]:
+    """Every page of a listing, following nextCursor."""
+    found = [read({})]
+    while found[-1]["nextCursor"] is not None:
+        found.append(read({"cursor": found[-1]["nextCursor"]}))
+    return [page[key] for page in found]
+
+
+def test_reports_newest_first_page_by_cursor(adapters: Adapters):
+    ingest(adapters, [{"sku": "g", "n": n} for n in range(7)])
+    oldest_first = [r["reportId"] for r in listing(adapters, sku="g")["reports"]]
+    got = pages(lambda cursor: listing(adapters, sku="g", order="desc", limit=3, **cursor), "reports")
+    assert [[r["reportId"] for r in page] for page in got] == [oldest_first[:3:-1], oldest_first[3:0:-1],
+                                                                oldest_first[:1]]
+    assert [r["reportId"] for r in listing(adapters, sku="g", order="asc", limit=100)["reports"]] == oldest_first
+
+
+def test_a_cursor_pages_only_in_the_order_it_was_given_for(adapters: Adapters):
+    ingest(adapters, [{"sku": "g"}, {"sku": "g"}])
+    ascending = listing(adapters, sku="g", limit=1)["nextCursor"]
+    descending = listing(adapters, sku="g", limit=1, order="desc")["nextCursor"]
+    with pytest.raises(InvalidField) as caught:
+        listing(adapters, sku="g", order="desc", cursor=ascending)
+    assert caught.value.field == "cursor"
+    with pytest.raises(InvalidField):
+        listing(adapters, sku="g", cursor=descending)
+    with pytest.raises(InvalidField) as caught:
+        listing(adapters, sku="g", order="newest")
+    assert caught.value.field == "order"
+
+
+def test_an_error_code_posted_as_a_number_stays_a_number_in_the_payload(adapters: Adapters):
+    ingest(adapters, [{"sku": "g", "errorCode": 3221225477, "clientTime": 17}, {"sku": "g", "errorCode": "E42"}])
+    # reports from different log partitions are indexed in no promised order
+    text, number = sorted(listing(adapters, sku="g", fields="full")["reports"], key=lambda r: r["errorCode"] != "E42")
+    assert number["payload"] == {"sku": "g", "errorCode": 3221225477, "clientTime": 17}
+    assert (number["errorCode"], text["errorCode"], text["payload"]["errorCode"]) == ("3221225477", "E42", "E42")
+    [found] = listing(adapters, sku="g", errorCode="3221225477")["reports"]
+    assert found["reportId"] == number["reportId"]
+
+
+def test_crash_groups_count_only_the_reports_that_match(adapters: Adapters):
+    ingest(adapters, [{"sku": "g", "platform": "ps5", "stackTrace": "#0 0x1 in a()"},
+                      {"sku": "g", "platform": "pc", "stackTrace": "#0 0x1 in a()", "buildVersion": "2"},
+                      {"sku": "g", "platform": "pc", "stackTrace": "#0 0x1 in b()", "crashType": "OOM"}])
+
+    def counts(**filters: str) -> list[int]:
+        return [g["count"] for g in crash_groups(adapters.index, adapters.documents, {"sku": "g", **filters})["groups"]]
+
+    assert counts() == [2, 1]
+    assert counts(platform="ps5") == [1]
+    assert counts(platform="pc") == [1, 1]
+    assert counts(platform="pc", buildVersion="2") == [1]
+    assert counts(crashType="OOM") == [1]
+    assert counts(platform="xbox") == []
+
+
+def test_skus_page_by_name_over_reports_and_sessions(adapters: Adapters):
+    with_reports = {"a": 5_000, "c": 7_000, "d": 1_000, "f": 2_000}
+    with_sessions = {"b": 60_000, "c": 120_000, "e": 0, "f": 180_000}
+    adapters.index.insert_many([IndexEntry(report_key=f"{n:032x}", event_id=str(n), sku=sku, received_at=at,
+                                           size_bytes=1) for n, (sku, at) in enumerate(with_reports.items())])
+    adapters.counters.apply(Checkpoint("c", "s-0", -1, 0),
+                            {SessionBucket(sku, at, "client"): 1 for sku, at in with_sessions.items()})
+    expected = [
+        {"sku": "a", "lastCrash": "1970-01-01T00:00:05.000Z", "lastSession": None},
+        {"sku": "b", "lastCrash": None, "lastSession": "1970-01-01T00:01:00.000Z"},
+        {"sku": "c", "lastCrash": "1970-01-01T00:00:07.000Z", "lastSession": "1970-01-01T00:02:00.000Z"},
+        {"sku": "d", "lastCrash": "1970-01-01T00:00:01.000Z", "lastSession": None},
+        {"sku": "e", "lastCrash": None, "lastSession": "1970-01-01T00:00:00.000Z"},
+        {"sku": "f", "lastCrash": "1970-01-01T00:00:02.000Z", "lastSession": "1970-01-01T00:03:00.000Z"},
+    ]
+    for limit in range(1, 8):
+        got = pages(lambda cursor, limit=limit: list_skus(adapters.index, adapters.counters,
+                                                          {"limit": str(limit), **cursor}), "skus")
+        assert [sku for page in got for sku in page] == expected, limit
+        assert all(len(page) == limit for page in got[:-1])
+
+
+def test_boards_page_by_name_with_their_settings(adapters: Adapters):
+    names = ["z", "weekly:eu", "all", "daily"]
+    for name in names:
+        adapters.ranking.put_board(BoardSettings(name, "asc" if name == "all" else "desc", "best"))
+    got = pages(lambda cursor: boards(adapters.ranking, {"limit": "3", **cursor}), "boards")
+    assert [len(page) for page in got] == [3, 1]
+    assert [b["board"] for page in got for b in page] == sorted(names)
+    assert got[0][0] == {"board": "all", "order": "asc", "operator": "best"}
+    adapters.counters.apply(Checkpoint("c", "s-0", -1, 0), {SessionBucket(sku, 0, "client"): 1 for sku in "xy"})
+    sku_cursor = list_skus(adapters.index, adapters.counters, {"limit": "1"})["nextCursor"]
+    with pytest.raises(InvalidField):  # a cursor of another listing
+        boards(adapters.ranking, {"cursor": sku_cursor})
+
+
+@pytest.mark.parametrize(("given", "field"), [
+    ({"sort": ["desc"]}, "sort"),
+    ({"sku": ["g"], "Limit": ["5"], "b": ["1"]}, "Limit"),  # the first unknown in sorted order
+    ({"sku": ["g", "h"]}, "sku"),
+    ({"": ["x"]}, ""),
+])
+def test_unknown_or_repeated_parameters_are_refused(given: dict[str, list[str]], field: str):
+    with pytest.raises(InvalidField) as caught:
+        check_names(given, frozenset({"sku", "limit"}))
+    assert caught.value.field == field
+
+
+def test_declared_parameters_given_once_pass():
+    check_names({"sku": ["g"], "limit": ["5"]}, frozenset({"sku", "limit"}))
+    check_names({}, frozenset())

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.factory import Port
-from core.topics import CRASHES, SCORES, SESSIONS
+from core.topics import CRASHES, DEADLETTER, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -63,6 +63,28 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "ranking-worker": frozenset({"ranking", "log"}),
     "purge": frozenset({"spill", "documents", "index", "counters"}),  # MSK expires the log itself
     "replay": frozenset({"log", "spill"}),  # and, in AWS, the failed-batch bucket (core.replay)
+}
+
+
+@dataclass(frozen=True)
+class TopicAccess:
+    """The topics a function of the log port publishes to and reads (by its event source mapping
+    or by offset); in AWS its role may touch these alone (stacks/access.py)."""
+
+    writes: frozenset[str] = frozenset()
+    reads: frozenset[str] = frozenset()
+
+
+CAPTURED = frozenset({CRASHES, SESSIONS, SCORES})
+FUNCTION_TOPICS: dict[str, TopicAccess] = {
+    "capture": TopicAccess(writes=CAPTURED),
+    # /v1/health lists the cluster's topics, which takes a connection and no topic
+    "reporter": TopicAccess(),
+    # a consumer reads its topic (and a record at a stored offset) and sets bad records aside
+    **{name: TopicAccess(writes=frozenset({DEADLETTER}), reads=frozenset({topic}))
+       for name, topic in CONSUMERS.items()},
+    # a failed batch goes back to its topic, read back by offset when its object lacks the records
+    "replay": TopicAccess(writes=CAPTURED, reads=CAPTURED),
 }
 
 

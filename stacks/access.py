@@ -12,7 +12,7 @@ from constructs import Construct
 
 from adapters.factory import Port
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
-from local_runtime.functions import FUNCTION_PORTS, FUNCTIONS
+from local_runtime.functions import FUNCTION_PORTS, FUNCTION_TOPICS, FUNCTIONS
 from stacks.config import DeployConfig
 from stacks.data import DataStack
 from stacks.functions import Functions, Placement
@@ -46,24 +46,23 @@ class ApplicationStack(Stack):
     def adapter_function(self, name: str, *, timeout_s: int = 30, group: str | None = None) -> lambda_.Function:
         """The function `name` of local_runtime.functions.FUNCTIONS, wired to its ports."""
         function = self._functions.function(name, f"{FUNCTIONS[name]}.handler", timeout_s=timeout_s)
-        wire(function, FUNCTION_PORTS[name], self.platform.streaming, self.platform.data)
+        wire(function, name, self.platform.streaming, self.platform.data)
         if group is not None:
-            # its event source mapping reads the topics and commits its group's offsets
-            self.platform.streaming.grant(function, [
-                "kafka-cluster:DescribeTopic", "kafka-cluster:ReadData", "kafka-cluster:DescribeGroup",
-                "kafka-cluster:AlterGroup",
-            ], topics=True, groups=[group])
+            # its event source mapping reads its topics (wire) and commits its group's offsets
+            self.platform.streaming.grant_group(function, group)
         return function
 
 
-def wire(function: lambda_.Function, ports: frozenset[Port], streaming: StreamingStack, data: DataStack) -> None:
-    """Where the stores of `ports` are, and the least on each: publish to (and describe) the topics,
-    the MySQL or the Couchbase credentials, the spill prefix. Nothing for a port the function does
-    not use (local_runtime.functions.FUNCTION_PORTS), so capture cannot read a database secret."""
+def wire(function: lambda_.Function, name: str, streaming: StreamingStack, data: DataStack) -> None:
+    """Where the stores of the function `name`'s ports are, and the least on each: its own topics
+    (local_runtime.functions.FUNCTION_TOPICS), the MySQL or the Couchbase credentials, the spill
+    prefix. Nothing for a port it does not use (FUNCTION_PORTS), so capture cannot read a database
+    secret, and a consumer cannot publish to the topic it reads."""
+    ports = FUNCTION_PORTS[name]
     environment: dict[str, str] = {}
     if "log" in ports:
         environment["BLACKBOX_KAFKA_BOOTSTRAP"] = streaming.bootstrap
-        streaming.grant(function, ["kafka-cluster:DescribeTopic", "kafka-cluster:WriteData"], topics=True)
+        streaming.grant(function, FUNCTION_TOPICS[name])
     if ports & SQL_PORTS:
         environment |= data.mysql_environment()
         data.mysql_secret.grant_read(function)

@@ -78,7 +78,6 @@ class ProcessingStack(ApplicationStack):
         replay.add_to_role_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket]))
         replay.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:DeleteObject"],
                                                       resources=[f"{bucket}/*"]))
-        self.platform.streaming.grant(replay, ["kafka-cluster:ReadData"], topics=True)
         acknowledge(replay, "AwsSolutions-IAM5", (
             "the failed-batch bucket's objects: Lambda names them, the replay reads and deletes each one"),
             [data.objects_finding(failed_batches, "*")])

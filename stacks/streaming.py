@@ -4,7 +4,7 @@ through the Kafka admin API."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from aws_cdk import CustomResource, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -14,10 +14,21 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from core.topics import ALL_TOPICS
+from local_runtime.functions import TopicAccess
 from stacks.config import DeployConfig
 from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, topic_prefix
 from stacks.nag import acknowledge
 from stacks.network import NetworkStack
+
+# MSK IAM actions (https://docs.aws.amazon.com/msk/latest/developerguide/kafka-actions.html)
+CONNECT = ("kafka-cluster:Connect", "kafka-cluster:DescribeCluster")
+# on the cluster: an idempotent producer's InitProducerId (Kafka's IDEMPOTENT_WRITE on the cluster)
+WRITE_IDEMPOTENTLY = "kafka-cluster:WriteDataIdempotently"
+WRITE = ("kafka-cluster:DescribeTopic", "kafka-cluster:WriteData")
+READ = ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")
+GROUP = ("kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup")
+PROVISION = ("kafka-cluster:DescribeTopic", "kafka-cluster:CreateTopic",
+             "kafka-cluster:DescribeTopicDynamicConfiguration", "kafka-cluster:AlterTopicDynamicConfiguration")
 
 
 class StreamingStack(Stack):
@@ -52,7 +63,9 @@ class StreamingStack(Stack):
         functions = Functions(self, "Functions", config, Placement(
             network.vpc, network.private, network.functions_sg, {"BLACKBOX_KAFKA_BOOTSTRAP": self.bootstrap}))
         create = functions.function("create-topics", "lambdas.provisioning.create_topics", timeout_s=300)
-        self.grant(create, ["kafka-cluster:CreateTopic", "kafka-cluster:DescribeTopic"], topics=True)
+        # create the topics, and set the configuration of those that exist already
+        self._connect(create, [])
+        self._grant_topics(create, PROVISION, ALL_TOPICS)
         provider = cr.Provider(self, "TopicsProvider", on_event_handler=create)
         topics = CustomResource(self, "Topics", service_token=provider.service_token, properties={
             "Partitions": str(config.topic_partitions), "Topics": [topic_prefix(config) + t for t in ALL_TOPICS],
@@ -73,15 +86,25 @@ class StreamingStack(Stack):
             resource_name=f"{Fn.select(1, parts)}/{Fn.select(2, parts)}/{name}",
         )
 
-    def grant(self, grantee: iam.IGrantable, actions: Sequence[str], *, topics: bool = False,
-              groups: Sequence[str] = ()) -> None:
-        """Connect to the cluster, plus `actions` on Blackbox's topics and/or the named consumer
-        groups: exact ARNs, no wildcards."""
-        iam.Grant.add_to_principal(
-            grantee=grantee, actions=["kafka-cluster:Connect", "kafka-cluster:DescribeCluster",
-                                      "kafka-cluster:DescribeClusterDynamicConfiguration"],
-            resource_arns=[self.cluster_arn],
-        )
-        resources = [self.arn("topic", topic_prefix(self.config) + t) for t in ALL_TOPICS] if topics else []
-        resources += [self.arn("group", group) for group in groups]
-        iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=resources)
+    def grant(self, grantee: iam.IGrantable, access: TopicAccess) -> None:
+        """Connect to the cluster, publish to the topics `access` writes and read those it reads:
+        exact ARNs, no wildcards. Publishing is idempotent (enable.idempotence), which MSK
+        authorizes on the cluster: without WriteDataIdempotently every publish would be refused
+        and every capture spilled."""
+        self._connect(grantee, [WRITE_IDEMPOTENTLY] if access.writes else [])
+        self._grant_topics(grantee, WRITE, access.writes)
+        self._grant_topics(grantee, READ, access.reads)
+
+    def grant_group(self, grantee: iam.IGrantable, group: str) -> None:
+        """What an event source mapping needs besides reading its topics: its consumer group's
+        offsets, and the cluster's configuration."""
+        self._connect(grantee, ["kafka-cluster:DescribeClusterDynamicConfiguration"])
+        iam.Grant.add_to_principal(grantee=grantee, actions=list(GROUP), resource_arns=[self.arn("group", group)])
+
+    def _connect(self, grantee: iam.IGrantable, actions: Sequence[str]) -> None:
+        iam.Grant.add_to_principal(grantee=grantee, actions=[*CONNECT, *actions], resource_arns=[self.cluster_arn])
+
+    def _grant_topics(self, grantee: iam.IGrantable, actions: Sequence[str], topics: Collection[str]) -> None:
+        if topics:
+            iam.Grant.add_to_principal(grantee=grantee, actions=list(actions), resource_arns=[
+                self.arn("topic", topic_prefix(self.config) + topic) for topic in sorted(topics)])

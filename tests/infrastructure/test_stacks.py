@@ -164,7 +164,7 @@ def test_processing(templates: dict[str, Template]):
 
 # what each kind of port puts in a function's role and in its environment
 PORT_TRACES = {
-    frozenset({"log"}): ("kafka-cluster:WriteData", "BLACKBOX_KAFKA_BOOTSTRAP"),
+    frozenset({"log"}): ("kafka-cluster:Connect", "BLACKBOX_KAFKA_BOOTSTRAP"),  # its topics: test_least_privilege
     SQL_PORTS: ("MysqlSecret", "BLACKBOX_MYSQL_SECRET_ARN"),
     frozenset({"documents"}): ("CouchbaseApp", "BLACKBOX_COUCHBASE_SECRET_ARN"),
     frozenset({"spill"}): (f"/{SPILL_PREFIX}*", "BLACKBOX_SPILL_BUCKET"),

@@ -1,27 +1,34 @@
-"""The aws profile's wiring, without a network: Secrets Manager through moto, MSK IAM tokens signed
-locally from static credentials."""
+"""The aws profile's wiring, with AWS's APIs in moto: MSK IAM tokens signed locally from static
+credentials, secrets read per port from Secrets Manager, and every function's ports built from the
+very environment the stacks give it, against the local engines (scripts/services)."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
 import pytest
+from aws_cdk.assertions import Template
 from confluent_kafka import Producer
 from moto import mock_aws
 
 from adapters import aws
 from adapters.aws import AwsEndpoints, mysql_url
-from adapters.factory import Settings, build, install
+from adapters.factory import Adapters, Settings, build, install
 from adapters.kafka.auth import msk_iam
+from adapters.mysql.database import MysqlTarget
 from lambdas import capture
-from local_runtime.functions import LocalContext
+from local_runtime.functions import FUNCTION_PORTS, FUNCTIONS, LocalContext
 from tests.conftest import load_event
+from tests.infrastructure.conftest import blackbox
+from tests.services import mysql_database, namespace
+from tests.services import settings as services_settings
 
 
 @pytest.fixture
@@ -115,3 +122,107 @@ def test_capture_builds_only_the_log_and_spill_and_reads_no_secret(aws_settings:
     finally:
         install(None)
         adapters.close()
+
+
+# --- every function's ports, built from the environment the stacks give it ---------------------
+
+ACCOUNT = "123456789012"  # moto's
+# where a deployed function's stores are, here: MSK away (a closed port), MySQL and Couchbase the
+# local engines (scripts/services) behind secrets in moto, the buckets in moto
+ENGINE_SUBSTITUTES = {
+    "BLACKBOX_KAFKA_BOOTSTRAP": "127.0.0.1:1",
+    "BLACKBOX_MYSQL_PROXY_HOST": "127.0.0.1",
+    "BLACKBOX_SERVER_KEY_IDS": "server-key-id",
+    "BLACKBOX_KEY_SKUS": "title-key-id",
+}
+
+
+@pytest.fixture(scope="module")
+def deployed_environments() -> dict[str, dict[str, Any]]:
+    """Each adapter function's environment as the dev stacks set it (CloudFormation values unresolved)."""
+    names = {f"{module}.handler": name for name, module in FUNCTIONS.items()}
+    _, built = blackbox()
+    environments: dict[str, dict[str, Any]] = {}
+    for stack in built.stacks:
+        for resource in Template.from_stack(stack).find_resources("AWS::Lambda::Function").values():
+            properties = resource["Properties"]
+            if properties.get("Handler") in names:
+                environments[names[properties["Handler"]]] = properties["Environment"]["Variables"]
+    return environments
+
+
+def resolve(name: str, value: Any, substitutes: dict[str, str], region: str) -> str:
+    """A CloudFormation value as deployed: pseudo parameters and joins resolved, a reference to a
+    resource replaced by this test's stand-in for the variable."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(resolve(name, part, substitutes, region) for part in parts)
+    pseudo = {"AWS::AccountId": ACCOUNT, "AWS::Region": region, "AWS::URLSuffix": "amazonaws.com",
+              "AWS::Partition": "aws"}
+    if value.get("Ref") in pseudo:
+        return pseudo[value["Ref"]]
+    assert name in substitutes, f"{name} refers to {value}: give the test a stand-in for it"
+    return substitutes[name]
+
+
+# a read through each port; the log is only built (MSK is away here)
+PROBES: dict[str, Callable[[Adapters], object]] = {
+    "log": lambda a: a.log,
+    "spill": lambda a: a.spill.list(1),
+    "index": lambda a: a.index.ping(),
+    "counters": lambda a: a.counters.session_counts("none", 0, 60_000, 60_000),
+    "ranking": lambda a: a.ranking.get_board("none"),
+    "documents": lambda a: a.documents.ping(),
+}
+
+
+def test_every_function_builds_its_ports_from_the_environment_the_stacks_give_it(
+        deployed_environments: dict[str, dict[str, Any]], static_credentials, secrets_read: list[str],
+        monkeypatch: pytest.MonkeyPatch):
+    """The variables the stacks set are the ones the aws profile reads, in the form it reads them:
+    each function builds exactly its ports from them, reads exactly its ports' secrets, and each
+    store answers (MySQL over TLS verified as in AWS, against the local CA)."""
+    assert sorted(deployed_environments) == sorted(FUNCTION_PORTS)
+    engines = services_settings()
+    mysql = MysqlTarget.parse(engines.mysql_url)
+    if mysql.ca_file:  # the aws profile verifies RDS Proxy against the system trust store
+        monkeypatch.setenv("SSL_CERT_FILE", mysql.ca_file)
+    region = deployed_environments["capture"]["BLACKBOX_AWS_REGION"]
+    database = namespace()
+    with mysql_database(database), mock_aws():
+        secrets = boto3.client("secretsmanager", region_name=region)
+        db = secrets.create_secret(Name="db", SecretString=json.dumps({
+            "username": mysql.user, "password": mysql.password, "host": "rds.internal", "port": mysql.port,
+            "dbname": database}))
+        cb = secrets.create_secret(Name="cb", SecretString=json.dumps(
+            {"username": engines.couchbase_username, "password": engines.couchbase_password}))
+        substitutes = ENGINE_SUBSTITUTES | {"BLACKBOX_MYSQL_SECRET_ARN": db["ARN"],
+                                            "BLACKBOX_COUCHBASE_SECRET_ARN": cb["ARN"]}
+        for name, ports in sorted(FUNCTION_PORTS.items()):
+            for variable in [v for v in os.environ if v.startswith("BLACKBOX_")]:
+                monkeypatch.delenv(variable)
+            for variable, value in deployed_environments[name].items():
+                monkeypatch.setenv(variable, resolve(variable, value, substitutes, region))
+            if "BLACKBOX_COUCHBASE_URL" in os.environ:  # the nodes' private DNS name: the local mock instead
+                monkeypatch.setenv("BLACKBOX_COUCHBASE_URL", engines.couchbase_url)
+            for variable in ("BLACKBOX_SPILL_BUCKET", "BLACKBOX_FAILED_BATCHES_BUCKET"):
+                if variable in os.environ:
+                    boto3.client("s3", region_name=region).create_bucket(Bucket=os.environ[variable])
+            secrets_read.clear()
+            # every variable the stacks set is one the settings read (an unknown one is ignored)
+            read = {f"BLACKBOX_{field.upper()}" for field in Settings.model_fields}
+            assert {v for v in deployed_environments[name] if v.startswith("BLACKBOX_")} <= read, name
+            settings = Settings(_env_file=None)  # type: ignore[call-arg]
+            assert settings.profile == "aws", name
+            adapters = build(settings)
+            try:
+                for port in sorted(ports):
+                    PROBES[port](adapters)
+                assert sorted(adapters.built) == sorted(ports), name
+                expected = [db["ARN"]] * bool(ports & {"index", "counters", "ranking"}) + [cb["ARN"]] * (
+                    "documents" in ports)
+                assert sorted(secrets_read) == sorted(expected), name
+            finally:
+                adapters.close()

@@ -65,8 +65,8 @@ class Functions(Construct):
         self._code = packaging.code()
         self._layer = lambda_.LayerVersion(
             self, "Dependencies", code=packaging.dependencies(), compatible_runtimes=[packaging.RUNTIME],
-            compatible_architectures=[lambda_.Architecture.X86_64],
-            description="Blackbox's Python dependencies, manylinux2014_x86_64 wheels",
+            compatible_architectures=[packaging.ARCHITECTURE],
+            description=f"Blackbox's Python dependencies, {' / '.join(packaging.PLATFORMS)} wheels",
         )
         acknowledge(self, "AwsSolutions-L1", (
             "Python 3.12 on purpose: the oldest runtime on Amazon Linux 2023, closest to the 3.11 the tests run on; "
@@ -94,7 +94,7 @@ class Functions(Construct):
             function_name=f"{config.prefix}-{name}",
             description=f"Blackbox {name} ({handler})",
             runtime=packaging.RUNTIME,
-            architecture=lambda_.Architecture.X86_64,
+            architecture=packaging.ARCHITECTURE,
             handler=handler,
             code=self._code,
             layers=[self._layer],

@@ -1,6 +1,7 @@
 """Lambda packaging without Docker: the code asset is the project's runtime packages; the
-dependency layer is pip-installed locally for the Lambda platform (binary wheels only, for the
-runtime's CPython and glibc), at synth time, cached by CDK under the requirements' hash."""
+dependency layer is pip-installed locally from the lock (layer/requirements.txt: every version
+pinned, every file's hash checked) for the Lambda platform (binary wheels only, for the runtime's
+CPython, glibc and arm64), at synth time, cached by CDK under the lock's hash."""
 
 from __future__ import annotations
 
@@ -19,7 +20,11 @@ LAYER_SOURCE = Path(__file__).resolve().parent / "layer"
 # 3.11 runtime runs on Amazon Linux 2 (glibc 2.26)
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 PYTHON_VERSION = "3.12"
-PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
+# Graviton: every dependency has a manylinux aarch64 wheel for CPython 3.12 (couchbase,
+# confluent-kafka, pybase64 and pydantic-core are the compiled ones)
+ARCHITECTURE = lambda_.Architecture.ARM_64
+PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
+LOCK = LAYER_SOURCE / "requirements.txt"
 
 # only the packages the handlers import go into the code asset
 CODE_EXCLUDES = [
@@ -32,7 +37,8 @@ CODE_EXCLUDES = [
 def pip_command(target: Path) -> list[str]:
     return [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-        "--requirement", str(LAYER_SOURCE / "requirements.txt"), "--target", str(target / "python"),
+        # the lock holds every package, and none that the runtime has (boto3 and its own)
+        "--requirement", str(LOCK), "--require-hashes", "--no-deps", "--target", str(target / "python"),
         *(arg for platform in PLATFORMS for arg in ("--platform", platform)),
         "--implementation", "cp", "--python-version", PYTHON_VERSION, "--only-binary=:all:",
     ]

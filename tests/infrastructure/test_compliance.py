@@ -80,7 +80,8 @@ def test_npx_cdk_synth_packages_the_functions(tmp_path: Path):
     assert layers and codes
     layer = layers[0] / "python"
     assert list((layer / "confluent_kafka").glob("cimpl*.so")) and list(layer.glob("couchbase/**/*.so"))
-    assert any("x86_64" in p.name and "linux" in p.name for p in (layer / "pydantic_core").glob("*.so"))
+    assert any("aarch64" in p.name and "linux" in p.name for p in (layer / "pydantic_core").glob("*.so"))
+    assert not [p for p in ("boto3", "botocore", "s3transfer") if (layer / p).exists()]  # the runtime's
     code = codes[0]
     assert (code / "lambdas" / "capture.py").exists() and (code / "adapters" / "mysql" / "migrations").is_dir()
     for excluded in ("tests", "stacks", "local_runtime", "benchmarks", "node_modules", ".venv"):

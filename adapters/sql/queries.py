@@ -94,8 +94,10 @@ def _equal_to(equals: Mapping[str, str], clauses: list[str], params: list[Any]) 
     for name, value in sorted(equals.items()):
         if name not in FILTERABLE:
             raise ValueError(f"not a filterable field: {name}")
-        clauses.append(f"{name} = ?")
-        params.append(value)
+        # MySQL's utf8mb4_bin pads the shorter side with spaces ('pc' = 'pc '); at equal lengths
+        # (bytes there, characters in SQLite) both engines compare exactly
+        clauses.append(f"{name} = ? AND LENGTH({name}) = LENGTH(?)")
+        params += [value, value]
 
 
 def find_query(query: ReportFilter, sku_order_index: str) -> tuple[str, list[Any]]:

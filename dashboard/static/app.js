@@ -53,7 +53,12 @@ async function api(path, query = {}) {
   return body;
 }
 
-const segment = (value) => encodeURIComponent(value);
+// "." and ".." stay dot segments to a URL parser even escaped (%2E): they would ask for another route
+const addressable = (name) => name !== "." && name !== "..";
+function segment(value, what) {
+  if (!addressable(value)) throw new Error(`${what} ${value} cannot be named in a URL`);
+  return encodeURIComponent(value);
+}
 const time = (iso) => new Date(iso).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 function percent(rate) {
   if (rate === null || rate === undefined) return "n/a";
@@ -146,7 +151,7 @@ function showReports(reports) {
 }
 
 async function showDetail(reportId) {
-  const r = await api(`/v1/crashes/${segment(reportId)}`);
+  const r = await api(`/v1/crashes/${segment(reportId, "report")}`);
   state.report = String(r.reportId);
   writeUrl();
   $("detail-id").textContent = r.reportId;
@@ -155,7 +160,7 @@ async function showDetail(reportId) {
   $("detail-trace").textContent = r.payload.stackTrace ?? "(none)";
   // fetched, not linked: the request must carry the key, which an <a href> or <img src> cannot
   const attachments = await Promise.all(r.attachments.map(async (name) => {
-    const response = await fetch(`/v1/crashes/${segment(r.reportId)}/attachments/${segment(name)}`, { headers: headers() });
+    const response = await fetch(`/v1/crashes/${segment(r.reportId, "report")}/attachments/${segment(name, "attachment")}`, { headers: headers() });
     const url = URL.createObjectURL(await response.blob());
     const link = el("a", { href: url, download: name, class: "download" }, `download ${name}`);
     return /\.(png|jpe?g|gif|webp)$/i.test(name) ? el("figure", {}, el("img", { src: url, alt: name }), link) : el("p", {}, link);
@@ -180,13 +185,13 @@ function boardRow(entry) {
 
 async function showBoard() {
   if (!state.board) return;
-  const board = segment(state.board);
+  const board = segment(state.board, "board");
   const info = await api(`/v1/leaderboards/${board}`);
   let entries, note = `${info.players} players, ${info.order}, ${info.operator}`;
   if (state.player) {
     try {
-      const me = await api(`/v1/leaderboards/${board}/players/${segment(state.player)}`);
-      entries = (await api(`/v1/leaderboards/${board}/around/${segment(state.player)}`, { radius: RADIUS })).entries;
+      const me = await api(`/v1/leaderboards/${board}/players/${segment(state.player, "player")}`);
+      entries = (await api(`/v1/leaderboards/${board}/around/${segment(state.player, "player")}`, { radius: RADIUS })).entries;
       note += `; ${me.playerId}: rank ${me.rank}, score ${me.score}`;
     } catch (error) {
       if (error.status !== 404) throw error;
@@ -208,7 +213,8 @@ async function loadPickers() {
   $("skus").replaceChildren(...skus.skus.map((s) => el("option", { value: s.sku })));
   $("boards").replaceChildren(...boards.boards.map((b) => el("option", { value: b.board })));
   if (!state.sku && skus.skus.length) state.sku = $("sku").value = skus.skus[0].sku;
-  if (!state.board && boards.boards.length) state.board = $("board").value = boards.boards[0].board;
+  const first = boards.boards.find((b) => addressable(b.board));
+  if (!state.board && first) state.board = $("board").value = first.board;
   writeUrl();
 }
 

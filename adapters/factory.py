@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
+from pydantic import PositiveInt
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
@@ -65,6 +66,9 @@ class Settings(BaseSettings):
     failed_batches_bucket: str = ""
     # only `blackbox bench` uses Redis: the sorted-set baseline for leaderboards
     redis_url: str = "redis://127.0.0.1:16379/0"
+    # the local gateway's bound on requests in its handlers (running or waiting for a thread): past it,
+    # 503 with Retry-After at once, rather than a queue of seconds; unset, twice its threads
+    max_in_flight: PositiveInt | None = None
 
 
 Port = Literal["log", "documents", "index", "counters", "ranking", "spill"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 class BlackboxError(Exception):
     status = 500
     code = "internal"
+    retry_after_s: int | None = None
+    """When set, the answer says when to try again (`Retry-After`, seconds)."""
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)

@@ -1,7 +1,9 @@
 """`blackbox load`: an open-loop load generator. Send times are fixed by the profile before the run,
 so a slow server cannot slow the offered load (latency counts from when a request was due, not
-from when it got out: no coordinated omission). At the end it checks that every accepted crash
-became queryable exactly once and that counters and the board hold every accepted event."""
+from when it got out: no coordinated omission). A request the server sheds (429 or 503 with
+Retry-After) is sent again once that time has passed (backing off further at each try), with the
+same Idempotency-Key, as a client should. At the end it checks that every accepted crash became
+queryable exactly once and that counters and the board hold every accepted event."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiohttp
@@ -47,6 +50,9 @@ class LoadConfig:
     read_key: str | None = None
     seed: int = 1
     max_in_flight: int = 2_000
+    """Requests on the wire at once; one waiting to retry is not."""
+    max_tries: int = 5
+    """Tries of a request the server sheds, the first included."""
     verify_timeout_s: float = 120.0
 
 
@@ -56,9 +62,14 @@ class Outcome:
     due: float
     status: int | str
     latency_ms: float
+    """Of the last try, from when it was due: what the server took (and the client's own queue)."""
     answer: Any = None
     players: tuple[str, ...] = ()
     """For accepted scores: the players they were for."""
+    shed_ms: tuple[float, ...] = ()
+    """The latency of each answer that shed it (429/503 with Retry-After), from when that try was due."""
+    total_ms: float = 0.0
+    """From when the request was first due to its last answer, the waits before retries included."""
 
 
 @dataclass
@@ -98,6 +109,15 @@ class LoadReport:
         samples = [o.latency_ms for o in self.outcomes if kind in (None, o.kind) and o.status == 202]
         return _percentiles(samples)
 
+    def shed(self) -> dict[str, Any]:
+        """Answers that shed a request, how many requests they were to, and how many of those were
+        still shed at their last try; the latency of those answers."""
+        shed = [o for o in self.outcomes if o.shed_ms]
+        return {"answers": sum(len(o.shed_ms) for o in shed), "requests": len(shed),
+                "gaveUp": sum(1 for o in shed if o.status != 202),
+                "latencyMs": _percentiles([ms for o in shed for ms in o.shed_ms]),
+                "acceptedAfterRetriesMs": _percentiles([o.total_ms for o in shed if o.status == 202])}
+
     def throughput_per_second(self) -> list[int]:
         """Acknowledged requests per second of the run (by when they were due)."""
         per_second = Counter(int(o.due) for o in self.outcomes if o.status == 202)
@@ -112,6 +132,7 @@ class LoadReport:
             "throughput": round(sum(1 for o in self.outcomes if o.status == 202) / self.config.duration_s, 1),
             "statuses": self.statuses(),
             "requestLatencyMs": {kind: self.latency(kind) for kind in KINDS} | {"all": self.latency()},
+            "shed": self.shed(),
             "visibilityLatencyMs": _percentiles([float(ms) for _, ms in v.visibility]),
             "lost": v.lost, "duplicated": v.crashes_duplicated,
             "crashes": {"accepted": v.crashes_accepted, "found": v.crashes_found, "lost": v.crashes_lost},
@@ -126,8 +147,12 @@ class LoadReport:
             f"run {self.run_id}: profile {self.config.profile}, base {self.config.rate:g} req/s for "
             f"{self.config.duration_s:g} s; {j['requests']} requests, {j['throughput']} acknowledged/s",
             "statuses: " + "; ".join(f"{k} {v}" for k, v in j["statuses"].items()),
-            "request latency ms (p50 / p95 / p99): " + "; ".join(
+            "accepted, ms from the last try (p50 / p95 / p99): " + "; ".join(
                 f"{k} {_fmt(v)}" for k, v in j["requestLatencyMs"].items()),
+            f"shed (429/503 with Retry-After): {j['shed']['answers']} answers to {j['shed']['requests']} requests, "
+            f"{j['shed']['gaveUp']} still shed after {self.config.max_tries} tries; ms (p50 / p95 / p99) to a shed "
+            f"answer {_fmt(j['shed']['latencyMs'])}, to acceptance after retries "
+            f"{_fmt(j['shed']['acceptedAfterRetriesMs'])}",
             f"end-to-end visibility ms (p50 / p95 / p99): {_fmt(j['visibilityLatencyMs'])}",
             f"crashes accepted {j['crashes']['accepted']}, queryable {j['crashes']['found']}, "
             f"duplicated {j['duplicated']}; sessions accepted {j['sessions']['accepted']}, counted "
@@ -170,25 +195,62 @@ class _Requests:
         return kind, "/v1/scores", json.dumps(body).encode()
 
 
+def retry_after_s(status: int | str, headers: Mapping[str, str]) -> float | None:
+    """How long the server asked to wait before the request is sent again; None if it did not shed
+    it. Retry-After is seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    value = headers.get("Retry-After")
+    if status not in (429, 503) or value is None:
+        return None
+    if value.strip().isdigit():
+        return float(value)
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
 async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callable[[Outcome], None]) -> int:
     """Fires every arrival on time; returns how many were not sent because too many were in flight."""
     headers = {"content-type": "application/json"} | ({"x-api-key": config.api_key} if config.api_key else {})
     overflow = 0
+    on_wire = 0
     in_flight: set[asyncio.Task[None]] = set()
     # aiohttp: several times the requests per second of httpx's async client for the same CPU
     async with aiohttp.ClientSession(config.url, headers=headers, connector=aiohttp.TCPConnector(limit=512),
                                      timeout=aiohttp.ClientTimeout(total=60)) as client:
-        async def one(kind: str, path: str, body: bytes, due: float, start: float) -> None:
+        async def attempt(path: str, body: bytes, key: str) -> tuple[int | str, Any, float | None]:
+            nonlocal on_wire
+            on_wire += 1
             try:
-                async with client.post(path, data=body) as response:
+                async with client.post(path, data=body, headers={"Idempotency-Key": key}) as response:
                     status: int | str = response.status
                     text = await response.read()  # read to the end even when unused: the connection is reused
-                answer = json.loads(text) if status == 202 else None
+                    wait = retry_after_s(status, response.headers)
+                return status, json.loads(text) if status == 202 else None, wait
             except (aiohttp.ClientError, TimeoutError) as exc:
-                status, answer = type(exc).__name__, None
-            latency = (time.perf_counter() - start - due) * 1000
+                return type(exc).__name__, None, None
+            finally:
+                on_wire -= 1
+
+        async def one(kind: str, path: str, body: bytes, due: float, start: float) -> None:
+            key = uuid.uuid4().hex  # kept across tries: a retry can never make a second event
+            shed: list[float] = []
+            tried = due
+            for tries in range(1, config.max_tries + 1):
+                status, answer, wait = await attempt(path, body, key)
+                if wait is None:
+                    break
+                shed.append((time.perf_counter() - start - tried) * 1000)
+                if tries < config.max_tries:
+                    # no sooner than asked, longer each time (a server still shedding is still
+                    # overloaded, and retries add to its load), and spread out: clients all told
+                    # "1 s" at once must not all come back in the same instant
+                    await asyncio.sleep(wait * 2 ** (tries - 1) * (1 + random.random()))
+                    tried = time.perf_counter() - start
+            now = time.perf_counter() - start
             players = tuple(s["playerId"] for s in json.loads(body)) if kind == "scores" and status == 202 else ()
-            on_outcome(Outcome(kind, due, status, latency, answer, players))
+            on_outcome(Outcome(kind, due, status, (now - tried) * 1000, answer, players, tuple(shed),
+                               total_ms=(now - due) * 1000))
 
         start = time.perf_counter()
         for due in arrivals(PROFILES[config.profile], config.rate, config.duration_s):
@@ -196,7 +258,7 @@ async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callabl
             if delay > 0:
                 await asyncio.sleep(delay)
             kind, path, body = requests.next()
-            if len(in_flight) >= config.max_in_flight:
+            if on_wire >= config.max_in_flight:
                 overflow += 1
                 continue
             task = asyncio.create_task(one(kind, path, body, due, start))
@@ -313,6 +375,9 @@ def _progress(config: LoadConfig, outcomes: list[Outcome], started: float) -> Ta
     table.add_row("offered now", f"{offered:.0f} req/s")
     table.add_row("answered", str(len(outcomes)))
     table.add_row("statuses", ", ".join(f"{k}: {n}" for k, n in Counter(str(o.status) for o in outcomes).items()))
+    shed = [ms for o in outcomes[-2000:] for ms in o.shed_ms]
+    table.add_row("shed (429/503, retried)", f"{sum(len(o.shed_ms) for o in outcomes)} answers"
+                  + (f"; p95 {percentile(shed, 95):.0f} ms (recent)" if shed else ""))
     table.add_row("p95 latency (recent)",
                   f"{percentile([o.latency_ms for o in recent], 95):.0f} ms" if recent else "-")
     return table

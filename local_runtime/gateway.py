@@ -1,7 +1,8 @@
 """A local API Gateway: an ASGI app that turns each HTTP request into the REST API's Lambda proxy
 event, calls the function that owns the route, and turns its answer back into HTTP. Like API
-Gateway it keeps the door: a body within the contract's limit, a request within time limits, and
-with no API keys configured, only requests addressed to a loopback name."""
+Gateway it keeps the door: a body within the contract's limit, a request within time limits, no
+more requests in the handlers than it can soon answer, and with no API keys configured, only
+requests addressed to a loopback name."""
 
 from __future__ import annotations
 
@@ -19,9 +20,18 @@ import pybase64
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from adapters.factory import Settings
 from core.access import API_KEY_HEADER, ApiKeys
 from core.api import NOSNIFF
-from core.errors import BlackboxError, Forbidden, HeadersTooLarge, NotFound, PayloadTooLarge, RequestTimeout
+from core.errors import (
+    BlackboxError,
+    Forbidden,
+    HeadersTooLarge,
+    NotFound,
+    PayloadTooLarge,
+    RequestTimeout,
+    Unavailable,
+)
 from core.requests import MAX_BODY_BYTES
 from core.timeutil import now_ms
 from dashboard import HEADERS as DASHBOARD_HEADERS
@@ -37,6 +47,8 @@ HEADER_TIMEOUT = 10.0
 MAX_HEAD_BYTES = 64 * 1024
 # a whole body: the contract's 1 MiB at 35 KB/s
 BODY_TIMEOUT = 30.0
+# a shed request's client may try again this soon: the handlers drain a full bound well within it
+RETRY_AFTER_S = 1
 # in open mode (no keys) the names a request may be addressed to: a page of another site that got
 # its name to resolve to 127.0.0.1 (DNS rebinding) still sends its own name
 _LOOPBACK_HOST = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?", re.IGNORECASE)
@@ -44,6 +56,13 @@ _LOOPBACK_HOST = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?", r
 
 class _Disconnected(Exception):
     """The client went away before its body ended: there is no one to answer."""
+
+
+class Overloaded(Unavailable):
+    """The bound on in-flight requests is reached: answered before the handler runs, so nothing of
+    the request was published, and a retry (with the same Idempotency-Key) is safe."""
+
+    retry_after_s = RETRY_AFTER_S
 
 
 _ROUTES = [
@@ -98,11 +117,19 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
 
 
 class Gateway:
-    def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT) -> None:
+    """`max_in_flight` bounds the requests in the handlers, running or waiting for one of the
+    `workers` threads (default: BLACKBOX_MAX_IN_FLIGHT, else twice the threads). Past it a request is
+    answered 503 with Retry-After at once: a queue only turns overload into seconds of latency,
+    then client timeouts and retries, and holds every waiting body in memory."""
+
+    def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT,
+                 max_in_flight: int | None = None) -> None:
         self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
         self._handlers: dict[str, Handler] = {}
         self._body_timeout = body_timeout
+        self._max_in_flight = max_in_flight or Settings().max_in_flight or 2 * workers
+        self._in_flight = 0  # only the event loop's thread counts, so no lock
 
     def _handler(self, function: str) -> Handler:
         if function not in self._handlers:
@@ -133,19 +160,32 @@ class Gateway:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
             function, template = matched
             caller = self._keys.authorize(_header(scope, API_KEY_HEADER), scope["method"], template)
+            self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
             body = await self._read_body(scope, receive)
+            # and again once it has arrived: a slow body holds no place, but may find none left
+            self._check_capacity()
         except _Disconnected:
             return
         except BlackboxError as error:
-            # answered before the body was read to its end: closing is what stops the rest coming
-            await self._error(send, error, close=True)
+            # answered before the body was read to its end: closing is what stops the rest coming;
+            # but a shed request's client will be back, and the HTTP parser drops the rest unbuffered
+            await self._error(send, error, close=not isinstance(error, Overloaded))
             return
-        event = proxy_event(scope, body, caller.key_id if caller else None)
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(
-            self._executor, self._handler(function), event, LocalContext(function_name=function)
-        )
+        self._in_flight += 1
+        try:
+            event = proxy_event(scope, body, caller.key_id if caller else None)
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(
+                self._executor, self._handler(function), event, LocalContext(function_name=function)
+            )
+        finally:
+            self._in_flight -= 1
         await self._respond(send, result)
+
+    def _check_capacity(self) -> None:
+        if self._in_flight >= self._max_in_flight:
+            raise Overloaded(f"this server has {self._in_flight} requests in hand; "
+                             f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -185,11 +225,12 @@ class Gateway:
 
     @staticmethod
     async def _error(send: Send, error: BlackboxError, close: bool = False) -> None:
-        await Gateway._respond(send, {
-            "statusCode": error.status,
-            "headers": {"Content-Type": "application/json", **({"Connection": "close"} if close else {})},
-            "body": json.dumps(error.body()),
-        })
+        headers = {"Content-Type": "application/json"}
+        if close:
+            headers["Connection"] = "close"
+        if error.retry_after_s is not None:
+            headers["Retry-After"] = str(error.retry_after_s)
+        await Gateway._respond(send, {"statusCode": error.status, "headers": headers, "body": json.dumps(error.body())})
 
     @staticmethod
     async def _respond(send: Send, result: dict[str, Any]) -> None:
@@ -235,12 +276,16 @@ class GuardedHttp(HttpToolsProtocol):
     """uvicorn's HTTP/1.1 (httptools) with limits on a request's head, which it has not: it waits
     for headers forever (a slow client holds a connection), and httptools keeps headers of any size.
     A head must end within `header_timeout` of the connection's opening or of its first byte, and
-    within MAX_HEAD_BYTES; else it is answered (408, 431) and the connection closed."""
+    within MAX_HEAD_BYTES; else it is answered (408, 431) and the connection closed. A body answered
+    before it ended (a shed request's) is dropped as it comes, within `body_timeout`, after which
+    the connection idles as after any answer; else the connection is closed."""
 
     header_timeout = HEADER_TIMEOUT
+    body_timeout = BODY_TIMEOUT
     _head_timer: asyncio.TimerHandle | None = None
     _head_bytes = 0
     _head_began = False
+    _rest_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -250,6 +295,22 @@ class GuardedHttp(HttpToolsProtocol):
         super().on_message_begin()
         self._head_began = True
         self._await_head()
+        self._unset_keepalive_if_required()  # armed below when the last body ended in this same read
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        if self.cycle.response_complete:
+            # the rest of a body answered unread is in: uvicorn armed the idle timer at the answer,
+            # and that body's bytes stopped it
+            self._rest_done()
+            self._unset_keepalive_if_required()
+            idle = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
+            self.timeout_keep_alive_task = idle
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.cycle.response_complete and self.cycle.more_body and not self.transport.is_closing():
+            self._rest_timer = self.loop.call_later(self.body_timeout, self.transport.close)
 
     def on_headers_complete(self) -> None:
         self._head_done()
@@ -266,6 +327,7 @@ class GuardedHttp(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_done()
+        self._rest_done()
         super().connection_lost(exc)
 
     def _await_head(self) -> None:
@@ -278,6 +340,11 @@ class GuardedHttp(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _rest_done(self) -> None:
+        if self._rest_timer is not None:
+            self._rest_timer.cancel()
+            self._rest_timer = None
 
     def _refuse(self, error: BlackboxError) -> None:
         self._head_done()

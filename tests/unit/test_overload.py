@@ -1,0 +1,208 @@
+"""Overload answered, not queued (issue 21): past its bound on in-flight requests the local gateway
+answers 503 with Retry-After at once and before any handler runs, so a shed request is never
+published and everything accepted stays queryable; the load generator waits as told and tries
+again with the same Idempotency-Key, and counts what was shed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pybase64
+import pytest
+import uvicorn
+
+from adapters.factory import Adapters
+from core.idempotency import new_event_id
+from crashes.persistence import persist_crashes
+from loadgen.run import LoadConfig, LoadReport, Outcome, Verification, _Requests, _send_all
+from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, http_config
+from local_runtime.process import free_port
+
+SKU = "overload:pc"
+JSON = {"content-type": "application/json"}
+# large enough that one capture is still in its handler when the others arrive
+BODY_BYTES = 700 * 1024
+
+
+def crash_body(n: int) -> bytes:
+    blob = pybase64.b64encode(random.Random(n).randbytes(BODY_BYTES * 3 // 4)).decode()
+    return json.dumps({"sku": SKU, "n": n, "attachments": {"dump.bin": blob}}).encode()
+
+
+def logged_event_ids(adapters: Adapters) -> Counter[str]:
+    records = adapters.log.consumer("overload-test", "crashes").poll(1000, 1 << 30, timeout_s=0.1)
+    return Counter(dict(r.headers)["eventId"].decode() for r in records)
+
+
+async def post_all(gateway: Gateway, bodies: dict[int, bytes]) -> dict[int, tuple[httpx.Response, float]]:
+    """Each body posted at once, with Idempotency-Key k<n>: its answer and how long that took."""
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://localhost") as client:
+        async def post(n: int) -> tuple[httpx.Response, float]:
+            started = time.perf_counter()
+            answer = await client.post("/v1/crashes", content=bodies[n], headers=JSON | {"idempotency-key": f"k{n}"})
+            return answer, time.perf_counter() - started
+
+        return dict(zip(bodies, await asyncio.gather(*map(post, bodies)), strict=True))
+
+
+async def listed(gateway: Gateway) -> list[str]:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://localhost") as client:
+        answer = await client.get("/v1/crashes", params={"sku": SKU, "limit": 100})
+    assert answer.status_code == 200
+    return [r["eventId"] for r in answer.json()["reports"]]
+
+
+def test_past_the_bound_captures_are_shed_at_once_and_never_published(adapters: Adapters):
+    gateway = Gateway(workers=1, max_in_flight=1)
+    bodies = {n: crash_body(n) for n in range(8)}
+    answers = asyncio.run(post_all(gateway, bodies))
+
+    accepted = {n: a.json()["eventId"] for n, (a, _) in answers.items() if a.status_code == 202}
+    shed = [n for n, (a, _) in answers.items() if a.status_code == 503]
+    assert accepted and shed and len(accepted) + len(shed) == len(bodies)
+    for n in shed:
+        answer, took = answers[n]
+        assert answer.headers["retry-after"] == str(RETRY_AFTER_S)
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert set(answer.json()) == {"error", "message"} and answer.json()["error"] == "unavailable"
+        assert took < 0.2, took
+    # exactly the accepted ones were published: shedding comes before the handler
+    assert logged_event_ids(adapters) == Counter(accepted.values())
+
+    # each shed one, tried again alone with its key, is taken once; then all of them are queryable
+    for n in shed:
+        [(answer, _)] = asyncio.run(post_all(gateway, {n: bodies[n]})).values()
+        assert answer.status_code == 202
+        assert answer.json()["eventId"] == new_event_id(f"crash\x00{SKU}", f"k{n}")
+    records = adapters.log.consumer("overload-persist", "crashes").poll(1000, 1 << 30, timeout_s=0.1)
+    assert len(records) == len(bodies)
+    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+    assert Counter(asyncio.run(listed(gateway))) == Counter(dict(r.headers)["eventId"].decode() for r in records)
+
+
+def running(config: uvicorn.Config) -> Iterator[int]:
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive()
+        time.sleep(0.01)
+    yield config.port
+    server.should_exit = True
+    thread.join()
+
+
+@pytest.fixture
+def tight_server(adapters: Adapters) -> Iterator[str]:
+    """The gateway on uvicorn as serve runs it, with room for one request in its handlers."""
+    for port in running(http_config(Gateway(workers=1, max_in_flight=1), "127.0.0.1", free_port())):
+        yield f"http://127.0.0.1:{port}"
+
+
+class QuickBodies(GuardedHttp):
+    body_timeout = 1.0
+
+
+@pytest.fixture
+def full_server() -> Iterator[tuple[str, int]]:
+    """A gateway whose one place is taken (as by a request in its handler), a 1 s body timeout and
+    a 0.5 s idle timeout."""
+    gateway = Gateway(max_in_flight=1)
+    gateway._in_flight = 1
+    config = http_config(gateway, "127.0.0.1", free_port())
+    config.http, config.timeout_keep_alive = QuickBodies, 0.5
+    for port in running(config):
+        yield "127.0.0.1", port
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    [length] = [int(line.split(b":")[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length")]
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+HEAD = (b"POST /v1/crashes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 20000\r\n\r\n")
+
+
+PART = b'{"sku": "g:pc", "n": '
+REST = b"1" * (20000 - len(PART) - 1) + b"}"
+
+
+def test_a_shed_request_is_answered_without_waiting_for_its_body_and_its_connection_kept(
+        full_server: tuple[str, int]):
+    with socket.create_connection(full_server, timeout=5) as sock:
+        started = time.monotonic()
+        sock.sendall(HEAD + PART)  # and the rest of the body not yet
+        answer = read_answer(sock)
+        assert time.monotonic() - started < 0.5
+        assert answer.startswith(b"HTTP/1.1 503 ") and b"retry-after: 1\r\n" in answer.lower()
+        assert b'"error": "unavailable"' in answer and b"connection: close" not in answer.lower()
+        # the rest of the body is dropped, not taken for a request; the next one is served
+        sock.sendall(REST + b"GET /dashboard/app.js HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        assert read_answer(sock).startswith(b"HTTP/1.1 200 ")
+
+
+def test_once_the_rest_of_a_shed_body_is_in_the_connection_idles_as_after_any_answer(
+        full_server: tuple[str, int]):
+    with socket.create_connection(full_server, timeout=5) as sock:
+        sock.sendall(HEAD + PART)
+        assert read_answer(sock).startswith(b"HTTP/1.1 503 ")
+        time.sleep(0.2)
+        sock.sendall(REST)
+        started = time.monotonic()
+        assert sock.recv(1) == b"" and time.monotonic() - started < 2  # closed by the 0.5 s idle timer
+
+
+def test_a_shed_request_whose_body_keeps_trickling_is_closed_after_the_body_timeout(full_server: tuple[str, int]):
+    with socket.create_connection(full_server, timeout=5) as sock:
+        sock.sendall(HEAD + PART)
+        assert read_answer(sock).startswith(b"HTTP/1.1 503 ")
+        started = time.monotonic()
+        sock.settimeout(0.2)
+        while time.monotonic() - started < 3:  # a byte now and then: never idle, never done
+            try:
+                if sock.recv(1) == b"":
+                    break
+            except TimeoutError:
+                sock.sendall(b" ")
+        assert 0.9 < time.monotonic() - started < 2
+
+
+def test_the_load_generator_waits_as_told_retries_with_its_key_and_counts_what_was_shed(
+        adapters: Adapters, tight_server: str):
+    config = LoadConfig(url=tight_server, rate=1000, duration_s=0.03, crash_kb=300, mix=(1, 0, 0))
+    outcomes: list[Outcome] = []
+    asyncio.run(_send_all(config, _Requests(config, SKU, "board"), outcomes.append))
+
+    assert len(outcomes) == 30 and all(o.status == 202 for o in outcomes)
+    retried = [o for o in outcomes if o.shed_ms]
+    assert retried, "a bound of one and 30 large crashes within 30 ms: some must have been shed"
+    # each shed answer came at once, and the next try no sooner than Retry-After said
+    assert all(ms < 200 for o in retried for ms in o.shed_ms)
+    assert all(o.total_ms >= 1000 * RETRY_AFTER_S * len(o.shed_ms) for o in retried)
+    # the retries made no second event: each accepted crash is on the log once
+    assert logged_event_ids(adapters) == Counter(o.answer["eventId"] for o in outcomes)
+
+    report = LoadReport(config, "run", 0, 1.0, outcomes, Verification(), 0)
+    shed = report.shed()
+    assert (shed["answers"], shed["requests"], shed["gaveUp"]) == (
+        sum(len(o.shed_ms) for o in retried), len(retried), 0)
+    assert shed["latencyMs"]["count"] == shed["answers"]
+    assert shed["acceptedAfterRetriesMs"]["count"] == len(retried)
+    assert "shed (429/503 with Retry-After)" in report.as_text()

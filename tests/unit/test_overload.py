@@ -74,7 +74,7 @@ def test_past_the_bound_captures_are_shed_at_once_and_never_published(adapters: 
         assert answer.headers["content-type"] == "application/json"
         assert answer.headers["x-content-type-options"] == "nosniff"
         assert set(answer.json()) == {"error", "message"} and answer.json()["error"] == "unavailable"
-        assert took < 0.2, took
+        assert took < 0.5, took
     # exactly the accepted ones were published: shedding comes before the handler
     assert logged_event_ids(adapters) == Counter(accepted.values())
 
@@ -194,7 +194,7 @@ def test_the_load_generator_waits_as_told_retries_with_its_key_and_counts_what_w
     retried = [o for o in outcomes if o.shed_ms]
     assert retried, "a bound of one and 30 large crashes within 30 ms: some must have been shed"
     # each shed answer came at once, and the next try no sooner than Retry-After said
-    assert all(ms < 200 for o in retried for ms in o.shed_ms)
+    assert all(ms < 500 for o in retried for ms in o.shed_ms)
     assert all(o.total_ms >= 1000 * RETRY_AFTER_S * len(o.shed_ms) for o in retried)
     # the retries made no second event: each accepted crash is on the log once
     assert logged_event_ids(adapters) == Counter(o.answer["eventId"] for o in outcomes)

@@ -42,6 +42,8 @@ MAX_MESSAGE_BYTES = MAX_BODY_BYTES + (64 << 10)
 # records taken from the client's buffer at a time while a batch fills
 CHUNK_RECORDS = 64
 PUBLISH_TIMEOUT_S = 2.0
+SESSION_TIMEOUT_MS = 10_000
+HEARTBEAT_INTERVAL_MS = 1_000
 READ_TIMEOUT_S = 10.0
 # The deploy's admin requests (provision_topics): the first from a cold SASL_SSL client signs an IAM
 # token, shakes hands and finds the controller, well past what a publish may wait; a cluster just
@@ -323,6 +325,10 @@ class KafkaEventLog:
 
 
 class KafkaLogConsumer:
+    """A member of the group: the group's coordinator hands it partitions and takes them away when
+    members join, leave or die. Nothing is committed but what the caller commits, and a partition
+    always starts at its committed offset, whoever had it before."""
+
     def __init__(self, config: dict[str, Any], group: str, topic: str, logical_topic: str) -> None:
         self._topic = topic
         self._logical_topic = logical_topic
@@ -333,17 +339,42 @@ class KafkaLogConsumer:
             "auto.offset.reset": "earliest",
             "fetch.message.max.bytes": MAX_MESSAGE_BYTES,
             "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+            # a member that died (SIGKILL, its machine lost) keeps its partitions this long before
+            # the others take them over: Kafka's former default, rather than librdkafka's 45 s
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            # and the members learn of a rebalance (one joined, left or died) within this
+            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
         })
-        self._consumer.subscribe([topic])
+        self._revoked = False
+        # the library unassigns by itself after the callback; it gets lost partitions too
+        self._consumer.subscribe([topic], on_revoke=self._on_revoke)
+
+    def _on_revoke(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+        """Called from within consume(), so only while a batch fills, never while the caller
+        handles one: a batch it was handed is its own to finish and commit."""
+        self._revoked = True
 
     def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:
+        """A batch, or none when the group took partitions away while it filled: what was taken of
+        them is another member's now, and handing it to the handler would commit offsets there; what
+        came after a partition was given back starts at its committed offset again, so it could
+        repeat what the batch holds. So the batch is dropped, and every partition held now goes back
+        to its committed offset."""
+        self._revoked = False
+        batch = self._fill(max_records, max_bytes, timeout_s)
+        if self._revoked:
+            self.rewind()
+            return []
+        return batch
+
+    def _fill(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:
         """Waits up to `timeout_s` for a first record, then takes what the client already holds, in
         small chunks sized to the bytes left: consume() of a whole batch would wait out its timeout
         whenever fewer records are there, and what does not fit has to be fetched again."""
         batch: list[LogRecord] = []
         size = largest = 0
         messages = self._consumer.consume(num_messages=1, timeout=timeout_s)
-        while messages:
+        while messages and not self._revoked:
             for i, message in enumerate(messages):
                 error = message.error()
                 if error is not None:

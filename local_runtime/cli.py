@@ -24,7 +24,7 @@ from core.timeutil import now_ms
 from core.topics import DEADLETTER, replay_dead_letters, replay_spilled
 from local_runtime.errors import UserError
 from local_runtime.functions import API_ROUTES, CONSUMERS, FUNCTIONS, LocalContext, load_handler
-from local_runtime.server import check_engines, lock_data_dir, serve
+from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
 from local_runtime.smoke import register as register_smoke
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
@@ -61,8 +61,14 @@ def _adapters(settings: Settings) -> Iterator[Adapters]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    serve(_settings(args), args.host, args.port)
+    serve(_settings(args), args.host, args.port, args.role, args.workers)
     return 0
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
+    return int(text)
 
 
 def _sample(function: str) -> str:
@@ -201,9 +207,19 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--profile", choices=["embedded", "services"], default=None,
                        help="embedded (SQLite, the default) or services (Kafka, MySQL, Couchbase)")
 
-    serve_cmd = command("serve", "run the API, the consumers and the workers until stopped")
+    serve_cmd = command("serve", "run the API, the consumers and the periodic jobs until stopped")
     serve_cmd.add_argument("--host", default="127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=8080)
+    serve_cmd.add_argument("--role", choices=ROLES, default="all",
+                           help="all (the default): the API and the consumers; api: the HTTP API alone; consumers: "
+                           "the consumers and the purge alone. api and consumers need --profile services, where "
+                           "any number of serves, on any number of machines, share the engines as one system "
+                           "(docs/scale-out.md)")
+    serve_cmd.add_argument("--workers", type=_workers, default=None, metavar="N",
+                           help=f"processes per role (default: one per CPU, {default_workers()} here); API workers "
+                           "share the port. On embedded the consumers stay one process whatever N (the SQLite log "
+                           "has no consumer groups), and the N API workers append to the log's file in turn "
+                           "(SQLite's lock): they add CPU for requests, not write throughput")
     storage_options(serve_cmd)
     serve_cmd.set_defaults(run=_serve)
 

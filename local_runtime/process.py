@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,14 +23,18 @@ def free_port() -> int:
 
 class Serve:
     def __init__(self, data_dir: Path, log_path: Path, profile: str = "embedded",
-                 env: dict[str, str] | None = None, host: str = "127.0.0.1") -> None:
+                 env: dict[str, str] | None = None, host: str = "127.0.0.1", *, role: str = "all",
+                 workers: int | None = None) -> None:
         self.host = host
+        self.role = role
+        self.workers = workers
         self.data_dir = data_dir
         self.log_path = log_path
         self.profile = profile
         self.env = os.environ | (env or {})
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self._log_start = 0
 
     @property
     def url(self) -> str:
@@ -37,20 +42,39 @@ class Serve:
 
     def start(self) -> None:
         command = [sys.executable, "-m", "local_runtime.cli", "serve", "--host", self.host, "--port", str(self.port),
-                   "--data-dir", str(self.data_dir), "--profile", self.profile]
+                   "--data-dir", str(self.data_dir), "--profile", self.profile, "--role", self.role]
+        command += ["--workers", str(self.workers)] if self.workers else []
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"serve exited with {self.process.returncode}: {self.log_path.read_text()}")
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
+            if self._ready():
+                return
             time.sleep(0.1)
         raise RuntimeError("serve did not become healthy in 30 s")
+
+    def _ready(self) -> bool:
+        if self.role == "consumers":  # nothing to ask: started once it says so
+            return bool(self.pids("consumers"))
+        try:
+            return httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def pids(self, kind: str) -> list[int]:
+        """The process ids of this serve's `kind` workers (api, consumers) as it runs now: those it
+        announced, with the one it started in place of each that died."""
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_start)
+            text = log.read().decode(errors="replace")
+        announced = re.search(rf"^  processes .*?; {'API' if kind == 'api' else kind} ([\d, ]+)", text, re.M)
+        pids = [int(pid) for pid in announced.group(1).split(", ")] if announced else []
+        for dead, again in re.findall(r"\(pid (\d+)\) .*; started it again as pid (\d+)", text):
+            pids = [int(again) if pid == int(dead) else pid for pid in pids]
+        return pids
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.process is not None

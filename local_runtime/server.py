@@ -1,17 +1,32 @@
-"""`blackbox serve`: the API behind the local gateway, and every consumer behind a poller, in one
-process until SIGINT/SIGTERM; then the in-flight batches finish and are committed."""
+"""`blackbox serve`: a supervisor and its worker processes, until SIGINT/SIGTERM.
+
+API workers accept on one listening socket that the supervisor binds before it starts them (the
+pre-fork model of gunicorn and `uvicorn --workers`): the kernel hands each connection to a worker
+that is free, and a worker's death loses nothing queued on the socket. Consumer workers run a
+poller per consumer function, each a member of that function's consumer group, so on the
+services profile any number of them, on any number of machines, share the partitions. On
+SIGINT/SIGTERM every worker finishes what it has in flight (requests answered, batches committed)
+and serve exits 0. A worker that dies is reported and started again; one that dies within
+QUICK_DEATH_S of starting, MAX_QUICK_DEATHS times in a row, stops serve with exit 2."""
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import multiprocessing
 import os
 import signal
 import socket
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from multiprocessing.context import SpawnProcess
 from pathlib import Path
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -24,27 +39,44 @@ from local_runtime.gateway import Gateway, http_config
 from local_runtime.periodic import purger, spill_replayer
 from local_runtime.poller import Poller
 
+Role = Literal["all", "api", "consumers"]
+ROLES: tuple[Role, ...] = get_args(Role)
+QUICK_DEATH_S = 10.0
+MAX_QUICK_DEATHS = 3
+# how often the supervisor looks for dead workers, and a worker for a dead supervisor
+WATCH_S = 0.2
+
 
 class DataDirInUse(UserError):
     pass
 
 
+class WorkerFailed(UserError):
+    pass
+
+
+def default_workers() -> int:
+    """One worker per CPU this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 class _Server(uvicorn.Server):
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
-        """uvicorn re-raises SIGINT/SIGTERM once it has stopped, which would kill the process before
-        the pollers finish their batches; here the signal only stops the server."""
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        """uvicorn re-raises the signal once it has stopped, which would kill the worker before
+        its spill replay finishes; here SIGTERM (from the supervisor) only stops the server."""
+        previous = signal.signal(signal.SIGTERM, self.handle_exit)
         try:
             yield
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            signal.signal(signal.SIGTERM, previous)
 
 
 def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass another --data-dir") -> int:
-    """One serve per data directory: two would both consume the same topics (and `blackbox invoke`
-    takes it too, unless told to run beside a live serve)."""
+    """One serve per data directory on the embedded profile: two would both consume the same
+    topics (and `blackbox invoke` takes it too, unless told to run beside a live serve)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(data_dir / "serve.lock", os.O_CREAT | os.O_RDWR)
     try:
@@ -132,40 +164,168 @@ def _base_url(host: str, port: int) -> str:
     return f"http://[{shown}]:{port}" if ":" in shown else f"http://{shown}:{port}"
 
 
-def serve(settings: Settings, host: str, port: int) -> None:
+@dataclass(frozen=True)
+class Job:
+    """What one worker process runs. Slot 0 of each kind also runs a periodic job: the API's the
+    spill replay (the spill directory is the machine's where capture runs), the consumers' the
+    retention purge."""
+
+    kind: Literal["api", "consumers"]
+    slot: int
+
+    def __str__(self) -> str:
+        return f"{'API' if self.kind == 'api' else 'consumers'} worker {self.slot}"
+
+
+def jobs(role: Role, workers: int, profile: str) -> list[Job]:
+    """On embedded the consumers are one process whatever `workers`: the SQLite log has no
+    consumer groups, so two would each read every partition."""
+    api = [Job("api", slot) for slot in range(workers)] if role != "consumers" else []
+    consumers = 1 if profile == "embedded" else workers
+    return api + ([Job("consumers", slot) for slot in range(consumers)] if role != "api" else [])
+
+
+def _die_with(supervisor: int) -> None:
+    """A worker whose supervisor died (SIGKILL, the OOM killer) dies too, as the one process of an
+    older serve did: an orphan would hold the port and its partitions with no one to stop it.
+    What it had in flight is not lost: uncommitted batches come again, unanswered requests were
+    never acknowledged."""
+    while os.getppid() == supervisor:
+        time.sleep(WATCH_S)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: int) -> None:
+    """A worker process's body (run by multiprocessing's spawn: a fresh interpreter, no client
+    state inherited from the supervisor)."""
+    # Ctrl-C reaches the whole process group: the supervisor answers it by sending SIGTERM
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stop = threading.Event()
+    if job.kind == "consumers":
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threading.Thread(target=_die_with, args=(supervisor,), name="supervisor-watch", daemon=True).start()
+    adapters = build(settings)
+    install(adapters)
+    threads: list[threading.Thread] = []
+    try:
+        if job.kind == "api":
+            assert sock is not None
+            threads += [spill_replayer(adapters, stop)] if job.slot == 0 else []
+            for thread in threads:
+                thread.start()
+            host, port = sock.getsockname()[:2]
+            # returns after SIGTERM, once in-flight requests are answered
+            _Server(http_config(Gateway(settings.api_keys), host, port)).run(sockets=[sock])
+        else:
+            threads += [purger(adapters, stop)] if job.slot == 0 else []
+            prefix = settings.kafka_topic_prefix
+            threads += [Poller(adapters.log, name, topic, load_handler(name), stop, topic_prefix=prefix)
+                        for name, topic in CONSUMERS.items()]
+            for thread in threads:
+                thread.start()
+            stop.wait()
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        install(None)
+        adapters.close()
+
+
+def _death(exitcode: int) -> str:
+    if exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with code {exitcode}"
+
+
+class Supervisor:
+    """Starts a worker process per job, starts again each one that dies, and on SIGINT/SIGTERM
+    sends SIGTERM to all and waits for them."""
+
+    def __init__(self, settings: Settings, sock: socket.socket | None, planned: list[Job]) -> None:
+        self._settings = settings
+        self._sock = sock
+        self._spawn_context = multiprocessing.get_context("spawn")
+        self._stop = threading.Event()
+        self.running: dict[Job, tuple[SpawnProcess, float]] = {}
+        self._planned = planned
+
+    def _start(self, job: Job) -> SpawnProcess:
+        process = self._spawn_context.Process(target=_work, args=(job, self._settings, self._sock, os.getpid()),
+                                              name=f"blackbox {job}")
+        process.start()
+        self.running[job] = (process, time.monotonic())
+        return process
+
+    def pids(self, kind: str) -> str:
+        return ", ".join(str(process.pid) for job, (process, _) in self.running.items() if job.kind == kind)
+
+    def run(self, started: Callable[[Supervisor], None]) -> None:
+        """Starts the workers, calls `started`, and supervises them until SIGINT/SIGTERM; raises
+        WorkerFailed once a worker keeps dying as soon as it starts."""
+        previous = {sig: signal.signal(sig, lambda *_: self._stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+        quick_deaths: Counter[Job] = Counter()
+        try:
+            for job in self._planned:
+                self._start(job)
+            started(self)
+            while not self._stop.wait(WATCH_S):
+                for job, (process, since) in list(self.running.items()):
+                    if process.exitcode is None:
+                        continue
+                    death = _death(process.exitcode)
+                    quick_deaths[job] = quick_deaths[job] + 1 if time.monotonic() - since < QUICK_DEATH_S else 0
+                    if quick_deaths[job] >= MAX_QUICK_DEATHS:
+                        raise WorkerFailed(f"{job} died {MAX_QUICK_DEATHS} times within {QUICK_DEATH_S:g} s of "
+                                           f"starting (the last {death}), so serve stopped",
+                                           "the lines above say why")
+                    again = self._start(job)
+                    print(f"blackbox: {job} (pid {process.pid}) {death}; started it again as pid {again.pid}",
+                          file=sys.stderr, flush=True)
+        finally:
+            self._stop_all()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _stop_all(self) -> None:
+        for process, _ in self.running.values():
+            if process.exitcode is None:
+                process.terminate()
+        for process, _ in self.running.values():
+            process.join()
+
+
+def serve(settings: Settings, host: str, port: int, role: Role = "all", workers: int | None = None) -> None:
+    if settings.profile == "embedded" and role != "all":
+        raise UserError(f"--role {role} needs the services profile: on embedded one serve runs the API and the "
+                        "consumers together (the SQLite log has no consumer groups)",
+                        "leave out --role, or pass --profile services")
+    planned = jobs(role, workers or default_workers(), settings.profile)
     keys = settings.api_keys
     host, keys_line = _open_host(keys, host)
     with ExitStack() as running:
-        sock = running.enter_context(listen(host, port))
-        running.callback(os.close, lock_data_dir(settings.data_dir))
+        sock = running.enter_context(listen(host, port)) if role != "consumers" else None
+        if settings.profile == "embedded":
+            running.callback(os.close, lock_data_dir(settings.data_dir))
         # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         check_engines(settings)
-        adapters = build(settings)
-        running.callback(adapters.close)
-        migrate(settings)  # as the AWS deployment's custom resource does before the functions run
-        install(adapters)
-        running.callback(install, None)
-        stop = threading.Event()
-        workers: list[threading.Thread] = [spill_replayer(adapters, stop), purger(adapters, stop)]
-        prefix = adapters.settings.kafka_topic_prefix
-        workers += [Poller(adapters.log, name, topic, load_handler(name), stop, topic_prefix=prefix)
-                    for name, topic in CONSUMERS.items()]
-        for worker in workers:
-            worker.start()
+        migrate(settings)  # once, before any worker: as the AWS deployment's custom resource does
 
-        @running.callback
-        def _drain() -> None:
-            stop.set()
-            for worker in workers:
-                worker.join()
+        def announce(supervisor: Supervisor) -> None:
+            processes = f"  processes  supervisor {os.getpid()}"
+            processes += f"; API {supervisor.pids('api')}" if role != "consumers" else ""
+            processes += f"; consumers {supervisor.pids('consumers')}" if role != "api" else ""
+            if sock is None:
+                print(f"Blackbox consumers running ({settings.profile}, data in {settings.data_dir}); "
+                      f"Ctrl-C stops them\n{processes}", flush=True)
+                return
+            url = _base_url(host, port)
+            lan = f"  LAN        http://<this machine's address>:{port}\n" if host in ("0.0.0.0", "::") else ""
+            print(f"Blackbox serving on {url} ({settings.profile}, data in {settings.data_dir}); Ctrl-C stops it\n"
+                  f"  API        {url}/v1   (try: curl {url}/v1/health)\n"
+                  f"  dashboard  {url}/\n{lan}"
+                  f"  keys       {keys_line}\n{processes}", flush=True)
 
-        url = _base_url(host, port)
-        lan = f"  LAN        http://<this machine's address>:{port}\n" if host in ("0.0.0.0", "::") else ""
-        print(f"Blackbox serving on {url} ({settings.profile}, data in {settings.data_dir}); Ctrl-C stops it\n"
-              f"  API        {url}/v1   (try: curl {url}/v1/health)\n"
-              f"  dashboard  {url}/\n{lan}"
-              f"  keys       {keys_line}", flush=True)
-        # returns after SIGINT/SIGTERM, once in-flight requests are answered
-        _Server(http_config(Gateway(keys), host, port)).run(sockets=[sock])
+        Supervisor(settings, sock, planned).run(announce)
     print("Blackbox stopped; every consumed batch is committed", flush=True)

@@ -1,0 +1,32 @@
+"""`blackbox serve --role/--workers`: what cannot work is one line before anything starts, and
+the processes planned per role and profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from local_runtime.cli import main
+from local_runtime.server import Job, jobs
+
+
+def test_on_embedded_the_api_and_the_consumers_are_not_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["serve", "--role", "consumers", "--data-dir", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("blackbox: --role consumers needs the services profile")
+    assert len(captured.err.splitlines()) == 1 and not (tmp_path / "serve.lock").exists()
+
+
+@pytest.mark.parametrize("workers", ["0", "-1", "two"])
+def test_workers_is_a_number_of_processes(workers: str, capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--workers", workers])
+    assert exited.value.code == 2 and "is not a number of processes" in capsys.readouterr().err
+
+
+def test_each_role_gets_its_workers_but_embedded_keeps_one_consumer():
+    assert jobs("all", 2, "services") == [Job("api", 0), Job("api", 1), Job("consumers", 0), Job("consumers", 1)]
+    assert jobs("all", 3, "embedded") == [Job("api", 0), Job("api", 1), Job("api", 2), Job("consumers", 0)]
+    assert jobs("api", 2, "services") == [Job("api", 0), Job("api", 1)]
+    assert jobs("consumers", 2, "services") == [Job("consumers", 0), Job("consumers", 1)]

@@ -43,7 +43,7 @@ def group_members(prefix: str, function: str) -> dict[str, list[int]]:
 
 def partitions(prefix: str, topic: str) -> list[int]:
     admin = AdminClient({"bootstrap.servers": settings().kafka_bootstrap})
-    return list(admin.list_topics(prefix + topic, timeout=10).topics[prefix + topic].partitions)
+    return sorted(admin.list_topics(prefix + topic, timeout=10).topics[prefix + topic].partitions)
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
@@ -66,10 +66,11 @@ def test_two_consumer_serves_of_one_group_lose_nothing_to_sigkill(tmp_path: Path
             assert client.put(f"/v1/leaderboards/{XP}", json={"order": "desc", "operator": "incr"}).status_code == 200
         burst(deployment, ledger, "calm", None, n=60)
         verify(deployment, ledger)
-        # one group: each of the two holds some of the topic's partitions
-        members = group_members(prefix, "session-counter")
-        assert len(members) == 2 and all(members.values()), members
-        assert sorted(p for held in members.values() for p in held) == sorted(partitions(prefix, SESSIONS))
+        # one group: once it settles, each of the two holds some of the topic's partitions
+        wait_until(lambda: len(held := group_members(prefix, "session-counter")) == 2 and all(held.values()),
+                   "the two did not settle into one group")
+        held = group_members(prefix, "session-counter")
+        assert sorted(p for partitions_held in held.values() for p in partitions_held) == partitions(prefix, SESSIONS)
 
         [worker] = consumers[0].pids("consumers")
         burst(deployment, ledger, "worker", lambda: psutil.Process(worker).send_signal(signal.SIGKILL))

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import suppress
 
 import httpx
 import pytest
-import uvicorn
 from aws_lambda_powertools.event_handler.api_gateway import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from hypothesis import given
@@ -26,6 +24,7 @@ from core.errors import UnsupportedMediaType
 from core.limits import PathSegment
 from local_runtime.gateway import MAX_HEAD_BYTES, Gateway, GuardedHttp, http_config
 from local_runtime.process import free_port
+from tests.uvicorn_thread import running
 
 SEGMENT = TypeAdapter(PathSegment)
 # the router as the handlers use it: Powertools compiles each route's path parameters this way
@@ -94,16 +93,8 @@ def gateway_url() -> Iterator[tuple[str, int]]:
     port = free_port()
     config = http_config(Gateway(body_timeout=0.5), "127.0.0.1", port)
     config.http = QuickHttp
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive()
-        time.sleep(0.01)
-    yield "127.0.0.1", port
-    server.should_exit = True
-    thread.join()
+    with running(config):
+        yield "127.0.0.1", port
 
 
 def answer_of(address: tuple[str, int], *parts: bytes, pause: float = 0) -> tuple[bytes, float]:

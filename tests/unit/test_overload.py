@@ -9,7 +9,6 @@ import asyncio
 import json
 import random
 import socket
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -17,7 +16,6 @@ from collections.abc import Iterator
 import httpx
 import pybase64
 import pytest
-import uvicorn
 
 from adapters.factory import Adapters
 from core.idempotency import new_event_id
@@ -25,6 +23,7 @@ from crashes.persistence import persist_crashes
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification, _Requests, _send_all
 from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, http_config
 from local_runtime.process import free_port
+from tests.uvicorn_thread import running
 
 SKU = "overload:pc"
 JSON = {"content-type": "application/json"}
@@ -89,23 +88,10 @@ def test_past_the_bound_captures_are_shed_at_once_and_never_published(adapters: 
     assert Counter(asyncio.run(listed(gateway))) == Counter(dict(r.headers)["eventId"].decode() for r in records)
 
 
-def running(config: uvicorn.Config) -> Iterator[int]:
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive()
-        time.sleep(0.01)
-    yield config.port
-    server.should_exit = True
-    thread.join()
-
-
 @pytest.fixture
 def tight_server(adapters: Adapters) -> Iterator[str]:
     """The gateway on uvicorn as serve runs it, with room for one request in its handlers."""
-    for port in running(http_config(Gateway(workers=1, max_in_flight=1), "127.0.0.1", free_port())):
+    with running(http_config(Gateway(workers=1, max_in_flight=1), "127.0.0.1", free_port())) as port:
         yield f"http://127.0.0.1:{port}"
 
 
@@ -121,7 +107,7 @@ def full_server() -> Iterator[tuple[str, int]]:
     gateway._in_flight = 1
     config = http_config(gateway, "127.0.0.1", free_port())
     config.http, config.timeout_keep_alive = QuickBodies, 0.5
-    for port in running(config):
+    with running(config) as port:
         yield "127.0.0.1", port
 
 

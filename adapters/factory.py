@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
 from core.access import ApiKeys
+from core.requests import MAX_IN_FLIGHT
 from crashes.spikes import SpikePolicy
 
 if TYPE_CHECKING:
@@ -67,8 +68,8 @@ class Settings(BaseSettings):
     # only `blackbox bench` uses Redis: the sorted-set baseline for leaderboards
     redis_url: str = "redis://127.0.0.1:16379/0"
     # the local gateway's bound on requests in its handlers (running or waiting for a thread): past it,
-    # 503 with Retry-After at once, rather than a queue of seconds; unset, twice its threads
-    max_in_flight: PositiveInt | None = None
+    # 503 with Retry-After at once, rather than a queue of seconds
+    max_in_flight: PositiveInt = MAX_IN_FLIGHT
 
 
 Port = Literal["log", "documents", "index", "counters", "ranking", "spill"]

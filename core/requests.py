@@ -12,6 +12,10 @@ from core.errors import BlackboxError, InvalidField, InvalidJson, MissingField, 
 from core.limits import MAX_JSON_DEPTH, check_json
 
 MAX_BODY_BYTES = 1 << 20
+# requests one `blackbox serve` API process holds in its handlers (running or waiting for a thread)
+# before it answers 503 with Retry-After instead of queueing: room for bursts of a few hundred
+# concurrent clients, not for a queue of seconds
+MAX_IN_FLIGHT = 512
 # RFC 8259 lets a parser ignore it; clients that write one should not lose their reports
 UTF8_BOM = b"\xef\xbb\xbf"
 

@@ -22,7 +22,6 @@ import pybase64
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from adapters.factory import Settings
 from core.access import API_KEY_HEADER, ApiKeys
 from core.api import NOSNIFF
 from core.errors import (
@@ -34,7 +33,7 @@ from core.errors import (
     RequestTimeout,
     Unavailable,
 )
-from core.requests import MAX_BODY_BYTES
+from core.requests import MAX_BODY_BYTES, MAX_IN_FLIGHT
 from core.timeutil import now_ms
 from dashboard import HEADERS as DASHBOARD_HEADERS
 from dashboard import asset
@@ -139,19 +138,18 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
 
 class Gateway:
     """`max_in_flight` bounds the requests in the handlers, running or waiting for one of the
-    `workers` threads (default: BLACKBOX_MAX_IN_FLIGHT, else twice the threads). Past it a request is
+    `workers` threads (serve passes BLACKBOX_MAX_IN_FLIGHT). Past it a request is
     answered 503 with Retry-After at once: a queue only turns overload into seconds of latency,
     then client timeouts and retries, and holds every waiting body in memory."""
 
     def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT,
-                 max_in_flight: int | None = None) -> None:
+                 max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
         self._handlers: dict[str, Handler] = {}
         self._body_timeout = body_timeout
-        self._max_in_flight = max_in_flight or Settings().max_in_flight or 2 * workers
+        self._max_in_flight = max_in_flight
         self._in_flight = 0  # only the event loop's thread counts, so no lock
-        return_freed_buffers()
 
     def _handler(self, function: str) -> Handler:
         if function not in self._handlers:

@@ -35,7 +35,7 @@ from adapters.factory import Settings, build, install, migrate
 from core.access import ApiKeys
 from local_runtime.errors import UserError
 from local_runtime.functions import CONSUMERS, load_handler
-from local_runtime.gateway import Gateway, http_config
+from local_runtime.gateway import Gateway, http_config, return_freed_buffers
 from local_runtime.periodic import purger, spill_replayer
 from local_runtime.poller import Poller
 
@@ -215,7 +215,9 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
                 thread.start()
             host, port = sock.getsockname()[:2]
             # returns after SIGTERM, once in-flight requests are answered
-            _Server(http_config(Gateway(settings.api_keys), host, port)).run(sockets=[sock])
+            return_freed_buffers()  # process-wide: once, in the API worker
+            gateway = Gateway(settings.api_keys, max_in_flight=settings.max_in_flight)
+            _Server(http_config(gateway, host, port)).run(sockets=[sock])
         else:
             threads += [purger(adapters, stop)] if job.slot == 0 else []
             prefix = settings.kafka_topic_prefix

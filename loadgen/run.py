@@ -278,7 +278,9 @@ def verify(config: LoadConfig, sku: str, board: str, outcomes: list[Outcome], co
     v = Verification(crashes_accepted=len(crash_ids), sessions_accepted=sessions, players_accepted=len(players))
     deadline = time.monotonic() + config.verify_timeout_s
     what = "checking that everything accepted is queryable"
-    with _reader(config) as client, console.status(f"{what}; gives up in {config.verify_timeout_s:.0f} s") as status:
+    # a line of its own: the spinner below may be redrawn before it ever shows its first text
+    console.print(f"{what}; gives up in {config.verify_timeout_s:.0f} s", highlight=False)
+    with _reader(config) as client, console.status(what) as status:
         while True:
             reports = _all_reports(client, sku)
             seen = Counter(r["eventId"] for r in reports)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
@@ -133,6 +134,11 @@ class Adapters:
     def __init__(self, settings: Settings, wiring: Wiring) -> None:
         self.settings = settings
         self._ports: dict[str, Once[Any]] = {port: Once(getattr(wiring, port)) for port in PORTS}
+
+    @cached_property
+    def key_skus(self) -> dict[str, list[str]]:
+        """Title key id → the skus it may post: the deployment's (AWS) and the local title keys'."""
+        return self.settings.key_skus | self.settings.api_keys.key_skus
 
     @property
     def retention_seconds(self) -> int:

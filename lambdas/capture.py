@@ -19,9 +19,8 @@ app = create_resolver()
 
 def _scope() -> SkuScope:
     """What the caller's key may post: a title key only its own skus."""
-    settings = current().settings
     key_id = app.current_event.request_context.identity.api_key_id
-    return SkuScope.of(key_id, settings.key_skus | settings.api_keys.key_skus)
+    return SkuScope.of(key_id, current().key_skus)
 
 
 @app.post("/v1/crashes")

@@ -34,6 +34,10 @@ class Accepts(BaseMiddlewareHandler[APIGatewayRestResolver]):
         return next_middleware(app)
 
 
+# the routes that take no query parameter at all
+NO_PARAMETERS = Accepts()
+
+
 def check_names(given: Mapping[str, Sequence[str]], accepted: frozenset[str]) -> None:
     """The error names the first offending parameter in sorted order, whatever order they came in."""
     unknown = sorted(set(given) - accepted)

@@ -10,12 +10,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from core.api import create_resolver, json_response, logger, posted
-from core.queryparams import Accepts
+from core.queryparams import NO_PARAMETERS, Accepts
 from ranking import leaderboard
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
-NOTHING = Accepts()
 
 
 @app.get("/v1/leaderboards", middlewares=[Accepts(*leaderboard.LIST_PARAMETERS)])
@@ -28,12 +27,12 @@ def put_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.configure(current().ranking, board, posted(app.current_event)))
 
 
-@app.get("/v1/leaderboards/<board>", middlewares=[NOTHING])
+@app.get("/v1/leaderboards/<board>", middlewares=[NO_PARAMETERS])
 def get_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.describe(current().ranking, DEFAULT_TREE, board))
 
 
-@app.get("/v1/leaderboards/<board>/players/<player_id>", middlewares=[NOTHING])
+@app.get("/v1/leaderboards/<board>/players/<player_id>", middlewares=[NO_PARAMETERS])
 def get_player(board: str, player_id: str) -> Response[str]:
     return json_response(200, leaderboard.player(current().ranking, DEFAULT_TREE, board, player_id))
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from core.api import create_resolver, download_response, json_response, logger
-from core.queryparams import Accepts
+from core.queryparams import NO_PARAMETERS, Accepts
 from crashes.groups import PARAMETERS as GROUP_PARAMETERS
 from crashes.groups import crash_groups
 from crashes.reporting import LIST_PARAMETERS, get_attachment, get_report, list_reports
@@ -19,7 +19,6 @@ from crashes.skus import list_skus
 from crashes.spikes import list_alerts
 from crashes.stats import crash_stats
 
-NOTHING = Accepts()
 SPAN = ("sku", "from", "to")
 
 app = create_resolver()
@@ -31,13 +30,13 @@ def crashes() -> Response[str]:
     return json_response(200, list_reports(a.index, a.documents, app.current_event.query_string_parameters))
 
 
-@app.get("/v1/crashes/<report_id>", middlewares=[NOTHING])
+@app.get("/v1/crashes/<report_id>", middlewares=[NO_PARAMETERS])
 def crash(report_id: str) -> Response[str]:
     a = current()
     return json_response(200, get_report(a.index, a.documents, report_id))
 
 
-@app.get("/v1/crashes/<report_id>/attachments/<name>", middlewares=[NOTHING])
+@app.get("/v1/crashes/<report_id>/attachments/<name>", middlewares=[NO_PARAMETERS])
 def attachment(report_id: str, name: str) -> Response[bytes]:
     a = current()
     data, content_type = get_attachment(a.index, a.documents, report_id, name)
@@ -68,7 +67,7 @@ def alerts() -> Response[str]:
     return json_response(200, list_alerts(a.index, a.settings.spikes, app.current_event.query_string_parameters))
 
 
-@app.get("/v1/health", middlewares=[NOTHING])
+@app.get("/v1/health", middlewares=[NO_PARAMETERS])
 def health() -> Response[str]:
     a = current()
     components: dict[str, str] = {}

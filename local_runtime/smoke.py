@@ -17,10 +17,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import botocore.session
 import httpx
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
 
 from core.timeutil import now_ms
 
@@ -57,6 +54,9 @@ class SigV4(httpx.Auth):
         self._credentials = credentials
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        from botocore.auth import SigV4Auth  # noqa: PLC0415 - botocore only for SigV4, not every command
+        from botocore.awsrequest import AWSRequest  # noqa: PLC0415
+
         signed = AWSRequest(method=request.method, url=str(request.url), data=request.content,
                             headers={"host": request.url.netloc.decode()})
         SigV4Auth(self._credentials.get_frozen_credentials(), "execute-api", self._region).add_auth(signed)
@@ -72,6 +72,8 @@ def read_auth(config: SmokeConfig) -> tuple[dict[str, str], httpx.Auth | None]:
     found = EXECUTE_API.search(host)
     if not (config.sigv4 or found):
         return {}, None  # a local serve without keys
+    import botocore.session  # noqa: PLC0415 - botocore only for SigV4, not every command
+
     session = botocore.session.Session()
     region = config.region or (found.group(1) if found else None) or session.get_config_variable("region")
     if not region:

@@ -50,7 +50,10 @@ def content_disposition(filename: str) -> str:
 
 
 def error_response(error: BlackboxError) -> Response[str]:
-    return json_response(error.status, error.body())
+    response = json_response(error.status, error.body())
+    if error.retry_after_s is not None:  # on both paths: Lambda's answers and the local gateway's own
+        response.headers["Retry-After"] = str(error.retry_after_s)
+    return response
 
 
 class _PerThreadResolver(APIGatewayRestResolver):

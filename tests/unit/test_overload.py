@@ -18,10 +18,12 @@ import pybase64
 import pytest
 
 from adapters.factory import Adapters
+from core.api import error_response
+from core.errors import Unavailable
 from core.idempotency import new_event_id
 from crashes.persistence import persist_crashes
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification, _Requests, _send_all
-from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, http_config
+from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, Overloaded, http_config
 from local_runtime.process import free_port
 from tests.uvicorn_thread import running
 
@@ -192,3 +194,9 @@ def test_the_load_generator_waits_as_told_retries_with_its_key_and_counts_what_w
     assert shed["latencyMs"]["count"] == shed["answers"]
     assert shed["acceptedAfterRetriesMs"]["count"] == len(retried)
     assert "shed (429/503 with Retry-After)" in report.as_text()
+
+
+def test_a_handlers_error_says_when_to_retry_as_the_gateways_does():
+    response = error_response(Overloaded("busy"))
+    assert response.status_code == 503 and response.headers["Retry-After"] == str(RETRY_AFTER_S)
+    assert "Retry-After" not in error_response(Unavailable("down")).headers

@@ -375,4 +375,6 @@ class GuardedHttp(HttpToolsProtocol):
 
 def http_config(gateway: Gateway, host: str, port: int) -> uvicorn.Config:
     """How `blackbox serve` runs the gateway: uvicorn with the guarded protocol."""
-    return uvicorn.Config(gateway, host=host, port=port, http=GuardedHttp, log_level="warning", access_log=False)
+    # a stop answers what is in flight, but waits no longer than a body may take to arrive
+    return uvicorn.Config(gateway, host=host, port=port, http=GuardedHttp, log_level="warning", access_log=False,
+                          timeout_graceful_shutdown=int(BODY_TIMEOUT) + 5)

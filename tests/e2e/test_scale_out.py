@@ -128,6 +128,13 @@ def test_a_worker_that_keeps_dying_stops_serve(tmp_path: Path):
     assert not any(psutil.pid_exists(pid) for pid in serve.pids("api"))  # and stopped the rest
 
 
+def dead(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_a_killed_supervisor_takes_its_workers_along(tmp_path: Path):
     serve = Serve(tmp_path / "data", tmp_path / "serve.log", workers=2)
     serve.start()
@@ -135,7 +142,8 @@ def test_a_killed_supervisor_takes_its_workers_along(tmp_path: Path):
     assert len(workers) == 3  # on embedded the consumers are one process whatever --workers
     serve.stop(signal.SIGKILL)
     _, alive = psutil.wait_procs(workers, timeout=2)
-    assert not alive
+    # a zombie is dead, only not reaped yet: where PID 1 is no init, orphans may stay so
+    assert not [p for p in alive if not dead(p)]
     serve.start()  # the port and the data directory are free again
     assert serve.stop() == 0
 

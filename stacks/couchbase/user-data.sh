@@ -95,7 +95,9 @@ create_cluster() {
 }
 
 bucket_exists() {  # on node 0, once its DNS record and its bucket are there
-  couchbase-cli bucket-list -c "${FirstNode}" | grep -qx "${Bucket}"
+  # grep reads the whole listing: with -q it would stop at the name, and the pipe it broke
+  # fails the check under pipefail
+  couchbase-cli bucket-list -c "${FirstNode}" | grep -x "${Bucket}" > /dev/null
 }
 
 join_cluster() {

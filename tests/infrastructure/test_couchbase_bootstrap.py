@@ -32,7 +32,7 @@ STUBBED = ("curl", "dnf", "uname", "aws", "couchbase-cli", "cbbackupmgr", "cfn-s
 # variables to calls.jsonl, fails when STUB_FAIL names it, and prints what the script reads
 STUB = textwrap.dedent(f"""\
     #!{sys.executable}
-    import json, os, sys
+    import json, os, sys, time
     from pathlib import Path
 
     name, args = Path(sys.argv[0]).name, sys.argv[1:]
@@ -55,7 +55,11 @@ STUB = textwrap.dedent(f"""\
     elif name == "aws" and args[:2] == ["secretsmanager", "get-secret-value"]:
         print(json.dumps(json.loads(os.environ["STUB_SECRETS"])[args[args.index("--secret-id") + 1]]))
     elif name == "couchbase-cli" and args[0] == "bucket-list":
-        print("blackbox\\n bucketType: membase")
+        # the rest of the listing comes after the name, as from the real server: a reader that
+        # stops at the name (grep -q) breaks this pipe, and under pipefail the check fails
+        print("blackbox", flush=True)
+        time.sleep(0.3)
+        print(" bucketType: membase\\n ramQuota: 1610612736")
     elif name == "blkid":
         if "UUID" in args:
             print("0b1c-uuid")

@@ -32,7 +32,6 @@ from adapters.mysql.database import MysqlDatabase
 from adapters.ports import IndexEntry, LogRecord, OutgoingRecord
 from adapters.sql.queries import INSERT_COLUMNS, entry_values
 from benchmarks.isolation import environment, isolated
-from benchmarks.stats import percentile
 from core.idempotency import new_event_id
 from core.requests import Posted
 from core.timeutil import now_ms
@@ -43,6 +42,7 @@ from loadgen import payloads
 from loadgen.profiles import SPIKE_WINDOW
 from loadgen.run import LoadConfig, LoadReport
 from loadgen.run import run as run_load
+from loadgen.stats import percentile
 from local_runtime.poller import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
 from local_runtime.process import Serve, free_port
 

@@ -19,8 +19,9 @@ from adapters.factory import Adapters, build, install, migrate
 from adapters.mysql.database import MysqlDatabase
 from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord
 from benchmarks.isolation import isolated
-from benchmarks.stats import percentile, summary_ms, timed_ms
+from benchmarks.stats import summary_ms, timed_ms
 from core.topics import SCORES
+from loadgen.stats import percentile
 from local_runtime.functions import load_handler
 from local_runtime.poller import Poller
 from ranking.queries import rank_of

@@ -6,10 +6,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-
-def percentile(samples: Sequence[float], p: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+from loadgen.stats import percentile
 
 
 def timed_ms(call: Callable[[int], object], inputs: Sequence[int]) -> list[float]:

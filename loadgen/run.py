@@ -24,10 +24,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from benchmarks.stats import percentile
 from core.timeutil import now_ms, parse_time
 from loadgen import payloads
 from loadgen.profiles import PROFILES, arrivals
+from loadgen.stats import percentile
 from local_runtime.errors import UserError
 
 KINDS = ("crashes", "sessions", "scores")

@@ -1,7 +1,8 @@
 """The crash-reporting benchmark (the paper's questions), per profile, each comparison measured in
-the same run: 1. capture throughput against the Legacy CRS design and a raw Kafka producer;
-2. consumer persistence against the raw engines; 3. end-to-end latency at baseline and in a x10
-spike; 4. query latency for 1 to 20,000 reports (the paper's Tables 3-5)."""
+the same run: 1. capture throughput with 1 and 2 API processes against the Legacy CRS design, a
+raw Kafka producer and a bare ASGI endpoint; 2. consumer persistence against the raw engines;
+3. end-to-end latency at baseline and in a x10 spike; 4. query latency for 1 to 20,000 reports
+(the paper's Tables 3-5)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,9 @@ Progress = Callable[[str], None]
 CRASH_BYTES = 100 * 1024
 SESSION_BATCH = 500
 BENCH_TOPIC = "bench-crashes"
+WORKER_COUNTS = (1, 2)
+"""Processes serving HTTP in the capture section (Blackbox's API workers, the Legacy collector's
+and the bare endpoint's): one, and one per core."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ class Plan:
 class Results:
     profile: str
     capture: dict[str, float] = field(default_factory=dict)
-    """Name → per second."""
+    """Name → per second; a rate measured with each of WORKER_COUNTS is named `name@workers`."""
     consumer: dict[str, float] = field(default_factory=dict)
     spike: LoadReport | None = None
     e2e: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -237,32 +242,55 @@ def _raw_index_insert(settings: Settings, sizes: Sequence[int]) -> float:
     return elapsed
 
 
+CAPTURE_SKU = "bench-cap:pc"
+
+
 def capture_section(serve: Serve, settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
-    single = [json.dumps({"sku": "bench-cap:pc", "kind": "client"}).encode()]
-    batch = [json.dumps([{"sku": "bench-cap:pc", "kind": "client"}] * SESSION_BATCH).encode()]
-    crashes = crash_bodies(16, "bench-cap:pc")
-    progress(f"{settings.profile}: capture, single session events")
-    results.capture["sessionsSingle"] = closed_loop(serve.url, "/v1/sessions", single, plan)
-    progress(f"{settings.profile}: capture, batches of {SESSION_BATCH} session events")
-    results.capture["sessionsBatched"] = closed_loop(serve.url, "/v1/sessions", batch, plan) * SESSION_BATCH
-    progress(f"{settings.profile}: capture, 100 KB crash reports")
-    results.capture["crashes"] = closed_loop(serve.url, "/v1/crashes", crashes, plan)
-    if settings.profile == "services":
-        progress("services: raw Kafka producer, the same reports")
-        results.capture["rawProducer"] = raw_producer_rate(settings, crashes, plan.capture_seconds)
+    """Blackbox's capture with `serve.workers` API processes."""
+    single = [json.dumps({"sku": CAPTURE_SKU, "kind": "client"}).encode()]
+    batch = [json.dumps([{"sku": CAPTURE_SKU, "kind": "client"}] * SESSION_BATCH).encode()]
+    crashes = crash_bodies(16, CAPTURE_SKU)
+    workers = f"{serve.workers} API process{'es' if serve.workers != 1 else ''}"
+    progress(f"{settings.profile}: capture with {workers}, single session events")
+    results.capture[f"sessionsSingle@{serve.workers}"] = closed_loop(serve.url, "/v1/sessions", single, plan)
+    progress(f"{settings.profile}: capture with {workers}, batches of {SESSION_BATCH} session events")
+    results.capture[f"sessionsBatched@{serve.workers}"] = (
+        closed_loop(serve.url, "/v1/sessions", batch, plan) * SESSION_BATCH)
+    progress(f"{settings.profile}: capture with {workers}, 100 KB crash reports")
+    results.capture[f"crashes@{serve.workers}"] = closed_loop(serve.url, "/v1/crashes", crashes, plan)
 
 
-def legacy_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
-    progress(f"{settings.profile}: Legacy CRS (insert before answering), 100 KB crash reports")
-    port = free_port()
+def raw_producer_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
+    progress("services: raw Kafka producer, the same reports")
+    results.capture["rawProducer"] = raw_producer_rate(settings, crash_bodies(16, CAPTURE_SKU), plan.capture_seconds)
+
+
+def baselines_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
+    """With each of WORKER_COUNTS processes: the Legacy CRS (insert before answering) on 100 KB
+    crash reports, and a bare ASGI endpoint on single session events."""
     store = (["--mysql-url", settings.mysql_url] if settings.profile == "services"
              else ["--sqlite", str(settings.data_dir / "legacy.sqlite")])
-    process = subprocess.Popen([sys.executable, "-m", "benchmarks.legacy", "--port", str(port), *store],
+    single = [json.dumps({"sku": CAPTURE_SKU, "kind": "client"}).encode()]
+    for workers in WORKER_COUNTS:
+        progress(f"{settings.profile}: Legacy CRS with {workers} processes, 100 KB crash reports")
+        with _server("benchmarks.legacy", workers, *store) as url:
+            results.capture[f"legacy@{workers}"] = closed_loop(url, "/v1/crashes",
+                                                               crash_bodies(16, "bench-legacy:pc"), plan)
+        progress(f"{settings.profile}: bare ASGI endpoint with {workers} processes, single session events")
+        with _server("benchmarks.bare", workers) as url:
+            results.capture[f"bare@{workers}"] = closed_loop(url, "/v1/sessions", single, plan)
+
+
+@contextmanager
+def _server(module: str, workers: int, *args: str) -> Iterator[str]:
+    """The URL of `python -m module` serving with `workers` processes, until the block ends."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", module, "--port", str(port), "--workers", str(workers), *args],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_until_up(url)
-        results.capture["legacy"] = closed_loop(url, "/v1/crashes", crash_bodies(16, "bench-legacy:pc"), plan)
+        yield url
     finally:
         process.terminate()
         process.wait(30)
@@ -398,12 +426,22 @@ def run_profile(profile: str, plan: Plan, progress: Progress, log_dir: Path) -> 
             consumer_section(settings, plan, results, progress)
             # the serve's settings: where the query section puts reports on its log (embedded: its file)
             served = settings.model_copy(update={"data_dir": settings.data_dir / "serve"})
-            serve = Serve(served.data_dir, log_dir / f"bench-serve-{profile}.log", profile, environment(settings))
+            log = log_dir / f"bench-serve-{profile}.log"
+            for workers in WORKER_COUNTS:
+                serve = Serve(served.data_dir, log, profile, environment(settings), workers=workers)
+                serve.start()
+                try:
+                    capture_section(serve, settings, plan, results, progress)
+                    progress(f"{profile}: waiting for the consumers to catch up")
+                    _settle(serve.url, CAPTURE_SKU)  # the next measure does not share the CPU with this backlog
+                finally:
+                    serve.stop()
+                drop_documents(settings)
+            if profile == "services":
+                raw_producer_section(settings, plan, results, progress)
+            serve = Serve(served.data_dir, log, profile, environment(settings))
             serve.start()
             try:
-                capture_section(serve, settings, plan, results, progress)
-                progress(f"{profile}: waiting for the consumers to catch up")
-                _settle(serve.url, "bench-cap:pc")
                 e2e_section(serve, plan, results, progress)
                 drop_documents(settings)
                 query_section(serve, served, plan, results, progress)
@@ -411,5 +449,5 @@ def run_profile(profile: str, plan: Plan, progress: Progress, log_dir: Path) -> 
                 serve.stop()
         finally:
             drop_documents(settings)
-        legacy_section(settings, plan, results, progress)
+        baselines_section(settings, plan, results, progress)
     return results

@@ -2,7 +2,7 @@
 into MySQL (SQLite on the embedded profile) before it answers. Same web stack as Blackbox's
 gateway (uvicorn, a pool of worker threads), so the difference is the design, not the server.
 
-    python -m benchmarks.legacy --port 8090 --mysql-url mysql://… | --sqlite PATH
+    python -m benchmarks.legacy --port 8090 [--workers N] --mysql-url mysql://… | --sqlite PATH
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -23,6 +24,7 @@ from adapters.mysql.database import MysqlDatabase
 from core.timeutil import now_ms
 
 Message = MutableMapping[str, Any]
+_MYSQL_VARIABLE, _SQLITE_VARIABLE = "LEGACY_MYSQL_URL", "LEGACY_SQLITE"
 _MYSQL_TABLE = (
     "CREATE TABLE IF NOT EXISTS legacy_reports (report_id BIGINT AUTO_INCREMENT PRIMARY KEY, "
     "sku VARCHAR(64) NOT NULL, received_at BIGINT NOT NULL, body LONGBLOB NOT NULL, KEY (sku, report_id))"
@@ -99,14 +101,23 @@ class LegacyCollector:
         await send({"type": "http.response.body", "body": payload})
 
 
+def from_environment() -> LegacyCollector:
+    """The app of each worker process, from what main() put in the environment it inherits."""
+    sqlite = os.environ.get(_SQLITE_VARIABLE)
+    return LegacyCollector(_Store(os.environ.get(_MYSQL_VARIABLE), Path(sqlite) if sqlite else None))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--mysql-url")
     parser.add_argument("--sqlite", type=Path)
     args = parser.parse_args()
-    app = LegacyCollector(_Store(args.mysql_url, args.sqlite))
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    os.environ[_MYSQL_VARIABLE if args.mysql_url else _SQLITE_VARIABLE] = args.mysql_url or str(args.sqlite)
+    _Store(args.mysql_url, args.sqlite)  # the table, made once before the workers race to make it
+    uvicorn.run("benchmarks.legacy:from_environment", factory=True, host="127.0.0.1", port=args.port,
+                workers=args.workers, log_level="warning", access_log=False)
 
 
 if __name__ == "__main__":

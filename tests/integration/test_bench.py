@@ -34,12 +34,17 @@ def test_crash_reporting_section_runs_on_both_profiles_on_a_tiny_plan(tmp_path: 
                     concurrent_sizes=(1,), query_repeats=1, consumer_records=20)
     results = [crs.run_profile(profile, plan, lambda _: None, tmp_path) for profile in ("embedded", "services")]
     text = "\n".join(crs_tables.section(results, plan, tmp_path / "plots"))
-    for heading in ("### Capture throughput", "### Consumer persistence", "### End to end", "### Query latency"):
+    for heading in ("### Capture throughput", "### Consumer persistence", "### Scale-out on `services`",
+                    "### End to end", "### Query latency"):
         assert heading in text
     assert all(r.spike is not None and r.spike.verification.lost == 0
                for r in results)
-    assert {"legacy", "crashes", "sessionsSingle", "sessionsBatched"} <= set(results[0].capture)
+    measured = {f"{name}@{workers}" for name in ("legacy", "bare", "crashes", "sessionsSingle", "sessionsBatched")
+                for workers in crs.WORKER_COUNTS}
+    assert all(measured <= set(r.capture) and min(r.capture[k] for k in measured) > 0 for r in results)
     assert "rawProducer" in results[1].capture and "rawProducer" not in results[0].capture
+    projected = [line for line in text.splitlines() if line.startswith("| 32 |")]
+    assert len(projected) == 1 and float(projected[0].split("|")[2].replace(",", "")) > 0
     assert (tmp_path / "plots" / "spike-throughput.png").stat().st_size > 1000
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks import crs, crs_tables, ranking
+from benchmarks import crs, crs_tables, ranking, soak
 
 
 def _machine() -> str:
@@ -45,5 +45,12 @@ def run(quick: bool, output: Path) -> None:
         "",
         *sections,
     ])
-    output.write_text(text)
+    # the soak is a run of its own (`--soak`), half an hour long: a full bench keeps its block
+    kept = soak.block(output.read_text()) if output.exists() else ""
+    output.write_text(f"{text.rstrip()}\n\n{kept}" if kept else text)
     console.print(text)
+
+
+def soak_only(minutes: float, output: Path) -> None:
+    with Console().status("soak") as status:
+        soak.run(minutes, output, status.update)

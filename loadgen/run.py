@@ -8,6 +8,7 @@ queryable exactly once and that counters and the board hold every accepted event
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -26,6 +27,7 @@ from rich.table import Table
 
 from core.timeutil import now_ms, parse_time
 from loadgen import payloads
+from loadgen.memory import MemoryWatch, flatness
 from loadgen.profiles import PROFILES, arrivals
 from loadgen.stats import percentile
 from local_runtime.errors import UserError
@@ -54,6 +56,8 @@ class LoadConfig:
     max_tries: int = 5
     """Tries of a request the server sheds, the first included."""
     verify_timeout_s: float = 120.0
+    watch_pid: int | None = None
+    """A server process whose memory (with its descendants') is sampled through the run."""
 
 
 @dataclass
@@ -101,6 +105,8 @@ class LoadReport:
     outcomes: list[Outcome]
     verification: Verification
     client_overflow: int
+    memory: list[tuple[float, int]] = field(default_factory=list)
+    """(seconds from the start, bytes) of the watched server, through the run and its check."""
 
     def statuses(self) -> dict[str, dict[str, int]]:
         return {kind: dict(Counter(str(o.status) for o in self.outcomes if o.kind == kind)) for kind in KINDS}
@@ -139,7 +145,18 @@ class LoadReport:
             "sessions": {"accepted": v.sessions_accepted, "counted": v.sessions_counted},
             "scores": {"players": v.players_accepted, "ranked": v.players_ranked},
             "throughputPerSecond": self.throughput_per_second(),
-        }
+            "p99LatencyMsPer10s": self.p99_per_window(),
+        } | ({"serverMemory": flatness(self.memory, self.config.duration_s)
+              | {"samples": [[round(t, 1), rss] for t, rss in self.memory]}} if self.memory else {})
+
+    def p99_per_window(self, window_s: int = 10) -> list[float | None]:
+        """The p99 latency of the accepted requests due in each `window_s` of the run."""
+        windows: dict[int, list[float]] = {}
+        for o in self.outcomes:
+            if o.status == 202:
+                windows.setdefault(int(o.due // window_s), []).append(o.latency_ms)
+        return [round(percentile(windows[w], 99), 1) if w in windows else None
+                for w in range(int(self.config.duration_s // window_s) + 1)]
 
     def as_text(self) -> str:
         j = self.as_json()
@@ -160,6 +177,10 @@ class LoadReport:
             f"lost = {j['lost']}" + (f"; {self.client_overflow} not sent (client over {self.config.max_in_flight} "
                                       "in flight)" if self.client_overflow else ""),
         ]
+        if memory := j.get("serverMemory"):
+            lines.append(f"server memory (MB): {memory['atWarmUpMB']:g} after the warm-up ({memory['warmUpS']:g} s), "
+                         f"peak {memory['peakAfterMB']:g} after it, {memory['atEndMB']:g} at the end: "
+                         + ("flat" if memory["flat"] else f"grew {memory['growth']:.0%}"))
         return "\n".join(lines)
 
 
@@ -351,7 +372,19 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
     live_console = console or Console(stderr=True)
 
     _preflight(config, sku)
-    started, started_ms = time.perf_counter(), now_ms()
+    watch = MemoryWatch(config.watch_pid) if config.watch_pid else contextlib.nullcontext()
+    with watch:
+        started, started_ms = time.perf_counter(), now_ms()
+        overflow = _send_with_display(config, requests, outcomes, live_console, started)
+        elapsed = time.perf_counter() - started
+        live_console.print(f"sent for {elapsed:.1f} s")
+        verification = verify(config, sku, board, outcomes, live_console)
+    memory = watch.samples if isinstance(watch, MemoryWatch) else []
+    return LoadReport(config, run_id, started_ms, elapsed, outcomes, verification, overflow, memory)
+
+
+def _send_with_display(config: LoadConfig, requests: _Requests, outcomes: list[Outcome], live_console: Console,
+                       started: float) -> int:
     with Live(_progress(config, outcomes, started), console=live_console, refresh_per_second=2,
               transient=True) as live:
         async def with_display() -> int:
@@ -361,11 +394,7 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
                 await asyncio.sleep(0.5)
             return await sender
 
-        overflow = asyncio.run(with_display())
-    elapsed = time.perf_counter() - started
-    live_console.print(f"sent for {elapsed:.1f} s")
-    verification = verify(config, sku, board, outcomes, live_console)
-    return LoadReport(config, run_id, started_ms, elapsed, outcomes, verification, overflow)
+        return asyncio.run(with_display())
 
 
 def _progress(config: LoadConfig, outcomes: list[Outcome], started: float) -> Table:

@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
@@ -167,6 +167,7 @@ def _load(args: argparse.Namespace) -> int:
     config = LoadConfig(
         url=args.url, profile=args.profile, rate=args.rate, duration_s=args.duration, crash_kb=args.crash_kb,
         mix=args.mix, batch=args.batch, api_key=args.api_key, read_key=args.read_key, seed=args.seed,
+        watch_pid=args.watch_pid,
     )
     report = run(config)
     print(report.as_text())
@@ -178,6 +179,9 @@ def _load(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from benchmarks import report  # heavy imports only for this command
 
+    if args.soak is not None:
+        report.soak_only(args.soak, args.output)
+        return 0
     report.run(args.quick, args.output)
     return 0
 
@@ -189,6 +193,36 @@ class _Parser(argparse.ArgumentParser):
 
 
 DEBUG_HELP = "on an error, show the traceback"
+
+
+def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """`load` and `bench`."""
+    load_cmd = command("load", "open-loop load against a running serve (or deployment); "
+                       "checks at the end that nothing accepted was lost (exit 2 if it was)")
+    load_cmd.add_argument("--url", default="http://127.0.0.1:8080")
+    load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
+                          help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")
+    load_cmd.add_argument("--rate", type=float, default=50, help="base requests/s (default 50)")
+    load_cmd.add_argument("--duration", type=float, default=30, help="seconds (default 30)")
+    load_cmd.add_argument("--crash-kb", type=int, default=100,
+                          help="average crash report size: bimodal, small 0.3-5 KB and large 10-512 KB")
+    load_cmd.add_argument("--mix", type=_mix, default="crashes=0.2,sessions=0.6,scores=0.2", help="request shares")
+    load_cmd.add_argument("--batch", type=int, default=10, help="session events and scores per request")
+    load_cmd.add_argument("--api-key", default=None, help="a key that may post (a server key for scores)")
+    load_cmd.add_argument("--read-key", default=None, help="a key that may read, for the final check")
+    load_cmd.add_argument("--seed", type=int, default=1)
+    load_cmd.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
+    load_cmd.add_argument("--watch-pid", type=int, default=None, metavar="PID",
+                          help="sample the memory of this server process and its workers through the run")
+    load_cmd.set_defaults(run=_load)
+
+    bench_cmd = command("bench", "measure, side by side, and write BENCHMARKS.md (needs scripts/services start)")
+    bench_cmd.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
+    bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"))
+    bench_cmd.add_argument("--soak", type=float, metavar="MINUTES", default=None,
+                           help="instead: the soak alone, this long at the paper's baseline mix on services, "
+                                "then a minute past saturation; replaces its block of BENCHMARKS.md")
+    bench_cmd.set_defaults(run=_bench)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -250,27 +284,7 @@ def parser() -> argparse.ArgumentParser:
     storage_options(purge_cmd)
     purge_cmd.set_defaults(run=_purge)
 
-    load_cmd = command("load", "open-loop load against a running serve (or deployment); "
-                       "checks at the end that nothing accepted was lost (exit 2 if it was)")
-    load_cmd.add_argument("--url", default="http://127.0.0.1:8080")
-    load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
-                          help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")
-    load_cmd.add_argument("--rate", type=float, default=50, help="base requests/s (default 50)")
-    load_cmd.add_argument("--duration", type=float, default=30, help="seconds (default 30)")
-    load_cmd.add_argument("--crash-kb", type=int, default=100,
-                          help="average crash report size: bimodal, small 0.3-5 KB and large 10-512 KB")
-    load_cmd.add_argument("--mix", type=_mix, default="crashes=0.2,sessions=0.6,scores=0.2", help="request shares")
-    load_cmd.add_argument("--batch", type=int, default=10, help="session events and scores per request")
-    load_cmd.add_argument("--api-key", default=None, help="a key that may post (a server key for scores)")
-    load_cmd.add_argument("--read-key", default=None, help="a key that may read, for the final check")
-    load_cmd.add_argument("--seed", type=int, default=1)
-    load_cmd.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
-    load_cmd.set_defaults(run=_load)
-
-    bench_cmd = command("bench", "measure, side by side, and write BENCHMARKS.md (needs scripts/services start)")
-    bench_cmd.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
-    bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"))
-    bench_cmd.set_defaults(run=_bench)
+    _measuring_commands(command)
     register_smoke(command)
     return root
 

@@ -4,11 +4,12 @@ the run completes, the three rank methods agree, and no probe update went missin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from adapters.factory import build, migrate
 from adapters.ports import LogRecord
-from benchmarks import crs, crs_tables, ranking
+from benchmarks import crs, crs_tables, ranking, soak
 from benchmarks.isolation import isolated
 from core.requests import Posted
 from core.topics import CRASHES
@@ -67,3 +68,27 @@ def test_the_crash_bench_deletes_the_documents_it_wrote():
             assert a.documents.get_many(keys) == {}
         finally:
             a.close()
+
+
+def test_the_soak_writes_its_block_figures_and_chart(tmp_path: Path):
+    """A few seconds of it: the serve's memory is sampled, nothing is lost, and the block lands in
+    BENCHMARKS.md between its markers, replacing the one there and keeping the rest."""
+    output = tmp_path / "BENCHMARKS.md"
+    output.write_text(f"# Benchmarks\n\nkept\n\n{soak.BEGIN}\nan older soak\n{soak.END}\n")
+    soak.run(0.1, output, lambda _: None)
+    text = output.read_text()
+    assert text.startswith("# Benchmarks\n\nkept\n") and "an older soak" not in text
+    assert text.count(soak.BEGIN) == 1 and text.rstrip().endswith(soak.END)
+    results = json.loads((tmp_path / "benchmarks" / "soak.json").read_text())
+    for run in ("soak", "overload"):
+        assert results[run]["lost"] == 0 and results[run]["duplicated"] == 0
+        samples = results[run]["serverMemory"]["samples"]
+        assert len(samples) >= 5 and min(rss for _, rss in samples) > 20 << 20  # a serve and its workers
+    assert (tmp_path / "benchmarks" / "plots" / "soak.png").stat().st_size > 1000
+
+
+def test_a_full_bench_keeps_the_soak_block():
+    block = f"{soak.BEGIN}\nthe soak\n{soak.END}\n"
+    assert soak.block(f"# Benchmarks\n\n{block}") == block
+    assert soak.with_block("# Benchmarks\n", "new\n") == f"# Benchmarks\n\n{soak.BEGIN}\nnew\n{soak.END}\n"
+    assert soak.block("# Benchmarks\n") == ""

@@ -1,0 +1,146 @@
+"""The soak: `blackbox load` at the paper's baseline mix for half an hour against a `services` serve
+with two API processes, the serve's memory sampled, then a minute well past saturation to see how
+fast the overload is answered. Written to BENCHMARKS.md between markers of its own (a full bench
+keeps the block; `blackbox bench --soak MINUTES` replaces it), its figures to benchmarks/soak.json
+and its chart to benchmarks/plots/soak.png."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+from rich.console import Console
+
+from adapters.factory import migrate
+from benchmarks.crs import drop_documents
+from benchmarks.isolation import environment, isolated
+from loadgen.run import LoadConfig
+from loadgen.run import run as run_load
+from local_runtime.process import Serve
+
+Progress = Callable[[str], None]
+# the paper's baseline: 350-800 requests/s, of which 30-50 are crash reports and the rest session
+# events, one a request; Blackbox's scores come on top
+RATE = 350.0
+MIX = (0.1, 0.85, 0.05)
+WORKERS = 2
+OVERLOAD_FACTOR = 4
+OVERLOAD_S = 60.0
+P99_TARGET_MS = 250.0
+BEGIN, END = "<!-- soak -->", "<!-- /soak -->"
+
+
+def run(minutes: float, output: Path, progress: Progress) -> None:
+    """Runs the soak and the overload minute, and writes their block into `output`."""
+    results: dict[str, Any] = {}
+    with isolated("services") as settings:
+        migrate(settings)
+        serve = Serve(settings.data_dir / "serve", settings.data_dir / "serve.log", "services",
+                      environment(settings), workers=WORKERS)
+        serve.start()
+        assert serve.process is not None
+        try:
+            for name, rate, seconds in (("soak", RATE, minutes * 60),
+                                        ("overload", RATE * OVERLOAD_FACTOR, min(OVERLOAD_S, minutes * 60))):
+                progress(f"soak: {name}, {rate:g} requests/s for {seconds:g} s")
+                config = LoadConfig(url=serve.url, rate=rate, duration_s=seconds, mix=MIX, batch=1,
+                                    watch_pid=serve.process.pid, verify_timeout_s=600)
+                results[name] = run_load(config, Console(stderr=True, quiet=True)).as_json()
+                drop_documents(settings)
+        finally:
+            serve.stop()
+    json_path = output.parent / "benchmarks" / "soak.json"
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results["soak"], output.parent / "benchmarks" / "plots" / "soak.png")
+    text = output.read_text() if output.exists() else ""
+    output.write_text(with_block(text, section(results, minutes)))
+
+
+def with_block(text: str, block: str) -> str:
+    """`text` with its soak block replaced by `block` (appended if it had none)."""
+    marked = f"{BEGIN}\n{block}{END}\n"
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END) + "\n?", re.S)
+    return pattern.sub(lambda _: marked, text, count=1) if pattern.search(text) else f"{text.rstrip()}\n\n{marked}"
+
+
+def block(text: str) -> str:
+    """The soak block of a BENCHMARKS.md, markers included, or nothing."""
+    found = re.search(re.escape(BEGIN) + ".*?" + re.escape(END) + "\n?", text, re.S)
+    return found.group(0) if found else ""
+
+
+def _ms(latency: dict[str, float]) -> str:
+    return "-" if not latency.get("count") else f"{latency['p50']:g} / {latency['p95']:g} / {latency['p99']:g}"
+
+
+def _verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def section(results: dict[str, Any], minutes: float) -> str:
+    soak, overload = results["soak"], results["overload"]
+    memory = soak["serverMemory"]
+    crashes, sessions, scores = MIX
+    p99 = soak["requestLatencyMs"]["all"].get("p99", float("inf"))
+    shed = overload["shed"]
+    lines = [
+        f"## Soak: {minutes:g} minutes at the paper's baseline mix", "",
+        f"`blackbox bench --soak {minutes:g}`: `blackbox load` against `serve --profile services --workers {WORKERS}`, "
+        f"{RATE:g} requests/s (the paper's baseline is 350-800, 30-50 of them crash reports), "
+        f"{crashes:.0%} crash reports (100 KB on average), {sessions:.0%} single session events, {scores:.0%} "
+        "single scores; the serve's resident memory (supervisor and workers) sampled every second. Then "
+        f"{OVERLOAD_S:g} s at x{OVERLOAD_FACTOR} that rate, past what this machine takes.", "",
+        "| | soak | overload |", "|---|---:|---:|",
+        f"| offered requests/s | {soak['baseRate']:g} | {overload['baseRate']:g} |",
+        f"| acknowledged requests/s | {soak['throughput']:g} | {overload['throughput']:g} |",
+        f"| accepted, ms p50 / p95 / p99 | {_ms(soak['requestLatencyMs']['all'])} | "
+        f"{_ms(overload['requestLatencyMs']['all'])} |",
+        f"| shed answers (503 + Retry-After), ms p50 / p95 / p99 | {_ms(soak['shed']['latencyMs'])} | "
+        f"{_ms(shed['latencyMs'])} |",
+        f"| requests shed at least once / still shed after 5 tries | {soak['shed']['requests']} / "
+        f"{soak['shed']['gaveUp']} | {shed['requests']} / {shed['gaveUp']} |",
+        f"| receive to queryable, ms p50 / p95 / p99 | {_ms(soak['visibilityLatencyMs'])} | "
+        f"{_ms(overload['visibilityLatencyMs'])} |",
+        f"| lost / duplicated | {soak['lost']} / {soak['duplicated']} | "
+        f"{overload['lost']} / {overload['duplicated']} |",
+        f"| server memory, MB: after warm-up / peak / end | {_memory(soak)} | {_memory(overload)} |", "",
+        f"- Memory flat within 10% after the warm-up (the first {memory['warmUpS']:g} s): {_verdict(memory['flat'])} "
+        f"(peak {memory['growth']:+.0%} on the level after the warm-up).",
+        f"- Nothing lost: {_verdict(soak['lost'] == 0 and overload['lost'] == 0)}; p99 of accepted requests below "
+        f"saturation under {P99_TARGET_MS:g} ms: {p99:g} ms {_verdict(p99 < P99_TARGET_MS)}.",
+        f"- Past saturation, the p95 of a shed answer: {shed['latencyMs'].get('p95', 0):g} ms (target: within "
+        f"milliseconds, say ≤ 100): {_verdict(shed['latencyMs'].get('p95', float('inf')) <= 100)}.", "",
+        "![soak](benchmarks/plots/soak.png)", "",
+    ]
+    return "\n".join(lines)
+
+
+def _memory(run: dict[str, Any]) -> str:
+    memory = run.get("serverMemory")
+    return "-" if not memory else f"{memory['atWarmUpMB']:g} / {memory['peakAfterMB']:g} / {memory['atEndMB']:g}"
+
+
+def plot(soak: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, (throughput, latency, memory) = plt.subplots(3, 1, figsize=(9, 7), sharex=True)
+    throughput.plot(soak["throughputPerSecond"])
+    throughput.set(ylabel="acknowledged/s", title=f"Soak: {soak['baseRate']:g} requests/s offered")
+    windows = soak["p99LatencyMsPer10s"]
+    latency.plot([10 * i for i in range(len(windows))], [ms if ms is not None else float("nan") for ms in windows])
+    latency.axhline(P99_TARGET_MS, color="gray", linestyle="--", linewidth=0.8)
+    latency.set(ylabel="p99 ms (10 s)")
+    samples = soak["serverMemory"]["samples"]
+    memory.plot([t for t, _ in samples], [rss / 2**20 for _, rss in samples])
+    memory.axvline(soak["serverMemory"]["warmUpS"], color="gray", linestyle="--", linewidth=0.8)
+    memory.set(ylabel="serve RSS MB", xlabel="second of the run", ylim=(0, None))
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

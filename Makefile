@@ -2,26 +2,31 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# one stamp per extra installed: serve's for `make serve`, dev's (every extra and the test tools) for the rest
+STAMP = $(VENV)/.installed-$(1)
+# the Lambda platform the layer's lock is resolved for (stacks/packaging.py)
+LAMBDA_PLATFORM := --python-version 3.12 --python-platform aarch64-manylinux_2_28 --only-binary :all:
+# what the Lambda Python runtime has: a copy in the layer would shadow it
+LAMBDA_PROVIDED := boto3 botocore s3transfer jmespath python-dateutil six urllib3
 # the CDK's jsii runtime runs on the machine's Node 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: serve test services lint typecheck pytest synth clean
+.PHONY: serve test services lint typecheck pytest synth layer-lock clean
 
 # setuptools says "Editable installation. Please be careful with folders in your working directory
 # with the same name as your package" on every editable install of a flat layout like this one, and
 # pip forwards it as a BuildBackendWarning; the filter matches that message only
-$(STAMP): pyproject.toml
-	@echo "Setting up $(VENV): the API's and the tests' Python packages (once; a minute or two) ..."
-	$(PYTHON) -m venv $(VENV)
+$(VENV)/.installed-%: pyproject.toml
+	@echo "Setting up $(VENV) with the $* extra (once; a minute or two) ..."
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install -e '.[dev]'
-	touch $(STAMP)
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install -e '.[$*]'
+	touch $@
 
 # `make serve PORT=9000 HOST=0.0.0.0`: blackbox serve's --port and --host (default 127.0.0.1:8080).
 # Only from make's command line: shells export HOST (tcsh: this machine's name) and PORT for their own uses
 option = $(if $(filter command line,$(origin $(1))), $(2) $($(1)))
-serve: $(STAMP)
+serve: $(call STAMP,serve)
 	$(BIN)/blackbox serve$(call option,PORT,--port)$(call option,HOST,--host)
 
 test: lint typecheck services pytest
@@ -30,10 +35,10 @@ test: lint typecheck services pytest
 services:
 	scripts/services start
 
-lint: $(STAMP)
+lint: $(call STAMP,dev)
 	$(BIN)/ruff check .
 
-typecheck: $(STAMP)
+typecheck: $(call STAMP,dev)
 	$(BIN)/mypy
 
 # the AWS CDK CLI (`npx cdk synth`, `npx cdk deploy`), pinned by package-lock.json
@@ -41,11 +46,18 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-pytest: $(STAMP) node_modules/.installed
+pytest: $(call STAMP,dev) node_modules/.installed
 	$(BIN)/pytest
 
-synth: $(STAMP) node_modules/.installed
+synth: $(call STAMP,dev) node_modules/.installed
 	npx cdk synth --quiet
+
+# the Lambda layer's lock: pyproject.toml's dependencies (the runtime set, no extras) with every
+# file's hash, for the functions' platform; run it after changing them (tests/infrastructure/test_layer.py
+# fails until then)
+layer-lock: $(call STAMP,dev)
+	$(BIN)/uv pip compile pyproject.toml --quiet -o stacks/layer/requirements.txt --generate-hashes \
+	  $(LAMBDA_PLATFORM) $(addprefix --no-emit-package ,$(LAMBDA_PROVIDED))
 
 clean:
 	-scripts/services stop

@@ -1,0 +1,68 @@
+"""`blackbox` names the extra a command lacks, in one line, where pip installed the project without
+it: a venv holding this project's installed metadata and code but none of its dependencies."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from local_runtime.entry import missing
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    [site] = (venv / "lib").glob("python*/site-packages")
+    [dist_info] = Path(sysconfig.get_paths()["purelib"]).glob("blackbox-*.dist-info")
+    shutil.copytree(dist_info, site / dist_info.name)
+    (site / "blackbox.pth").write_text(f"{ROOT}\n")
+    return venv / "bin" / "python"
+
+
+def blackbox(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    script = "import sys; from local_runtime.entry import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize(("args", "extra", "named"), [
+    (["serve"], "serve", "uvicorn"),
+    (["invoke", "capture-crash", "--event", "events/capture-crash.json"], "serve", "uvicorn"),
+    (["--help"], "serve", "rich"),
+    (["--debug", "load", "--rate", "5"], "load", "aiohttp"),
+    (["bench", "--quick"], "bench", "matplotlib"),
+])
+def test_a_command_without_its_extra_names_the_extra_to_install(bare_python: Path, args: list[str], extra: str,
+                                                                 named: str):
+    result = blackbox(bare_python, *args)
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert f"needs the {extra} extra" in line and named in line, line
+    assert line.endswith(f"pip install -e '.[{extra}]'"), line
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_an_extra_counts_the_extras_it_names(bare_python: Path):
+    """bench runs serve and load: what those need is missing too."""
+    [line] = blackbox(bare_python, "bench").stderr.splitlines()
+    assert all(name in line for name in ("redis", "aiohttp", "uvicorn")), line
+
+
+def test_with_its_extra_installed_the_command_runs():
+    assert missing("dev") == []
+    result = subprocess.run([str(Path(sys.executable).parent / "blackbox"), "load", "--help"],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0 and "--rate" in result.stdout, result.stderr
+
+
+def test_the_script_checks_the_extra_before_the_command_line_is_imported():
+    [script] = metadata.entry_points(group="console_scripts", name="blackbox")
+    assert script.value == "local_runtime.entry:main"

@@ -52,7 +52,9 @@ class LoadConfig:
     read_key: str | None = None
     seed: int = 1
     max_in_flight: int = 2_000
-    """Requests on the wire at once; one waiting to retry is not."""
+    """Requests on the wire at once, each on a connection of its own as a fleet of clients would
+    send them (a shared pool would queue them in the client, out of the server's sight); one
+    waiting to retry is not on the wire."""
     max_tries: int = 5
     """Tries of a request the server sheds, the first included."""
     verify_timeout_s: float = 120.0
@@ -237,7 +239,8 @@ async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callabl
     on_wire = 0
     in_flight: set[asyncio.Task[None]] = set()
     # aiohttp: several times the requests per second of httpx's async client for the same CPU
-    async with aiohttp.ClientSession(config.url, headers=headers, connector=aiohttp.TCPConnector(limit=512),
+    connector = aiohttp.TCPConnector(limit=config.max_in_flight)
+    async with aiohttp.ClientSession(config.url, headers=headers, connector=connector,
                                      timeout=aiohttp.ClientTimeout(total=60)) as client:
         async def attempt(path: str, body: bytes, key: str) -> tuple[int | str, Any, float | None]:
             nonlocal on_wire

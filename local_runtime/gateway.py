@@ -11,6 +11,8 @@ import ctypes
 import ctypes.util
 import json
 import re
+import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +52,10 @@ MAX_HEAD_BYTES = 64 * 1024
 BODY_TIMEOUT = 30.0
 # a shed request's client may try again this soon: the handlers drain a full bound well within it
 RETRY_AFTER_S = 1
+# CoDel's figures for a request queue, as Facebook's thread pools use them: a wait for a handler
+# above the target is a standing queue once even the shortest wait of an interval exceeds it
+QUEUE_TARGET_S = 0.005
+QUEUE_INTERVAL_S = 0.1
 # glibc's mallopt parameters (malloc.h), and the size from which a buffer gets its own mapping
 _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8
@@ -136,20 +142,48 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
     }
 
 
+class QueueDelay:
+    """CoDel (Nichols and Jacobson, "Controlling Queue Delay") on the wait between a request's
+    arrival and a handler thread taking it. A burst queues and is served; a queue that stands
+    (the shortest wait of an interval above the target) means more arrives than the handlers
+    finish, and then a request that waited past twice the target is shed as it comes out: 503 at
+    once instead of seconds more in line, and the line drains. Called from the handler threads."""
+
+    def __init__(self, target_s: float = QUEUE_TARGET_S, interval_s: float = QUEUE_INTERVAL_S) -> None:
+        self._target_s, self._interval_s = target_s, interval_s
+        self._lock = threading.Lock()
+        self._interval_ends = 0.0
+        self._shortest = 0.0
+        self._standing = False
+
+    def admit(self, waited_s: float, now: float) -> bool:
+        """Whether a request that waited `waited_s` until `now` (monotonic seconds) is served."""
+        with self._lock:
+            if now >= self._interval_ends:
+                self._standing = self._shortest > self._target_s
+                self._shortest = waited_s
+                self._interval_ends = now + self._interval_s
+            else:
+                self._shortest = min(self._shortest, waited_s)
+            return not (self._standing and waited_s > 2 * self._target_s)
+
+
 class Gateway:
     """`max_in_flight` bounds the requests in the handlers, running or waiting for one of the
     `workers` threads (serve passes BLACKBOX_MAX_IN_FLIGHT). Past it a request is
     answered 503 with Retry-After at once: a queue only turns overload into seconds of latency,
-    then client timeouts and retries, and holds every waiting body in memory."""
+    then client timeouts and retries, and holds every waiting body in memory. Within the bound,
+    `queue` sheds what has waited too long for a handler thread once a queue stands."""
 
     def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT,
-                 max_in_flight: int = MAX_IN_FLIGHT) -> None:
+                 max_in_flight: int = MAX_IN_FLIGHT, queue: QueueDelay | None = None) -> None:
         self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
         self._handlers: dict[str, Handler] = {}
         self._body_timeout = body_timeout
         self._max_in_flight = max_in_flight
         self._in_flight = 0  # only the event loop's thread counts, so no lock
+        self._queue = queue or QueueDelay()
 
     def _handler(self, function: str) -> Handler:
         if function not in self._handlers:
@@ -195,12 +229,22 @@ class Gateway:
         try:
             event = proxy_event(scope, body, caller.key_id if caller else None)
             loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(
-                self._executor, self._handler(function), event, LocalContext(function_name=function)
-            )
+            result = await loop.run_in_executor(self._executor, self._run, self._handler(function), function, event,
+                                                time.monotonic())
+        except Overloaded as error:
+            await self._error(send, error, close=False)
+            return
         finally:
             self._in_flight -= 1
         await self._respond(send, result)
+
+    def _run(self, handler: Handler, function: str, event: dict[str, Any], arrived: float) -> Any:
+        """On a handler thread: the handler's answer, unless the request waited too long for it."""
+        now = time.monotonic()
+        if not self._queue.admit(now - arrived, now):
+            raise Overloaded(f"this server's requests wait {(now - arrived) * 1000:.0f} ms for a handler; "
+                             f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
+        return handler(event, LocalContext(function_name=function))
 
     def _check_capacity(self) -> None:
         if self._in_flight >= self._max_in_flight:

@@ -23,7 +23,7 @@ from core.errors import Unavailable
 from core.idempotency import new_event_id
 from crashes.persistence import persist_crashes
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification, _Requests, _send_all
-from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, Overloaded, http_config
+from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, Overloaded, QueueDelay, http_config
 from local_runtime.process import free_port
 from tests.uvicorn_thread import running
 
@@ -200,3 +200,34 @@ def test_a_handlers_error_says_when_to_retry_as_the_gateways_does():
     response = error_response(Overloaded("busy"))
     assert response.status_code == 503 and response.headers["Retry-After"] == str(RETRY_AFTER_S)
     assert "Retry-After" not in error_response(Unavailable("down")).headers
+
+
+def test_a_burst_within_an_interval_is_served_whole():
+    queue = QueueDelay(target_s=0.005, interval_s=0.1)
+    # a hundred requests arrive at once and are taken over 90 ms: the first waited nothing
+    assert all(queue.admit(waited_s=i * 0.0009, now=i * 0.0009) for i in range(100))
+
+
+def test_a_standing_queue_sheds_what_waited_past_twice_the_target_until_it_drains():
+    queue = QueueDelay(target_s=0.005, interval_s=0.1)
+    assert queue.admit(0.0, now=0.0)
+    # from 100 ms, a whole interval in which every request waited at least 30 ms: the queue stands
+    assert all(queue.admit(0.03 + i * 0.001, now=0.1 + i * 0.001) for i in range(90))
+    assert not queue.admit(0.04, now=0.2)  # the next interval sheds the long waits...
+    assert queue.admit(0.009, now=0.21)  # ...and serves the short ones
+    assert not queue.admit(0.011, now=0.22)
+    # a wait under the target in this interval: the queue drained, the next interval serves all
+    assert queue.admit(0.001, now=0.25)
+    assert queue.admit(0.5, now=0.31)
+
+
+def test_a_queue_that_stands_is_shed_quickly_and_nothing_shed_is_published(adapters: Adapters):
+    # one handler thread and a target that any capture's wait behind another exceeds
+    gateway = Gateway(workers=1, queue=QueueDelay(target_s=0.0001, interval_s=0.001))
+    bodies = {n: crash_body(n) for n in range(24)}
+    answers = asyncio.run(post_all(gateway, bodies))
+    accepted = {n: a.json()["eventId"] for n, (a, _) in answers.items() if a.status_code == 202}
+    shed = [answer for answer, _ in answers.values() if answer.status_code == 503]
+    assert accepted and shed and len(accepted) + len(shed) == len(bodies)
+    assert all(a.headers["retry-after"] == str(RETRY_AFTER_S) and a.json()["error"] == "unavailable" for a in shed)
+    assert logged_event_ids(adapters) == Counter(accepted.values())

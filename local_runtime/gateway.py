@@ -167,6 +167,10 @@ class QueueDelay:
                 self._shortest = min(self._shortest, waited_s)
             return not (self._standing and waited_s > 2 * self._target_s)
 
+    @property
+    def standing(self) -> bool:
+        return self._standing
+
 
 class Gateway:
     """`max_in_flight` bounds the requests in the handlers, running or waiting for one of the
@@ -179,6 +183,7 @@ class Gateway:
                  max_in_flight: int = MAX_IN_FLIGHT, queue: QueueDelay | None = None) -> None:
         self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
+        self._workers = workers
         self._handlers: dict[str, Handler] = {}
         self._body_timeout = body_timeout
         self._max_in_flight = max_in_flight
@@ -247,7 +252,9 @@ class Gateway:
         return handler(event, LocalContext(function_name=function))
 
     def _check_capacity(self) -> None:
-        if self._in_flight >= self._max_in_flight:
+        # while a queue stands, one more that would wait in it is shed before its body is read:
+        # the cheapest 503, and it cannot make the line longer
+        if self._in_flight >= self._max_in_flight or (self._queue.standing and self._in_flight >= self._workers):
             raise Overloaded(f"this server has {self._in_flight} requests in hand; "
                              f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
 

@@ -231,3 +231,18 @@ def test_a_queue_that_stands_is_shed_quickly_and_nothing_shed_is_published(adapt
     assert accepted and shed and len(accepted) + len(shed) == len(bodies)
     assert all(a.headers["retry-after"] == str(RETRY_AFTER_S) and a.json()["error"] == "unavailable" for a in shed)
     assert logged_event_ids(adapters) == Counter(accepted.values())
+
+
+def test_while_a_queue_stands_one_more_that_would_wait_is_shed_before_its_body(adapters: Adapters):
+    queue = QueueDelay(target_s=0.005, interval_s=0.1)
+    queue.admit(0.05, now=0.0)
+    queue.admit(0.05, now=time.monotonic())  # the first interval's shortest wait was 50 ms: it stands
+    assert queue.standing
+    gateway = Gateway(workers=2, queue=queue)
+    gateway._in_flight = 1  # a thread free: taken at once, not shed
+    [(answer, _)] = asyncio.run(post_all(gateway, {0: crash_body(0)})).values()
+    assert answer.status_code == 202
+    gateway._in_flight = 2  # every thread busy: it would wait in the standing queue
+    [(answer, _)] = asyncio.run(post_all(gateway, {1: crash_body(1)})).values()
+    assert answer.status_code == 503 and answer.headers["retry-after"] == str(RETRY_AFTER_S)
+    assert logged_event_ids(adapters) == Counter([new_event_id(f"crash\x00{SKU}", "k0")])

@@ -388,7 +388,9 @@ class KafkaLogConsumer:
                 size += len(value)
                 largest = max(largest, len(value))
                 batch.append(_log_record(self._logical_topic, message))
-            room = min(max_records - len(batch), CHUNK_RECORDS, max(1, (max_bytes - size) // max(1, largest)))
+            # stop once the largest record would not fit: taking one to try costs a seek back, which
+            # drops the partition's prefetched records, and the next poll waits for a fetch again
+            room = min(max_records - len(batch), CHUNK_RECORDS, (max_bytes - size) // max(1, largest))
             if room <= 0:
                 break
             messages = self._consumer.consume(num_messages=room, timeout=0)

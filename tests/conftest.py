@@ -10,6 +10,19 @@ import pytest
 from adapters.factory import Adapters, Settings, build, install
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
+# fixtures that only scripts/services provides: Chromium for the dashboard's tests
+ENGINE_FIXTURES = {"browser"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `services` every test that needs what `scripts/services start` runs: those on a fixture
+    parametrized with the services profile (the contract suites, the end-to-end serves), on an engine
+    fixture, or marked in their module; `pytest -m "not services"` runs the rest on any machine."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_services = callspec is not None and "services" in callspec.params.values()
+        if on_services or ENGINE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.services)
 
 
 @pytest.fixture

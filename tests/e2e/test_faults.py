@@ -28,6 +28,8 @@ from local_runtime.process import Serve
 from tests.brute import BruteBoard
 from tests.services import drop_database, mysql_url, namespace, settings
 
+pytestmark = pytest.mark.services  # on the engines of scripts/services
+
 ROOT = Path(__file__).resolve().parents[2]
 SKU = "faults:pc"
 XP, BEST = "faults-xp", "faults-best"

@@ -23,6 +23,8 @@ from local_runtime.process import Serve
 from tests.e2e.test_faults import XP, Deployment, Ledger, burst, verify
 from tests.services import drop_database, mysql_url, namespace, settings
 
+pytestmark = pytest.mark.services  # on the engines of scripts/services
+
 
 @pytest.fixture(scope="module")
 def services_env() -> Iterator[dict[str, str]]:

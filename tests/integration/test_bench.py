@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from adapters.factory import build, migrate
 from adapters.ports import LogRecord
 from benchmarks import crs, crs_tables, ranking, soak
@@ -18,6 +20,7 @@ from crashes.model import attachment_key
 from crashes.persistence import persist_crashes
 
 
+@pytest.mark.services
 def test_ranking_section_runs_on_a_tiny_plan():
     plan = ranking.Plan(worker_updates=400, naive_updates=40, sizes=(300,), rank_queries=10, visible_rate=500,
                         visible_seconds=1.5)
@@ -30,6 +33,7 @@ def test_ranking_section_runs_on_a_tiny_plan():
     assert any(m.startswith("rank: loading") for m in messages)
 
 
+@pytest.mark.services
 def test_crash_reporting_section_runs_on_both_profiles_on_a_tiny_plan(tmp_path: Path):
     plan = crs.Plan(capture_seconds=0.5, concurrency=4, spike_rate=2, spike_seconds=4, query_sizes=(1, 200),
                     concurrent_sizes=(1,), query_repeats=1, consumer_records=20)
@@ -49,6 +53,7 @@ def test_crash_reporting_section_runs_on_both_profiles_on_a_tiny_plan(tmp_path: 
     assert (tmp_path / "plots" / "spike-throughput.png").stat().st_size > 1000
 
 
+@pytest.mark.services
 def test_the_crash_bench_deletes_the_documents_it_wrote():
     """CouchbaseMock keeps documents in its heap: a full run once left it out of memory."""
     with isolated("services") as settings:
@@ -70,6 +75,7 @@ def test_the_crash_bench_deletes_the_documents_it_wrote():
             a.close()
 
 
+@pytest.mark.services
 def test_the_soak_writes_its_block_figures_and_chart(tmp_path: Path):
     """A few seconds of it: the serve's memory is sampled, nothing is lost, and the block lands in
     BENCHMARKS.md between its markers, replacing the one there and keeping the rest."""

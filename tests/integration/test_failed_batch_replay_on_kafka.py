@@ -18,6 +18,8 @@ from tests.contract.test_event_log import drain
 from tests.failed_batches import failed_batch, moto_bucket, put
 from tests.services import namespace, settings
 
+pytestmark = pytest.mark.services  # on the engines of scripts/services
+
 
 @pytest.fixture
 def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3FailedBatches]:

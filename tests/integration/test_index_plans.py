@@ -61,6 +61,7 @@ def _table(node: Any) -> dict[str, Any]:
     return {}
 
 
+@pytest.mark.services
 @pytest.mark.parametrize("newest_first", [False, True])
 def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
     with mysql_database(namespace()) as database:
@@ -86,6 +87,7 @@ def test_sqlite_steps_from_sku_to_sku_by_index_seeks(tmp_path: Path) -> None:
         assert reads and all(step.startswith("SEARCH") and "(sku" in step for step in reads), plan
 
 
+@pytest.mark.services
 def test_mysql_lists_skus_with_a_loose_index_scan() -> None:
     with mysql_database(namespace()) as database:
         _load(MysqlCrashIndex(database))

@@ -48,6 +48,7 @@ def test_invoke_refuses_a_data_directory_a_serve_holds_unless_live(
     assert json.loads(capsys.readouterr().out) == {"counted": 0}  # the same records, counted already
 
 
+@pytest.mark.services
 def test_invoke_on_the_shared_services_engines_only_when_asked(capsys: pytest.CaptureFixture[str]):
     """No scratch directory keeps a sample out of the engines' offset tables."""
     assert invoke_session_counter("--profile", "services") == 2

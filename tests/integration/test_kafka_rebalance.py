@@ -10,12 +10,15 @@ import threading
 import time
 from collections import defaultdict
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from adapters.ports import OutgoingRecord
 from tests.services import namespace, settings
+
+pytestmark = pytest.mark.services  # on the engines of scripts/services
 
 PARTITIONS = 4
 RECORDS = 1_500_000

@@ -31,6 +31,7 @@ def test_a_function_builds_exactly_the_ports_it_declares(function: str, tmp_path
         adapters.close()
 
 
+@pytest.mark.services
 def test_capture_answers_202_while_couchbase_and_mysql_are_away(tmp_path: Path):
     """Capture used to build every port at its first request, so a document store or database
     outage made it answer 500 instead of taking the event."""

@@ -8,6 +8,8 @@ import pytest
 
 from tests.services import mysql_database, namespace
 
+pytestmark = pytest.mark.services  # on the engines of scripts/services
+
 
 def test_a_killed_connection_is_replaced_on_the_next_call():
     with mysql_database(namespace()) as database:

@@ -21,6 +21,8 @@ from adapters.factory import migrate
 from adapters.mysql.database import MysqlDatabase, MysqlTarget, with_database
 from tests.services import drop_database, mysql_url, namespace, settings
 
+pytestmark = pytest.mark.services  # on the engines of scripts/services
+
 
 def url_with_ca(url: str, ca_file: str | None) -> str:
     parts = urlsplit(url)

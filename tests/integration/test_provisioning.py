@@ -16,6 +16,8 @@ from core.topics import ALL_TOPICS
 from lambdas.provisioning import create_topics, migrate_schema
 from tests.services import drop_database, mysql_url, namespace, settings
 
+pytestmark = pytest.mark.services  # on the engines of scripts/services
+
 
 def test_topics_are_created_once_with_their_partitions(monkeypatch: pytest.MonkeyPatch):
     prefix = f"{namespace()}."

@@ -3,6 +3,8 @@ gets anything, and what it sends back keeps the record's key (so its partition) 
 
 from __future__ import annotations
 
+import pytest
+
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from adapters.ports import LogRecord
@@ -10,6 +12,8 @@ from core.timeutil import now_ms
 from core.topics import REPLAYED, SCORES, dead_letter, replay_dead_letters
 from tests.contract.test_event_log import drain
 from tests.services import namespace, settings
+
+pytestmark = pytest.mark.services  # on the engines of scripts/services
 
 
 def test_dead_letters_are_replayed_to_their_topic_once():

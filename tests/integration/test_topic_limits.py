@@ -38,6 +38,7 @@ def topic_settings(name: str) -> dict[str, str]:
     return {key: entry.value for key, entry in future.result(timeout=15).items()}
 
 
+@pytest.mark.services
 def test_the_custom_resource_gives_every_topic_the_producers_limit(monkeypatch: pytest.MonkeyPatch):
     prefix = f"{namespace()}."
     monkeypatch.setenv("BLACKBOX_PROFILE", "services")
@@ -50,6 +51,7 @@ def test_the_custom_resource_gives_every_topic_the_producers_limit(monkeypatch: 
         assert found["retention.ms"] == RETENTION_MS, topic
 
 
+@pytest.mark.services
 def test_provisioning_gives_a_topic_made_without_them_its_limits():
     """A topic made by hand (or by an older deployment) would refuse the largest reports on MSK."""
     name = f"{namespace()}.{CRASHES}"
@@ -69,6 +71,7 @@ def test_provisioning_tries_again_until_its_deadline():
     assert time.monotonic() - started >= 4
 
 
+@pytest.mark.services
 def test_the_largest_report_goes_onto_a_topic_ensure_topic_made(tmp_path: Path):
     """A body at the limit, incompressible, in its envelope: above MSK Serverless's default
     max.message.bytes, within the producer's and the topic's."""

@@ -178,6 +178,7 @@ PROBES: dict[str, Callable[[Adapters], object]] = {
 }
 
 
+@pytest.mark.services
 def test_every_function_builds_its_ports_from_the_environment_the_stacks_give_it(
         deployed_environments: dict[str, dict[str, Any]], static_credentials, secrets_read: list[str],
         monkeypatch: pytest.MonkeyPatch):

@@ -52,10 +52,11 @@ MAX_HEAD_BYTES = 64 * 1024
 BODY_TIMEOUT = 30.0
 # a shed request's client may try again this soon: the handlers drain a full bound well within it
 RETRY_AFTER_S = 1
-# CoDel's figures for a request queue, as Facebook's thread pools use them: a wait for a handler
-# above the target is a standing queue once even the shortest wait of an interval exceeds it
-QUEUE_TARGET_S = 0.005
-QUEUE_INTERVAL_S = 0.1
+# CoDel for the wait for a handler thread: a queue stands once even the shortest wait of an
+# interval exceeds the target. Ten times the figures of Facebook's thread pools (5 ms, 100 ms):
+# a burst of a few hundred requests, which drains within a second or two here, is served whole
+QUEUE_TARGET_S = 0.05
+QUEUE_INTERVAL_S = 1.0
 # glibc's mallopt parameters (malloc.h), and the size from which a buffer gets its own mapping
 _M_MMAP_THRESHOLD = -3
 _M_ARENA_MAX = -8

@@ -160,13 +160,15 @@ class QueueDelay:
     def admit(self, waited_s: float, now: float) -> bool:
         """Whether a request that waited `waited_s` until `now` (monotonic seconds) is served."""
         with self._lock:
-            if now >= self._interval_ends:
-                self._standing = self._shortest > self._target_s
-                self._shortest = waited_s
-                self._interval_ends = now + self._interval_s
-            else:
+            if now < self._interval_ends:
                 self._shortest = min(self._shortest, waited_s)
-            return not (self._standing and waited_s > 2 * self._target_s)
+                return not (self._standing and waited_s > 2 * self._target_s)
+            # a new interval: judged by the last one, unless a whole interval went by with no
+            # request (the queue was empty then); its first request is served either way
+            self._standing = now < self._interval_ends + self._interval_s and self._shortest > self._target_s
+            self._shortest = waited_s
+            self._interval_ends = now + self._interval_s
+            return True
 
     @property
     def standing(self) -> bool:

@@ -202,10 +202,13 @@ def test_a_handlers_error_says_when_to_retry_as_the_gateways_does():
     assert "Retry-After" not in error_response(Unavailable("down")).headers
 
 
-def test_a_burst_within_an_interval_is_served_whole():
-    queue = QueueDelay(target_s=0.005, interval_s=0.1)
-    # a hundred requests arrive at once and are taken over 90 ms: the first waited nothing
-    assert all(queue.admit(waited_s=i * 0.0009, now=i * 0.0009) for i in range(100))
+def test_a_burst_that_drains_within_two_intervals_is_served_whole():
+    queue = QueueDelay(target_s=0.05, interval_s=1.0)
+    # 100 requests arrive at once and are taken one every 19 ms: the last waited 1.9 s
+    assert all(queue.admit(waited_s=i * 0.019, now=i * 0.019) for i in range(100))
+    # the second interval (from 1.007 s) was all long waits: the third serves its first, then sheds
+    assert queue.admit(waited_s=2.01, now=2.01) and queue.standing
+    assert not queue.admit(waited_s=2.02, now=2.02)
 
 
 def test_a_standing_queue_sheds_what_waited_past_twice_the_target_until_it_drains():
@@ -213,30 +216,46 @@ def test_a_standing_queue_sheds_what_waited_past_twice_the_target_until_it_drain
     assert queue.admit(0.0, now=0.0)
     # from 100 ms, a whole interval in which every request waited at least 30 ms: the queue stands
     assert all(queue.admit(0.03 + i * 0.001, now=0.1 + i * 0.001) for i in range(90))
-    assert not queue.admit(0.04, now=0.2)  # the next interval sheds the long waits...
+    assert queue.admit(0.04, now=0.2)  # the first of the next interval is served...
+    assert not queue.admit(0.04, now=0.205)  # ...then it sheds the long waits...
     assert queue.admit(0.009, now=0.21)  # ...and serves the short ones
     assert not queue.admit(0.011, now=0.22)
     # a wait under the target in this interval: the queue drained, the next interval serves all
     assert queue.admit(0.001, now=0.25)
     assert queue.admit(0.5, now=0.31)
+    assert queue.admit(0.5, now=0.32)
+
+
+def test_a_queue_that_stood_before_an_idle_interval_stands_no_more():
+    queue = QueueDelay(target_s=0.005, interval_s=0.1)
+    queue.admit(0.0, now=0.0)
+    assert all(queue.admit(0.03, now=0.1 + i * 0.001) for i in range(90))
+    assert queue.admit(0.03, now=0.2) and not queue.admit(0.03, now=0.21) and queue.standing
+    # nothing for a whole interval and more: the queue was empty, whatever the last one said
+    assert queue.admit(0.03, now=0.5) and not queue.standing
+    assert queue.admit(0.03, now=0.51)
 
 
 def test_a_queue_that_stands_is_shed_quickly_and_nothing_shed_is_published(adapters: Adapters):
     # one handler thread and a target that any capture's wait behind another exceeds
-    gateway = Gateway(workers=1, queue=QueueDelay(target_s=0.0001, interval_s=0.001))
+    gateway = Gateway(workers=1, queue=QueueDelay(target_s=0.0001, interval_s=0.05))
     bodies = {n: crash_body(n) for n in range(24)}
     answers = asyncio.run(post_all(gateway, bodies))
     accepted = {n: a.json()["eventId"] for n, (a, _) in answers.items() if a.status_code == 202}
     shed = [answer for answer, _ in answers.values() if answer.status_code == 503]
     assert accepted and shed and len(accepted) + len(shed) == len(bodies)
     assert all(a.headers["retry-after"] == str(RETRY_AFTER_S) and a.json()["error"] == "unavailable" for a in shed)
+    # shed as they came out of the line, not after a handler's time: faster than any accepted one
+    slowest_shed = max(took for answer, took in answers.values() if answer.status_code == 503)
+    assert slowest_shed < max(took for answer, took in answers.values() if answer.status_code == 202)
     assert logged_event_ids(adapters) == Counter(accepted.values())
 
 
 def test_while_a_queue_stands_one_more_that_would_wait_is_shed_before_its_body(adapters: Adapters):
-    queue = QueueDelay(target_s=0.005, interval_s=0.1)
-    queue.admit(0.05, now=0.0)
-    queue.admit(0.05, now=time.monotonic())  # the first interval's shortest wait was 50 ms: it stands
+    queue = QueueDelay(target_s=0.005, interval_s=10.0)
+    started = time.monotonic() - 10.0
+    queue.admit(0.05, now=started)
+    queue.admit(0.05, now=started + 10.0)  # the last interval's shortest wait was 50 ms: it stands
     assert queue.standing
     gateway = Gateway(workers=2, queue=queue)
     gateway._in_flight = 1  # a thread free: taken at once, not shed

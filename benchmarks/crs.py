@@ -53,6 +53,7 @@ CRASH_BYTES = 100 * 1024
 SESSION_BATCH = 500
 BENCH_TOPIC = "bench-crashes"
 WORKER_COUNTS = (1, 2)
+CAPTURE_ROLES = {"embedded": ("all",), "services": ("all", "api")}
 """Processes serving HTTP in the capture section (Blackbox's API workers, the Legacy collector's
 and the bare endpoint's): one, and one per core."""
 
@@ -93,8 +94,18 @@ def crash_bodies(count: int, sku: str, size: int = CRASH_BYTES) -> list[bytes]:
     return [json.dumps(payloads.crash(rng, sku, size)).encode() for _ in range(count)]
 
 
-async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int, seconds: float) -> float:
-    """Acknowledged requests per second with `concurrency` clients sending back to back."""
+@dataclass(frozen=True)
+class Loop:
+    acknowledged: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.acknowledged / self.seconds
+
+
+async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int, seconds: float) -> Loop:
+    """Requests acknowledged with `concurrency` clients sending back to back."""
     acknowledged = 0
     async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=concurrency),
                                      headers={"content-type": "application/json"},
@@ -112,10 +123,10 @@ async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(n) for n in range(concurrency)))
-        return acknowledged / (time.perf_counter() - started)
+        return Loop(acknowledged, time.perf_counter() - started)
 
 
-def closed_loop(url: str, path: str, bodies: Sequence[bytes], plan: Plan) -> float:
+def closed_loop(url: str, path: str, bodies: Sequence[bytes], plan: Plan) -> Loop:
     return asyncio.run(_closed_loop(url, path, bodies, plan.concurrency, plan.capture_seconds))
 
 
@@ -185,12 +196,17 @@ def consumer_section(settings: Settings, plan: Plan, results: Results, progress:
             a.log.publish(BENCH_TOPIC, records[start:start + 50])
         megabytes = sum(len(r.value) for r in records) / 1e6
         progress(f"{settings.profile}: consumer persisting")
-        persisted = _drain(a, "bench-consumer", n,
-                           lambda batch: persist_crashes(batch, a.documents, a.index, a.log, 3600))
-        progress(f"{settings.profile}: raw engines")
-        # the raw engines get the consumer's batches: what one poll returns
         batches: list[list[LogRecord]] = []
-        raw_consume = _drain(a, "bench-raw", n, batches.append)
+
+        def persist(batch: list[LogRecord]) -> None:
+            batches.append(batch)
+            persist_crashes(batch, a.documents, a.index, a.log, 3600)
+
+        persisted = _drain(a, "bench-consumer", n, persist)
+        progress(f"{settings.profile}: raw engines")
+        raw_consume = _drain(a, "bench-raw", n, lambda _: None)
+        # the raw engines get the consumer's own batches: CouchbaseMock's cost is per multi-operation
+        # (it turns TCP_NODELAY off), so other batch sizes would not be the same work
         raw_documents = [{f"raw-{r.partition}-{r.offset}": r.value for r in batch} for batch in batches]
         started = time.perf_counter()
         for documents in raw_documents:
@@ -245,19 +261,21 @@ def _raw_index_insert(settings: Settings, sizes: Sequence[int]) -> float:
 CAPTURE_SKU = "bench-cap:pc"
 
 
-def capture_section(serve: Serve, settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
-    """Blackbox's capture with `serve.workers` API processes."""
+def capture_section(serve: Serve, settings: Settings, plan: Plan, results: Results, progress: Progress) -> int:
+    """Blackbox's capture with `serve.workers` API processes; the crash reports it acknowledged."""
     single = [json.dumps({"sku": CAPTURE_SKU, "kind": "client"}).encode()]
     batch = [json.dumps([{"sku": CAPTURE_SKU, "kind": "client"}] * SESSION_BATCH).encode()]
     crashes = crash_bodies(16, CAPTURE_SKU)
-    workers = f"{serve.workers} API process{'es' if serve.workers != 1 else ''}"
+    at = f"@{serve.workers}" + ("" if serve.role == "all" else f":{serve.role}")
+    workers = f"{serve.workers} API process{'es' if serve.workers != 1 else ''} (--role {serve.role})"
     progress(f"{settings.profile}: capture with {workers}, single session events")
-    results.capture[f"sessionsSingle@{serve.workers}"] = closed_loop(serve.url, "/v1/sessions", single, plan)
+    results.capture[f"sessionsSingle{at}"] = closed_loop(serve.url, "/v1/sessions", single, plan).rate
     progress(f"{settings.profile}: capture with {workers}, batches of {SESSION_BATCH} session events")
-    results.capture[f"sessionsBatched@{serve.workers}"] = (
-        closed_loop(serve.url, "/v1/sessions", batch, plan) * SESSION_BATCH)
+    results.capture[f"sessionsBatched{at}"] = closed_loop(serve.url, "/v1/sessions", batch, plan).rate * SESSION_BATCH
     progress(f"{settings.profile}: capture with {workers}, 100 KB crash reports")
-    results.capture[f"crashes@{serve.workers}"] = closed_loop(serve.url, "/v1/crashes", crashes, plan)
+    loop = closed_loop(serve.url, "/v1/crashes", crashes, plan)
+    results.capture[f"crashes{at}"] = loop.rate
+    return loop.acknowledged
 
 
 def raw_producer_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
@@ -275,10 +293,10 @@ def baselines_section(settings: Settings, plan: Plan, results: Results, progress
         progress(f"{settings.profile}: Legacy CRS with {workers} processes, 100 KB crash reports")
         with _server("benchmarks.legacy", workers, *store) as url:
             results.capture[f"legacy@{workers}"] = closed_loop(url, "/v1/crashes",
-                                                               crash_bodies(16, "bench-legacy:pc"), plan)
+                                                               crash_bodies(16, "bench-legacy:pc"), plan).rate
         progress(f"{settings.profile}: bare ASGI endpoint with {workers} processes, single session events")
         with _server("benchmarks.bare", workers) as url:
-            results.capture[f"bare@{workers}"] = closed_loop(url, "/v1/sessions", single, plan)
+            results.capture[f"bare@{workers}"] = closed_loop(url, "/v1/sessions", single, plan).rate
 
 
 @contextmanager
@@ -346,14 +364,13 @@ def query_section(serve: Serve, settings: Settings, plan: Plan, results: Results
         results.queries[("concurrent", size)] = _concurrent(serve.url, sku, size)
 
 
-def _settle(url: str, sku: str) -> None:
-    """Waits until the crash count of `sku` stops growing: the backlog of a flood is persisted."""
+def _settle(url: str, sku: str, expected: int, timeout_s: float = 900) -> None:
+    """Waits until the `expected` crash reports of `sku` are persisted: a flood's backlog is done."""
+    deadline = time.monotonic() + timeout_s
     with httpx.Client(base_url=url, timeout=60) as client:
-        last, steady_since = -1, time.monotonic()
-        while time.monotonic() - steady_since < 3:
-            count = _count(client, sku)
-            if count != last:
-                last, steady_since = count, time.monotonic()
+        while _count(client, sku) < expected:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{expected} crash reports of {sku} not persisted in {timeout_s:.0f} s")
             time.sleep(0.5)
 
 
@@ -427,16 +444,27 @@ def run_profile(profile: str, plan: Plan, progress: Progress, log_dir: Path) -> 
             # the serve's settings: where the query section puts reports on its log (embedded: its file)
             served = settings.model_copy(update={"data_dir": settings.data_dir / "serve"})
             log = log_dir / f"bench-serve-{profile}.log"
-            for workers in WORKER_COUNTS:
-                serve = Serve(served.data_dir, log, profile, environment(settings), workers=workers)
-                serve.start()
-                try:
-                    capture_section(serve, settings, plan, results, progress)
-                    progress(f"{profile}: waiting for the consumers to catch up")
-                    _settle(serve.url, CAPTURE_SKU)  # the next measure does not share the CPU with this backlog
-                finally:
-                    serve.stop()
-                drop_documents(settings)
+            # as serve runs by default, the consumers beside the API; on services also the API alone,
+            # as the machines of a capture tier (`--role api`) run it, the consumers started after it
+            acknowledged = 0
+            for role in CAPTURE_ROLES[profile]:
+                for workers in WORKER_COUNTS:
+                    serve = Serve(served.data_dir, log, profile, environment(settings), role=role, workers=workers)
+                    serve.start()
+                    consumers = Serve(settings.data_dir / "consumers", log, profile, environment(settings),
+                                      role="consumers")
+                    try:
+                        acknowledged += capture_section(serve, settings, plan, results, progress)
+                        progress(f"{profile}: waiting for the consumers to catch up")
+                        if role == "api":
+                            consumers.start()
+                        # the next measure does not share the CPU with this backlog
+                        _settle(serve.url, CAPTURE_SKU, acknowledged)
+                    finally:
+                        serve.stop()
+                        if consumers.process is not None:
+                            consumers.stop()
+                    drop_documents(settings)
             if profile == "services":
                 raw_producer_section(settings, plan, results, progress)
             serve = Serve(served.data_dir, log, profile, environment(settings))

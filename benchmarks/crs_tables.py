@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
-from benchmarks.crs import WORKER_COUNTS, Plan, Results
+from benchmarks.crs import CAPTURE_ROLES, WORKER_COUNTS, Plan, Results
 
 # the paper's New CRS (section 7), seconds: Tables 3 (simple fields), 4 (all fields), 5 (10 concurrent)
 PAPER_SUMMARY = {1: 0.17, 200: 0.51, 2_000: 2.34, 20_000: 25.0}
@@ -30,53 +30,71 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def _best(capture: dict[str, float], name: str) -> tuple[int, float]:
-    """The worker count at which `name` ran fastest, and its rate."""
-    return max(((w, capture[f"{name}@{w}"]) for w in WORKER_COUNTS), key=lambda pair: pair[1])
+def _best(capture: dict[str, float], name: str, role: str = "") -> tuple[int, float]:
+    """The worker count at which `name` (with `role`, e.g. ":api") ran fastest, and its rate."""
+    return max(((w, capture[f"{name}@{w}{role}"]) for w in WORKER_COUNTS), key=lambda pair: pair[1])
 
 
 def _processes(workers: int) -> str:
     return f"{workers} process{'es' if workers != 1 else ''}"
 
 
+def _times(a: float, b: float) -> str:
+    return f"x{a / b:.2f}" if b else "x?"
+
+
+def _share(a: float, b: float) -> str:
+    return f"{a / b:.0%}" if b else "?%"
+
+
 def capture(results: Sequence[Results]) -> list[str]:
-    columns = [(r, w) for r in results for w in WORKER_COUNTS]
+    columns = [(r, role, w) for r in results for role in CAPTURE_ROLES[r.profile] for w in WORKER_COUNTS]
     lines = ["### Capture throughput (closed loop, 32 clients, same machine as the server)", "",
              "Each HTTP server with 1 and with 2 processes on one port (`blackbox serve --workers N`; "
-             "the Legacy collector and the bare endpoint under uvicorn's `--workers`); the consumers run "
-             "beside Blackbox's API as `serve` runs them.", "",
-             "| per second | " + " | ".join(f"{r.profile}, {_processes(w)}" for r, w in columns) + " |",
+             "the Legacy collector and the bare endpoint under uvicorn's `--workers`). `all` is serve's "
+             "default, the consumers beside the API persisting what it takes; on `services`, `api` is the "
+             "API alone (`--role api`), as on the machines of a capture tier, the consumers persisting the "
+             "backlog after the measure. The Legacy CRS stores each report before answering, so it is "
+             "compared with `all`; the raw producer and the bare endpoint do no storing, so they are compared "
+             "with `api` where there is one.", "",
+             "| per second | " + " | ".join(f"{r.profile} {role}, {_processes(w)}" for r, role, w in columns) + " |",
              "|---|" + "---:|" * len(columns)]
-    names = [("sessionsSingle", "session events, one a request"),
-             ("bare", "bare ASGI endpoint (parse, 202), one event a request"),
-             ("sessionsBatched", "session events, 500 a request"),
-             ("crashes", "100 KB crash reports (Blackbox: 202 once on the log)"),
-             ("legacy", "100 KB crash reports, Legacy CRS (202 once inserted)")]
-    for key, label in names:
-        lines.append(f"| {label} | " + " | ".join(_rate(r.capture.get(f"{key}@{w}")) for r, w in columns) + " |")
+    names = [("sessionsSingle", "session events, one a request", True),
+             ("bare", "bare ASGI endpoint (parse, 202), one event a request", False),
+             ("sessionsBatched", "session events, 500 a request", True),
+             ("crashes", "100 KB crash reports (Blackbox: 202 once on the log)", True),
+             ("legacy", "100 KB crash reports, Legacy CRS (202 once inserted)", False)]
+    for key, label, by_role in names:
+        lines.append(f"| {label} | " + " | ".join(
+            _rate(r.capture.get(f"{key}@{w}" + (f":{role}" if by_role and role != "all" else "")))
+            for r, role, w in columns) + " |")
     if any("rawProducer" in r.capture for r in results):
         lines.append("| 100 KB payloads, raw Kafka producer (acks=all, one process) | "
-                     + " | ".join(_rate(r.capture.get("rawProducer")) for r, _ in columns) + " |")
+                     + " | ".join(_rate(r.capture.get("rawProducer")) for r, _, _ in columns) + " |")
     lines.append("")
     for r in results:
         c = r.capture
+        alone = "" if CAPTURE_ROLES[r.profile] == ("all",) else ":api"
         workers, crashes = _best(c, "crashes")
         legacy_workers, legacy = _best(c, "legacy")
-        single = {w: c[f"sessionsSingle@{w}"] / c[f"bare@{w}"] for w in WORKER_COUNTS}
-        best_single = max(single.values())
-        batched = c[f"sessionsBatched@{workers}"]
-        checks = [f"crash reports best with {_processes(workers)}, x{crashes / legacy:.1f} the Legacy CRS at its "
-                  f"best ({_processes(legacy_workers)}) (target ≥ 2): {_verdict(crashes >= 2 * legacy)}",
-                  "single session events " + ", ".join(f"{share:.0%} ({_processes(w)})" for w, share in single.items())
-                  + f" of the bare endpoint with as many processes (target ≥ 40%): {_verdict(best_single >= 0.4)}",
-                  f"batched session events {batched:,.0f}/s (target ≥ 50,000): {_verdict(batched >= 50_000)}"]
+        checks = [f"crash reports at their best ({_processes(workers)}) {_times(crashes, legacy)} the Legacy CRS at "
+                  f"its best ({_processes(legacy_workers)}) (target ≥ 2): {_verdict(crashes >= 2 * legacy)}"]
         if "rawProducer" in c:
-            checks.append(f"{crashes / c['rawProducer']:.0%} of the raw producer (target ≥ 50%): "
-                          f"{_verdict(crashes >= 0.5 * c['rawProducer'])}")
+            api_workers, api = _best(c, "crashes", alone)
+            checks.append(f"the API alone at its best ({_processes(api_workers)}) {_share(api, c['rawProducer'])} of "
+                          f"the raw producer (target ≥ 50%): {_verdict(api >= 0.5 * c['rawProducer'])}")
+        single = {w: (c[f"sessionsSingle@{w}{alone}"], c[f"bare@{w}"]) for w in WORKER_COUNTS}
+        top = WORKER_COUNTS[-1]  # judged at serve's default, one process a core
+        checks.append("single session events " + ", ".join(f"{_share(ours, bare)} ({_processes(w)})"
+                                                           for w, (ours, bare) in single.items())
+                      + f" of the bare endpoint with as many processes (target ≥ 40% with {_processes(top)}): "
+                      f"{_verdict(single[top][0] >= 0.4 * single[top][1])}")
+        batched = max(c[f"sessionsBatched@{w}"] for w in WORKER_COUNTS)
+        checks.append(f"batched session events {batched:,.0f}/s (target ≥ 50,000): {_verdict(batched >= 50_000)}")
         low, high = WORKER_COUNTS[0], WORKER_COUNTS[-1]
-        gain = {name: c[f"{name}@{high}"] / c[f"{name}@{low}"] for name in ("crashes", "sessionsSingle")}
-        checks.append(f"from {low} to {_processes(high)}: crash reports x{gain['crashes']:.2f}, "
-                      f"single session events x{gain['sessionsSingle']:.2f}")
+        checks.append(f"from {low} to {_processes(high)}: crash reports "
+                      f"{_times(c[f'crashes@{high}'], c[f'crashes@{low}'])}, single session events "
+                      f"{_times(c[f'sessionsSingle@{high}'], c[f'sessionsSingle@{low}'])}")
         lines.append(f"- {r.profile}: " + "; ".join(checks) + ".")
     return [*lines, ""]
 
@@ -109,31 +127,34 @@ def projection(results: Sequence[Results]) -> list[str]:
     services = next((r for r in results if r.profile == "services"), None)
     if services is None:
         return []
-    _, api = _best(services.capture, "crashes")
+    _, api = _best(services.capture, "crashes", ":api")
     consumer = services.consumer["consumer"]
     per_consumer_machine = consumer * WORKER_COUNTS[-1]
     kafka, couchbase, mysql = (services.capture["rawProducer"], services.consumer["rawUpsert"],
                                services.consumer["rawInsert"])
     lines = ["### Scale-out on `services`: a projection for N API machines", "",
              f"On paper, from the rates above: an API machine like this one (2 cores, `serve --role api`) "
-             f"takes {api:,.0f} crash reports/s of 100 KB (measured with the consumers beside it, so a lower "
-             f"bound); a consumer process persists {consumer:,.0f}/s, a consumer machine "
-             f"(`--role consumers`, 2 processes) about {per_consumer_machine:,.0f}/s. Each engine's rate is one "
+             f"takes {api:,.0f} crash reports/s of 100 KB (the engines and the load generator on the same "
+             f"cores); a consumer process persists {consumer:,.0f}/s, a consumer machine (`--role consumers`, "
+             f"{_processes(WORKER_COUNTS[-1])}) about {per_consumer_machine:,.0f}/s. Each engine's rate is one "
              f"client's on this shared machine, a lower bound of one node: Kafka {kafka:,.0f} records/s a "
              f"broker, CouchbaseMock {couchbase:,.0f} documents/s a node (Couchbase Server is faster), "
-             f"MariaDB {mysql:,.0f} index rows/s. Kafka and Couchbase scale by nodes (and partitions); "
-             "the index insert is the one step on a single primary (the paper's critical section).", "",
+             f"MariaDB {mysql:,.0f} index rows/s from one connection. Kafka and Couchbase scale by nodes (and "
+             "partitions); the index insert is the one step on a single primary (the paper's critical "
+             "section).", "",
              "| API machines | crash reports/s | consumer machines | Kafka brokers | Couchbase nodes | "
              "MySQL primary busy |", "|---:|---:|---:|---:|---:|---:|"]
     for machines in PROJECTED_MACHINES:
         rate = machines * api
         lines.append(f"| {machines} | {rate:,.0f} | {math.ceil(rate / per_consumer_machine)} | "
                      f"{math.ceil(rate / kafka)} | {math.ceil(rate / couchbase)} | {rate / mysql:.0%} |")
-    ceiling = mysql / api
-    lines += ["", f"- What saturates first: on one machine, the API's CPU (every other part has room on its own "
-              f"hardware). With the consumers and engines sized by the table, the MySQL primary's index inserts "
-              f"cap the system near {ceiling:,.0f} API machines ({mysql:,.0f} reports/s), from one connection's "
-              "rate; batching the inserts more, or a larger primary, moves it.", ""]
+    one_machine = {"the API": api, "the consumers": per_consumer_machine, "Kafka": kafka,
+                   "Couchbase": couchbase, "MySQL's index inserts": mysql}
+    first = min(one_machine, key=lambda part: one_machine[part])
+    lines += ["", f"- What saturates first, one of each: {first} ({one_machine[first]:,.0f} reports/s). "
+              f"Adding machines to the tiers that scale, the MySQL primary's index inserts cap the system "
+              f"near {mysql / api:,.0f} API machines ({mysql:,.0f} reports/s, one connection's rate here); "
+              "larger insert batches or a larger primary move that cap.", ""]
     return lines
 
 

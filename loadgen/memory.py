@@ -1,9 +1,12 @@
-"""The server's memory during a load run: the resident set of a process and all its descendants
-(a serve's supervisor and its workers), sampled on a thread of its own."""
+"""The server's memory during a load run: the proportional set size (PSS: private pages, and a
+share of each shared one) of a process and all its descendants (a serve's supervisor and its
+workers), summed, sampled on a thread of its own. PSS sums without counting a shared library
+once per process, as a sum of resident sets would."""
 
 from __future__ import annotations
 
 import contextlib
+import statistics
 import threading
 import time
 from types import TracebackType
@@ -15,13 +18,13 @@ WARM_UP_SHARE = 0.1
 FLAT_WITHIN = 0.10
 
 
-def tree_rss(pid: int) -> int:
-    """Bytes resident in `pid` and its descendants now; a process that ends meanwhile counts 0."""
+def tree_pss(pid: int) -> int:
+    """Bytes of memory of `pid` and its descendants now; a process that ends meanwhile counts 0."""
     root = psutil.Process(pid)
     total = 0
     for process in (root, *root.children(recursive=True)):
         with contextlib.suppress(psutil.NoSuchProcess):
-            total += process.memory_info().rss
+            total += process.memory_full_info().pss
     return total
 
 
@@ -40,7 +43,7 @@ class MemoryWatch:
         started = time.monotonic()
         while not self._stop.is_set():
             try:
-                self.samples.append((time.monotonic() - started, tree_rss(self.pid)))
+                self.samples.append((time.monotonic() - started, tree_pss(self.pid)))
             except psutil.NoSuchProcess:
                 return
             self._stop.wait(self.interval_s)
@@ -56,13 +59,15 @@ class MemoryWatch:
 
 
 def flatness(samples: list[tuple[float, int]], duration_s: float) -> dict[str, float | bool]:
-    """Memory after the warm-up against memory at its end: flat when no later sample is more than
-    FLAT_WITHIN above it (growth is what a leak looks like; memory returned is not)."""
+    """Memory after the warm-up against its level then (the median of the samples of a window as
+    long as the warm-up, so that no one reading decides it): flat when no later sample is more
+    than FLAT_WITHIN above that level. Growth is what a leak looks like; memory returned is not."""
     warm_up_s = WARM_UP_SHARE * duration_s
-    after = [rss for t, rss in samples if t >= warm_up_s]
+    after = [mb for t, mb in samples if t >= warm_up_s]
+    window = [mb for t, mb in samples if warm_up_s <= t < 2 * warm_up_s] or after[:1]
     if not after:
         return {}
-    at_warm_up, peak = after[0], max(after)
-    return {"warmUpS": round(warm_up_s, 1), "atWarmUpMB": round(at_warm_up / 2**20, 1),
+    level, peak = statistics.median(window), max(after)
+    return {"warmUpS": round(warm_up_s, 1), "levelMB": round(level / 2**20, 1),
             "peakAfterMB": round(peak / 2**20, 1), "atEndMB": round(after[-1] / 2**20, 1),
-            "growth": round(peak / at_warm_up - 1, 3), "flat": peak <= (1 + FLAT_WITHIN) * at_warm_up}
+            "growth": round(peak / level - 1, 3), "flat": peak <= (1 + FLAT_WITHIN) * level}

@@ -180,7 +180,7 @@ class LoadReport:
                                       "in flight)" if self.client_overflow else ""),
         ]
         if memory := j.get("serverMemory"):
-            lines.append(f"server memory (MB): {memory['atWarmUpMB']:g} after the warm-up ({memory['warmUpS']:g} s), "
+            lines.append(f"server memory (PSS, MB): {memory['levelMB']:g} after the warm-up ({memory['warmUpS']:g} s), "
                          f"peak {memory['peakAfterMB']:g} after it, {memory['atEndMB']:g} at the end: "
                          + ("flat" if memory["flat"] else f"grew {memory['growth']:.0%}"))
         return "\n".join(lines)

@@ -14,8 +14,8 @@ from adapters.kafka.auth import msk_iam
 from adapters.spill.s3 import S3SpillStore
 
 if TYPE_CHECKING:
-    from adapters.factory import Settings
-    from adapters.ports import SpillStore
+    from adapters.settings import Settings
+    from ports import SpillStore
 
 
 def read_secret(client: Any, arn: str) -> dict[str, Any]:

@@ -6,72 +6,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
-from pydantic import PositiveInt
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
-from core.access import ApiKeys
-from core.requests import MAX_IN_FLIGHT
-from crashes.spikes import SpikePolicy
+from adapters.settings import Settings
+from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
 
 if TYPE_CHECKING:
     from adapters.embedded.index import SqliteIndexDatabase
     from adapters.mysql.database import MysqlDatabase
-
-# written by scripts/services start: where the local engines listen
-SERVICES_ENV_FILE = ".services/services.env"
-
-
-class Settings(BaseSettings):
-    """Read from BLACKBOX_* environment variables, then the services env file; the command line
-    overrides both. The profile picks the adapters; the other fields configure them."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="BLACKBOX_", env_file=SERVICES_ENV_FILE, env_nested_delimiter="__", extra="ignore"
-    )
-
-    profile: Literal["embedded", "services", "aws"] = "embedded"
-    data_dir: Path = Path("blackbox-data")
-    log_partitions: int = 4
-    retention_days: int = 90
-    # the event log is a buffer: Kafka's (and MSK's) default of 7 days
-    log_retention_days: int = 7
-    # e.g. BLACKBOX_SPIKES__FACTOR=5
-    spikes: SpikePolicy = SpikePolicy()
-    # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
-    # and the ids of the keys that may post scores, and of the title keys → their skus (set by the deployment)
-    api_keys: ApiKeys = ApiKeys()
-    server_key_ids: list[str] = []
-    key_skus: dict[str, list[str]] = {}
-    kafka_bootstrap: str = "127.0.0.1:19092"
-    kafka_topic_prefix: str = ""
-    # always TLS: `?ssl_ca=/path/ca.pem` names the CA (scripts/services writes its own), else the system trust store
-    mysql_url: str = "mysql://blackbox:blackbox@127.0.0.1:13306/blackbox"
-    # how long migrations wait for MySQL to take a connection (RDS Proxy's target registers minutes
-    # after the proxy exists); within the migrations custom resource's 600 s timeout
-    mysql_migrate_deadline_s: float = 300.0
-    couchbase_url: str = "couchbase://127.0.0.1"
-    couchbase_bucket: str = "blackbox"
-    couchbase_username: str = "blackbox"
-    couchbase_password: str = ""
-    couchbase_key_prefix: str = ""
-    # the aws profile: MSK bootstrap brokers come from kafka_bootstrap, credentials from Secrets Manager
-    aws_region: str = "us-east-1"
-    mysql_secret_arn: str = ""
-    mysql_proxy_host: str | None = None
-    couchbase_secret_arn: str = ""
-    spill_bucket: str = ""
-    # where the MSK event source mappings put the batches they gave up on (core.replay)
-    failed_batches_bucket: str = ""
-    # only `blackbox bench` uses Redis: the sorted-set baseline for leaderboards
-    redis_url: str = "redis://127.0.0.1:16379/0"
-    # the local gateway's bound on requests in its handlers (running or waiting for a thread): past it,
-    # 503 with Retry-After at once, rather than a queue of seconds
-    max_in_flight: PositiveInt = MAX_IN_FLIGHT
-
 
 Port = Literal["log", "documents", "index", "counters", "ranking", "spill"]
 PORTS: tuple[Port, ...] = get_args(Port)
@@ -120,7 +62,7 @@ class Wiring(Protocol):
 
 class Adapters:
     """The ports of one process (a Lambda container, serve, a command), each built on its first
-    use: a function builds only the ports it reaches (local_runtime.functions.FUNCTION_PORTS), so
+    use: a function builds only the ports it reaches (lambdas.functions.FUNCTION_PORTS), so
     an engine it does not use neither slows its cold start nor fails it: capture keeps answering
     202, through the spill store if need be, while Couchbase or MySQL is away."""
 

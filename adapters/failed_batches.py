@@ -1,5 +1,5 @@
 """The failed-batch bucket: one object per batch an MSK event source mapping gave up on, written
-there by Lambda (its S3 on-failure destination) and read back by the scheduled replay (core.replay)."""
+there by Lambda (its S3 on-failure destination) and read back by the scheduled replay (pipeline.replay)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 if TYPE_CHECKING:
-    from adapters.factory import Settings
+    from adapters.settings import Settings
 
 
 class S3FailedBatches:

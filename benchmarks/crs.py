@@ -27,16 +27,14 @@ import httpx
 from confluent_kafka import Producer
 from rich.console import Console
 
-from adapters.factory import Adapters, Settings, build, migrate
+from adapters.factory import Adapters, build, migrate
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import PUBLISH_TIMEOUT_S, KafkaEventLog, producer_config
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import IndexEntry, LogRecord, OutgoingRecord
+from adapters.settings import Settings
 from adapters.sql.queries import INSERT_COLUMNS, entry_values
+from api.requests import Posted
 from benchmarks.isolation import environment, isolated
-from core.idempotency import new_event_id
-from core.requests import Posted
-from core.timeutil import now_ms
 from crashes.capture import capture_crash
 from crashes.model import CrashEnvelope, attachment_key, report_key
 from crashes.persistence import persist_crashes
@@ -47,6 +45,9 @@ from loadgen.run import run as run_load
 from loadgen.stats import percentile
 from local_runtime.poller import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
 from local_runtime.process import Serve, free_port
+from pipeline.idempotency import new_event_id
+from ports import IndexEntry, LogRecord, OutgoingRecord
+from ports.timeutil import now_ms
 
 Progress = Callable[[str], None]
 CRASH_BYTES = 100 * 1024

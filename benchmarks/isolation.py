@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from adapters.factory import Settings
 from adapters.mysql.database import MysqlDatabase, with_database
+from adapters.settings import Settings
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from typing import Any
 import uvicorn
 
 from adapters.mysql.database import MysqlDatabase
-from core.timeutil import now_ms
+from ports.timeutil import now_ms
 
 Message = MutableMapping[str, Any]
 _MYSQL_VARIABLE, _SQLITE_VARIABLE = "LEGACY_MYSQL_URL", "LEGACY_SQLITE"

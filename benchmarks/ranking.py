@@ -17,13 +17,13 @@ import redis
 
 from adapters.factory import Adapters, build, install, migrate
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord
 from benchmarks.isolation import isolated
 from benchmarks.stats import summary_ms, timed_ms
-from core.topics import SCORES
+from lambdas.functions import load_handler
 from loadgen.stats import percentile
-from local_runtime.functions import load_handler
 from local_runtime.poller import Poller
+from pipeline.topics import SCORES
+from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord
 from ranking.queries import rank_of
 from ranking.tree import DEFAULT_TREE as TREE
 from ranking.worker import CONSUMER, apply_scores

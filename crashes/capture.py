@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.ports import EventLog, OutgoingRecord, SpillStore
-from core.access import ANY_SKU, SkuScope
-from core.idempotency import new_event_id
-from core.requests import Posted, validate
-from core.timeutil import now_ms
-from core.topics import CRASHES, publish
+from api.access import ANY_SKU, SkuScope
+from api.requests import Posted, validate
 from crashes.model import CrashSubmission, envelope_value, report_key
+from pipeline.idempotency import new_event_id
+from pipeline.topics import CRASHES, publish
+from ports import EventLog, OutgoingRecord, SpillStore
+from ports.timeutil import now_ms
 
 
 @dataclass(frozen=True)

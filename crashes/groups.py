@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.ports import CrashIndex, DocumentStore
-from core import queryparams
-from core.timeutil import HOUR_MS, to_rfc3339
+from api import queryparams
 from crashes.model import query_sku
 from crashes.persistence import ReportDocument
 from crashes.reporting import equals
 from crashes.signature import top_frames
+from ports import CrashIndex, DocumentStore
+from ports.timeutil import HOUR_MS, to_rfc3339
 
 MAX_GROUPS = 100
 DEFAULT_SPAN_MS = 24 * HOUR_MS

@@ -11,13 +11,9 @@ from typing import Annotated, Any
 import pybase64
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from core import queryparams
-from core.idempotency import body_hash
-from core.limits import AttachmentName, Identifier
-from ranking.tree import INT64_MAX, INT64_MIN
-
-SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
-Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
+from api import queryparams
+from pipeline.idempotency import body_hash
+from ports.limits import INT64_MAX, INT64_MIN, SKU_PATTERN, AttachmentName, Identifier, Sku
 
 
 def query_sku(params: Mapping[str, str]) -> str:

@@ -10,13 +10,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from adapters.ports import CrashIndex, DocumentStore, EventLog, IndexEntry, LogRecord
-from core.failures import land
-from core.idempotency import conflicts, retriable
-from core.offsets import IDEMPOTENCY_CONFLICT
-from core.topics import Refused, parse_each
 from crashes.model import CrashEnvelope, CrashSubmission, attachment_key, decode_attachment
 from crashes.signature import signature
+from pipeline.failures import land
+from pipeline.idempotency import conflicts, retriable
+from pipeline.offsets import IDEMPOTENCY_CONFLICT
+from pipeline.topics import Refused, parse_each
+from ports import CrashIndex, DocumentStore, EventLog, IndexEntry, LogRecord
 
 
 class ReportDocument(BaseModel):

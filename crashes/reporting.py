@@ -9,14 +9,13 @@ from typing import Any
 
 import pybase64
 
-from adapters.ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport, ReportFilter
-from core import queryparams
-from core.errors import InvalidField, NotFound
-from core.limits import ascii_int
-from core.timeutil import to_rfc3339
+from api import queryparams
 from crashes.model import attachment_key, query_sku
 from crashes.persistence import ReportDocument
-from ranking.tree import INT64_MAX
+from ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport, ReportFilter
+from ports.errors import InvalidField, NotFound
+from ports.limits import INT64_MAX, ascii_int
+from ports.timeutil import to_rfc3339
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000

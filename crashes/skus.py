@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.ports import CrashIndex, SessionCounters
-from core import queryparams
-from core.timeutil import to_rfc3339
+from api import queryparams
+from ports import CrashIndex, SessionCounters
+from ports.timeutil import to_rfc3339
 
 MAX_LIMIT = 1000
 # the query parameters of GET /v1/skus

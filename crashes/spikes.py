@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from adapters.ports import CrashIndex, IndexEntry
-from core import queryparams
-from core.errors import InvalidField
-from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
+from api import queryparams
 from crashes.model import query_sku
+from ports import CrashIndex, IndexEntry
+from ports.errors import InvalidField
+from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
 
 MAX_MINUTES = 10_080  # a week
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from adapters.ports import CrashIndex, SessionCounters
-from core import queryparams
-from core.errors import InvalidField
-from core.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
+from api import queryparams
 from crashes.model import query_sku
+from ports import CrashIndex, SessionCounters
+from ports.errors import InvalidField
+from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
 _STEP = {"minute": MINUTE_MS, "hour": HOUR_MS}

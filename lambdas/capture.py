@@ -8,9 +8,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.access import SkuScope, require_server_key
-from core.api import create_resolver, json_response, logger, posted
+from api.access import SkuScope, require_server_key
+from api.resolver import create_resolver, json_response, posted
 from crashes.capture import capture_crash
+from ports.telemetry import logger
 from ranking.capture import capture_scores
 from sessions.capture import capture_sessions
 

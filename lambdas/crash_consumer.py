@@ -9,12 +9,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import logger
-from core.metrics import CRASH_SPIKE, VISIBILITY_LATENCY, emit
-from core.msk import from_msk_event
-from core.timeutil import now_ms
 from crashes.persistence import persist_crashes
 from crashes.spikes import crossed
+from pipeline.msk import from_msk_event
+from ports.telemetry import CRASH_SPIKE, VISIBILITY_LATENCY, emit, logger
+from ports.timeutil import now_ms
 
 
 @logger.inject_lambda_context

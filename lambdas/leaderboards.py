@@ -9,8 +9,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import create_resolver, json_response, logger, posted
-from core.queryparams import NO_PARAMETERS, Accepts
+from api.queryparams import NO_PARAMETERS, Accepts
+from api.resolver import create_resolver, json_response, posted
+from ports.telemetry import logger
 from ranking import leaderboard
 from ranking.tree import DEFAULT_TREE
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.factory import Settings, migrate
+from adapters.factory import migrate
 from adapters.kafka.auth import msk_iam, plaintext
 from adapters.kafka.log import provision_topics
-from core.api import logger
-from core.topics import ALL_TOPICS
+from adapters.settings import Settings
+from pipeline.topics import ALL_TOPICS
+from ports.telemetry import logger
 
 
 def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:

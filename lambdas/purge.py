@@ -8,8 +8,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import logger
-from core.timeutil import now_ms
+from ports.telemetry import logger
+from ports.timeutil import now_ms
 from retention.purge import purge
 
 

@@ -7,8 +7,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import logger
-from core.msk import from_msk_event
+from pipeline.msk import from_msk_event
+from ports.telemetry import logger
 from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
 

@@ -10,8 +10,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from adapters.failed_batches import failed_batches
-from core.api import logger
-from core.replay import replay_held_back
+from pipeline.replay import replay_held_back
+from ports.telemetry import logger
 
 
 @logger.inject_lambda_context

@@ -1,5 +1,5 @@
 """Reporter: the crash query API and health. Each route declares the query parameters it takes;
-any other is refused (core.queryparams.Accepts)."""
+any other is refused (api.queryparams.Accepts)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from core.api import create_resolver, download_response, json_response, logger
-from core.queryparams import NO_PARAMETERS, Accepts
+from api.queryparams import NO_PARAMETERS, Accepts
+from api.resolver import create_resolver, download_response, json_response
 from crashes.groups import PARAMETERS as GROUP_PARAMETERS
 from crashes.groups import crash_groups
 from crashes.reporting import LIST_PARAMETERS, get_attachment, get_report, list_reports
@@ -18,6 +18,7 @@ from crashes.skus import PARAMETERS as SKU_PARAMETERS
 from crashes.skus import list_skus
 from crashes.spikes import list_alerts
 from crashes.stats import crash_stats
+from ports.telemetry import logger
 
 SPAN = ("sku", "from", "to")
 

@@ -25,12 +25,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from core.timeutil import now_ms, parse_time
 from loadgen import payloads
 from loadgen.memory import MemoryWatch, flatness
 from loadgen.profiles import PROFILES, arrivals
 from loadgen.stats import percentile
-from local_runtime.errors import UserError
+from ports.errors import UserError
+from ports.timeutil import now_ms, parse_time
 
 KINDS = ("crashes", "sessions", "scores")
 CRASH_POOL = 64  # distinct crash bodies, made once: building 100 KB per request would load the client

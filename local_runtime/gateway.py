@@ -24,9 +24,14 @@ import pybase64
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from core.access import API_KEY_HEADER, ApiKeys
-from core.api import NOSNIFF
-from core.errors import (
+from api.access import API_KEY_HEADER, ApiKeys
+from api.requests import MAX_IN_FLIGHT
+from api.resolver import NOSNIFF
+from dashboard import HEADERS as DASHBOARD_HEADERS
+from dashboard import asset
+from lambdas.functions import API_ROUTES, Handler, load_handler
+from local_runtime.context import LocalContext
+from ports.errors import (
     BlackboxError,
     Forbidden,
     HeadersTooLarge,
@@ -35,11 +40,8 @@ from core.errors import (
     RequestTimeout,
     Unavailable,
 )
-from core.requests import MAX_BODY_BYTES, MAX_IN_FLIGHT
-from core.timeutil import now_ms
-from dashboard import HEADERS as DASHBOARD_HEADERS
-from dashboard import asset
-from local_runtime.functions import API_ROUTES, Handler, LocalContext, load_handler
+from ports.limits import MAX_BODY_BYTES
+from ports.timeutil import now_ms
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

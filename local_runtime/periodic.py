@@ -7,9 +7,9 @@ import threading
 from collections.abc import Callable
 
 from adapters.factory import Adapters
-from core.api import logger
-from core.timeutil import now_ms
-from core.topics import replay_spilled
+from pipeline.topics import replay_spilled
+from ports.telemetry import logger
+from ports.timeutil import now_ms
 from retention.purge import purge
 
 SPILL_REPLAY_INTERVAL_S = 2.0

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import threading
 
-from adapters.ports import EventLog
-from core.api import logger
-from core.failures import reason
-from core.msk import to_msk_event
-from local_runtime.functions import Handler, LocalContext
+from lambdas.functions import Handler
+from local_runtime.context import LocalContext
+from pipeline.failures import reason
+from pipeline.msk import to_msk_event
+from ports import EventLog
+from ports.telemetry import logger
 
 # Lambda's invocation payload limit is 6 MB; the batch (base64 grows it by 4/3) stays below it
 MAX_BATCH_BYTES = 4 * 1024 * 1024
@@ -24,7 +25,7 @@ class Poller(threading.Thread):
                  *, topic_prefix: str = "") -> None:
         super().__init__(name=f"poller-{function}", daemon=True)
         self._log = log
-        # the event names topics as the cluster does (core.msk): with the deployment's prefix
+        # the event names topics as the cluster does (pipeline.msk): with the deployment's prefix
         self._prefix = topic_prefix
         self._function = function
         self._topic = topic

@@ -41,7 +41,7 @@ class Serve:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "local_runtime.cli", "serve", "--host", self.host, "--port", str(self.port),
+        command = [sys.executable, "-m", "cli.main", "serve", "--host", self.host, "--port", str(self.port),
                    "--data-dir", str(self.data_dir), "--profile", self.profile, "--role", self.role]
         command += ["--workers", str(self.workers)] if self.workers else []
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0

@@ -31,13 +31,14 @@ from urllib.parse import urlsplit
 
 import uvicorn
 
-from adapters.factory import Settings, build, install, migrate
-from core.access import ApiKeys
-from local_runtime.errors import UserError
-from local_runtime.functions import CONSUMERS, load_handler
+from adapters.factory import build, install, migrate
+from adapters.settings import Settings
+from api.access import ApiKeys
+from lambdas.functions import CONSUMERS, load_handler
 from local_runtime.gateway import Gateway, http_config, return_freed_buffers
 from local_runtime.periodic import purger, spill_replayer
 from local_runtime.poller import Poller
+from ports.errors import UserError
 
 Role = Literal["all", "api", "consumers"]
 ROLES: tuple[Role, ...] = get_args(Role)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from core.timeutil import now_ms
+from ports.timeutil import now_ms
 
 EXECUTE_API = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$")
 POLL_S = 0.5

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from adapters.ports import EventLog, OutgoingRecord, SpillStore
-from core.idempotency import per_scope
-from core.requests import Posted, validate_batch
-from core.timeutil import now_ms
-from core.topics import SCORES, publish
+from api.requests import Posted, validate_batch
+from pipeline.idempotency import per_scope
+from pipeline.topics import SCORES, publish
+from ports import EventLog, OutgoingRecord, SpillStore
+from ports.timeutil import now_ms
 from ranking.model import MAX_BATCH, Score, ScoreEnvelope, scores_json
 
 

@@ -9,14 +9,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from adapters.ports import BoardSettings, Entry, RankingStore
-from core import queryparams
-from core.errors import InvalidField, NotFound
-from core.limits import ascii_int
-from core.requests import Posted, validate
+from api import queryparams
+from api.requests import Posted, validate
+from ports import BoardSettings, Entry, NodeRange, RankingStore
+from ports.errors import InvalidField, NotFound
+from ports.limits import INT64_MAX, INT64_MIN, ascii_int
 from ranking.model import NAME_PATTERN, BoardSettingsBody
 from ranking.queries import rank_of, score_at
-from ranking.tree import INT64_MAX, INT64_MIN, NodeRange, Tree
+from ranking.tree import Tree
 
 MAX_TOP = 1000
 MAX_RADIUS = 100

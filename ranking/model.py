@@ -6,8 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-from core.limits import PathSegment
-from ranking.tree import INT64_MAX, INT64_MIN, Operator, Order
+from ports import Operator, Order
+from ports.limits import INT64_MAX, INT64_MIN, PathSegment
 
 MAX_BATCH = 500
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"

@@ -2,20 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
-
-from ranking.tree import NodeRange, Order, Tree, best_first
-
-
-class NodeReader(Protocol):
-    def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
-        """The players counted by all these nodes together (one round trip)."""
-        ...
-
-    def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
-        """prefix → count for the non-empty nodes in the range."""
-        ...
+from ports import NodeReader, Order
+from ranking.tree import Tree, best_first
 
 
 def rank_of(tree: Tree, reader: NodeReader, board: str, order: Order, score: int) -> int:

@@ -17,22 +17,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
 
-Order = Literal["desc", "asc"]
-Operator = Literal["best", "set", "incr"]
-
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
-
-
-@dataclass(frozen=True)
-class NodeRange:
-    """Nodes (level, first..last) inclusive."""
-
-    level: int
-    first: int
-    last: int
+from ports import NodeRange, Operator, Order
+from ports.limits import INT64_MAX, INT64_MIN
 
 
 @dataclass(frozen=True)

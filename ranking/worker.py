@@ -9,10 +9,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from adapters.ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
-from core.failures import land_per_partition
-from core.offsets import fresh_by_partition, pass_over
-from core.topics import parse_each
+from pipeline.failures import land_per_partition
+from pipeline.offsets import fresh_by_partition, pass_over
+from pipeline.topics import parse_each
+from ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
 from ranking.model import ScoreEnvelope
 from ranking.tree import Tree, combine
 

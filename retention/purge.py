@@ -5,12 +5,44 @@ every store; leaderboards are current standings, not history, and are kept."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from adapters.factory import Adapters
-from core.api import logger
-from core.topics import ALL_TOPICS
+from pipeline.topics import ALL_TOPICS
+from ports import CrashIndex, DocumentStore, EventLog, SessionCounters, SpillStore
+from ports.telemetry import logger
 
 DAY_MS = 86_400_000
+
+
+class Retention(Protocol):
+    @property
+    def retention_days(self) -> int: ...
+
+    @property
+    def log_retention_days(self) -> int: ...
+
+
+class Retained(Protocol):
+    """What the purge reaches: a process's adapters (adapters.factory.Adapters), named by what it
+    uses so that retention depends on the ports alone, not on how they are built."""
+
+    @property
+    def settings(self) -> Retention: ...
+
+    @property
+    def log(self) -> EventLog: ...
+
+    @property
+    def spill(self) -> SpillStore: ...
+
+    @property
+    def documents(self) -> DocumentStore: ...
+
+    @property
+    def index(self) -> CrashIndex: ...
+
+    @property
+    def counters(self) -> SessionCounters: ...
 
 
 @dataclass(frozen=True)
@@ -22,7 +54,7 @@ class Purged:
     counter_rows: int
 
 
-def purge(adapters: Adapters, now_ms: int, *, include_log: bool = True) -> Purged:
+def purge(adapters: Retained, now_ms: int, *, include_log: bool = True) -> Purged:
     """`include_log` False leaves the log to its own retention (MSK topics' retention.ms)."""
     settings = adapters.settings
     before = now_ms - settings.retention_days * DAY_MS

@@ -3,12 +3,12 @@ so an Idempotency-Key is scoped by sku as DESIGN §3.2 says."""
 
 from __future__ import annotations
 
-from adapters.ports import EventLog, OutgoingRecord, SpillStore
-from core.access import ANY_SKU, SkuScope
-from core.idempotency import per_scope
-from core.requests import Posted, validate_batch
-from core.timeutil import now_ms
-from core.topics import SESSIONS, publish
+from api.access import ANY_SKU, SkuScope
+from api.requests import Posted, validate_batch
+from pipeline.idempotency import per_scope
+from pipeline.topics import SESSIONS, publish
+from ports import EventLog, OutgoingRecord, SpillStore
+from ports.timeutil import now_ms
 from sessions.model import MAX_BATCH, SessionCount, SessionEnvelope, SessionEvent, sessions_json
 
 

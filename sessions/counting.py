@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from adapters.ports import EventLog, LogRecord, SessionBucket, SessionCounters
-from core.failures import land_per_partition
-from core.offsets import fresh_by_partition, pass_over
-from core.timeutil import MINUTE_MS, floor_to
-from core.topics import parse_each
+from pipeline.failures import land_per_partition
+from pipeline.offsets import fresh_by_partition, pass_over
+from pipeline.topics import parse_each
+from ports import EventLog, LogRecord, SessionBucket, SessionCounters
+from ports.timeutil import MINUTE_MS, floor_to
 from sessions.model import SessionEnvelope
 
 CONSUMER = "session-counter"

@@ -6,8 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from core.limits import Identifier
-from crashes.model import Sku
+from ports.limits import Identifier, Sku
 
 MAX_BATCH = 500
 

@@ -12,7 +12,7 @@ from constructs import Construct
 
 from adapters.factory import Port
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
-from local_runtime.functions import FUNCTION_PORTS, FUNCTION_TOPICS, FUNCTIONS
+from lambdas.functions import FUNCTION_PORTS, FUNCTION_TOPICS, FUNCTIONS
 from stacks.config import DeployConfig
 from stacks.data import DataStack
 from stacks.functions import Functions, Placement
@@ -44,7 +44,7 @@ class ApplicationStack(Stack):
             network.vpc, network.private, network.functions_sg, {}))
 
     def adapter_function(self, name: str, *, timeout_s: int = 30, group: str | None = None) -> lambda_.Function:
-        """The function `name` of local_runtime.functions.FUNCTIONS, wired to its ports."""
+        """The function `name` of lambdas.functions.FUNCTIONS, wired to its ports."""
         function = self._functions.function(name, f"{FUNCTIONS[name]}.handler", timeout_s=timeout_s)
         wire(function, name, self.platform.streaming, self.platform.data)
         if group is not None:
@@ -55,7 +55,7 @@ class ApplicationStack(Stack):
 
 def wire(function: lambda_.Function, name: str, streaming: StreamingStack, data: DataStack) -> None:
     """Where the stores of the function `name`'s ports are, and the least on each: its own topics
-    (local_runtime.functions.FUNCTION_TOPICS), the MySQL or the Couchbase credentials, the spill
+    (lambdas.functions.FUNCTION_TOPICS), the MySQL or the Couchbase credentials, the spill
     prefix. Nothing for a port it does not use (FUNCTION_PORTS), so capture cannot read a database
     secret, and a consumer cannot publish to the topic it reads."""
     ports = FUNCTION_PORTS[name]

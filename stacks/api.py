@@ -14,8 +14,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
-from core.api import NOSNIFF
-from local_runtime.functions import API_ROUTES
+from api.resolver import NOSNIFF
+from lambdas.functions import API_ROUTES
 from stacks.access import ApplicationStack, Platform
 from stacks.config import Throttle, Waf
 from stacks.nag import acknowledge

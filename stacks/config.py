@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from crashes.model import Sku
+from ports.limits import Sku
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 

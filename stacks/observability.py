@@ -17,7 +17,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from core.metrics import (
+from ports.telemetry import (
     CRASH_SPIKE,
     DEAD_LETTERS,
     FAILED_BATCHES,

@@ -15,7 +15,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from local_runtime.functions import CONSUMERS
+from lambdas.functions import CONSUMERS
 from stacks.access import ApplicationStack, Platform
 from stacks.config import Consumer
 from stacks.functions import topic_prefix
@@ -70,7 +70,7 @@ class ProcessingStack(ApplicationStack):
     def _replay(self, failed_batches: str) -> lambda_.Function:
         """The log and spill of its ports (read and delete on the spill prefix, publish to the
         topics), read and delete on the failed-batch bucket, and ReadData on the topics to read a
-        batch back by offset should an object come without its records (core.replay)."""
+        batch back by offset should an object come without its records (pipeline.replay)."""
         data = self.platform.data
         replay = self.adapter_function("replay", timeout_s=REPLAY_TIMEOUT_S)
         replay.add_environment("BLACKBOX_FAILED_BATCHES_BUCKET", failed_batches)

@@ -13,8 +13,8 @@ from aws_cdk import aws_msk as msk
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from core.topics import ALL_TOPICS
-from local_runtime.functions import TopicAccess
+from lambdas.functions import TopicAccess
+from pipeline.topics import ALL_TOPICS
 from stacks.config import DeployConfig
 from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, topic_prefix
 from stacks.nag import acknowledge

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from adapters.factory import Adapters, Settings, build, install
+from adapters.factory import Adapters, build, install
+from adapters.settings import Settings
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
 # fixtures that only scripts/services provides: Chromium for the dashboard's tests

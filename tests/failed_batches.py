@@ -13,8 +13,8 @@ import pytest
 from moto import mock_aws
 
 from adapters.failed_batches import S3FailedBatches
-from adapters.ports import LogRecord
-from core.msk import to_msk_event
+from pipeline.msk import to_msk_event
+from ports import LogRecord
 
 PREFIX = "blackbox-dev."
 BUCKET = "blackbox-dev-failed-batches"

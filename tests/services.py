@@ -7,8 +7,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from adapters.factory import Settings
 from adapters.mysql.database import MysqlDatabase, with_database
+from adapters.settings import Settings
 
 
 def settings(**overrides: str) -> Settings:

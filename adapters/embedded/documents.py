@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from core.timeutil import now_ms
+from ports.timeutil import now_ms
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (

@@ -8,16 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from adapters.ports import (
-    Applied,
-    Checkpoint,
-    CrashGroup,
-    IndexedReport,
-    IndexEntry,
-    ReportFilter,
-    SessionBucket,
-    SkuSeen,
-)
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     BODY_HASH,
@@ -40,7 +30,17 @@ from adapters.sql.queries import (
     seen_events,
     skus_seen,
 )
-from core.timeutil import now_ms
+from ports import (
+    Applied,
+    Checkpoint,
+    CrashGroup,
+    IndexedReport,
+    IndexEntry,
+    ReportFilter,
+    SessionBucket,
+    SkuSeen,
+)
+from ports.timeutil import now_ms
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS reports (

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile
-from adapters.ports import Headers, LogRecord, OutgoingRecord
-from core.timeutil import now_ms
+from ports import Headers, LogRecord, OutgoingRecord
+from ports.timeutil import now_ms
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (

@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
 from adapters.embedded.index import SqliteIndexDatabase
-from adapters.ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry
 from adapters.sql import ranking as sql
-from ranking.tree import NodeRange, Order
+from ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry, NodeRange, Order
 
 
 class SqliteRankingStore:

@@ -29,8 +29,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from confluent_kafka.cimpl import NewTopic
 
-from adapters.ports import LogRecord, OutgoingRecord
-from core.requests import MAX_BODY_BYTES
+from ports import LogRecord, OutgoingRecord
+from ports.limits import MAX_BODY_BYTES
 
 log = logging.getLogger(__name__)
 

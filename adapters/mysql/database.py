@@ -18,10 +18,10 @@ import pymysql
 from pymysql.constants import CR
 from pymysql.cursors import Cursor
 
-from adapters.ports import Applied, Checkpoint
 from adapters.sql.connections import PerThread
 from adapters.sql.queries import APPLIED_OFFSET, applied, applied_events, check_offset, pyformat, seen_events
-from core.timeutil import now_ms
+from ports import Applied, Checkpoint
+from ports.timeutil import now_ms
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database

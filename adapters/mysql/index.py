@@ -5,16 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase
-from adapters.ports import (
-    Applied,
-    Checkpoint,
-    CrashGroup,
-    IndexedReport,
-    IndexEntry,
-    ReportFilter,
-    SessionBucket,
-    SkuSeen,
-)
 from adapters.sql.queries import (
     CRASH_COUNTS,
     INSERT_COLUMNS,
@@ -32,7 +22,17 @@ from adapters.sql.queries import (
     report_from_row,
     skus_seen,
 )
-from core.timeutil import now_ms
+from ports import (
+    Applied,
+    Checkpoint,
+    CrashGroup,
+    IndexedReport,
+    IndexEntry,
+    ReportFilter,
+    SessionBucket,
+    SkuSeen,
+)
+from ports.timeutil import now_ms
 
 
 def _marks(count: int) -> str:

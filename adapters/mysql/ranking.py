@@ -7,10 +7,9 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from adapters.mysql.database import MysqlDatabase
-from adapters.ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry
 from adapters.sql import ranking as sql
 from adapters.sql.queries import pyformat
-from ranking.tree import NodeRange, Order
+from ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry, NodeRange, Order
 
 # well under max_allowed_packet (16 MiB by default) at about 60 bytes a row
 _ROWS_PER_STATEMENT = 20_000

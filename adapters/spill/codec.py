@@ -10,7 +10,7 @@ import uuid
 
 import pybase64
 
-from adapters.ports import OutgoingRecord, SpilledRecord
+from ports import OutgoingRecord, SpilledRecord
 
 # orders the spills of one process made within the same nanosecond
 _SEQUENCE = itertools.count()

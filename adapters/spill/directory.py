@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from adapters.ports import OutgoingRecord, SpilledRecord
 from adapters.spill.codec import decode, encode, new_spill_id, spilled_at_ms
+from ports import OutgoingRecord, SpilledRecord
 
 
 class DirectorySpillStore:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.ports import OutgoingRecord, SpilledRecord
 from adapters.spill.codec import decode, encode, new_spill_id, spilled_at_ms
+from ports import OutgoingRecord, SpilledRecord
 
 PREFIX = "spill/"
 

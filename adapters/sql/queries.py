@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from adapters.ports import (
+from ports import (
     FILTERABLE,
     Applied,
     Checkpoint,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.ports import Entry
-from ranking.tree import NodeRange, Order
+from ports import Entry, NodeRange, Order
 
 
 def sum_counts(board: str, ranges: Sequence[NodeRange]) -> tuple[str, list[Any]]:

@@ -17,7 +17,7 @@ from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.ranking import MysqlRankingStore
-from adapters.ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters
+from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters
 from tests.services import mysql_database, namespace, settings
 
 ENGINES = ["embedded", "services"]

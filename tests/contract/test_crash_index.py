@@ -6,9 +6,9 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.ports import CrashIndex, IndexEntry, ReportFilter, SkuSeen
-from core.timeutil import now_ms
 from crashes.model import MAX_INDEXED_CHARS
+from ports import CrashIndex, IndexEntry, ReportFilter, SkuSeen
+from ports.timeutil import now_ms
 
 
 def entry(n: int, sku: str = "game:pc", received_at: int = 1_000_000, **fields) -> IndexEntry:

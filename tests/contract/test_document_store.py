@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import time
 
-from adapters.ports import DocumentStore
+from ports import DocumentStore
 
 
 def test_upsert_then_get_many(document_store: DocumentStore):

@@ -4,8 +4,8 @@ import threading
 import time
 from collections import defaultdict
 
-from adapters.ports import EventLog, LogRecord, OutgoingRecord
-from core.timeutil import now_ms
+from ports import EventLog, LogRecord, OutgoingRecord
+from ports.timeutil import now_ms
 
 
 def drain(consumer, expected: int, timeout_s: float = 30, close: bool = True, **limits) -> list[LogRecord]:

@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.embedded.log import SqliteEventLog
-from adapters.ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, RankingStore
+from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, RankingStore
+from ports.limits import INT64_MAX, INT64_MIN
 from ranking import leaderboard
 from ranking.queries import score_at
-from ranking.tree import INT64_MAX, INT64_MIN, NodeRange, Tree
+from ranking.tree import Tree
 from ranking.worker import apply_scores
 from tests.brute import BruteBoard
 

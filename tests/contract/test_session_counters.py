@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from adapters.ports import Applied, Checkpoint, OffsetConflict, SessionBucket, SessionCounters, SkuSeen
-from core.timeutil import floor_to, now_ms
+from ports import Applied, Checkpoint, OffsetConflict, SessionBucket, SessionCounters, SkuSeen
+from ports.timeutil import floor_to, now_ms
 
 M = 60_000
 

@@ -10,10 +10,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from adapters.ports import OutgoingRecord, SpillStore
 from adapters.spill.directory import DirectorySpillStore
 from adapters.spill.s3 import S3SpillStore
-from core.timeutil import now_ms
+from ports import OutgoingRecord, SpillStore
+from ports.timeutil import now_ms
 
 
 @pytest.fixture(params=["directory", "s3"])

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from crashes.model import MAX_ATTACHMENTS, MAX_INDEXED_CHARS
 from local_runtime.process import Serve
-from ranking.tree import INT64_MAX, INT64_MIN
+from ports.limits import INT64_MAX, INT64_MIN
 
 EXAMPLES = 120
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.limits import MAX_JSON_DEPTH
-from local_runtime.functions import API_ROUTES
+from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
+from ports.limits import MAX_JSON_DEPTH
 
 JSON = {"content-type": "application/json"}
 SQL = "'; DROP TABLE crash_index; -- \" OR 1=1 /*"

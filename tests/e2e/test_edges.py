@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from playwright.sync_api import Browser
 
-from core.requests import MAX_BODY_BYTES
 from local_runtime.process import Serve
+from ports.limits import MAX_BODY_BYTES
 from tests.e2e.conftest import running
 from tests.e2e.test_dashboard import png
 

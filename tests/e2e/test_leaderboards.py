@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from local_runtime.process import Serve
-from ranking.tree import INT64_MAX, INT64_MIN
+from ports.limits import INT64_MAX, INT64_MIN
 from tests.brute import BruteBoard
 
 UPDATES = 20_000

@@ -14,7 +14,7 @@ from local_runtime.process import Serve
 def test_a_spike_loses_nothing(serve: Serve, tmp_path: Path):
     out = tmp_path / "load.json"
     done = subprocess.run(
-        [sys.executable, "-m", "local_runtime.cli", "load", "--url", serve.url, "--profile", "spike", "--rate", "8",
+        [sys.executable, "-m", "cli.main", "load", "--url", serve.url, "--profile", "spike", "--rate", "8",
          "--duration", "10", "--crash-kb", "20", "--json", str(out)],
         capture_output=True, text=True, timeout=300, check=False,
     )

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis import checks
 from schemathesis.generation.case import Case
 
-from core.access import API_KEY_HEADER, Role, allowed_roles
-from local_runtime.functions import API_ROUTES
+from api.access import API_KEY_HEADER, Role, allowed_roles
+from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
 from tests.e2e.conftest import running
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 import yaml
 
-from local_runtime.functions import API_ROUTES
+from lambdas.functions import API_ROUTES
 from local_runtime.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.access import Role, allowed_roles
-from local_runtime.functions import API_ROUTES
+from api.access import Role, allowed_roles
+from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
 
 KEYS = {Role.INGEST: "ingest-Kx81", Role.SERVER: "server-Qz07", Role.READ: "read-Lm55"}

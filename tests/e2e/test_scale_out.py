@@ -18,8 +18,8 @@ import psutil
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from core.topics import SESSIONS
 from local_runtime.process import Serve
+from pipeline.topics import SESSIONS
 from tests.e2e.test_faults import XP, Deployment, Ledger, burst, verify
 from tests.services import drop_database, mysql_url, namespace, settings
 

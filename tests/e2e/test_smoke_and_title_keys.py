@@ -62,7 +62,7 @@ def ember_reports(server: Serve) -> list[dict]:
 
 
 def smoke(server: Serve, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "local_runtime.cli", "smoke", "--url", server.url, *options],
+    return subprocess.run([sys.executable, "-m", "cli.main", "smoke", "--url", server.url, *options],
                           capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from local_runtime.functions import API_ROUTES
+from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
 
 T = TypeVar("T")

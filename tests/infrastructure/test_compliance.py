@@ -84,6 +84,6 @@ def test_npx_cdk_synth_packages_the_functions(tmp_path: Path):
     assert not [p for p in ("boto3", "botocore", "s3transfer") if (layer / p).exists()]  # the runtime's
     code = codes[0]
     assert (code / "lambdas" / "capture.py").exists() and (code / "adapters" / "mysql" / "migrations").is_dir()
-    for excluded in ("tests", "stacks", "local_runtime", "benchmarks", "node_modules", ".venv"):
+    for excluded in ("tests", "stacks", "local_runtime", "cli", "benchmarks", "node_modules", ".venv"):
         assert not (code / excluded).exists(), excluded
     assert "tests" in CODE_EXCLUDES

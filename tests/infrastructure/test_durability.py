@@ -10,9 +10,9 @@ from typing import Any
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
-from core.metrics import DEAD_LETTERS, FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
-from core.topics import CRASHES, SCORES, SESSIONS
-from local_runtime.functions import CONSUMERS
+from lambdas.functions import CONSUMERS
+from pipeline.topics import CRASHES, SCORES, SESSIONS
+from ports.telemetry import DEAD_LETTERS, FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
 from stacks.app import Blackbox
 from stacks.processing import REPLAY_TIMEOUT_S
 from tests.infrastructure.conftest import resources

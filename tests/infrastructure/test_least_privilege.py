@@ -1,5 +1,5 @@
 """Each function's role, read from the synthesized templates: on the event log exactly the topics
-and consumer group of local_runtime.functions (FUNCTION_TOPICS, CONSUMERS), with the cluster-level
+and consumer group of lambdas.functions (FUNCTION_TOPICS, CONSUMERS), with the cluster-level
 permission an idempotent producer needs, and only the secrets of its own ports."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from aws_cdk import Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from core.topics import ALL_TOPICS
-from local_runtime.functions import CONSUMERS, FUNCTION_PORTS, FUNCTION_TOPICS
+from lambdas.functions import CONSUMERS, FUNCTION_PORTS, FUNCTION_TOPICS
+from pipeline.topics import ALL_TOPICS
 from stacks.access import SQL_PORTS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context

@@ -13,8 +13,8 @@ from aws_cdk.assertions import Match, Template
 from pydantic import ValidationError
 
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
-from core.topics import ALL_TOPICS
-from local_runtime.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
+from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
+from pipeline.topics import ALL_TOPICS
 from stacks.access import SQL_PORTS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from adapters.factory import build, migrate
-from adapters.ports import LogRecord
+from api.requests import Posted
 from benchmarks import crs, crs_tables, ranking, soak
 from benchmarks.isolation import isolated
-from core.requests import Posted
-from core.topics import CRASHES
 from crashes.capture import capture_crash
 from crashes.model import attachment_key
 from crashes.persistence import persist_crashes
+from pipeline.topics import CRASHES
+from ports import LogRecord
 
 
 @pytest.mark.services

@@ -10,10 +10,10 @@ from confluent_kafka import KafkaException
 
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
-from adapters.ports import OutgoingRecord
 from adapters.spill.directory import DirectorySpillStore
-from core.requests import Posted
+from api.requests import Posted
 from crashes.capture import capture_crash
+from ports import OutgoingRecord
 
 CLOSED_PORT = "127.0.0.1:1"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase
 from adapters.embedded.log import SqliteEventLog
-from adapters.ports import IndexEntry, OutgoingRecord, ReportFilter
+from ports import IndexEntry, OutgoingRecord, ReportFilter
 
 PER_PROCESS = 100
 

@@ -11,9 +11,9 @@ import pytest
 from adapters.failed_batches import S3FailedBatches
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
-from adapters.ports import OutgoingRecord
-from core.replay import replay_failed_batches
-from core.topics import REPLAYED, SCORES
+from pipeline.replay import replay_failed_batches
+from pipeline.topics import REPLAYED, SCORES
+from ports import OutgoingRecord
 from tests.contract.test_event_log import drain
 from tests.failed_batches import failed_batch, moto_bucket, put
 from tests.services import namespace, settings

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from adapters.embedded.log import SqliteEventLog
-from adapters.factory import Settings, build, install
-from adapters.ports import LogRecord
-from core.msk import to_msk_event
-from core.topics import DEADLETTER
-from local_runtime.functions import CAPTURED, CONSUMERS, FUNCTION_TOPICS, LocalContext, load_handler
+from adapters.factory import build, install
+from adapters.settings import Settings
+from lambdas.functions import CAPTURED, CONSUMERS, FUNCTION_TOPICS, load_handler
+from local_runtime.context import LocalContext
+from pipeline.msk import to_msk_event
+from pipeline.topics import DEADLETTER
+from ports import LogRecord
 from tests.conftest import EVENTS, load_event
 
 # the event log's calls by what they do to the topic named first

@@ -8,12 +8,14 @@ import json
 
 import pytest
 
-from adapters.factory import Adapters, Settings, build, install
-from adapters.ports import BoardSettings
-from core.msk import from_msk_event, to_msk_event
-from core.topics import replay_spilled
+from adapters.factory import Adapters, build, install
+from adapters.settings import Settings
 from lambdas import capture, crash_consumer, leaderboards, purge, ranking_worker, reporter, session_counter
-from local_runtime.functions import FUNCTIONS, LocalContext
+from lambdas.functions import FUNCTIONS
+from local_runtime.context import LocalContext
+from pipeline.msk import from_msk_event, to_msk_event
+from pipeline.topics import replay_spilled
+from ports import BoardSettings
 from tests.conftest import EVENTS, load_event
 
 

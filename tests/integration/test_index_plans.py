@@ -14,8 +14,8 @@ import pytest
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
-from adapters.ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
 from adapters.sql.queries import find_query, pyformat
+from ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
 from tests.services import mysql_database, namespace
 
 OTHER_REPORTS = 3_000

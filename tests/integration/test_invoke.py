@@ -9,9 +9,9 @@ import os
 import pytest
 
 from adapters.factory import Adapters
+from cli.main import main
 from lambdas import session_counter
-from local_runtime.cli import main
-from local_runtime.functions import LocalContext
+from local_runtime.context import LocalContext
 from local_runtime.server import lock_data_dir
 from tests.conftest import EVENTS, load_event
 

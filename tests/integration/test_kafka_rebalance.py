@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
-from adapters.ports import OutgoingRecord
+from ports import OutgoingRecord
 from tests.services import namespace, settings
 
 pytestmark = pytest.mark.services  # on the engines of scripts/services

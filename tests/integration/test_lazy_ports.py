@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from adapters.factory import Settings, build, install
+from adapters.factory import build, install
+from adapters.settings import Settings
 from lambdas import capture
-from local_runtime.functions import FUNCTION_PORTS, FUNCTIONS, LocalContext, load_handler
+from lambdas.functions import FUNCTION_PORTS, FUNCTIONS, load_handler
+from local_runtime.context import LocalContext
 from tests.conftest import EVENTS, load_event
 from tests.services import namespace, settings
 

@@ -13,15 +13,16 @@ import httpx
 from aws_lambda_powertools.event_handler import Response
 
 from adapters.factory import Adapters
-from adapters.ports import OutgoingRecord
-from core.api import create_resolver, json_response
-from core.msk import from_msk_event
-from core.requests import MAX_BODY_BYTES, Posted
+from api.requests import Posted
+from api.resolver import create_resolver, json_response
 from crashes.capture import capture_crash
-from local_runtime.functions import LocalContext
+from local_runtime.context import LocalContext
 from local_runtime.gateway import Gateway, proxy_event, route
 from local_runtime.periodic import spill_replayer
 from local_runtime.poller import Poller
+from pipeline.msk import from_msk_event
+from ports import OutgoingRecord
+from ports.limits import MAX_BODY_BYTES
 
 
 def test_routes_follow_the_rest_api_resources():

@@ -12,8 +12,8 @@ from confluent_kafka.admin import AdminClient
 from moto import mock_aws
 
 from adapters.mysql.database import MysqlDatabase, MysqlTarget
-from core.topics import ALL_TOPICS
 from lambdas.provisioning import create_topics, migrate_schema
+from pipeline.topics import ALL_TOPICS
 from tests.services import drop_database, mysql_url, namespace, settings
 
 pytestmark = pytest.mark.services  # on the engines of scripts/services

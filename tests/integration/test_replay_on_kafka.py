@@ -7,9 +7,9 @@ import pytest
 
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
-from adapters.ports import LogRecord
-from core.timeutil import now_ms
-from core.topics import REPLAYED, SCORES, dead_letter, replay_dead_letters
+from pipeline.topics import REPLAYED, SCORES, dead_letter, replay_dead_letters
+from ports import LogRecord
+from ports.timeutil import now_ms
 from tests.contract.test_event_log import drain
 from tests.services import namespace, settings
 

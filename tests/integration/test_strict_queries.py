@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from adapters.factory import Adapters
-from local_runtime.functions import API_ROUTES, LocalContext, load_handler
+from lambdas.functions import API_ROUTES, load_handler
+from local_runtime.context import LocalContext
 from tests.conftest import load_event
 
 CONTRACT = yaml.safe_load((Path(__file__).resolve().parents[2] / "api" / "openapi.yaml").read_text())

@@ -16,11 +16,12 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import MAX_MESSAGE_BYTES, KafkaEventLog, producer_config, provision_topics
 from adapters.spill.directory import DirectorySpillStore
-from core.requests import MAX_BODY_BYTES, Posted
-from core.topics import ALL_TOPICS, CRASHES
+from api.requests import Posted
 from crashes.capture import capture_crash
 from lambdas.provisioning import create_topics
 from loadgen.payloads import crash
+from pipeline.topics import ALL_TOPICS, CRASHES
+from ports.limits import MAX_BODY_BYTES
 from tests.services import namespace, settings
 
 # MSK Serverless's max.message.bytes for a topic created without one

@@ -20,11 +20,13 @@ from moto import mock_aws
 
 from adapters import aws
 from adapters.aws import AwsEndpoints, mysql_url
-from adapters.factory import Adapters, Settings, build, install
+from adapters.factory import Adapters, build, install
 from adapters.kafka.auth import msk_iam
 from adapters.mysql.database import MysqlTarget
+from adapters.settings import Settings
 from lambdas import capture
-from local_runtime.functions import FUNCTION_PORTS, FUNCTIONS, LocalContext
+from lambdas.functions import FUNCTION_PORTS, FUNCTIONS
+from local_runtime.context import LocalContext
 from tests.conftest import load_event
 from tests.infrastructure.conftest import blackbox
 from tests.services import mysql_database, namespace

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 from adapters.factory import Adapters
-from adapters.ports import LogRecord
-from core.timeutil import now_ms
-from core.topics import SESSIONS, dead_letter
-from local_runtime import cli
-from local_runtime.cli import main
+from cli.main import main
 from local_runtime.process import free_port
+from pipeline.topics import SESSIONS, dead_letter
+from ports import LogRecord
+from ports.timeutil import now_ms
 from tests.conftest import EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +104,7 @@ def test_an_unexpected_error_is_one_line_pointing_at_debug(
     def broken(_event: object, _context: object) -> None:
         raise RuntimeError("a bug\nwith a second line")
 
-    monkeypatch.setattr(cli, "load_handler", lambda _name: broken)
+    monkeypatch.setattr("cli.main.load_handler", lambda _name: broken)
     assert main(["invoke", "capture", "--event", str(EVENTS / "capture-crash.json")]) == 1
     assert one_line(capsys) == "blackbox: RuntimeError: a bug; run again with --debug for the traceback"
 
@@ -114,7 +113,7 @@ def test_an_unexpected_error_is_one_line_pointing_at_debug(
 def test_debug_shows_the_traceback(where: str):
     command = ["invoke", "capture", "--event", "nope.json"]
     debug = ["--debug", *command] if where == "before" else [*command, "--debug"]
-    run = [sys.executable, "-m", "local_runtime.cli"]
+    run = [sys.executable, "-m", "cli.main"]
     plain = subprocess.run([*run, *command], capture_output=True, text=True, cwd=ROOT, check=False)
     shown = subprocess.run([*run, *debug], capture_output=True, text=True, cwd=ROOT, check=False)
     assert plain.returncode == 2 and len(plain.stderr.splitlines()) == 1 and "Traceback" not in plain.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from local_runtime.entry import missing
+from cli.entry import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def blackbox(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    script = "import sys; from local_runtime.entry import main; sys.exit(main(sys.argv[1:]))"
+    script = "import sys; from cli.entry import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -65,4 +65,4 @@ def test_with_its_extra_installed_the_command_runs():
 
 def test_the_script_checks_the_extra_before_the_command_line_is_imported():
     [script] = metadata.entry_points(group="console_scripts", name="blackbox")
-    assert script.value == "local_runtime.entry:main"
+    assert script.value == "cli.entry:main"

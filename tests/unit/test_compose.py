@@ -22,8 +22,8 @@ import pytest
 import yaml
 from dotenv import dotenv_values
 
-from adapters.factory import Settings
 from adapters.mysql.database import MysqlTarget, tls_context
+from adapters.settings import Settings
 from stacks.config import DeployConfig
 
 ROOT = Path(__file__).resolve().parents[2]

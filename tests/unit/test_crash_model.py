@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
-from core.idempotency import new_event_id
-from core.requests import Posted, parse_json_body, validate
+from api.requests import Posted, parse_json_body, validate
 from crashes.model import (
     CrashEnvelope,
     CrashSubmission,
@@ -20,6 +18,8 @@ from crashes.model import (
     envelope_value,
     report_key,
 )
+from pipeline.idempotency import new_event_id
+from ports.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
 
 
 def test_report_key_is_first_16_bytes_of_sha256_of_event_id():

@@ -18,12 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from core.access import ApiKeys
-from core.api import content_disposition, posted
-from core.errors import UnsupportedMediaType
-from core.limits import PathSegment
+from api.access import ApiKeys
+from api.resolver import content_disposition, posted
 from local_runtime.gateway import MAX_HEAD_BYTES, Gateway, GuardedHttp, http_config
 from local_runtime.process import free_port
+from ports.errors import UnsupportedMediaType
+from ports.limits import PathSegment
 from tests.uvicorn_thread import running
 
 SEGMENT = TypeAdapter(PathSegment)

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.factory import Adapters, Settings, build
-from adapters.ports import LogRecord, OutgoingRecord
-from core.failures import caused_by_value, land, reason
-from core.topics import DEADLETTER, SESSIONS, dead_letter, replay_dead_letters
+from adapters.factory import Adapters, build
+from adapters.settings import Settings
+from pipeline.failures import caused_by_value, land, reason
+from pipeline.topics import DEADLETTER, SESSIONS, dead_letter, replay_dead_letters
+from ports import LogRecord, OutgoingRecord
 
 
 def records(n: int) -> list[LogRecord]:

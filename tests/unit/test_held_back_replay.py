@@ -12,15 +12,16 @@ from typing import Any
 
 import pytest
 
-from adapters.factory import Adapters, Settings, build, install
+from adapters.factory import Adapters, build, install
 from adapters.failed_batches import S3FailedBatches
-from adapters.ports import EventLog, LogRecord, OutgoingRecord
-from core.metrics import FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
-from core.replay import replay_held_back
-from core.requests import Posted
-from core.topics import REPLAYED, SESSIONS
+from adapters.settings import Settings
+from api.requests import Posted
 from lambdas import replay
-from local_runtime.functions import LocalContext
+from local_runtime.context import LocalContext
+from pipeline.replay import replay_held_back
+from pipeline.topics import REPLAYED, SESSIONS
+from ports import EventLog, LogRecord, OutgoingRecord
+from ports.telemetry import FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
 from sessions.capture import capture_sessions
 from sessions.counting import count_sessions
 from tests.conftest import load_event

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 
 from adapters.factory import Adapters
-from adapters.ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
-from core.errors import InvalidField
-from core.queryparams import check_names
-from core.requests import Posted
+from api.queryparams import check_names
+from api.requests import Posted
 from crashes.capture import capture_crash
 from crashes.groups import crash_groups
 from crashes.persistence import persist_crashes
 from crashes.reporting import list_reports
 from crashes.skus import list_skus
+from ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
+from ports.errors import InvalidField
 from ranking.leaderboard import boards
 
 

@@ -7,8 +7,8 @@ import ssl
 
 import pytest
 
-from adapters.factory import Settings
 from adapters.mysql.database import MysqlTarget, tls_context, with_database
+from adapters.settings import Settings
 
 
 def test_a_url_gives_the_server_the_credentials_and_the_ca() -> None:

@@ -18,13 +18,13 @@ import pybase64
 import pytest
 
 from adapters.factory import Adapters
-from core.api import error_response
-from core.errors import Unavailable
-from core.idempotency import new_event_id
+from api.resolver import error_response
 from crashes.persistence import persist_crashes
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification, _Requests, _send_all
 from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, Overloaded, QueueDelay, http_config
 from local_runtime.process import free_port
+from pipeline.idempotency import new_event_id
+from ports.errors import Unavailable
 from tests.uvicorn_thread import running
 
 SKU = "overload:pc"

@@ -9,15 +9,15 @@ import uuid
 import pytest
 
 from adapters.factory import Adapters
-from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
-from core.idempotency import retriable
-from core.msk import from_msk_event
-from core.offsets import ForeignOffset
-from core.requests import Posted
-from core.topics import DEADLETTER
+from api.requests import Posted
 from crashes.capture import capture_crash
 from crashes.model import attachment_key
 from crashes.persistence import ReportDocument, persist_crashes
+from pipeline.idempotency import retriable
+from pipeline.msk import from_msk_event
+from pipeline.offsets import ForeignOffset
+from pipeline.topics import DEADLETTER
+from ports import LogRecord, OutgoingRecord, ReportFilter
 from sessions.capture import capture_sessions
 from sessions.counting import CONSUMER, count_sessions
 from tests.conftest import load_event

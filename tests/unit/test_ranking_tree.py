@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ports import NodeRange
+from ports.limits import INT64_MAX, INT64_MIN
 from ranking.queries import rank_of, score_at
-from ranking.tree import INT64_MAX, INT64_MIN, NodeRange, Tree, combine
+from ranking.tree import Tree, combine
 
 scores = st.one_of(
     st.integers(INT64_MIN, INT64_MAX),

@@ -10,13 +10,21 @@ from collections import Counter
 import pytest
 
 from adapters.factory import Adapters
-from adapters.ports import LogRecord, OutgoingRecord, ReportFilter
-from core.requests import Posted
-from core.timeutil import now_ms
-from core.topics import DEADLETTER, REPLAY_GROUP, REPLAYED, SESSIONS, dead_letter, replay_dead_letters, replay_spilled
+from api.requests import Posted
+from cli.main import main
 from crashes.capture import capture_crash
 from crashes.persistence import persist_crashes
-from local_runtime.cli import main
+from pipeline.topics import (
+    DEADLETTER,
+    REPLAY_GROUP,
+    REPLAYED,
+    SESSIONS,
+    dead_letter,
+    replay_dead_letters,
+    replay_spilled,
+)
+from ports import LogRecord, OutgoingRecord, ReportFilter
+from ports.timeutil import now_ms
 from retention.purge import DAY_MS, purge
 from sessions.capture import capture_sessions
 from sessions.counting import count_sessions

@@ -8,15 +8,15 @@ import json
 import pytest
 
 from adapters.factory import Adapters
-from core.errors import InvalidField, MissingField, NotFound
-from core.limits import ascii_int
-from core.requests import Posted
-from core.timeutil import now_ms, parse_time, to_rfc3339
+from api.requests import Posted
 from crashes.capture import capture_crash
 from crashes.groups import crash_groups
 from crashes.persistence import persist_crashes
 from crashes.reporting import get_attachment, get_report, list_reports
 from crashes.stats import crash_stats
+from ports.errors import InvalidField, MissingField, NotFound
+from ports.limits import ascii_int
+from ports.timeutil import now_ms, parse_time, to_rfc3339
 from sessions.capture import capture_sessions
 from sessions.counting import count_sessions
 

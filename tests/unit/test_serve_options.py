@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from local_runtime.cli import main
+from cli.main import main
 from local_runtime.server import Job, jobs
 
 

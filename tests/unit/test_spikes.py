@@ -6,11 +6,12 @@ import itertools
 
 import pytest
 
-from adapters.factory import Adapters, Settings
-from adapters.ports import IndexEntry
-from core.errors import InvalidField, MissingField
-from core.timeutil import MINUTE_MS, to_rfc3339
+from adapters.factory import Adapters
+from adapters.settings import Settings
 from crashes.spikes import SpikePolicy, crossed, list_alerts
+from ports import IndexEntry
+from ports.errors import InvalidField, MissingField
+from ports.timeutil import MINUTE_MS, to_rfc3339
 
 T0 = 1_790_000_000_000 - 1_790_000_000_000 % MINUTE_MS  # a minute start
 POLICY = SpikePolicy(factor=3.0, baseline_minutes=30, min_crashes=20)

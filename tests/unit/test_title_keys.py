@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from adapters.factory import Adapters, Settings
-from core.access import ApiKeys, Caller, Role, SkuScope
-from core.errors import Forbidden
-from core.topics import SESSIONS
+from adapters.factory import Adapters
+from adapters.settings import Settings
+from api.access import ApiKeys, Caller, Role, SkuScope
 from lambdas import capture
-from local_runtime.functions import LocalContext
+from local_runtime.context import LocalContext
+from pipeline.topics import SESSIONS
+from ports.errors import Forbidden
 from tests.conftest import load_event
 
 

@@ -11,8 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.errors import Forbidden, Unauthorized
-from crashes.model import Sku
+from ports.errors import Forbidden, Unauthorized
+from ports.limits import Sku
 
 API_KEY_HEADER = "x-api-key"
 

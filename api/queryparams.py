@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import BaseMiddlewareHandler, NextMiddleware
 
-from core.errors import InvalidField, MissingField
-from core.limits import ascii_int
-from core.timeutil import now_ms, parse_time
+from ports.errors import InvalidField, MissingField
+from ports.limits import ascii_int
+from ports.timeutil import now_ms, parse_time
 
 
 class Accepts(BaseMiddlewareHandler[APIGatewayRestResolver]):

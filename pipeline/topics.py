@@ -8,17 +8,16 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
-from core.api import logger
-from core.errors import Unavailable
-from core.metrics import DEAD_LETTERS, SPILLED_EVENTS, emit
+from ports import EventLog, LogRecord, OutgoingRecord, SpillStore
+from ports.errors import Unavailable
+from ports.telemetry import DEAD_LETTERS, SPILLED_EVENTS, emit, logger
 
 CRASHES = "crashes"
 SESSIONS = "sessions"
 SCORES = "scores"
 DEADLETTER = "deadletter"
 ALL_TOPICS = (CRASHES, SESSIONS, SCORES, DEADLETTER)
-# the header on what `blackbox replay` publishes again: consumers look up its eventIds (core.offsets)
+# the header on what `blackbox replay` publishes again: consumers look up its eventIds (pipeline.offsets)
 REPLAYED = "replayed"
 _DEAD_LETTER_HEADERS = {"reason", "sourceTopic", "sourcePartition", "sourceOffset", REPLAYED}
 
@@ -52,7 +51,7 @@ T = TypeVar("T")
 
 class Refused(ValueError):
     """A record a consumer's own rule refuses (malformed, a reused key): its message is the dead
-    letter's reason, and the failure rule (core.failures) sets the record aside alone."""
+    letter's reason, and the failure rule (pipeline.failures) sets the record aside alone."""
 
 
 def parse_each(records: Sequence[LogRecord], parse: Callable[[bytes], T], what: str) -> list[T]:
@@ -86,7 +85,7 @@ def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[Outg
 
 def marked_replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:
     """The record as it was first sent, marked: a consumer checks a replayed eventId whatever its
-    kind, since a replay cut off midway sends the record again (core.offsets)."""
+    kind, since a replay cut off midway sends the record again (pipeline.offsets)."""
     headers = tuple(h for h in record.headers if h[0] not in _DEAD_LETTER_HEADERS)
     return OutgoingRecord(record.value, record.key, (*headers, (REPLAYED, origin.encode())))
 

@@ -9,17 +9,14 @@ from typing import Any
 from urllib.parse import quote
 
 import pybase64
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from core.errors import BlackboxError, InvalidField, NotFound, Unavailable, UnsupportedMediaType
-from core.limits import MAX_IDEMPOTENCY_KEY_CHARS
-from core.requests import Posted
-
-logger = Logger(service="blackbox")
-
+from api.requests import Posted
+from ports.errors import BlackboxError, InvalidField, NotFound, Unavailable, UnsupportedMediaType
+from ports.limits import MAX_IDEMPOTENCY_KEY_CHARS
+from ports.telemetry import logger
 
 # on every answer: a browser never guesses a type, so no answer runs as a page it was not meant to be
 NOSNIFF = {"X-Content-Type-Options": "nosniff"}

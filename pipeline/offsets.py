@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol, TypeVar
 
-from adapters.ports import Applied, Checkpoint, Checkpoints, EventLog, LogRecord
-from core.api import logger
-from core.idempotency import conflicts, retriable
-from core.metrics import FOREIGN_OFFSET, emit
-from core.topics import REPLAYED, Refused
+from pipeline.idempotency import conflicts, retriable
+from pipeline.topics import REPLAYED, Refused
+from ports import Applied, Checkpoint, Checkpoints, EventLog, LogRecord
+from ports.telemetry import FOREIGN_OFFSET, emit, logger
 
 
 class _Event(Protocol):

@@ -1,16 +1,15 @@
-"""The Lambda functions by name, as deployed: the local runtime, `blackbox invoke` and the CDK
-stacks all read this table."""
+"""The Lambda functions by name, as deployed, with the routes, topics and ports of each: the local
+runtime, `blackbox invoke` and the CDK stacks all read this table."""
 
 from __future__ import annotations
 
 import importlib
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from adapters.factory import Port
-from core.topics import CRASHES, DEADLETTER, SCORES, SESSIONS
+from pipeline.topics import CRASHES, DEADLETTER, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -62,7 +61,7 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "leaderboards": frozenset({"ranking"}),
     "ranking-worker": frozenset({"ranking", "log"}),
     "purge": frozenset({"spill", "documents", "index", "counters"}),  # MSK expires the log itself
-    "replay": frozenset({"log", "spill"}),  # and, in AWS, the failed-batch bucket (core.replay)
+    "replay": frozenset({"log", "spill"}),  # and, in AWS, the failed-batch bucket (pipeline.replay)
 }
 
 
@@ -93,22 +92,3 @@ def load_handler(name: str) -> Handler:
         raise KeyError(f"unknown function {name!r}; known: {', '.join(FUNCTIONS)}")
     handler: Handler = importlib.import_module(FUNCTIONS[name]).handler
     return handler
-
-
-@dataclass
-class LocalContext:
-    """The attributes of Lambda's context object that handlers and Powertools read."""
-
-    function_name: str
-    memory_limit_in_mb: int = 1024
-    function_version: str = "$LATEST"
-    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    log_group_name: str = "local"
-    log_stream_name: str = "local"
-
-    @property
-    def invoked_function_arn(self) -> str:
-        return f"arn:aws:lambda:local:000000000000:function:blackbox-{self.function_name}"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 900_000

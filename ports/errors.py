@@ -1,5 +1,6 @@
 """Domain errors. Each carries the contract's error code and HTTP status, so handlers map them
-without knowing which domain raised them (DESIGN §5)."""
+without knowing which domain raised them (DESIGN §5). And what the command line says when the
+person at the terminal can fix what went wrong (UserError)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,12 @@ class Unavailable(BlackboxError):
 
     status = 503
     code = "unavailable"
+
+
+class UserError(Exception):
+    """A mistake with a known fix (a missing file, a taken port, an engine not started): `blackbox`
+    prints it as one line, the problem then the fix, and exits 2 as argparse does for a bad option.
+    The traceback is shown only with --debug."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; {fix}")

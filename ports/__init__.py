@@ -1,15 +1,15 @@
 """The ports Blackbox's domain talks to. Every adapter (embedded SQLite, Kafka/MySQL/Couchbase,
-AWS) implements these and passes the same contract suite under tests/contract/."""
+AWS) implements these and passes the same contract suite under tests/contract/.
+
+This package is the leaf of the layers (docs/architecture.md): it and its modules (errors, limits,
+times, telemetry) import nothing else of Blackbox, so every other package may import them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
-
-from ranking.queries import NodeReader
-from ranking.tree import Operator, Order
+from typing import Literal, NamedTuple, Protocol
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -243,7 +243,7 @@ class Checkpoint:
     events: Mapping[str, str | None] = field(default_factory=dict)
     fingerprint: str | None = None
     """Of the record at `new_offset`: a stored offset can then be checked against the log it is
-    said to be an offset of (core.offsets)."""
+    said to be an offset of (pipeline.offsets)."""
 
 
 class Applied(NamedTuple):
@@ -282,6 +282,29 @@ class SessionCounters(Checkpoints, Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+Order = Literal["desc", "asc"]
+Operator = Literal["best", "set", "incr"]
+
+
+@dataclass(frozen=True)
+class NodeRange:
+    """Nodes (level, first..last) inclusive, of a board's ranking tree (ranking.tree)."""
+
+    level: int
+    first: int
+    last: int
+
+
+class NodeReader(Protocol):
+    def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
+        """The players counted by all these nodes together (one round trip)."""
+        ...
+
+    def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
+        """prefix → count for the non-empty nodes in the range."""
+        ...
 
 
 @dataclass(frozen=True)

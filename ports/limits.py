@@ -9,8 +9,16 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, StringConstraints
 
-from core.errors import InvalidField
+from ports.errors import InvalidField
 
+# a POST's body as sent, a crash report with its attachments
+MAX_BODY_BYTES = 1 << 20
+# scores and integer fields a store keeps as a number: a signed 64-bit integer (a BIGINT)
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+# a game's build for a platform: crashes and sessions are counted by it, and a title key is scoped to some
+SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
+Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
 # players, sessions and the like: long enough for any real id, short enough to index
 MAX_ID_CHARS = 128
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]

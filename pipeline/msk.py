@@ -11,7 +11,7 @@ from typing import Any
 import pybase64
 from aws_lambda_powertools.utilities.data_classes import KafkaEvent
 
-from adapters.ports import LogRecord
+from ports import LogRecord
 
 
 def from_msk_event(event: dict[str, Any], topic_prefix: str = "") -> list[LogRecord]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
-from core.errors import InvalidField
-from core.limits import ascii_int
+from ports.errors import InvalidField
+from ports.limits import ascii_int
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MINUTE_MS = 60_000

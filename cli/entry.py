@@ -9,10 +9,10 @@ import re
 import sys
 from importlib import metadata
 
-from local_runtime.errors import UserError
+from ports.errors import UserError
 
 PROJECT = "blackbox"
-# the command line itself (local_runtime) imports the serve extra; these commands need more
+# the command line itself (cli.main, and the local runtime) imports the serve extra; these commands need more
 COMMAND_EXTRAS = {"load": "load", "bench": "bench"}
 BASE_EXTRA = "serve"
 # a requirement as the installed metadata writes it, `name[extras]>=1.0; extra == "serve"`: the name
@@ -72,6 +72,6 @@ def main(argv: list[str] | None = None) -> int:
                           f"install it from the project's folder: pip install -e '.[{extra}]'")
         print(f"{PROJECT}: {error}", file=sys.stderr)
         return 2
-    from local_runtime.cli import main as run  # noqa: PLC0415 - only once its extra is known to be there
+    from cli.main import main as run  # noqa: PLC0415 - only once its extra is known to be there
 
     return run(args)

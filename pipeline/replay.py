@@ -1,7 +1,7 @@
 """What the scheduled replay function runs in AWS (lambdas/replay.py): the spill, with the code
-`blackbox replay` runs (core.topics.replay_spilled), then the batches the MSK event source mappings
+`blackbox replay` runs (pipeline.topics.replay_spilled), then the batches the MSK event source mappings
 gave up on. Each record goes back to its topic marked `replayed`, so the consumers look its eventId
-up and apply it once however often it comes (core.offsets).
+up and apply it once however often it comes (pipeline.offsets).
 
 A failed batch is the JSON object Lambda writes to an S3 on-failure destination once a mapping's
 retries are spent (docs/aws-durability.md). Its format is documented under "S3 destination example
@@ -21,11 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from adapters.ports import EventLog, LogRecord, OutgoingRecord, SpillStore
-from core.api import logger
-from core.metrics import FAILED_BATCHES, emit
-from core.msk import from_msk_event
-from core.topics import CRASHES, SCORES, SESSIONS, marked_replayed, replay_spilled
+from pipeline.msk import from_msk_event
+from pipeline.topics import CRASHES, SCORES, SESSIONS, marked_replayed, replay_spilled
+from ports import EventLog, LogRecord, OutgoingRecord, SpillStore
+from ports.telemetry import FAILED_BATCHES, emit, logger
 
 CONSUMED = (CRASHES, SESSIONS, SCORES)
 

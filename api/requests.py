@@ -8,10 +8,9 @@ from typing import Any, TypeVar
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
-from core.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
-from core.limits import MAX_JSON_DEPTH, check_json
+from ports.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
+from ports.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json
 
-MAX_BODY_BYTES = 1 << 20
 # requests one `blackbox serve` API process holds in its handlers (running or waiting for a thread)
 # before it answers 503 with Retry-After instead of queueing: room for bursts of a few hundred
 # concurrent clients, not for a queue of seconds
@@ -44,7 +43,7 @@ class Posted:
 
 def parse_json_body(body: bytes, content_type: str | None, max_bytes: int = MAX_BODY_BYTES) -> Any:
     """`content_type` None is a body from no HTTP request (a test, a tool); at the HTTP edge a body
-    without one is refused before it gets here (core.api.posted)."""
+    without one is refused before it gets here (api.resolver.posted)."""
     if content_type is not None:
         media_type = content_type.split(";", 1)[0].strip().lower()
         if media_type != "application/json" and not media_type.endswith("+json"):

@@ -14,8 +14,8 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from adapters.ports import EventLog, LogRecord
-from core.topics import Refused, dead_letter
+from pipeline.topics import Refused, dead_letter
+from ports import EventLog, LogRecord
 
 # MySQL errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes
 # to DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix

@@ -19,13 +19,15 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from rich.console import Console
 
-from adapters.factory import SERVICES_ENV_FILE, Adapters, Settings, build, install, migrate
-from core.timeutil import now_ms
-from core.topics import DEADLETTER, replay_dead_letters, replay_spilled
-from local_runtime.errors import UserError
-from local_runtime.functions import API_ROUTES, CONSUMERS, FUNCTIONS, LocalContext, load_handler
+from adapters.factory import Adapters, build, install, migrate
+from adapters.settings import SERVICES_ENV_FILE, Settings
+from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
+from local_runtime.context import LocalContext
 from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
 from local_runtime.smoke import register as register_smoke
+from pipeline.topics import DEADLETTER, replay_dead_letters, replay_spilled
+from ports.errors import UserError
+from ports.timeutil import now_ms
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 # the key each kind of handler reads first, and what to call an event that has it

@@ -1,0 +1,65 @@
+"""What configures a process: the profile that picks the adapters, where the engines are, and the
+settings of the functions (retention, spikes, keys)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import PositiveInt
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from api.access import ApiKeys
+from api.requests import MAX_IN_FLIGHT
+from crashes.spikes import SpikePolicy
+
+# written by scripts/services start: where the local engines listen
+SERVICES_ENV_FILE = ".services/services.env"
+
+
+class Settings(BaseSettings):
+    """Read from BLACKBOX_* environment variables, then the services env file; the command line
+    overrides both. The profile picks the adapters; the other fields configure them."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="BLACKBOX_", env_file=SERVICES_ENV_FILE, env_nested_delimiter="__", extra="ignore"
+    )
+
+    profile: Literal["embedded", "services", "aws"] = "embedded"
+    data_dir: Path = Path("blackbox-data")
+    log_partitions: int = 4
+    retention_days: int = 90
+    # the event log is a buffer: Kafka's (and MSK's) default of 7 days
+    log_retention_days: int = 7
+    # e.g. BLACKBOX_SPIKES__FACTOR=5
+    spikes: SpikePolicy = SpikePolicy()
+    # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
+    # and the ids of the keys that may post scores, and of the title keys → their skus (set by the deployment)
+    api_keys: ApiKeys = ApiKeys()
+    server_key_ids: list[str] = []
+    key_skus: dict[str, list[str]] = {}
+    kafka_bootstrap: str = "127.0.0.1:19092"
+    kafka_topic_prefix: str = ""
+    # always TLS: `?ssl_ca=/path/ca.pem` names the CA (scripts/services writes its own), else the system trust store
+    mysql_url: str = "mysql://blackbox:blackbox@127.0.0.1:13306/blackbox"
+    # how long migrations wait for MySQL to take a connection (RDS Proxy's target registers minutes
+    # after the proxy exists); within the migrations custom resource's 600 s timeout
+    mysql_migrate_deadline_s: float = 300.0
+    couchbase_url: str = "couchbase://127.0.0.1"
+    couchbase_bucket: str = "blackbox"
+    couchbase_username: str = "blackbox"
+    couchbase_password: str = ""
+    couchbase_key_prefix: str = ""
+    # the aws profile: MSK bootstrap brokers come from kafka_bootstrap, credentials from Secrets Manager
+    aws_region: str = "us-east-1"
+    mysql_secret_arn: str = ""
+    mysql_proxy_host: str | None = None
+    couchbase_secret_arn: str = ""
+    spill_bucket: str = ""
+    # where the MSK event source mappings put the batches they gave up on (pipeline.replay)
+    failed_batches_bucket: str = ""
+    # only `blackbox bench` uses Redis: the sorted-set baseline for leaderboards
+    redis_url: str = "redis://127.0.0.1:16379/0"
+    # the local gateway's bound on requests in its handlers (running or waiting for a thread): past it,
+    # 503 with Retry-After at once, rather than a queue of seconds
+    max_in_flight: PositiveInt = MAX_IN_FLIGHT

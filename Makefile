@@ -35,8 +35,10 @@ test: lint typecheck services pytest
 services:
 	scripts/services start
 
+# lint-imports: the layers and the cycles of pyproject.toml's [tool.importlinter]
 lint: $(call STAMP,dev)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: $(call STAMP,dev)
 	$(BIN)/mypy
@@ -61,4 +63,4 @@ layer-lock: $(call STAMP,dev)
 
 clean:
 	-scripts/services stop
-	rm -rf $(VENV) node_modules cdk.out blackbox-data .services .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules cdk.out blackbox-data .services .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

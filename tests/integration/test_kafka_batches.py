@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
-from adapters.ports import LogRecord, OutgoingRecord
+from ports import LogRecord, OutgoingRecord
 from tests.contract.test_event_log import first_batch
 from tests.services import namespace, settings
 

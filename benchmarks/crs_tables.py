@@ -258,23 +258,24 @@ the one-report summary took 29 ms and now takes 2).
 
 - **100 KB crash capture against the Legacy CRS and the raw producer.** On `embedded` both designs
   write to SQLite on the one disk, and Blackbox writes every report twice (the log, then the
-  document store, each with its WAL checkpoint) where the Legacy collector writes it once; under
-  this load serve holds the GIL about a third of the time, the rest is SQLite and the disk. On
-  `services` what is left is Python per request in one process (HTTP, the API Gateway event, the
-  Powertools resolver, validation, the producer), next to the consumers persisting the
-  same reports, the engines and the load generator on the same 2 cores; the raw producer sends
-  from a tight loop with none of it. The paper's 5x came from a legacy database that was the
-  bottleneck under its indexes and load; a fresh local table with one writer is not one. In AWS
-  each request is its own Lambda, so the one-process cap does not carry over; several serve
-  processes are the lever left here.
-- **Single session events.** Under a millisecond of CPU per request (HTTP, the Powertools
-  resolver, validation, the group-committed log write) in one process; batches meet the target because
-  that cost is paid once per 500 events. Several serve processes, or API Gateway and Lambda, are
-  the way past it.
-- **Consumer against the raw engines, where missed.** The consumer writes two documents a report
-  (the body and, apart from it, each attachment) where the raw upsert writes one, to CouchbaseMock
-  (a Java mock, not Couchbase Server), the slowest engine here; the embedded consumer, on the same
-  data, reaches about 90%.
+  document store, each with its WAL checkpoint) where the Legacy collector writes it once; a
+  second API process adds nothing there, as SQLite takes one writer at a time. On `services` a
+  second API process adds about an eighth with the consumers beside it and a quarter alone: the
+  2 cores are shared by the API processes, the consumers, Kafka, MariaDB, CouchbaseMock and the
+  load generator, and the raw producer sends from a tight loop with none of the per-request
+  Python (HTTP, the API Gateway event, the Powertools resolver, validation, the envelope). The
+  paper's 5x came from a legacy database that was the bottleneck under its indexes and load; a
+  fresh local table with one writer is not one. In AWS each request is its own Lambda.
+- **Single session events.** The bare endpoint (uvicorn, httptools and uvloop, a JSON parse)
+  answers some 11,000 a second; Blackbox's gateway adds the API Gateway event, the Powertools
+  resolver and its validation, a handler thread, and the log's acknowledgement for each event,
+  four to five times that CPU. Batches meet their target because that cost is paid once per 500
+  events; API Gateway and Lambda are the way past it for single events.
+- **Consumer against the raw engines.** Met on both profiles since a full Kafka batch stopped
+  handing back its last record (the seek that returned it threw away what librdkafka had
+  fetched, and the next poll waited for a new fetch: 3 of the consumer's 6.5 s). The raw engines
+  now get the consumer's own batches: CouchbaseMock, which turns TCP_NODELAY off, costs some
+  44 ms per multi-operation whatever its size, so other batches would not be the same work.
 - **Full-field queries.** A full report carries its attachments inside the JSON (about 130 KB
   each), so a page is a multi-get of bodies and attachments, a JSON encoding of all of it, and
   the client's JSON parse of it, and pages stop at about 4 MB (API Gateway and Lambda answer at

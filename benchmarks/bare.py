@@ -14,6 +14,8 @@ from typing import Any
 import pydantic_core
 import uvicorn
 
+from benchmarks.legacy import read_body
+
 Message = MutableMapping[str, Any]
 _ANSWER = b'{"accepted":1}'
 _HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(_ANSWER)).encode())]
@@ -23,13 +25,7 @@ async def app(scope: Message, receive: Callable[[], Awaitable[Message]],
               send: Callable[[Message], Awaitable[None]]) -> None:
     if scope["type"] != "http":
         return
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    pydantic_core.from_json(b"".join(chunks))  # the parser Blackbox's handlers use
+    pydantic_core.from_json(await read_body(receive))  # the parser Blackbox's handlers use
     await send({"type": "http.response.start", "status": 202, "headers": _HEADERS})
     await send({"type": "http.response.body", "body": _ANSWER})
 

@@ -70,6 +70,16 @@ class _Store:
         return int(inserted.lastrowid or 0)
 
 
+async def read_body(receive: Callable[[], Awaitable[Message]]) -> bytes:
+    """An ASGI request's whole body."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
 class LegacyCollector:
     def __init__(self, store: _Store, workers: int = 32) -> None:
         self._store = store
@@ -87,14 +97,8 @@ class LegacyCollector:
                        send: Callable[[Message], Awaitable[None]]) -> None:
         if scope["type"] != "http":
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
         status, answer = await asyncio.get_running_loop().run_in_executor(self._executor, self._handle,
-                                                                          b"".join(chunks))
+                                                                          await read_body(receive))
         payload = json.dumps(answer).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -63,16 +63,31 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+class StopRequest:
+    """A signal handler's flag. Not a threading.Event: Event.set takes a lock, and a second signal
+    arriving while the handler holds it (under `make serve` SIGTERM comes from the process group,
+    from make and from the supervisor) deadlocks the process."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+    def wait(self, seconds: float) -> bool:
+        """Whether a stop was requested, after `seconds` (a signal does not cut the sleep short)."""
+        time.sleep(seconds)
+        return self.requested
+
+
 class _Server(uvicorn.Server):
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
         """uvicorn re-raises the signal once it has stopped, which would kill the worker before
-        its spill replay finishes; here SIGTERM (from the supervisor) only stops the server."""
-        previous = signal.signal(signal.SIGTERM, self.handle_exit)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        its spill replay finishes; here SIGTERM only stops the server, and goes on doing only that
+        while the worker finishes (the process group's SIGTERM and the supervisor's both come)."""
+        signal.signal(signal.SIGTERM, self.handle_exit)
+        yield
 
 
 def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass another --data-dir") -> int:
@@ -201,9 +216,9 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
     state inherited from the supervisor)."""
     # Ctrl-C reaches the whole process group: the supervisor answers it by sending SIGTERM
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    stop = threading.Event()
+    stop, requested = threading.Event(), StopRequest()
     if job.kind == "consumers":
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGTERM, requested)
     threading.Thread(target=_die_with, args=(supervisor,), name="supervisor-watch", daemon=True).start()
     adapters = build(settings)
     install(adapters)
@@ -226,7 +241,8 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
                         for name, topic in CONSUMERS.items()]
             for thread in threads:
                 thread.start()
-            stop.wait()
+            while not requested.wait(WATCH_S):
+                pass
     finally:
         stop.set()
         for thread in threads:
@@ -249,7 +265,7 @@ class Supervisor:
         self._settings = settings
         self._sock = sock
         self._spawn_context = multiprocessing.get_context("spawn")
-        self._stop = threading.Event()
+        self._stop = StopRequest()
         self.running: dict[Job, tuple[SpawnProcess, float]] = {}
         self._planned = planned
 
@@ -266,7 +282,9 @@ class Supervisor:
     def run(self, started: Callable[[Supervisor], None]) -> None:
         """Starts the workers, calls `started`, and supervises them until SIGINT/SIGTERM; raises
         WorkerFailed once a worker keeps dying as soon as it starts."""
-        previous = {sig: signal.signal(sig, lambda *_: self._stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+        # kept while serve finishes: a second signal finds it stopping, and does not cut that short
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._stop)
         quick_deaths: Counter[Job] = Counter()
         try:
             for job in self._planned:
@@ -287,8 +305,6 @@ class Supervisor:
                           file=sys.stderr, flush=True)
         finally:
             self._stop_all()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
     def _stop_all(self) -> None:
         for process, _ in self.running.values():
@@ -331,4 +347,14 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
                   f"  keys       {keys_line}\n{processes}", flush=True)
 
         Supervisor(settings, sock, planned).run(announce)
+    _ignore_late_signals()
     print("Blackbox stopped; every consumed batch is committed", flush=True)
+
+
+def _ignore_late_signals() -> None:
+    """Once serve has stopped, a late SIGINT/SIGTERM has nothing left to stop; left to the handler,
+    it would kill the process at exit, where Python puts back each signal's default action. Blocked
+    first, so no signal trips the handler between the two changes."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)

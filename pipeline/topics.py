@@ -103,6 +103,9 @@ def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
 
 
 REPLAY_GROUP = "blackbox-replay"
+# librdkafka's consumer needs a group even to read one assigned partition (EventLog.read): this one
+# is never joined nor committed to, and carries the deployment's prefix, as its grant on MSK does
+READ_GROUP = "blackbox-read"
 JOIN_TIMEOUT_S = 10.0
 
 

@@ -14,7 +14,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from lambdas.functions import TopicAccess
-from pipeline.topics import ALL_TOPICS
+from pipeline.topics import ALL_TOPICS, READ_GROUP
 from stacks.config import DeployConfig
 from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, topic_prefix
 from stacks.nag import acknowledge
@@ -94,6 +94,9 @@ class StreamingStack(Stack):
         self._connect(grantee, [WRITE_IDEMPOTENTLY] if access.writes else [])
         self._grant_topics(grantee, WRITE, access.writes)
         self._grant_topics(grantee, READ, access.reads)
+        if access.reads:  # a read by offset names a group (adapters.kafka.log), found and never joined
+            iam.Grant.add_to_principal(grantee=grantee, actions=["kafka-cluster:DescribeGroup"],
+                                       resource_arns=[self.arn("group", topic_prefix(self.config) + READ_GROUP)])
 
     def grant_group(self, grantee: iam.IGrantable, group: str) -> None:
         """What an event source mapping needs besides reading its topics: its consumer group's

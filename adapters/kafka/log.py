@@ -29,6 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from confluent_kafka.cimpl import NewTopic
 
+from pipeline.topics import READ_GROUP
 from ports import LogRecord, OutgoingRecord
 from ports.limits import MAX_BODY_BYTES
 
@@ -248,7 +249,7 @@ class KafkaEventLog:
         """A consumer of no group, assigned the one partition: rare (a consumer checking a stored
         offset), so it is made for the call."""
         name = self._name(topic)
-        reader = Consumer({**self._config, "group.id": "blackbox-read", "enable.auto.commit": False,
+        reader = Consumer({**self._config, "group.id": self._name(READ_GROUP), "enable.auto.commit": False,
                            "fetch.message.max.bytes": MAX_MESSAGE_BYTES,
                            "max.partition.fetch.bytes": MAX_MESSAGE_BYTES})
         try:

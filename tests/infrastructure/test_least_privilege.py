@@ -13,7 +13,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from lambdas.functions import CONSUMERS, FUNCTION_PORTS, FUNCTION_TOPICS
-from pipeline.topics import ALL_TOPICS
+from pipeline.topics import ALL_TOPICS, READ_GROUP
 from stacks.access import SQL_PORTS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context
@@ -76,6 +76,9 @@ def expected_kafka_grants(function: str) -> set[Grant]:
         grants |= {("kafka-cluster:DescribeTopic", topic(name)), ("kafka-cluster:WriteData", topic(name))}
     for name in access.reads:
         grants |= {("kafka-cluster:DescribeTopic", topic(name)), ("kafka-cluster:ReadData", topic(name))}
+    if access.reads:
+        # a record read by offset: librdkafka needs a group, found through its coordinator, never joined
+        grants.add(("kafka-cluster:DescribeGroup", f"group/{DEV.prefix}.{READ_GROUP}"))
     if function in CONSUMERS:
         group = f"group/{DEV.prefix}-{function}"
         grants |= {("kafka-cluster:DescribeClusterDynamicConfiguration", CLUSTER),

@@ -9,10 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from adapters.failed_batches import S3FailedBatches
+from adapters.kafka import log as kafka_log
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from pipeline.replay import replay_failed_batches
-from pipeline.topics import REPLAYED, SCORES
+from pipeline.topics import READ_GROUP, REPLAYED, SCORES
 from ports import OutgoingRecord
 from tests.contract.test_event_log import drain
 from tests.failed_batches import failed_batch, moto_bucket, put
@@ -51,3 +52,19 @@ def test_failed_batches_go_back_to_their_partitions_marked(log: KafkaEventLog, b
     assert all(dict(r.headers)["h"] == b"1" for r in replayed)
     assert {dict(r.headers)[REPLAYED] for r in replayed} == {
         f"failed-batch:{SCORES}-{r.partition}:{r.offset}".encode() for r in given_up}
+
+
+def test_a_read_by_offset_names_the_deployments_read_group(log: KafkaEventLog, monkeypatch: pytest.MonkeyPatch):
+    """The one group a role that reads by offset is granted on MSK (stacks/streaming.py)."""
+    groups: list[str] = []
+
+    class Recording(kafka_log.Consumer):
+        def __init__(self, config: dict[str, object]) -> None:
+            groups.append(str(config["group.id"]))
+            super().__init__(config)
+
+    monkeypatch.setattr(kafka_log, "Consumer", Recording)
+    log.publish(SCORES, [OutgoingRecord(b"score", b"board")])
+    [record] = drain(log.consumer("reader", SCORES), 1)
+    assert log.read(SCORES, record.partition, record.offset) == record
+    assert groups[-1] == f"{log._prefix}{READ_GROUP}"

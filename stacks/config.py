@@ -54,6 +54,16 @@ class Consumer(BaseModel):
     batch_size: int = Field(ge=1, le=10_000)
     batching_window_s: int = Field(ge=0, le=300)
     retries: int = Field(ge=-1, le=10_000, description="-1: until the record expires")
+    # the mapping's event pollers (provisioned mode, where Lambda applies the retry count), each up
+    # to 5 MB/s; more than the topic's partitions do not read faster
+    min_pollers: int = Field(default=1, ge=1, le=200)
+    max_pollers: int = Field(default=6, ge=1, le=2000)
+
+    @model_validator(mode="after")
+    def _pollers_ordered(self) -> Consumer:
+        if self.min_pollers > self.max_pollers:
+            raise ValueError(f"min_pollers {self.min_pollers} is above max_pollers {self.max_pollers}")
+        return self
 
 
 class DeployConfig(BaseModel):

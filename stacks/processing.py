@@ -54,6 +54,9 @@ class ProcessingStack(ApplicationStack):
                 batch_size=consumer.batch_size,
                 max_batching_window=Duration.seconds(consumer.batching_window_s),
                 retry_attempts=consumer.retries,
+                # the retry count holds in provisioned mode only (docs/aws-durability.md)
+                provisioned_poller_config=sources.ProvisionedPollerConfig(
+                    minimum_pollers=consumer.min_pollers, maximum_pollers=consumer.max_pollers),
                 on_failure=sources.S3OnFailureDestination(failed),
             ))
             acknowledge(function, "AwsSolutions-IAM5", (

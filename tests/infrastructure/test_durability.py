@@ -64,6 +64,19 @@ def test_the_replay_reads_the_bucket_the_mappings_write_to(templates: dict[str, 
     assert destinations == {f"arn:<AWS::Partition>:s3:::{bucket}"}
 
 
+def test_each_consumer_mapping_runs_in_provisioned_mode_where_its_retries_apply(templates: dict[str, Template]):
+    """Lambda documents a Kafka mapping's retry count (and record age, batch splitting) as settings
+    of provisioned mode: in the default on-demand mode the retry count would not hold."""
+    configs = {f"{DEV.prefix}.{topic}": getattr(DEV, name.replace("-", "_")) for name, topic in CONSUMERS.items()}
+    mappings = resources(templates["processing"], "AWS::Lambda::EventSourceMapping")
+    assert sorted(m["Topics"][0] for m in mappings) == sorted(configs)
+    for mapping in mappings:
+        consumer = configs[mapping["Topics"][0]]
+        assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": consumer.min_pollers,
+                                                      "MaximumPollers": consumer.max_pollers}
+        assert mapping["MaximumRetryAttempts"] == consumer.retries
+
+
 def test_the_replay_has_exactly_its_grants(dev: Blackbox, templates: dict[str, Template]):
     statements = role_statements(templates["processing"], dev.processing, dev.processing.replay)
     actions: dict[str, list[str]] = {}

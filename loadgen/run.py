@@ -79,6 +79,22 @@ class Outcome:
 
 
 @dataclass
+class Tally:
+    """The outcomes as they come, and the counts the live display shows, kept as they grow: it is
+    redrawn twice a second on the event loop that times the requests, so it must not walk the run."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    statuses: Counter[str] = field(default_factory=Counter)
+    shed: int = 0
+    """Answers that shed a request (429/503), over every try."""
+
+    def add(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        self.statuses[str(outcome.status)] += 1
+        self.shed += len(outcome.shed_ms)
+
+
+@dataclass
 class Verification:
     crashes_accepted: int = 0
     crashes_found: int = 0
@@ -371,46 +387,47 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
     run_id = uuid.uuid4().hex[:8]
     sku, board = f"load-{run_id}:pc", f"load-{run_id}"
     requests = _Requests(config, sku, board)
-    outcomes: list[Outcome] = []
+    tally = Tally()
     live_console = console or Console(stderr=True)
 
     _preflight(config, sku)
     watch = MemoryWatch(config.watch_pid) if config.watch_pid else contextlib.nullcontext()
     with watch:
         started, started_ms = time.perf_counter(), now_ms()
-        overflow = _send_with_display(config, requests, outcomes, live_console, started)
+        overflow = _send_with_display(config, requests, tally, live_console, started)
         elapsed = time.perf_counter() - started
         live_console.print(f"sent for {elapsed:.1f} s")
-        verification = verify(config, sku, board, outcomes, live_console)
+        verification = verify(config, sku, board, tally.outcomes, live_console)
     memory = watch.samples if isinstance(watch, MemoryWatch) else []
-    return LoadReport(config, run_id, started_ms, elapsed, outcomes, verification, overflow, memory)
+    return LoadReport(config, run_id, started_ms, elapsed, tally.outcomes, verification, overflow, memory)
 
 
-def _send_with_display(config: LoadConfig, requests: _Requests, outcomes: list[Outcome], live_console: Console,
+def _send_with_display(config: LoadConfig, requests: _Requests, tally: Tally, live_console: Console,
                        started: float) -> int:
-    with Live(_progress(config, outcomes, started), console=live_console, refresh_per_second=2,
+    with Live(_progress(config, tally, started), console=live_console, refresh_per_second=2,
               transient=True) as live:
         async def with_display() -> int:
-            sender = asyncio.ensure_future(_send_all(config, requests, outcomes.append))
+            sender = asyncio.ensure_future(_send_all(config, requests, tally.add))
             while not sender.done():
-                live.update(_progress(config, outcomes, started))
+                live.update(_progress(config, tally, started))
                 await asyncio.sleep(0.5)
             return await sender
 
         return asyncio.run(with_display())
 
 
-def _progress(config: LoadConfig, outcomes: list[Outcome], started: float) -> Table:
+def _progress(config: LoadConfig, tally: Tally, started: float) -> Table:
     elapsed = time.perf_counter() - started
-    recent = [o for o in outcomes[-2000:] if o.status == 202]
+    latest = tally.outcomes[-2000:]
+    recent = [o for o in latest if o.status == 202]
     table = Table(title=f"blackbox load: {config.profile} at {config.rate:g} req/s", show_header=False)
     table.add_row("elapsed", f"{elapsed:.0f} / {config.duration_s:g} s")
     offered = PROFILES[config.profile].rate_at(config.rate, config.duration_s, elapsed)
     table.add_row("offered now", f"{offered:.0f} req/s")
-    table.add_row("answered", str(len(outcomes)))
-    table.add_row("statuses", ", ".join(f"{k}: {n}" for k, n in Counter(str(o.status) for o in outcomes).items()))
-    shed = [ms for o in outcomes[-2000:] for ms in o.shed_ms]
-    table.add_row("shed (429/503, retried)", f"{sum(len(o.shed_ms) for o in outcomes)} answers"
+    table.add_row("answered", str(len(tally.outcomes)))
+    table.add_row("statuses", ", ".join(f"{k}: {n}" for k, n in tally.statuses.items()))
+    shed = [ms for o in latest for ms in o.shed_ms]
+    table.add_row("shed (429/503, retried)", f"{tally.shed} answers"
                   + (f"; p95 {percentile(shed, 95):.0f} ms (recent)" if shed else ""))
     table.add_row("p95 latency (recent)",
                   f"{percentile([o.latency_ms for o in recent], 95):.0f} ms" if recent else "-")

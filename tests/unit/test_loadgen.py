@@ -3,6 +3,7 @@ arrival times that follow the profile."""
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import time
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from loadgen import payloads
 from loadgen.profiles import PROFILES, arrivals
-from loadgen.run import LoadConfig, Outcome, Tally, _progress
+from loadgen.run import FREEZE_EVERY, LoadConfig, Outcome, Tally, _progress
 
 
 @pytest.mark.parametrize("average_kb", [10, 100, 200])
@@ -71,3 +72,18 @@ def test_the_live_display_reads_the_recent_outcomes_and_running_counts(drawn: li
     cells = dict(zip(table.columns[0].cells, table.columns[1].cells, strict=True))
     assert cells["answered"] == str(len(drawn))
     assert cells["statuses"] == ", ".join(f"{k}: {n}" for k, n in Counter(str(s) for s, _ in drawn).items())
+
+
+def test_what_the_run_keeps_leaves_the_collectors_view_until_it_is_released():
+    """A full collection walks every tracked object: over a 10-minute soak's outcomes it took
+    250 ms, and the p99 of each 10 s window jumped every couple of minutes, more each time."""
+    tally = Tally()
+    try:
+        for n in range(FREEZE_EVERY + 10):
+            tally.add(Outcome("sessions", 0.0, 202, 5.0, {"accepted": 1, "n": n}))
+        walked = {id(o) for o in gc.get_objects()}
+        assert id(tally.outcomes[0]) not in walked and id(tally.outcomes[FREEZE_EVERY - 1].answer) not in walked
+        assert id(tally.outcomes[-1]) in walked  # what came since waits for the next batch
+    finally:
+        tally.release()
+    assert id(tally.outcomes[0]) in {id(o) for o in gc.get_objects()}

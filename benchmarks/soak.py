@@ -58,6 +58,7 @@ def run(minutes: float, output: Path, progress: Progress) -> None:
                 config = LoadConfig(url=serve.url, rate=rate, duration_s=seconds, mix=MIX, batch=1, crash_kb=CRASH_KB,
                                     watch_pid=serve.process.pid, verify_timeout_s=600)
                 results[name] = run_load(config, Console(stderr=True, quiet=True)).as_json()
+                results[name]["roles"] = _roles(serve)
                 json_path.write_text(json.dumps(results, indent=1) + "\n")  # kept if what follows fails
                 drop_documents(settings)
         finally:
@@ -65,6 +66,23 @@ def run(minutes: float, output: Path, progress: Progress) -> None:
     plot(results["soak"], output.parent / "benchmarks" / "plots" / "soak.png")
     text = output.read_text() if output.exists() else ""
     output.write_text(with_block(text, section(results, minutes)))
+
+
+def _roles(serve: Serve) -> dict[str, str]:
+    """Each process id of the serve (as it runs now) by what it does."""
+    assert serve.process is not None
+    return {str(serve.process.pid): "supervisor"} | {
+        str(pid): f"{'API' if kind == 'api' else 'consumers'} {n}"
+        for kind in ("api", "consumers") for n, pid in enumerate(serve.pids(kind))}
+
+
+def _growth_by_process(run: dict[str, Any]) -> str:
+    """Each process's level after the warm-up and its peak after it, by role, largest growth first."""
+    found = run["serverMemory"].get("byProcess", {})
+    roles = run.get("roles", {})
+    rows = sorted(((roles.get(pid, f"pid {pid}"), memory) for pid, memory in found.items() if memory),
+                  key=lambda row: -row[1]["peakAfterMB"] + row[1]["levelMB"])
+    return "; ".join(f"{role} {m['levelMB']:g} → {m['peakAfterMB']:g} MB ({m['growth']:+.0%})" for role, m in rows)
 
 
 def with_block(text: str, block: str) -> str:
@@ -120,7 +138,7 @@ def section(results: dict[str, Any], minutes: float) -> str:
         "",
         f"- Memory flat within 10% after the warm-up (the first {memory['warmUpS']:g} s): {_verdict(memory['flat'])} "
         f"(peak {memory['growth']:+.0%} on the level after the warm-up, the median of the next "
-        f"{memory['warmUpS']:g} s).",
+        f"{memory['warmUpS']:g} s). By process, level after the warm-up → peak: {_growth_by_process(soak)}.",
         f"- Nothing lost: {_verdict(soak['lost'] == 0 and overload['lost'] == 0)}; below saturation (nothing shed: "
         f"{'yes' if below else 'no'}), p99 of accepted requests under {P99_TARGET_MS:g} ms: {p99:g} ms "
         f"{_verdict(below and p99 < P99_TARGET_MS)}.",

@@ -18,24 +18,27 @@ WARM_UP_SHARE = 0.1
 FLAT_WITHIN = 0.10
 
 
-def tree_pss(pid: int) -> int:
-    """Bytes of memory of `pid` and its descendants now; a process that ends meanwhile counts 0."""
+def tree_pss(pid: int) -> dict[int, int]:
+    """Bytes of memory of `pid` and of each of its descendants now, by process id; a process that
+    ends meanwhile is left out."""
     root = psutil.Process(pid)
-    total = 0
+    found = {}
     for process in (root, *root.children(recursive=True)):
         with contextlib.suppress(psutil.NoSuchProcess):
-            total += process.memory_full_info().pss
-    return total
+            found[process.pid] = process.memory_full_info().pss
+    return found
 
 
 class MemoryWatch:
-    """(seconds since the watch began, bytes) of the process tree of `pid`, every `interval_s`."""
+    """(seconds since the watch began, bytes) of the process tree of `pid`, every `interval_s`: the
+    sum in `samples`, each process's in `processes` (which one grew)."""
 
     def __init__(self, pid: int, interval_s: float = 1.0) -> None:
         psutil.Process(pid)  # fails at once, not in the thread, if there is no such process
         self.pid = pid
         self.interval_s = interval_s
         self.samples: list[tuple[float, int]] = []
+        self.processes: dict[int, list[tuple[float, int]]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="memory-watch", daemon=True)
 
@@ -43,9 +46,12 @@ class MemoryWatch:
         started = time.monotonic()
         while not self._stop.is_set():
             try:
-                self.samples.append((time.monotonic() - started, tree_pss(self.pid)))
+                now, found = time.monotonic() - started, tree_pss(self.pid)
             except psutil.NoSuchProcess:
                 return
+            self.samples.append((now, sum(found.values())))
+            for pid, pss in found.items():
+                self.processes.setdefault(pid, []).append((now, pss))
             self._stop.wait(self.interval_s)
 
     def __enter__(self) -> MemoryWatch:

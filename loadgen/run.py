@@ -139,6 +139,8 @@ class LoadReport:
     client_overflow: int
     memory: list[tuple[float, int]] = field(default_factory=list)
     """(seconds from the start, bytes) of the watched server, through the run and its check."""
+    memory_by_process: dict[int, list[tuple[float, int]]] = field(default_factory=dict)
+    """The same, for each of its processes."""
 
     def statuses(self) -> dict[str, dict[str, int]]:
         return {kind: dict(Counter(str(o.status) for o in self.outcomes if o.kind == kind)) for kind in KINDS}
@@ -179,6 +181,8 @@ class LoadReport:
             "throughputPerSecond": self.throughput_per_second(),
             "p99LatencyMsPer10s": self.p99_per_window(),
         } | ({"serverMemory": flatness(self.memory, self.config.duration_s)
+              | {"byProcess": {str(pid): flatness(samples, self.config.duration_s)
+                               for pid, samples in self.memory_by_process.items()}}
               | {"samples": [[round(t, 1), rss] for t, rss in self.memory]}} if self.memory else {})
 
     def p99_per_window(self, window_s: int = 10) -> list[float | None]:
@@ -415,8 +419,9 @@ def run(config: LoadConfig, console: Console | None = None) -> LoadReport:
         elapsed = time.perf_counter() - started
         live_console.print(f"sent for {elapsed:.1f} s")
         verification = verify(config, sku, board, tally.outcomes, live_console)
-    memory = watch.samples if isinstance(watch, MemoryWatch) else []
-    return LoadReport(config, run_id, started_ms, elapsed, tally.outcomes, verification, overflow, memory)
+    watched = watch if isinstance(watch, MemoryWatch) else None
+    return LoadReport(config, run_id, started_ms, elapsed, tally.outcomes, verification, overflow,
+                      watched.samples if watched else [], watched.processes if watched else {})
 
 
 def _send_with_display(config: LoadConfig, requests: _Requests, tally: Tally, live_console: Console,

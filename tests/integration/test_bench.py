@@ -94,6 +94,11 @@ def test_the_soak_writes_its_block_figures_and_chart(tmp_path: Path):
         assert results[run]["lost"] == 0 and results[run]["duplicated"] == 0
         samples = results[run]["serverMemory"]["samples"]
         assert len(samples) >= 5 and min(rss for _, rss in samples) > 20 << 20  # a serve and its workers
+        # each process apart, by what it does: which one grew
+        roles = results[run]["roles"]
+        assert sorted(roles.values()) == ["API 0", "API 1", "consumers 0", "consumers 1", "supervisor"]
+        assert set(roles) <= set(results[run]["serverMemory"]["byProcess"])
+    assert "By process, level after the warm-up → peak: " in text and "supervisor " in text
     assert (tmp_path / "benchmarks" / "plots" / "soak.png").stat().st_size > 1000
 
 

@@ -34,8 +34,13 @@ def test_the_watch_sees_a_child_process_grow():
             time.sleep(0.2)
         first, last = watch.samples[0][1], watch.samples[-1][1]
         assert last - first >= 48 << 20
-        assert tree_pss(parent.pid) >= last - (8 << 20)
+        assert sum(tree_pss(parent.pid).values()) >= last - (8 << 20)
         assert [t for t, _ in watch.samples] == sorted(t for t, _ in watch.samples)
+        # and which process it was: the child, not the parent
+        [child] = psutil.Process(parent.pid).children()
+        grew = {pid: samples[-1][1] - samples[0][1] for pid, samples in watch.processes.items()}
+        assert grew[child.pid] >= 48 << 20 and grew[parent.pid] < 8 << 20
+        assert sum(samples[-1][1] for samples in watch.processes.values()) == last
     finally:
         for child in psutil.Process(parent.pid).children(recursive=True):
             child.kill()

@@ -11,7 +11,7 @@ from adapters.factory import migrate
 from adapters.kafka.auth import msk_iam, plaintext
 from adapters.kafka.log import provision_topics
 from adapters.settings import Settings
-from pipeline.topics import ALL_TOPICS
+from pipeline.topics import ALL_TOPICS, DEADLETTER
 from ports.telemetry import logger
 
 
@@ -21,9 +21,12 @@ def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
         partitions = int(event["ResourceProperties"]["Partitions"])
         config = (msk_iam(settings.kafka_bootstrap, settings.aws_region) if settings.profile == "aws"
                   else plaintext(settings.kafka_bootstrap))
-        # the admin client alone: this role may create topics, not produce to them
-        provision_topics(config, [settings.kafka_topic_prefix + topic for topic in ALL_TOPICS], partitions,
-                         settings.log_retention_days)
+        # the admin client alone: this role may create topics, not produce to them. Dead letters are
+        # kept as long as the data (they wait for someone to read and replay them), the rest as
+        # long as the log
+        for topics, days in (([t for t in ALL_TOPICS if t != DEADLETTER], settings.log_retention_days),
+                             ([DEADLETTER], settings.retention_days)):
+            provision_topics(config, [settings.kafka_topic_prefix + topic for topic in topics], partitions, days)
         logger.info("topics ready", extra={"topics": ALL_TOPICS, "partitions": partitions})
     return {"PhysicalResourceId": f"topics:{settings.kafka_topic_prefix}"}
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import random
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
+from adapters.kafka import log as kafka_log
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import MAX_MESSAGE_BYTES, KafkaEventLog, producer_config, provision_topics
 from adapters.spill.directory import DirectorySpillStore
@@ -20,7 +22,7 @@ from api.requests import Posted
 from crashes.capture import capture_crash
 from lambdas.provisioning import create_topics
 from loadgen.payloads import crash
-from pipeline.topics import ALL_TOPICS, CRASHES
+from pipeline.topics import ALL_TOPICS, CRASHES, DEADLETTER
 from ports.limits import MAX_BODY_BYTES
 from tests.services import namespace, settings
 
@@ -41,15 +43,32 @@ def topic_settings(name: str) -> dict[str, str]:
 
 @pytest.mark.services
 def test_the_custom_resource_gives_every_topic_the_producers_limit(monkeypatch: pytest.MonkeyPatch):
+    """And its retention: the log's for what the consumers read; the data's for the dead letters,
+    which wait on their topic until someone reads and replays them."""
     prefix = f"{namespace()}."
     monkeypatch.setenv("BLACKBOX_PROFILE", "services")
     monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
+    monkeypatch.setenv("BLACKBOX_RETENTION_DAYS", "90")
     create_topics({"RequestType": "Create", "ResourceProperties": {"Partitions": "2"}}, None)
     assert producer_config({}, 1)["message.max.bytes"] == MAX_MESSAGE_BYTES > MSK_DEFAULT_MAX_MESSAGE_BYTES
     for topic in ALL_TOPICS:
         found = topic_settings(prefix + topic)
         assert found["max.message.bytes"] == str(MAX_MESSAGE_BYTES), topic
-        assert found["retention.ms"] == RETENTION_MS, topic
+        assert found["retention.ms"] == (str(90 * 86_400_000) if topic == DEADLETTER else RETENTION_MS), topic
+
+
+def test_topics_take_the_clusters_replication_factor(monkeypatch: pytest.MonkeyPatch):
+    """-1: the broker's default (MSK Serverless's 3); a hard-coded 1 would keep one copy in AWS."""
+    made: list[NewTopic] = []
+
+    class Recording(AdminClient):
+        def create_topics(self, topics: list[NewTopic], **kwargs: float) -> dict[str, Future[None]]:
+            made.extend(topics)
+            return {}
+
+    monkeypatch.setattr(kafka_log, "AdminClient", Recording)
+    provision_topics({"bootstrap.servers": "127.0.0.1:1"}, ["a", "b"], 3, 7)
+    assert [(t.topic, t.num_partitions, t.replication_factor) for t in made] == [("a", 3, -1), ("b", 3, -1)]
 
 
 @pytest.mark.services

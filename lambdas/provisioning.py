@@ -24,9 +24,9 @@ def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
         # the admin client alone: this role may create topics, not produce to them. Dead letters are
         # kept as long as the data (they wait for someone to read and replay them), the rest as
         # long as the log
-        for topics, days in (([t for t in ALL_TOPICS if t != DEADLETTER], settings.log_retention_days),
-                             ([DEADLETTER], settings.retention_days)):
-            provision_topics(config, [settings.kafka_topic_prefix + topic for topic in topics], partitions, days)
+        days = {settings.kafka_topic_prefix + topic:
+                settings.retention_days if topic == DEADLETTER else settings.log_retention_days for topic in ALL_TOPICS}
+        provision_topics(config, days, partitions)
         logger.info("topics ready", extra={"topics": ALL_TOPICS, "partitions": partitions})
     return {"PhysicalResourceId": f"topics:{settings.kafka_topic_prefix}"}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import (
@@ -78,11 +78,12 @@ def topic_config(retention_days: int) -> dict[str, str]:
     return {"retention.ms": str(retention_days * 86_400_000), "max.message.bytes": str(MAX_MESSAGE_BYTES)}
 
 
-def _create_topics(admin: AdminClient, names: Sequence[str], partitions: int, config: dict[str, str],
+def _create_topics(admin: AdminClient, configs: Mapping[str, dict[str, str]], partitions: int,
                    timeout_s: float) -> list[str]:
-    """Creates those of `names` that do not exist, with the broker's default replication factor
-    (-1: MSK Serverless's 3, a single local broker's 1); returns those that existed already."""
-    futures = admin.create_topics([NewTopic(name, partitions, config=config) for name in names],
+    """Creates the topics of `configs` (name → configuration) that do not exist, with the broker's
+    default replication factor (-1: MSK Serverless's 3, a single local broker's 1); returns those
+    that existed already."""
+    futures = admin.create_topics([NewTopic(name, partitions, config=config) for name, config in configs.items()],
                                   operation_timeout=timeout_s, request_timeout=timeout_s)
     existing = []
     for name, future in futures.items():
@@ -95,31 +96,32 @@ def _create_topics(admin: AdminClient, names: Sequence[str], partitions: int, co
     return existing
 
 
-def _configure_topics(admin: AdminClient, names: Sequence[str], config: dict[str, str], timeout_s: float) -> None:
+def _configure_topics(admin: AdminClient, configs: Mapping[str, dict[str, str]], timeout_s: float) -> None:
     resources = [ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
         ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET) for key, value in config.items()])
-        for name in names]
+        for name, config in configs.items()]
     for future in admin.incremental_alter_configs(resources, request_timeout=timeout_s).values():
         future.result(timeout=timeout_s + 1)
 
 
-def provision_topics(client_config: dict[str, Any], names: Sequence[str], partitions: int, retention_days: int, *,
+def provision_topics(client_config: dict[str, Any], retention_days: Mapping[str, int], partitions: int, *,
                      within_s: float = PROVISION_WITHIN_S, attempt_s: float = ADMIN_TIMEOUT_S) -> None:
-    """What the deployment runs: creates the topics, and gives those that exist already the
-    configuration they would have been created with (a topic made by an older deployment, or by
-    hand, would otherwise refuse the largest records). A transient failure is tried again until
-    `within_s` has passed; a refusal (authorization, an invalid setting) is raised at once."""
+    """What the deployment runs: creates the topics (name → days kept), and gives those that exist
+    already the configuration they would have been created with (a topic made by an older
+    deployment, or by hand, would otherwise refuse the largest records). A transient failure is
+    tried again until `within_s` has passed; a refusal (authorization, an invalid setting) is
+    raised at once."""
     admin = AdminClient(client_config)
-    config = topic_config(retention_days)
+    configs = {name: topic_config(days) for name, days in retention_days.items()}
     deadline = time.monotonic() + within_s
     attempts = 0
     while True:
         attempts += 1
         timeout_s = max(1.0, min(attempt_s, deadline - time.monotonic()))
         try:
-            existing = _create_topics(admin, names, partitions, config, timeout_s)
+            existing = _create_topics(admin, configs, partitions, timeout_s)
             if existing:
-                _configure_topics(admin, existing, config, timeout_s)
+                _configure_topics(admin, {name: configs[name] for name in existing}, timeout_s)
             return
         except (KafkaException, TimeoutError) as exc:
             error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
@@ -201,7 +203,7 @@ class KafkaEventLog:
             if name in self._known_topics or not self._create_topics:
                 return
             # bounded like a publish: with the broker away, capture must get to spill quickly
-            _create_topics(self._admin, [name], self._partitions, self._topic_config, self._timeout)
+            _create_topics(self._admin, {name: self._topic_config}, self._partitions, self._timeout)
             self._known_topics.add(name)
 
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:

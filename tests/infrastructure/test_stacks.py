@@ -12,6 +12,8 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from pydantic import ValidationError
 
+from adapters.kafka.log import ADMIN_TIMEOUT_S, PROVISION_WITHIN_S, PUBLISH_TIMEOUT_S
+from adapters.settings import Settings
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
 from pipeline.topics import ALL_TOPICS
@@ -220,3 +222,14 @@ def test_every_deployed_handler_is_importable(templates: dict[str, Template]):
     for handler in handlers:
         module, function = handler.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), function)), handler
+
+
+def test_each_deploy_time_function_outlasts_what_it_waits_for(templates: dict[str, Template]):
+    """The custom resources wait for a cluster or a proxy that may not answer for minutes: a Lambda
+    cut off by its own timeout fails the deploy with no reason given. One admin attempt may start
+    just before the topics' deadline; the first one outlasts a publish (a cold SASL_SSL client)."""
+    timeouts = {f["Handler"]: f["Timeout"] for t in templates.values() for f in resources(t, "AWS::Lambda::Function")
+                if f.get("Handler", "").startswith("lambdas.provisioning.")}
+    assert timeouts["lambdas.provisioning.create_topics"] > PROVISION_WITHIN_S + ADMIN_TIMEOUT_S + 1
+    assert timeouts["lambdas.provisioning.migrate_schema"] > Settings().mysql_migrate_deadline_s + 60
+    assert ADMIN_TIMEOUT_S > 5 * PUBLISH_TIMEOUT_S

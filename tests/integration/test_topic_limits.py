@@ -67,7 +67,7 @@ def test_topics_take_the_clusters_replication_factor(monkeypatch: pytest.MonkeyP
             return {}
 
     monkeypatch.setattr(kafka_log, "AdminClient", Recording)
-    provision_topics({"bootstrap.servers": "127.0.0.1:1"}, ["a", "b"], 3, 7)
+    provision_topics({"bootstrap.servers": "127.0.0.1:1"}, {"a": 7, "b": 7}, 3)
     assert [(t.topic, t.num_partitions, t.replication_factor) for t in made] == [("a", 3, -1), ("b", 3, -1)]
 
 
@@ -78,7 +78,7 @@ def test_provisioning_gives_a_topic_made_without_them_its_limits():
     client = admin()
     client.create_topics([NewTopic(name, 1)])[name].result(timeout=15)
     assert topic_settings(name)["max.message.bytes"] != str(MAX_MESSAGE_BYTES)
-    provision_topics(plaintext(settings().kafka_bootstrap), [name], 1, 7)
+    provision_topics(plaintext(settings().kafka_bootstrap), {name: 7}, 1)
     found = topic_settings(name)
     assert found["max.message.bytes"] == str(MAX_MESSAGE_BYTES) and found["retention.ms"] == RETENTION_MS
 
@@ -87,7 +87,7 @@ def test_provisioning_tries_again_until_its_deadline():
     """A cold SASL_SSL client, or a cluster just created, may not answer the first admin request."""
     started = time.monotonic()
     with pytest.raises(TimeoutError, match=r"in 4 s \(([2-9]|\d\d+) attempts\)"):
-        provision_topics(plaintext("127.0.0.1:1"), ["never"], 1, 7, within_s=4, attempt_s=1)
+        provision_topics(plaintext("127.0.0.1:1"), {"never": 7}, 1, within_s=4, attempt_s=1)
     assert time.monotonic() - started >= 4
 
 

@@ -244,6 +244,10 @@ class Checkpoint:
     fingerprint: str | None = None
     """Of the record at `new_offset`: a stored offset can then be checked against the log it is
     said to be an offset of (pipeline.offsets)."""
+    first_offset: int | None = None
+    """Of the first record the transaction applied or passed over (None: `new_offset` alone). The
+    offsets first_offset..new_offset are stored as covered, for a replayed failed batch, whose
+    records the offset alone cannot tell apart once later batches moved it on (pipeline.offsets)."""
 
 
 class Applied(NamedTuple):
@@ -262,6 +266,10 @@ class Checkpoints(Protocol):
         """Those of these eventIds already applied by this consumer, with the body hash of each."""
         ...
 
+    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
+        """Those of these offsets of the partition that a checkpoint of this consumer covered."""
+        ...
+
 
 class SessionCounters(Checkpoints, Protocol):
     def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
@@ -277,8 +285,9 @@ class SessionCounters(Checkpoints, Protocol):
         ...
 
     def purge(self, before_ms: int) -> int:
-        """Drops the counts of minutes before `before_ms`, and the applied eventIds recorded before
-        it (every consumer's: they share the table). Returns how many rows went."""
+        """Drops the counts of minutes before `before_ms`, and the applied eventIds and covered
+        offsets recorded before it (every consumer's: they share the tables). Returns how many rows
+        went."""
         ...
 
     def close(self) -> None: ...

@@ -19,9 +19,12 @@ from adapters.sql.queries import (
     SESSION_COUNTS,
     applied,
     applied_events,
+    applied_range,
     body_hashes,
     bucket_counts,
     check_offset,
+    covered,
+    covered_query,
     crash_groups,
     crash_groups_query,
     entry_values,
@@ -103,6 +106,15 @@ CREATE TABLE IF NOT EXISTS applied_offsets (
     fingerprint TEXT,
     PRIMARY KEY (consumer, topic_partition)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS applied_ranges (
+    consumer TEXT NOT NULL,
+    topic_partition TEXT NOT NULL,
+    first_offset INTEGER NOT NULL,
+    last_offset INTEGER NOT NULL,
+    applied_at INTEGER NOT NULL,
+    PRIMARY KEY (consumer, topic_partition, first_offset)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS applied_ranges_age ON applied_ranges (applied_at);
 """
 # columns added since the first release: an existing data directory gets them when opened
 _ADDED_COLUMNS = (
@@ -139,6 +151,9 @@ class SqliteIndexDatabase:
         query, params = seen_events(consumer, event_ids)
         return dict(self.db.connection().execute(query, params).fetchall())
 
+    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
+        return covered(self.db.connection().execute(*covered_query(consumer, topic_partition, offsets)), offsets)
+
     @contextmanager
     def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[sqlite3.Connection]:
         """A write transaction that also records the checkpoint, if nobody moved the offset first."""
@@ -157,6 +172,9 @@ class SqliteIndexDatabase:
                 "ON CONFLICT (consumer, event_id) DO NOTHING",
                 applied_events(c, now_ms()),
             )
+            extend, add = applied_range(c, now_ms())
+            if conn.execute(*extend).rowcount == 0:
+                conn.execute(*add)
 
 
 class SqliteCrashIndex:
@@ -224,6 +242,9 @@ class SqliteSessionCounters:
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._database.seen_events(consumer, event_ids)
+
+    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
+        return self._database.covered(consumer, topic_partition, offsets)
 
     def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
         with self._database.checkpoint_transaction(checkpoint) as conn:

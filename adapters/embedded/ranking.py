@@ -46,6 +46,9 @@ class SqliteRankingStore:
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._database.seen_events(consumer, event_ids)
 
+    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
+        return self._database.covered(consumer, topic_partition, offsets)
+
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
         with self._database.checkpoint_transaction(checkpoint) as conn:
             conn.executemany(

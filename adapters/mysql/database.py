@@ -19,7 +19,17 @@ from pymysql.constants import CR
 from pymysql.cursors import Cursor
 
 from adapters.sql.connections import PerThread
-from adapters.sql.queries import APPLIED_OFFSET, applied, applied_events, check_offset, pyformat, seen_events
+from adapters.sql.queries import (
+    APPLIED_OFFSET,
+    applied,
+    applied_events,
+    applied_range,
+    check_offset,
+    covered,
+    covered_query,
+    pyformat,
+    seen_events,
+)
 from ports import Applied, Checkpoint
 from ports.timeutil import now_ms
 
@@ -171,6 +181,12 @@ class MysqlDatabase:
             cursor.execute(pyformat(query), params)
             return dict(cursor.fetchall())
 
+    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
+        query, params = covered_query(consumer, topic_partition, offsets)
+        with self.connection().cursor() as cursor:
+            cursor.execute(pyformat(query), params)
+            return covered(cursor.fetchall(), offsets)
+
     @contextmanager
     def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[Cursor]:
         """A transaction that also records the checkpoint, if nobody moved the offset first."""
@@ -188,6 +204,9 @@ class MysqlDatabase:
                 "INSERT IGNORE INTO applied_events (consumer, event_id, applied_at, body_hash) VALUES (%s, %s, %s, %s)",
                 applied_events(c, now_ms()),
             )
+            extend, add = applied_range(c, now_ms())
+            if cursor.execute(pyformat(extend[0]), extend[1]) == 0:
+                cursor.execute(pyformat(add[0]), add[1])
 
     def drop_day_partitions(self, before_ms: int) -> int:
         """Drops the day partitions that end at or before `before_ms`; returns the rows they held."""

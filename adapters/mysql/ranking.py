@@ -55,6 +55,9 @@ class MysqlRankingStore:
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
         return self._db.seen_events(consumer, event_ids)
 
+    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
+        return self._db.covered(consumer, topic_partition, offsets)
+
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
         with self._db.checkpoint_transaction(checkpoint) as cursor:
             # executemany folds each of these into multi-row INSERTs

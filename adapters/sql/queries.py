@@ -42,6 +42,7 @@ PURGE_REPORTS = "DELETE FROM reports WHERE submit_time < ?"
 PURGE_COUNTERS = (
     "DELETE FROM session_counts WHERE minute < ?",
     "DELETE FROM applied_events WHERE applied_at < ?",
+    "DELETE FROM applied_ranges WHERE applied_at < ?",
 )
 
 
@@ -67,6 +68,39 @@ def seen_events(consumer: str, event_ids: Sequence[str]) -> tuple[str, list[str]
 def applied_events(checkpoint: Checkpoint, applied_at: int) -> list[tuple[str, str, int, str | None]]:
     """Rows of applied_events (consumer, event_id, applied_at, body_hash) for a checkpoint."""
     return [(checkpoint.consumer, event_id, applied_at, body_hash) for event_id, body_hash in checkpoint.events.items()]
+
+
+def covered_query(consumer: str, topic_partition: str, offsets: Sequence[int]) -> tuple[str, list[Any]]:
+    """The stored ranges that overlap from the least to the greatest of `offsets` (none for none)."""
+    return ("SELECT first_offset, last_offset FROM applied_ranges "
+            "WHERE consumer = ? AND topic_partition = ? AND first_offset <= ? AND last_offset >= ?",
+            [consumer, topic_partition, max(offsets, default=-1), min(offsets, default=0)])
+
+
+def covered(rows: Iterable[tuple[Any, Any]], offsets: Sequence[int]) -> set[int]:
+    """Those of `offsets` inside one of the ranges of covered_query."""
+    ranges = [(int(first), int(last)) for first, last in rows]
+    return {offset for offset in offsets if any(first <= offset <= last for first, last in ranges)}
+
+
+Statement = tuple[str, tuple[Any, ...]]
+
+
+def applied_range(checkpoint: Checkpoint, applied_at: int) -> tuple[Statement, Statement]:
+    """The statements that store the offsets a checkpoint covers: the first extends the range that
+    ends right before them (so a partition read without a gap stays one row, and a replay's lookup
+    reads few), and when it changed no row, the second adds one. REPLACE: a range left by a log
+    that was reset (applied_offsets row deleted, as ForeignOffset says) gives way."""
+    c = checkpoint
+    first = c.new_offset if c.first_offset is None else c.first_offset
+    return (
+        ("UPDATE applied_ranges SET last_offset = ?, applied_at = ? "
+         "WHERE consumer = ? AND topic_partition = ? AND last_offset = ?",
+         (c.new_offset, applied_at, c.consumer, c.topic_partition, first - 1)),
+        ("REPLACE INTO applied_ranges (consumer, topic_partition, first_offset, last_offset, applied_at) "
+         "VALUES (?, ?, ?, ?, ?)",
+         (c.consumer, c.topic_partition, first, c.new_offset, applied_at)),
+    )
 
 
 def body_hashes(table: str, report_keys: Sequence[str]) -> tuple[str, list[str]]:

@@ -158,3 +158,10 @@ def test_a_list_read_while_the_worker_moves_a_player_is_one_state(ranking_store:
         {"rank": 1, "playerId": "a", "score": 50}, {"rank": 2, "playerId": "b", "score": 40}]
     assert leaderboard.top(ranking_store, TREE, board, {})["entries"] == [
         {"rank": 1, "playerId": "b", "score": 40}, {"rank": 2, "playerId": "a", "score": 30}]
+
+
+def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: RankingStore):
+    partition = f"b{uuid.uuid4().hex[:6]}-0"
+    ranking_store.apply(Checkpoint("w", partition, -1, 2, first_offset=1), [])
+    assert ranking_store.covered("w", partition, [0, 1, 2, 3]) == {1, 2}
+    assert ranking_store.covered("other", partition, [1]) == set()

@@ -73,3 +73,37 @@ def test_purge_drops_older_minutes_and_applied_event_ids_only(session_counters: 
     assert session_counters.session_counts("g", 0, now + M, M) == {}
     assert session_counters.seen_events("c", ["early", "late"]) == {"late": None}
     assert session_counters.applied("c", "s-0").offset == 1  # offsets are state, not history
+
+
+def test_the_offsets_each_checkpoint_covered_are_told_from_those_it_did_not(session_counters: SessionCounters):
+    assert session_counters.covered("c", "s-0", [0, 1]) == set()
+    session_counters.apply(Checkpoint("c", "s-0", -1, 3, first_offset=0), {})
+    session_counters.apply(Checkpoint("c", "s-0", 3, 5, first_offset=4), {})
+    # 6..8 were a batch given up: the next one lands 9..10; without first_offset, the last alone
+    session_counters.apply(Checkpoint("c", "s-0", 5, 10, first_offset=9), {})
+    session_counters.apply(Checkpoint("c", "s-0", 10, 12), {})
+    assert session_counters.covered("c", "s-0", list(range(14))) == {0, 1, 2, 3, 4, 5, 9, 10, 12}
+    assert session_counters.covered("c", "s-0", [7, 4]) == {4}
+    assert session_counters.covered("c", "s-0", []) == set()
+    assert session_counters.covered("c", "s-1", [0, 4]) == set()
+    assert session_counters.covered("other", "s-0", [0, 4]) == set()
+
+
+def test_a_checkpoint_refused_covers_nothing(session_counters: SessionCounters):
+    session_counters.apply(Checkpoint("c", "s-0", -1, 1, first_offset=0), {})
+    with pytest.raises(OffsetConflict):
+        session_counters.apply(Checkpoint("c", "s-0", -1, 3, first_offset=2), {})
+    assert session_counters.covered("c", "s-0", [0, 1, 2, 3]) == {0, 1}
+
+
+def test_purge_drops_the_ranges_last_extended_before_it(session_counters: SessionCounters):
+    session_counters.apply(Checkpoint("c", "s-0", -1, 1, first_offset=0), {})
+    session_counters.apply(Checkpoint("c", "s-1", -1, 1, first_offset=0), {})
+    time.sleep(0.01)
+    cut = now_ms()
+    time.sleep(0.01)
+    session_counters.apply(Checkpoint("c", "s-1", 1, 3, first_offset=2), {})  # one range, 0..3, applied now
+    assert session_counters.purge(cut) == 1
+    assert session_counters.covered("c", "s-0", [0, 1]) == set()
+    assert session_counters.covered("c", "s-1", [0, 1, 2, 3]) == {0, 1, 2, 3}
+    assert session_counters.applied("c", "s-0").offset == 1

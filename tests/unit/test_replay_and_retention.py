@@ -118,7 +118,9 @@ def test_purge_deletes_from_every_store_what_is_past_retention(adapters: Adapter
     assert sessions_counted(adapters) == 9
     # documents expire by their TTL (1 s here); the rest are past 90 days once 91 have gone by
     later = purge(adapters, now_ms() + 91 * DAY_MS)
-    assert (later.reports, later.counter_rows, later.spilled) == (1, 1, 1)
+    # the count's row, and the offsets covered of each partition the sessions went to
+    partitions = sum(1 for end in adapters.log.end_offsets(SESSIONS).values() if end > 0)
+    assert (later.reports, later.counter_rows, later.spilled) == (1, 1 + partitions, 1)
     assert later.log_records >= 1  # each partition keeps its newest record, for its offsets
     assert adapters.index.find(ReportFilter(sku="g", limit=10)) == []
     assert sessions_counted(adapters) == 0 and adapters.spill.list(10) == []

@@ -6,6 +6,14 @@ transaction; an eventId that comes again with another body is a reused key (DESI
 dead-lettered, never applied. Records `blackbox replay` published again carry the REPLAYED header:
 a replay cut off midway repeats them, so their eventIds are checked and stored whatever their kind.
 
+A batch an event source mapping gave up on (AWS; pipeline.replay) may have landed in part: each
+partition lands in its own transaction, and a partition's first half may land before the rest
+fails. Those records' eventIds were stored only if they had a key, and the partition's offset, once
+later batches moved it past the batch, cannot tell them from the records that never landed. So each
+transaction also stores the offsets it covered (first..last of the records it applied or passed
+over), and a record replayed from a failed batch is skipped when a stored range holds the offset it
+was replayed from, and otherwise applied, with its eventId stored, so a repeated replay stays once.
+
 A stored offset is trusted only for the log it came from: with it is stored the fingerprint of its
 record, and before records at or below it are skipped, the log's record at that offset must match.
 An offset from another log (a sample event run against live state, a topic recreated, a data
@@ -38,6 +46,25 @@ class _Event(Protocol):
 E = TypeVar("E", bound=_Event)
 
 IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+# the REPLAYED origin of a record from a failed batch, followed by "{topic}-{partition}:{offset}"
+FAILED_BATCH = "failed-batch:"
+
+
+def failed_batch_origin(record: LogRecord) -> str:
+    """The REPLAYED header's value for a record of a failed batch: where it was first on the log. A
+    copy replayed from a failed batch before keeps its first place: that is where a stored range
+    may cover it (the copies that landed stored their eventIds)."""
+    topic_partition, offset = _replayed_from(record) or (f"{record.topic}-{record.partition}", record.offset)
+    return f"{FAILED_BATCH}{topic_partition}:{offset}"
+
+
+def _replayed_from(record: LogRecord) -> tuple[str, int] | None:
+    """The partition and offset a record replayed from a failed batch had (None for any other)."""
+    origin = dict(record.headers).get(REPLAYED, b"").decode()
+    if not origin.startswith(FAILED_BATCH):
+        return None
+    topic_partition, _, offset = origin.removeprefix(FAILED_BATCH).rpartition(":")
+    return topic_partition, int(offset)
 
 
 @dataclass(frozen=True)
@@ -57,15 +84,26 @@ class Fresh:
     def checkpoint(self, consumer: str, events: Sequence[_Event]) -> Checkpoint:
         return Checkpoint(consumer, self.topic_partition, self.applied, self.records[-1].offset,
                           {e.eventId: e.bodyHash for e in events if self._keyed(e.eventId)},
-                          fingerprint(self.records[-1]))
+                          fingerprint(self.records[-1]), self.records[0].offset)
+
+    def _landed_before(self, store: Checkpoints, consumer: str) -> set[tuple[str, int]]:
+        """The origins of the records replayed from failed batches that a stored range covers."""
+        origins: dict[str, list[int]] = defaultdict(list)
+        for record in self.records if self.replayed else ():
+            if (origin := _replayed_from(record)) is not None:
+                origins[origin[0]].append(origin[1])
+        return {(tp, offset) for tp, offsets in origins.items() for offset in store.covered(consumer, tp, offsets)}
 
     def unseen(self, store: Checkpoints, consumer: str, events: Sequence[E]) -> list[E]:
-        """The events not applied before, nor earlier in this batch, in order; Refused for one that
-        reuses a key with another body."""
+        """The events (of `records`, one each, in order) not applied before, nor earlier in this
+        batch, in order; Refused for one that reuses a key with another body."""
+        landed = self._landed_before(store, consumer)
         keyed = {e.eventId for e in events if self._keyed(e.eventId)}
         seen = store.seen_events(consumer, sorted(keyed)) if keyed else {}
         fresh = []
-        for event in events:
+        for record, event in zip(self.records, events, strict=True):
+            if landed and _replayed_from(record) in landed:
+                continue
             if event.eventId not in seen:
                 if event.eventId in keyed:
                     seen[event.eventId] = event.bodyHash
@@ -110,7 +148,8 @@ def _check(stored: Applied, batch: Sequence[LogRecord], consumer: str, topic_par
         emit(FOREIGN_OFFSET, 1, consumer=consumer, topicPartition=topic_partition)
         message = (f"{consumer} {topic_partition}: the stored offset {stored.offset} is not one of this log's (its "
                    "record is gone or another), so nothing below it is skipped and the consumer waits. If the "
-                   f"log was reset on purpose, delete the row ({consumer}, {topic_partition}) of applied_offsets")
+                   f"log was reset on purpose, delete the rows ({consumer}, {topic_partition}) of applied_offsets "
+                   "and applied_ranges")
         logger.error(message)
         raise ForeignOffset(message)
 

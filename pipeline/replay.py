@@ -1,7 +1,8 @@
 """What the scheduled replay function runs in AWS (lambdas/replay.py): the spill, with the code
 `blackbox replay` runs (pipeline.topics.replay_spilled), then the batches the MSK event source mappings
-gave up on. Each record goes back to its topic marked `replayed`, so the consumers look its eventId
-up and apply it once however often it comes (pipeline.offsets).
+gave up on. Each record goes back to its topic marked `replayed` with where it was, so the consumers
+skip it when it landed before the batch was given up (a transaction stores the offsets it covered),
+and otherwise look its eventId up and apply it once however often it comes (pipeline.offsets).
 
 A failed batch is the JSON object Lambda writes to an S3 on-failure destination once a mapping's
 retries are spent (docs/aws-durability.md). Its format is documented under "S3 destination example
@@ -22,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from pipeline.msk import from_msk_event
+from pipeline.offsets import failed_batch_origin
 from pipeline.topics import CRASHES, SCORES, SESSIONS, marked_replayed, replay_spilled
 from ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from ports.telemetry import FAILED_BATCHES, emit, logger
@@ -92,8 +94,7 @@ def replay_failed_batches(log: EventLog, store: FailedBatchStore, topic_prefix: 
             continue
         by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)
         for r in found:
-            origin = f"failed-batch:{r.topic}-{r.partition}:{r.offset}"
-            by_topic[r.topic].append(marked_replayed(OutgoingRecord(r.value, r.key, r.headers), origin))
+            by_topic[r.topic].append(marked_replayed(OutgoingRecord(r.value, r.key, r.headers), failed_batch_origin(r)))
         for topic, outgoing in by_topic.items():
             log.publish(topic, outgoing)
         store.delete(key)

@@ -64,13 +64,15 @@ def test_an_unacknowledged_finding_fails_the_synth():
         app.synth()
 
 
-def test_npx_cdk_synth_packages_the_functions(tmp_path: Path):
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_npx_cdk_synth_packages_the_functions(tmp_path: Path, stage: str):
+    """What `npx cdk deploy -c env=<stage>` starts with, through the CDK CLI as the runbook runs it."""
     npx = shutil.which("npx")
     assert npx and (PROJECT_ROOT / "node_modules" / ".bin" / "cdk").exists(), "make test runs npm ci"
     out = tmp_path / "cdk.out"
     env = os.environ | {"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1"}
-    result = subprocess.run([npx, "cdk", "synth", "--quiet", "--output", str(out)], cwd=PROJECT_ROOT, env=env,
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run([npx, "cdk", "synth", "--quiet", "-c", f"env={stage}", "--output", str(out)],
+                            cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     manifests = [json.loads(p.read_text()) for p in out.glob("*.assets.json")]
     paths = {f["source"]["path"] for m in manifests for f in m.get("files", {}).values()

@@ -180,10 +180,15 @@ class LoadReport:
             "scores": {"players": v.players_accepted, "ranked": v.players_ranked},
             "throughputPerSecond": self.throughput_per_second(),
             "p99LatencyMsPer10s": self.p99_per_window(),
-        } | ({"serverMemory": flatness(self.memory, self.config.duration_s)
-              | {"byProcess": {str(pid): flatness(samples, self.config.duration_s)
-                               for pid, samples in self.memory_by_process.items()}}
+        } | ({"serverMemory": self._flatness(self.memory)
+              | {"checkPeakMB": round(max((b for t, b in self.memory if t > self.config.duration_s), default=0)
+                                      / 2**20, 1)}
+              | {"byProcess": {str(pid): self._flatness(samples) for pid, samples in self.memory_by_process.items()}}
               | {"samples": [[round(t, 1), rss] for t, rss in self.memory]}} if self.memory else {})
+
+    def _flatness(self, samples: list[tuple[float, int]]) -> dict[str, float | bool]:
+        """Judged on the load itself: the check after it reads every report back, a burst of its own."""
+        return flatness([(t, b) for t, b in samples if t <= self.config.duration_s], self.config.duration_s)
 
     def p99_per_window(self, window_s: int = 10) -> list[float | None]:
         """The p99 latency of the accepted requests due in each `window_s` of the run."""

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from loadgen import payloads
 from loadgen.profiles import PROFILES, arrivals
-from loadgen.run import FREEZE_EVERY, LoadConfig, Outcome, Tally, _progress
+from loadgen.run import FREEZE_EVERY, LoadConfig, LoadReport, Outcome, Tally, Verification, _progress
 
 
 @pytest.mark.parametrize("average_kb", [10, 100, 200])
@@ -87,3 +87,17 @@ def test_what_the_run_keeps_leaves_the_collectors_view_until_it_is_released():
     finally:
         tally.release()
     assert id(tally.outcomes[0]) in {id(o) for o in gc.get_objects()}
+
+
+def test_memory_is_judged_on_the_load_and_the_check_after_it_reported_apart():
+    """The check reads every report back: a 30-minute soak's API worker grew 33 MB in those last
+    seconds, which is not growth under sustained load."""
+    mb = 2**20
+    config = LoadConfig(url="http://127.0.0.1:1", duration_s=100.0)
+    during = [(float(t), 100 * mb) for t in range(101)]
+    after = [(101.0, 150 * mb), (102.0, 140 * mb)]
+    report = LoadReport(config, "r", 0, 100.0, [], Verification(), 0, during + after,
+                        {7: [(t, b // 2) for t, b in during + after]})
+    memory = report.as_json()["serverMemory"]
+    assert memory["flat"] is True and memory["peakAfterMB"] == 100 and memory["checkPeakMB"] == 150
+    assert memory["byProcess"]["7"]["flat"] is True and memory["byProcess"]["7"]["peakAfterMB"] == 50

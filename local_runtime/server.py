@@ -249,6 +249,7 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
             thread.join()
         install(None)
         adapters.close()
+        _ignore_late_signals()  # the process exits next: a late SIGTERM must not cut its exit short
 
 
 def _death(exitcode: int) -> str:
@@ -346,8 +347,10 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
                   f"  dashboard  {url}/\n{lan}"
                   f"  keys       {keys_line}\n{processes}", flush=True)
 
-        Supervisor(settings, sock, planned).run(announce)
-    _ignore_late_signals()
+        try:
+            Supervisor(settings, sock, planned).run(announce)
+        finally:
+            _ignore_late_signals()
     print("Blackbox stopped; every consumed batch is committed", flush=True)
 
 

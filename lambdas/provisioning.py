@@ -11,23 +11,20 @@ from adapters.factory import migrate
 from adapters.kafka.auth import msk_iam, plaintext
 from adapters.kafka.log import provision_topics
 from adapters.settings import Settings
-from pipeline.topics import ALL_TOPICS, DEADLETTER
 from ports.telemetry import logger
 
 
 def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     settings = Settings()
     if event["RequestType"] != "Delete":
-        partitions = int(event["ResourceProperties"]["Partitions"])
+        properties = event["ResourceProperties"]
+        partitions = int(properties["Partitions"])
         config = (msk_iam(settings.kafka_bootstrap, settings.aws_region) if settings.profile == "aws"
                   else plaintext(settings.kafka_bootstrap))
-        # the admin client alone: this role may create topics, not produce to them. Dead letters are
-        # kept as long as the data (they wait for someone to read and replay them), the rest as
-        # long as the log
-        days = {settings.kafka_topic_prefix + topic:
-                settings.retention_days if topic == DEADLETTER else settings.log_retention_days for topic in ALL_TOPICS}
+        # the admin client alone: this role may create topics, not produce to them
+        days = {name: int(kept) for name, kept in properties["RetentionDays"].items()}
         provision_topics(config, days, partitions)
-        logger.info("topics ready", extra={"topics": ALL_TOPICS, "partitions": partitions})
+        logger.info("topics ready", extra={"retentionDays": days, "partitions": partitions})
     return {"PhysicalResourceId": f"topics:{settings.kafka_topic_prefix}"}
 
 

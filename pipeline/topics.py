@@ -102,6 +102,12 @@ def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
     return replayed
 
 
+def retention_days(topic: str, data_days: int, log_days: int) -> int:
+    """How long a topic keeps its records: dead letters as long as the data (they wait for someone
+    to read and replay them), the rest as long as the log."""
+    return data_days if topic == DEADLETTER else log_days
+
+
 REPLAY_GROUP = "blackbox-replay"
 # librdkafka's consumer needs a group even to read one assigned partition (EventLog.read): this one
 # is never joined nor committed to, and carries the deployment's prefix, as its grant on MSK does

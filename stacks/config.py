@@ -102,6 +102,8 @@ class DeployConfig(BaseModel):
     session_counter: Consumer = Consumer(batch_size=5000, batching_window_s=1, retries=-1)
     ranking_worker: Consumer = Consumer(batch_size=10_000, batching_window_s=1, retries=-1)
     retention_days: int = Field(default=90, ge=1)
+    # what the consumed topics keep (the dead letters keep retention_days)
+    log_retention_days: int = Field(default=7, ge=1)
     alarm_email: str | None = None
     removal: Literal["retain", "destroy"] = "retain"
 

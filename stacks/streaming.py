@@ -14,7 +14,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from lambdas.functions import TopicAccess
-from pipeline.topics import ALL_TOPICS, READ_GROUP
+from pipeline.topics import ALL_TOPICS, READ_GROUP, retention_days
 from stacks.config import DeployConfig
 from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, topic_prefix
 from stacks.nag import acknowledge
@@ -68,7 +68,10 @@ class StreamingStack(Stack):
         self._grant_topics(create, PROVISION, ALL_TOPICS)
         provider = cr.Provider(self, "TopicsProvider", on_event_handler=create)
         topics = CustomResource(self, "Topics", service_token=provider.service_token, properties={
-            "Partitions": str(config.topic_partitions), "Topics": [topic_prefix(config) + t for t in ALL_TOPICS],
+            "Partitions": str(config.topic_partitions),
+            "RetentionDays": {topic_prefix(config) + t: str(retention_days(t, config.retention_days,
+                                                                           config.log_retention_days))
+                              for t in ALL_TOPICS},
         })
         topics.node.add_dependency(brokers)
 

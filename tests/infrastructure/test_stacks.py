@@ -16,7 +16,7 @@ from adapters.kafka.log import ADMIN_TIMEOUT_S, PROVISION_WITHIN_S, PUBLISH_TIME
 from adapters.settings import Settings
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
-from pipeline.topics import ALL_TOPICS
+from pipeline.topics import ALL_TOPICS, DEADLETTER
 from stacks.access import SQL_PORTS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context
@@ -61,7 +61,11 @@ def test_streaming(templates: dict[str, Template]):
     assert "getBootstrapBrokers" in as_text(brokers) and "BootstrapBrokerStringSaslIam" in as_text(brokers)
     [topics] = [r for r in resources(streaming, "AWS::CloudFormation::CustomResource")]
     assert topics["Partitions"] == str(DEV.topic_partitions)
-    assert topics["Topics"] == [f"{DEV.prefix}.{t}" for t in ALL_TOPICS]
+    # what each topic keeps is a property of the resource: a changed retention updates the topics of
+    # a deployed stack (a change only to the function's environment would not run it again)
+    assert topics["RetentionDays"] == {f"{DEV.prefix}.{t}": str(DEV.retention_days if t == DEADLETTER else
+                                                                 DEV.log_retention_days) for t in ALL_TOPICS}
+    assert DEV.retention_days != DEV.log_retention_days
     streaming.has_resource_properties("AWS::Lambda::Function", {
         "Handler": "lambdas.provisioning.create_topics", "VpcConfig": Match.any_value(),
         "Environment": {"Variables": Match.object_like({"BLACKBOX_PROFILE": "aws",

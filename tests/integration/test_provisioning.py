@@ -23,7 +23,8 @@ def test_topics_are_created_once_with_their_partitions(monkeypatch: pytest.Monke
     prefix = f"{namespace()}."
     monkeypatch.setenv("BLACKBOX_PROFILE", "services")
     monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
-    event = {"RequestType": "Create", "ResourceProperties": {"Partitions": "3"}}
+    days = {prefix + topic: "7" for topic in ALL_TOPICS}
+    event = {"RequestType": "Create", "ResourceProperties": {"Partitions": "3", "RetentionDays": days}}
     assert create_topics(event, None) == {"PhysicalResourceId": f"topics:{prefix}"}
     assert create_topics(event | {"RequestType": "Update"}, None)["PhysicalResourceId"] == f"topics:{prefix}"
     create_topics({"RequestType": "Delete", "ResourceProperties": {}}, None)

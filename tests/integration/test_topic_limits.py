@@ -22,7 +22,7 @@ from api.requests import Posted
 from crashes.capture import capture_crash
 from lambdas.provisioning import create_topics
 from loadgen.payloads import crash
-from pipeline.topics import ALL_TOPICS, CRASHES, DEADLETTER
+from pipeline.topics import ALL_TOPICS, CRASHES, DEADLETTER, retention_days
 from ports.limits import MAX_BODY_BYTES
 from tests.services import namespace, settings
 
@@ -48,8 +48,8 @@ def test_the_custom_resource_gives_every_topic_the_producers_limit(monkeypatch: 
     prefix = f"{namespace()}."
     monkeypatch.setenv("BLACKBOX_PROFILE", "services")
     monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
-    monkeypatch.setenv("BLACKBOX_RETENTION_DAYS", "90")
-    create_topics({"RequestType": "Create", "ResourceProperties": {"Partitions": "2"}}, None)
+    days = {prefix + t: str(retention_days(t, 90, 7)) for t in ALL_TOPICS}  # as the stack gives them
+    create_topics({"RequestType": "Create", "ResourceProperties": {"Partitions": "2", "RetentionDays": days}}, None)
     assert producer_config({}, 1)["message.max.bytes"] == MAX_MESSAGE_BYTES > MSK_DEFAULT_MAX_MESSAGE_BYTES
     for topic in ALL_TOPICS:
         found = topic_settings(prefix + topic)

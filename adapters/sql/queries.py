@@ -89,8 +89,9 @@ Statement = tuple[str, tuple[Any, ...]]
 def applied_range(checkpoint: Checkpoint, applied_at: int) -> tuple[Statement, Statement]:
     """The statements that store the offsets a checkpoint covers: the first extends the range that
     ends right before them (so a partition read without a gap stays one row, and a replay's lookup
-    reads few), and when it changed no row, the second adds one. REPLACE: a range left by a log
-    that was reset (applied_offsets row deleted, as ForeignOffset says) gives way."""
+    reads few), and when it changed no row, the second adds one. REPLACE: a row that starts at the
+    same offset, left by a log that was reset without deleting its ranges, gives way (ForeignOffset
+    says to delete them with the offset)."""
     c = checkpoint
     first = c.new_offset if c.first_offset is None else c.first_offset
     return (

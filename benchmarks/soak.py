@@ -151,11 +151,16 @@ def section(results: dict[str, Any], minutes: float) -> str:
 
 def _overload_line(overload: dict[str, Any]) -> str:
     shed = overload["shed"]
-    if not shed["answers"]:
+    answered = {status for kind in overload["statuses"].values() for status in kind}
+    kept_up = answered == {"202"} and overload["throughput"] >= 0.95 * overload["baseRate"]
+    if not shed["answers"] and (kept_up or overload["clientOverflow"]):
         return (f"- Past saturation, a fast 503: **not measured**. Nothing was shed at {overload['baseRate']:g} "
                 f"requests/s offered ({overload['throughput']:g} acknowledged, {overload['clientOverflow']} not sent "
                 "for the client's own limit): the load generator, on the same cores, did not take serve past "
                 "saturation.")
+    if not shed["answers"]:
+        return (f"- Past saturation, a fast 503: **missed**: at {overload['baseRate']:g} requests/s offered serve "
+                f"acknowledged {overload['throughput']:g} and shed none (answers: {overload['statuses']}).")
     p95 = shed["latencyMs"]["p95"]
     return (f"- Past saturation, the p95 of a shed answer: {p95:g} ms (target: within milliseconds, say ≤ 100): "
             f"{_verdict(p95 <= 100)}.")

@@ -97,9 +97,9 @@ class Tally:
         self.statuses[str(outcome.status)] += 1
         self.shed += len(outcome.shed_ms)
         if len(self.outcomes) % FREEZE_EVERY == 0:
-            # what the run keeps leaves the collector's view (young garbage collected first, so
-            # nothing that would have been freed is kept): a full collection walks every tracked
-            # object, and over 200,000 outcomes stalled the event loop that times requests 250 ms
+            # what the run keeps leaves the collector's view: a full collection walks every tracked
+            # object, and over 200,000 outcomes stalled the event loop that times requests 250 ms.
+            # Young garbage is collected first; cycles of what is in flight now wait for release()
             gc.collect(1)
             gc.freeze()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,19 @@ def test_a_full_bench_keeps_the_soak_block():
     assert soak.block(f"# Benchmarks\n\n{block}") == block
     assert soak.with_block("# Benchmarks\n", "new\n") == f"# Benchmarks\n\n{soak.BEGIN}\nnew\n{soak.END}\n"
     assert soak.block("# Benchmarks\n") == ""
+
+
+def test_the_overload_line_tells_unmeasured_from_missed():
+    def overload(statuses: dict[str, int], throughput: float, overflow: int = 0, shed_p95: float | None = None
+                 ) -> dict[str, Any]:
+        shed = {"answers": 5, "latencyMs": {"p95": shed_p95}} if shed_p95 is not None else {"answers": 0}
+        return {"baseRate": 2800.0, "throughput": throughput, "clientOverflow": overflow, "shed": shed,
+                "statuses": {"sessions": statuses}}
+
+    # serve took all that came: the client never took it past saturation
+    assert "**not measured**" in soak._overload_line(overload({"202": 100}, 2790.0))
+    assert "**not measured**" in soak._overload_line(overload({"202": 100}, 1500.0, overflow=900))
+    # past saturation, answered late or not at all, and never shed
+    assert "**missed**" in soak._overload_line(overload({"202": 90, "ServerTimeoutError": 10}, 1500.0))
+    assert "**missed**" in soak._overload_line(overload({"202": 100, "503": 5}, 1500.0, shed_p95=900.0))
+    assert "**met**" in soak._overload_line(overload({"202": 100, "503": 5}, 1500.0, shed_p95=40.0))

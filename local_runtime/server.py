@@ -355,9 +355,9 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
 
 
 def _ignore_late_signals() -> None:
-    """Once serve has stopped, a late SIGINT/SIGTERM has nothing left to stop; left to the handler,
-    it would kill the process at exit, where Python puts back each signal's default action. Blocked
-    first, so no signal trips the handler between the two changes."""
+    """Once a process (serve, or one of its workers) has stopped, a late SIGINT/SIGTERM has nothing
+    left to stop; left to the handler, it would kill the process at exit, where Python puts back each
+    signal's default action. Blocked first, so no signal trips the handler between the two changes."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api.requests import Posted
-from ports.errors import BlackboxError, InvalidField, NotFound, Unavailable, UnsupportedMediaType
+from ports.errors import BlackboxError, InvalidField, NotFound, StoreUnavailable, UnsupportedMediaType
 from ports.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from ports.telemetry import logger
 
@@ -78,6 +78,8 @@ def create_resolver() -> APIGatewayRestResolver:
     app = _PerThreadResolver()
 
     def domain_error(error: BlackboxError) -> Response[str]:
+        if isinstance(error, StoreUnavailable):  # the engine's own words are for the log, not the client
+            logger.warning("a store did not answer", extra={"port": error.port, "error": repr(error.__cause__)})
         return error_response(error)
 
     def no_route(_: Exception) -> Response[str]:
@@ -85,9 +87,6 @@ def create_resolver() -> APIGatewayRestResolver:
         return error_response(NotFound(f"no route for {event.http_method} {event.path}"))
 
     def unexpected(error: Exception) -> Response[str]:
-        if _transient(error):
-            logger.warning("a store did not answer", extra={"error": repr(error)})
-            return error_response(Unavailable(f"a store did not answer ({type(error).__name__}); try again"))
         logger.exception("unhandled error")
         return json_response(500, {"error": "internal", "message": f"unexpected {type(error).__name__}"})
 
@@ -96,14 +95,6 @@ def create_resolver() -> APIGatewayRestResolver:
     app.not_found(no_route)
     app.exception_handler(Exception)(unexpected)
     return app
-
-
-# PEP 249's names for "the database went away", whichever driver raised them
-_DB_API_TRANSIENT = {"OperationalError", "InterfaceError"}
-
-
-def _transient(error: Exception) -> bool:
-    return isinstance(error, ConnectionError | TimeoutError) or type(error).__name__ in _DB_API_TRANSIENT
 
 
 def posted(event: APIGatewayProxyEvent) -> Posted:

@@ -6,8 +6,6 @@ raised, so the whole batch is retried with backoff: an outage must not dead-lett
 
 from __future__ import annotations
 
-import sqlite3
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -16,37 +14,24 @@ from pydantic import ValidationError
 
 from pipeline.topics import Refused, dead_letter
 from ports import EventLog, LogRecord
+from ports.errors import ValueRefused
 
-# MySQL errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes
-# to DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix
-_MYSQL_VALUE_ERRORS = {1292, 1300, 1366, 1267, 3140, 3819, 4025}
 MAX_REASON_CHARS = 500
 
 
 def caused_by_value(error: BaseException) -> bool:
-    """True when retrying the same records can only fail again the same way."""
-    if isinstance(error, ValidationError | ValueError | OverflowError | sqlite3.IntegrityError | sqlite3.DataError):
-        return True
-    # engine clients are checked only once loaded: a function packages the clients it uses
-    pymysql = sys.modules.get("pymysql")
-    if pymysql is not None:
-        if isinstance(error, pymysql.err.DataError | pymysql.err.IntegrityError):
-            return True
-        if isinstance(error, pymysql.err.OperationalError):
-            return bool(error.args) and error.args[0] in _MYSQL_VALUE_ERRORS
-    couchbase = sys.modules.get("couchbase.exceptions")
-    if couchbase is not None:
-        return isinstance(error, couchbase.InvalidArgumentException | couchbase.ValueFormatException)
-    return False
+    """True when retrying the same records can only fail again the same way: a record that does not
+    parse or validate, or a value an engine refused (the adapters raise ValueRefused, a ValueError)."""
+    return isinstance(error, ValidationError | ValueError | OverflowError)
 
 
 def reason(error: BaseException) -> str:
     """One line: the error's kind and the first line of its message (a refusal's message alone)."""
-    if isinstance(error, Refused):
-        return str(error)[:MAX_REASON_CHARS]
-    text = str(error).strip().splitlines()
-    line = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-    return line[:MAX_REASON_CHARS]
+    lines = str(error).strip().splitlines()
+    first = lines[0] if lines else ""
+    if isinstance(error, Refused | ValueRefused):  # their messages say what was refused
+        return first[:MAX_REASON_CHARS]
+    return (f"{type(error).__name__}: {first}" if first else type(error).__name__)[:MAX_REASON_CHARS]
 
 
 R = TypeVar("R")

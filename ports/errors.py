@@ -80,6 +80,22 @@ class Unavailable(BlackboxError):
     code = "unavailable"
 
 
+class StoreUnavailable(Unavailable):
+    """What an adapter raises when its engine did not answer (refused the connection, timed out,
+    lost it, was busy or locked): the same request may succeed later. The engine's own error is its
+    `__cause__`, for the log; the client is told which port, not the engine's words."""
+
+    def __init__(self, port: str) -> None:
+        super().__init__(f"the {port} store did not answer; try again")
+        self.port = port
+
+
+class ValueRefused(ValueError):
+    """What an adapter raises when its engine refused a value (too long, out of range, a broken
+    constraint): the same value fails again, whenever it is tried. Not a client's error at the HTTP
+    edge, where values are checked before they reach a store: there it is a bug, a 500."""
+
+
 class UserError(Exception):
     """A mistake with a known fix (a missing file, a taken port, an engine not started): `blackbox`
     prints it as one line, the problem then the fix, and exits 2 as argparse does for a bad option.

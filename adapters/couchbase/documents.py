@@ -9,23 +9,50 @@ from datetime import timedelta
 
 from couchbase.auth import PasswordAuthenticator
 from couchbase.cluster import Cluster
-from couchbase.exceptions import CouchbaseException, DocumentNotFoundException
+from couchbase.exceptions import (
+    AmbiguousTimeoutException,
+    CouchbaseException,
+    DocumentNotFoundException,
+    InvalidArgumentException,
+    RequestCanceledException,
+    ServiceUnavailableException,
+    TemporaryFailException,
+    TimeoutException,
+    UnAmbiguousTimeoutException,
+    ValueFormatException,
+)
 from couchbase.options import ClusterOptions, ClusterTimeoutOptions
 from couchbase.transcoder import RawBinaryTranscoder
+
+from adapters.errors import Meaning, port_errors
 
 _TRANSCODER = RawBinaryTranscoder()
 _CHUNK = 1000  # keys per multi-operation
 _PING_KEY = "blackbox:ping"
 
 
+_UNAVAILABLE = (TimeoutException, AmbiguousTimeoutException, UnAmbiguousTimeoutException, ServiceUnavailableException,
+                TemporaryFailException, RequestCanceledException)
+
+
+def couchbase_meaning(error: BaseException) -> Meaning | None:
+    """Couchbase's errors in the ports' words (adapters.errors)."""
+    if isinstance(error, InvalidArgumentException | ValueFormatException):
+        return Meaning.VALUE
+    if isinstance(error, _UNAVAILABLE):
+        return Meaning.UNAVAILABLE
+    return None
+
+
 def _raise_first(exceptions: Mapping[str, CouchbaseException], operation: str) -> None:
     """The first failure of a multi-operation, but for keys that are not there (no error here)."""
     for key, error in exceptions.items():
         if not isinstance(error, DocumentNotFoundException):
-            # message=: CouchbaseException(text) took the text for its C error and could not print itself
-            raise CouchbaseException(message=f"{operation} of {key} failed: {error!r}")
+            error.add_note(f"{operation} of {key} failed")
+            raise error
 
 
+@port_errors("documents", couchbase_meaning)
 class CouchbaseDocumentStore:
     def __init__(self, url: str, bucket: str, username: str, password: str, key_prefix: str = "") -> None:
         """`key_prefix` lets several deployments share one bucket."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from adapters.embedded.sqlite import SqliteFile
+from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
+from adapters.errors import port_errors
 from ports.timeutil import now_ms
 
 _SCHEMA = """
@@ -21,6 +22,7 @@ CREATE INDEX IF NOT EXISTS documents_expiry ON documents (expires_at);
 _CHUNK = 500
 
 
+@port_errors("documents", sqlite_meaning)
 class SqliteDocumentStore:
     def __init__(self, path: Path) -> None:
         self._db = SqliteFile(path, _SCHEMA)

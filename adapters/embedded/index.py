@@ -7,7 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from adapters.embedded.sqlite import SqliteFile
+from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
+from adapters.errors import port_errors
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     BODY_HASH,
@@ -177,6 +178,7 @@ class SqliteIndexDatabase:
                 conn.execute(*add)
 
 
+@port_errors("index", sqlite_meaning)
 class SqliteCrashIndex:
     SKU_ORDER_INDEX = "INDEXED BY reports_sku_id"
     SKUS = _skus_seen("reports", "received_at")
@@ -230,6 +232,7 @@ class SqliteCrashIndex:
         self._db.close()
 
 
+@port_errors("counters", sqlite_meaning)
 class SqliteSessionCounters:
     SKUS = _skus_seen("session_counts", "minute")
 

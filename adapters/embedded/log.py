@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.embedded.sqlite import SqliteFile
+from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
+from adapters.errors import port_errors
 from ports import Headers, LogRecord, OutgoingRecord
 from ports.timeutil import now_ms
 
@@ -62,6 +63,7 @@ class _Pending:
     error: BaseException | None = None
 
 
+@port_errors("log", sqlite_meaning)
 class SqliteEventLog:
     def __init__(self, path: Path, partitions: int = 4) -> None:
         self._db = SqliteFile(path, _SCHEMA)
@@ -165,6 +167,7 @@ class SqliteEventLog:
         return self._db
 
 
+@port_errors("log", sqlite_meaning)
 class SqliteLogConsumer:
     def __init__(self, log: SqliteEventLog, group: str, topic: str) -> None:
         self._log = log

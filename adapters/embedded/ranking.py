@@ -6,10 +6,13 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 
 from adapters.embedded.index import SqliteIndexDatabase
+from adapters.embedded.sqlite import sqlite_meaning
+from adapters.errors import port_errors
 from adapters.sql import ranking as sql
 from ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry, NodeRange, Order
 
 
+@port_errors("ranking", sqlite_meaning)
 class SqliteRankingStore:
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._database = database

@@ -9,9 +9,28 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from adapters.errors import Meaning
 from adapters.sql.connections import PerThread
 
 _WAL_ATTEMPTS = 100
+# the primary result codes (sqlite.org/rescode.html) of a file that cannot be used now but may be
+# later: busy, locked, out of memory, disk I/O, disk full, cannot open, lock protocol
+_UNAVAILABLE_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_IOERR,
+                      sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PROTOCOL}
+
+
+def _primary_code(error: sqlite3.Error) -> int:
+    # -1: an error this module raised of its own (no result code), e.g. a closed database
+    return getattr(error, "sqlite_errorcode", -1) & 0xFF
+
+
+def sqlite_meaning(error: BaseException) -> Meaning | None:
+    """SQLite's errors in the ports' words (adapters.errors)."""
+    if isinstance(error, sqlite3.IntegrityError | sqlite3.DataError):
+        return Meaning.VALUE
+    if isinstance(error, sqlite3.OperationalError) and _primary_code(error) in _UNAVAILABLE_CODES:
+        return Meaning.UNAVAILABLE
+    return None
 
 
 class SqliteFile:
@@ -40,7 +59,7 @@ class SqliteFile:
                 conn.execute("PRAGMA journal_mode=WAL")
                 break
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or attempt == _WAL_ATTEMPTS - 1:
+                if _primary_code(exc) != sqlite3.SQLITE_LOCKED or attempt == _WAL_ATTEMPTS - 1:
                     raise
                 time.sleep(0.1)
         # FULL: a commit is on disk before we acknowledge anything that depends on it

@@ -18,6 +18,7 @@ import pymysql
 from pymysql.constants import CR
 from pymysql.cursors import Cursor
 
+from adapters.errors import Meaning
 from adapters.sql.connections import PerThread
 from adapters.sql.queries import (
     APPLIED_OFFSET,
@@ -48,7 +49,23 @@ URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/c
 FIRST_RETRY_S = 0.5
 MAX_RETRY_S = 10.0
 
+# errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes to
+# DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix
+_VALUE_ERRORS = {1292, 1300, 1366, 1267, 3140, 3819, 4025}
+
 log = logging.getLogger(__name__)
+
+
+def mysql_meaning(error: BaseException) -> Meaning | None:
+    """MySQL's errors in the ports' words (adapters.errors). An OperationalError that no value
+    caused is the server away, a lost connection, a timeout, a deadlock: worth trying again."""
+    if isinstance(error, pymysql.err.DataError | pymysql.err.IntegrityError):
+        return Meaning.VALUE
+    if isinstance(error, pymysql.err.OperationalError):
+        return Meaning.VALUE if error.args and error.args[0] in _VALUE_ERRORS else Meaning.UNAVAILABLE
+    if isinstance(error, pymysql.err.InterfaceError | ConnectionError | TimeoutError):
+        return Meaning.UNAVAILABLE
+    return None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase
+from adapters.errors import port_errors
+from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase, mysql_meaning
 from adapters.sql.queries import (
     CRASH_COUNTS,
     INSERT_COLUMNS,
@@ -52,6 +53,7 @@ def _skus(database: MysqlDatabase, query: str, after: str, limit: int) -> list[S
         return skus_seen(cursor.fetchall())
 
 
+@port_errors("index", mysql_meaning)
 class MysqlCrashIndex:
     SKU_ORDER_INDEX = "FORCE INDEX (reports_sku_id)"
     SKUS = _skus_seen("reports", "received_at")
@@ -144,6 +146,7 @@ class MysqlCrashIndex:
         self._db.close()
 
 
+@port_errors("counters", mysql_meaning)
 class MysqlSessionCounters:
     SKUS = _skus_seen("session_counts", "minute")
 

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from adapters.mysql.database import MysqlDatabase
+from adapters.errors import port_errors
+from adapters.mysql.database import MysqlDatabase, mysql_meaning
 from adapters.sql import ranking as sql
 from adapters.sql.queries import pyformat
 from ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry, NodeRange, Order
@@ -15,6 +16,7 @@ from ports import Applied, BoardSettings, BoardUpdate, Checkpoint, Entry, NodeRa
 _ROWS_PER_STATEMENT = 20_000
 
 
+@port_errors("ranking", mysql_meaning)
 class MysqlRankingStore:
     def __init__(self, database: MysqlDatabase) -> None:
         self._db = database

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import sqlite3
 
 import pytest
 
@@ -16,6 +17,7 @@ from local_runtime.context import LocalContext
 from pipeline.msk import from_msk_event, to_msk_event
 from pipeline.topics import replay_spilled
 from ports import BoardSettings
+from ports.errors import StoreUnavailable
 from tests.conftest import EVENTS, load_event
 
 
@@ -135,6 +137,27 @@ def test_a_dead_log_and_a_dead_spill_answer_503(adapters: Adapters, monkeypatch)
     monkeypatch.setattr(adapters.spill, "put", broken)
     response = call(capture.handler, "capture-crash.json")
     assert response["statusCode"] == 503 and body(response)["error"] == "unavailable"
+
+
+def test_a_store_that_did_not_answer_is_503_and_its_words_stay_in_the_log(adapters: Adapters, monkeypatch, caplog):
+    def away(*args, **kwargs):
+        raise StoreUnavailable("index") from sqlite3.OperationalError("disk I/O error at /var/lib/secret")
+
+    monkeypatch.setattr(adapters.index, "find", away)
+    response = call(reporter.handler, "reporter-list-crashes.json")
+    assert response["statusCode"] == 503
+    assert body(response) == {"error": "unavailable", "message": "the index store did not answer; try again"}
+    # the operator's log line has the engine's words, which the client does not get
+    assert any("/var/lib/secret" in getattr(r, "error", "") for r in caplog.records)
+
+
+def test_an_engine_error_no_adapter_put_in_the_ports_words_is_a_500(adapters: Adapters, monkeypatch):
+    def unclassified(*args, **kwargs):
+        raise sqlite3.OperationalError("no such table: reports")  # a bug, not an outage
+
+    monkeypatch.setattr(adapters.index, "find", unclassified)
+    response = call(reporter.handler, "reporter-list-crashes.json")
+    assert response["statusCode"] == 500 and body(response)["error"] == "internal"
 
 
 def test_msk_event_shape_round_trips():

@@ -79,7 +79,9 @@ def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[Outg
             for record in records:
                 spill.put(topic, record)
         except Exception as spill_error:
-            raise Unavailable(f"neither the event log nor the spill store took the event: {spill_error!r}") from None
+            # the stores' own words (hosts, paths, buckets) are for the operator, not the client
+            logger.error("the spill store did not take the event either", extra={"error": repr(spill_error)})
+            raise Unavailable("neither the event log nor the spill store took the event; try again") from None
         emit(SPILLED_EVENTS, len(records), topic=topic)
 
 

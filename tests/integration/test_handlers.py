@@ -137,6 +137,7 @@ def test_a_dead_log_and_a_dead_spill_answer_503(adapters: Adapters, monkeypatch)
     monkeypatch.setattr(adapters.spill, "put", broken)
     response = call(capture.handler, "capture-crash.json")
     assert response["statusCode"] == 503 and body(response)["error"] == "unavailable"
+    assert "unreachable" not in body(response)["message"]  # the stores' words are not the client's
 
 
 def test_a_store_that_did_not_answer_is_503_and_its_words_stay_in_the_log(adapters: Adapters, monkeypatch, caplog):

@@ -11,7 +11,7 @@ from adapters.factory import current
 from api.access import SkuScope, require_server_key
 from api.resolver import create_resolver, json_response, posted
 from crashes.capture import capture_crash
-from ports.telemetry import logger
+from ports.telemetry import instrumented
 from ranking.capture import capture_scores
 from sessions.capture import capture_sessions
 
@@ -45,6 +45,6 @@ def post_scores() -> Response[str]:
     return json_response(202, {"accepted": capture_scores(a.log, a.spill, posted(app.current_event))})
 
 
-@logger.inject_lambda_context
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -12,11 +12,11 @@ from adapters.factory import current
 from crashes.persistence import persist_crashes
 from crashes.spikes import crossed
 from pipeline.msk import from_msk_event
-from ports.telemetry import CRASH_SPIKE, VISIBILITY_LATENCY, emit, logger
+from ports.telemetry import CRASH_SPIKE, VISIBILITY_LATENCY, emit, instrumented, logger
 from ports.timeutil import now_ms
 
 
-@logger.inject_lambda_context
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     records = from_msk_event(event, a.settings.kafka_topic_prefix)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from api.queryparams import NO_PARAMETERS, Accepts
 from api.resolver import create_resolver, json_response, posted
-from ports.telemetry import logger
+from ports.telemetry import instrumented
 from ranking import leaderboard
 from ranking.tree import DEFAULT_TREE
 
@@ -56,6 +56,6 @@ def get_rank(board: str) -> Response[str]:
     return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, params))
 
 
-@logger.inject_lambda_context
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

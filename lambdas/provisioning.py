@@ -11,9 +11,10 @@ from adapters.factory import migrate
 from adapters.kafka.auth import msk_iam, plaintext
 from adapters.kafka.log import provision_topics
 from adapters.settings import Settings
-from ports.telemetry import logger
+from ports.telemetry import instrumented, logger
 
 
+@instrumented
 def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     settings = Settings()
     if event["RequestType"] != "Delete":
@@ -28,6 +29,7 @@ def create_topics(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     return {"PhysicalResourceId": f"topics:{settings.kafka_topic_prefix}"}
 
 
+@instrumented
 def migrate_schema(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     settings = Settings()
     if event["RequestType"] != "Delete":

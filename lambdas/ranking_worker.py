@@ -8,12 +8,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from pipeline.msk import from_msk_event
-from ports.telemetry import logger
+from ports.telemetry import instrumented
 from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
 
 
-@logger.inject_lambda_context
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     records = from_msk_event(event, a.settings.kafka_topic_prefix)

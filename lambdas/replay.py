@@ -11,10 +11,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from adapters.failed_batches import failed_batches
 from pipeline.replay import replay_held_back
-from ports.telemetry import logger
+from ports.telemetry import instrumented
 
 
-@logger.inject_lambda_context
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     return asdict(replay_held_back(a.log, a.spill, failed_batches(a.settings), a.settings.kafka_topic_prefix))

@@ -18,7 +18,7 @@ from crashes.skus import PARAMETERS as SKU_PARAMETERS
 from crashes.skus import list_skus
 from crashes.spikes import list_alerts
 from crashes.stats import crash_stats
-from ports.telemetry import logger
+from ports.telemetry import instrumented
 
 SPAN = ("sku", "from", "to")
 
@@ -83,6 +83,6 @@ def health() -> Response[str]:
     return json_response(200 if healthy else 503, body)
 
 
-@logger.inject_lambda_context
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

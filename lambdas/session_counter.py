@@ -8,11 +8,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from pipeline.msk import from_msk_event
-from ports.telemetry import logger
+from ports.telemetry import instrumented
 from sessions.counting import count_sessions
 
 
-@logger.inject_lambda_context
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     return {"counted": count_sessions(from_msk_event(event, a.settings.kafka_topic_prefix), a.counters, a.log)}

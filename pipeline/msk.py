@@ -5,6 +5,7 @@ headers as byte arrays). The event names topics as the cluster does, with the de
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,10 +13,11 @@ import pybase64
 from aws_lambda_powertools.utilities.data_classes import KafkaEvent
 
 from ports import LogRecord
+from ports.telemetry import CORRELATION_HEADER, logger
 
 
 def from_msk_event(event: dict[str, Any], topic_prefix: str = "") -> list[LogRecord]:
-    return [
+    records = [
         LogRecord(
             topic=r.topic.removeprefix(topic_prefix),
             partition=r.partition,
@@ -28,6 +30,15 @@ def from_msk_event(event: dict[str, Any], topic_prefix: str = "") -> list[LogRec
         )
         for r in KafkaEvent(event).records
     ]
+    if logger.log_level <= logging.DEBUG:  # a sampled invocation (POWERTOOLS_LOGGER_SAMPLE_RATE) or a hunt
+        logger.debug("batch", extra={"records": len(records), "correlationIds": correlation_ids(records)})
+    return records
+
+
+def correlation_ids(records: Sequence[LogRecord]) -> list[str]:
+    """The requests that sent these records, each once, in order: grep the API's log for them."""
+    ids = (dict(r.headers).get(CORRELATION_HEADER) for r in records)
+    return list(dict.fromkeys(i.decode("utf-8", "replace") for i in ids if i is not None))
 
 
 def to_msk_event(records: Sequence[LogRecord], source_arn: str, bootstrap_servers: str,

@@ -1,15 +1,31 @@
-"""What every layer reports through: the one Powertools logger, and CloudWatch metrics in embedded
+"""What every layer reports through: the one Powertools logger; CloudWatch metrics in embedded
 metric format, a JSON line on stdout that CloudWatch Logs turns into a metric, so emitting costs no
-API call. `blackbox serve` switches the metrics off (its log is for people); the dashboard and
-alarms in AWS read them."""
+API call; X-Ray traces through Powertools' tracer (off outside Lambda); and a correlation id, the
+API request's id, which capture puts on what it publishes and the consumers log. `blackbox serve`
+switches the metrics off (its log is for people); the dashboard and alarms in AWS read them."""
 
 from __future__ import annotations
 
-from aws_lambda_powertools import Logger
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar, cast
+
+from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 logger = Logger(service="blackbox")
+# off unless in Lambda; there it patches the engines' clients it knows (boto3, PyMySQL, httpx). A
+# handler's answer is not put in the trace: a page of reports is megabytes, a segment 64 KB at most
+tracer = Tracer(service="blackbox")
+
+CORRELATION_HEADER = "correlationId"
+CORRELATION_KEY = "correlation_id"
+_correlation: ContextVar[str | None] = ContextVar(CORRELATION_KEY, default=None)
+
+H = TypeVar("H", bound=Callable[..., Any])
 
 NAMESPACE = "Blackbox"
 CRASH_SPIKE = "CrashSpike"
@@ -31,3 +47,35 @@ def emit(name: str, value: float, unit: MetricUnit = MetricUnit.Count, **metadat
     with single_metric(name=name, unit=unit, value=value, namespace=NAMESPACE) as metric:
         for key, text in metadata.items():
             metric.add_metadata(key=key, value=text)
+
+
+def correlation_id() -> str | None:
+    """The id of the API request being handled in this thread, if any."""
+    return _correlation.get()
+
+
+@contextmanager
+def correlated(value: str | None) -> Iterator[None]:
+    """Every log line written meanwhile in this thread carries `value`. Powertools' own correlation
+    id is one for the whole process, and the local gateway handles requests on many threads."""
+    token = _correlation.set(value)
+    logger.thread_safe_append_keys(**{CORRELATION_KEY: value})
+    try:
+        yield
+    finally:
+        logger.thread_safe_remove_keys([CORRELATION_KEY])
+        _correlation.reset(token)
+
+
+def instrumented(handler: H) -> H:
+    """A Lambda handler with Powertools' logger context and tracer; an API Gateway event's request
+    id becomes the correlation id of what the handler logs and publishes."""
+
+    @functools.wraps(handler)
+    def correlating(event: dict[str, Any], context: Any) -> Any:
+        request_id = (event.get("requestContext") or {}).get("requestId")
+        with correlated(request_id if isinstance(request_id, str) else None):
+            return handler(event, context)
+
+    traced = tracer.capture_lambda_handler(correlating, capture_response=False)
+    return cast(H, logger.inject_lambda_context(traced))

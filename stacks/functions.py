@@ -52,6 +52,9 @@ def base_environment(config: DeployConfig, region: str) -> dict[str, str]:
         # one service name: the metrics' dimension is the same from every function
         "POWERTOOLS_SERVICE_NAME": "blackbox",
         "POWERTOOLS_METRICS_NAMESPACE": "Blackbox",
+        # one invocation in a hundred logs at DEBUG: a consumer's batch then names the API requests
+        # that sent it (their correlation ids), without a line per record at every invocation
+        "POWERTOOLS_LOGGER_SAMPLE_RATE": "0.01",
     }
 
 

@@ -8,9 +8,10 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
+from pipeline.msk import correlation_ids
 from ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from ports.errors import Unavailable
-from ports.telemetry import DEAD_LETTERS, SPILLED_EVENTS, emit, logger
+from ports.telemetry import CORRELATION_HEADER, DEAD_LETTERS, SPILLED_EVENTS, correlation_id, emit, logger
 
 CRASHES = "crashes"
 SESSIONS = "sessions"
@@ -27,13 +28,20 @@ def dead_letter(log: EventLog, rejected: Sequence[tuple[LogRecord, str]]) -> Non
     find them and a duplicate (after a retried batch) can be recognised by its source."""
     if not rejected:
         return
+    for record, reason in rejected:
+        logger.warning("record set aside", extra={
+            "topic": record.topic, "partition": record.partition, "offset": record.offset, "reason": reason,
+            "correlationIds": correlation_ids([record]),
+        })
     log.publish(
         DEADLETTER,
         [
             OutgoingRecord(
                 value=record.value,
                 key=record.key,
+                # what it came with (its eventId, the request that sent it), then where and why
                 headers=(
+                    *(h for h in record.headers if h[0] not in _DEAD_LETTER_HEADERS),
                     ("reason", reason.encode()),
                     ("sourceTopic", record.topic.encode()),
                     ("sourcePartition", str(record.partition).encode()),
@@ -69,7 +77,12 @@ def parse_each(records: Sequence[LogRecord], parse: Callable[[bytes], T], what: 
 
 def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[OutgoingRecord]) -> None:
     """Capture's write: durable on the log, or else in the spill store until `blackbox replay`
-    (DESIGN §1); only when both fail a 503 the client may retry, as nothing was promised."""
+    (DESIGN §1); only when both fail a 503 the client may retry, as nothing was promised. Each record
+    carries the id of the request that sent it, for the consumers' log."""
+    request = correlation_id()
+    if request is not None:
+        header = (CORRELATION_HEADER, request.encode())
+        records = [OutgoingRecord(r.value, r.key, (*r.headers, header)) for r in records]
     try:
         log.publish(topic, records)
         return

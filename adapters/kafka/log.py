@@ -8,7 +8,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -46,6 +47,12 @@ PUBLISH_TIMEOUT_S = 2.0
 SESSION_TIMEOUT_MS = 10_000
 HEARTBEAT_INTERVAL_MS = 1_000
 READ_TIMEOUT_S = 10.0
+# librdkafka's synchronous commit and its close wait without a timeout, and a commit has been seen
+# never to return while the group rebalanced (CI; confluent-kafka-python#1801): these bound the
+# wait. librdkafka itself holds a commit back for up to a session timeout while the group has no
+# coordinator, and then fails it; a commit not answered well past that is not coming.
+COMMIT_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000 + 5
+CLOSE_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000 + 5
 # The deploy's admin requests (provision_topics): the first from a cold SASL_SSL client signs an IAM
 # token, shakes hands and finds the controller, well past what a publish may wait; a cluster just
 # created may take minutes to answer at all.
@@ -72,6 +79,29 @@ def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> 
 
 class PublishTimeout(TimeoutError):
     pass
+
+
+class CommitTimeout(TimeoutError):
+    pass
+
+
+T = TypeVar("T")
+
+
+def _within(call: Callable[[], T], timeout_s: float, name: str) -> T:
+    """`call`'s result, on a daemon thread of its own so that the caller waits `timeout_s` at most
+    (concurrent.futures' TimeoutError after that); a call that never returns is left behind there
+    and does not keep the process from exiting."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as error:
+            future.set_exception(error)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future.result(timeout_s)
 
 
 def topic_config(retention_days: int) -> dict[str, str]:
@@ -409,13 +439,23 @@ class KafkaLogConsumer:
             self._consumer.seek(TopicPartition(self._topic, partition, offset))
 
     def commit(self, records: Sequence[LogRecord]) -> None:
+        """Returns once the group's coordinator stored the offsets; raises when it refused them
+        (KafkaException: partitions the group gave another member since) or did not answer within
+        COMMIT_TIMEOUT_S (CommitTimeout). Either way the caller goes back to the committed offsets,
+        and the batch comes again to whoever holds its partitions, which skip what was applied
+        (DESIGN §3.3, §3.4); a commit answered late only moves an offset to a batch already handled."""
         next_offsets: dict[int, int] = {}
         for record in records:
             next_offsets[record.partition] = max(next_offsets.get(record.partition, 0), record.offset + 1)
-        if next_offsets:
-            self._consumer.commit(
-                offsets=[TopicPartition(self._topic, p, o) for p, o in next_offsets.items()], asynchronous=False
-            )
+        if not next_offsets:
+            return
+        offsets = [TopicPartition(self._topic, p, o) for p, o in next_offsets.items()]
+        try:
+            _within(lambda: self._consumer.commit(offsets=offsets, asynchronous=False), COMMIT_TIMEOUT_S,
+                    f"kafka-commit-{self._logical_topic}")
+        except TimeoutError:
+            raise CommitTimeout(f"{self._logical_topic}: commit of {next_offsets} (partition: next offset) "
+                                f"not confirmed in {COMMIT_TIMEOUT_S:g} s") from None
 
     def rewind(self) -> None:
         assigned = self._consumer.assignment()
@@ -426,4 +466,10 @@ class KafkaLogConsumer:
             self._consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 
     def close(self) -> None:
-        self._consumer.close()
+        """Leaves the group, which librdkafka does only once no commit is outstanding: a member
+        whose commit never returned is dropped by the group after its session timeout instead."""
+        try:
+            _within(self._consumer.close, CLOSE_TIMEOUT_S, f"kafka-close-{self._logical_topic}")
+        except TimeoutError:
+            log.warning("%s: the consumer did not leave its group in %g s; the group drops it after "
+                        "its session timeout", self._logical_topic, CLOSE_TIMEOUT_S)

@@ -13,7 +13,7 @@ from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCoun
 
 if TYPE_CHECKING:
     from adapters.embedded.index import SqliteIndexDatabase
-    from adapters.mysql.database import MysqlDatabase
+    from adapters.mysql.database import MysqlDatabase, MysqlTarget
 
 Port = Literal["log", "documents", "index", "counters", "ranking", "spill"]
 PORTS: tuple[Port, ...] = get_args(Port)
@@ -156,7 +156,7 @@ class Endpoints(Protocol):
     Manager in AWS (adapters.aws). Each is asked only when a port that needs it is built."""
 
     def kafka_config(self) -> dict[str, Any]: ...
-    def mysql_url(self) -> str: ...
+    def mysql_target(self, *, force: bool = False) -> MysqlTarget: ...  # a TargetProvider
     def couchbase_credentials(self) -> tuple[str, str]: ...
     def spill(self) -> SpillStore: ...
 
@@ -172,8 +172,10 @@ class _LocalEndpoints:
 
         return plaintext(self._settings.kafka_bootstrap)
 
-    def mysql_url(self) -> str:
-        return self._settings.mysql_url
+    def mysql_target(self, *, force: bool = False) -> MysqlTarget:
+        from adapters.mysql.database import MysqlTarget
+
+        return MysqlTarget.parse(self._settings.mysql_url)
 
     def couchbase_credentials(self) -> tuple[str, str]:
         return self._settings.couchbase_username, self._settings.couchbase_password
@@ -202,7 +204,7 @@ class _Engines:
     def _open_sql(self) -> MysqlDatabase:
         from adapters.mysql.database import MysqlDatabase
 
-        return MysqlDatabase(self._endpoints.mysql_url())
+        return MysqlDatabase(self._endpoints.mysql_target)
 
     def log(self) -> EventLog:
         from adapters.kafka.log import KafkaEventLog
@@ -245,7 +247,7 @@ def migrate(settings: Settings) -> list[str]:
         return []
     from adapters.mysql.database import MysqlDatabase
 
-    database = MysqlDatabase(_endpoints(settings).mysql_url())
+    database = MysqlDatabase(_endpoints(settings).mysql_target)
     try:
         return database.migrate(wait_s=settings.mysql_migrate_deadline_s)
     finally:

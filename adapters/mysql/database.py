@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
+from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
-from pymysql.constants import CR
+from pymysql.constants import CR, ER
 from pymysql.cursors import Cursor
 
 from adapters.errors import Meaning
@@ -93,6 +94,24 @@ class MysqlTarget:
                    ca_file=query[CA_PARAMETER][0] if query else None)
 
 
+class TargetProvider(Protocol):
+    """Where to connect and as whom, asked for each new connection: credentials from a secret that
+    is rotated may change between two answers. `force`: the server refused the credentials of the
+    last answer, so a cached one is stale (a rotation changed the password)."""
+
+    def __call__(self, *, force: bool = False) -> MysqlTarget: ...
+
+
+def fixed(url: str) -> TargetProvider:
+    """The embedded and services profiles' target: one mysql:// URL, nothing to fetch again."""
+    target = MysqlTarget.parse(url)
+
+    def provide(*, force: bool = False) -> MysqlTarget:
+        return target
+
+    return provide
+
+
 def with_database(url: str, database: str) -> str:
     """The same server, user and CA, another database."""
     return urlsplit(url)._replace(path=f"/{database}").geturl()
@@ -108,14 +127,29 @@ def tls_context(ca_file: str | None) -> ssl.SSLContext:
 
 
 class MysqlDatabase:
-    def __init__(self, url: str) -> None:
-        self._target = MysqlTarget.parse(url)
-        self.database = self._target.database
-        self._tls = tls_context(self._target.ca_file)
+    """`target`: a mysql:// URL, or a provider asked for each new connection (adapters.aws reads it
+    from a rotated secret). The database and the CA are its first answer's."""
+
+    def __init__(self, target: str | TargetProvider) -> None:
+        self._provider = fixed(target) if isinstance(target, str) else target
+        first = self._provider()
+        self.database = first.database
+        self._tls = tls_context(first.ca_file)
         self._connections = PerThread(lambda: self._connect(self.database))
 
     def _connect(self, database: str | None) -> pymysql.connections.Connection[Cursor]:
-        t = self._target
+        """With the provider's credentials; refused those, with the ones it fetches afresh, once: a
+        connection open before a rotation keeps working, a new one needs the new password."""
+        target = self._provider()
+        try:
+            return self._dial(target, database)
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] != ER.ACCESS_DENIED_ERROR:
+                raise
+            log.info("MySQL refused the credentials of %s: fetching them again", target.user)
+        return self._dial(self._provider(force=True), database)
+
+    def _dial(self, t: MysqlTarget, database: str | None) -> pymysql.connections.Connection[Cursor]:
         try:
             return pymysql.connect(
                 host=t.host, port=t.port, user=t.user, password=t.password, database=database, ssl=self._tls,
@@ -146,8 +180,9 @@ class MysqlDatabase:
                     raise
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    t = self._provider()
                     raise TimeoutError(
-                        f"MySQL at {self._target.host}:{self._target.port} took no connection in {within_s:g} s "
+                        f"MySQL at {t.host}:{t.port} took no connection in {within_s:g} s "
                         f"({attempts} attempts); the last error: {exc}") from exc
                 log.warning("MySQL not reachable yet, trying again in %.1f s: %s", min(delay, left), exc)
                 time.sleep(min(delay, left))

@@ -67,14 +67,17 @@ def test_rds_secret_becomes_a_url_through_the_proxy():
     assert mysql_url(secret, None).endswith("@db.internal:3306/blackbox")
 
 
+MYSQL_SECRET = {"username": "blackbox", "password": "s3cret", "host": "rds.internal", "port": 3306,
+                "dbname": "blackbox"}
+
+
 @pytest.fixture
 def aws_settings(static_credentials) -> Iterator[Settings]:
     """The aws profile as a function's environment sets it, against moto: both secrets and the spill
     bucket exist; MSK is a closed port."""
     with mock_aws():
         secrets = boto3.client("secretsmanager", region_name="eu-west-1")
-        db = secrets.create_secret(Name="blackbox/db", SecretString=json.dumps(
-            {"username": "blackbox", "password": "s3cret", "host": "rds.internal", "port": 3306, "dbname": "blackbox"}))
+        db = secrets.create_secret(Name="blackbox/db", SecretString=json.dumps(MYSQL_SECRET))
         cb = secrets.create_secret(Name="blackbox/couchbase", SecretString=json.dumps(
             {"username": "cb-user", "password": "cb-pass"}))
         boto3.client("s3", region_name="eu-west-1").create_bucket(
@@ -86,25 +89,55 @@ def aws_settings(static_credentials) -> Iterator[Settings]:
 
 @pytest.fixture
 def secrets_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ARNs of the secrets read, in order."""
+    """The ARNs of the secrets fetched from Secrets Manager, in order (a read from the cache is none)."""
     read: list[str] = []
-    real = aws.read_secret
+    make_client = boto3.client
 
-    def recording(client: Any, arn: str) -> dict[str, Any]:
-        read.append(arn)
-        return real(client, arn)
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        client = make_client(*args, **kwargs)
+        client.meta.events.register("before-parameter-build.secretsmanager.GetSecretValue",
+                                    lambda params, **_: read.append(params["SecretId"]))
+        return client
 
-    monkeypatch.setattr(aws, "read_secret", recording)
+    monkeypatch.setattr(boto3, "client", recording)
     return read
 
 
 def test_each_connection_reads_its_own_secret(aws_settings: Settings, secrets_read: list[str]):
     endpoints = AwsEndpoints(aws_settings)
     assert endpoints.kafka_config()["sasl.mechanism"] == "OAUTHBEARER" and secrets_read == []
-    assert endpoints.mysql_url() == "mysql://blackbox:s3cret@proxy.internal:3306/blackbox"
+    assert endpoints.mysql_target() == MysqlTarget.parse("mysql://blackbox:s3cret@proxy.internal:3306/blackbox")
     assert secrets_read == [aws_settings.mysql_secret_arn]
     assert endpoints.couchbase_credentials() == ("cb-user", "cb-pass")
     assert secrets_read == [aws_settings.mysql_secret_arn, aws_settings.couchbase_secret_arn]
+
+
+def rotate(settings: Settings, password: str) -> None:
+    """What RDS's rotation leaves in the MySQL secret: the same user, a new password (AWSCURRENT)."""
+    boto3.client("secretsmanager", region_name=settings.aws_region).put_secret_value(
+        SecretId=settings.mysql_secret_arn, SecretString=json.dumps(MYSQL_SECRET | {"password": password}))
+
+
+def test_a_secret_comes_from_the_cache_within_its_age_unless_fetched_afresh(aws_settings: Settings,
+                                                                             secrets_read: list[str]):
+    """A container keeps the password it read through a rotation, until MySQL refuses it: then
+    adapters.mysql.database asks with force, and the new one is what later connections use."""
+    endpoints, arn = AwsEndpoints(aws_settings), aws_settings.mysql_secret_arn
+    assert endpoints.mysql_target().password == "s3cret"
+    rotate(aws_settings, "rotated")
+    assert endpoints.mysql_target().password == "s3cret" and secrets_read == [arn]
+    assert endpoints.mysql_target(force=True).password == "rotated" and secrets_read == [arn, arn]
+    assert endpoints.mysql_target().password == "rotated" and secrets_read == [arn, arn]
+
+
+def test_a_secret_older_than_its_age_is_read_again(aws_settings: Settings, secrets_read: list[str],
+                                                   monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(aws, "SECRET_MAX_AGE_S", 1)
+    endpoints, arn = AwsEndpoints(aws_settings), aws_settings.mysql_secret_arn
+    assert endpoints.mysql_target().password == "s3cret"
+    rotate(aws_settings, "rotated")
+    time.sleep(1.1)
+    assert endpoints.mysql_target().password == "rotated" and secrets_read == [arn, arn]
 
 
 def test_capture_builds_only_the_log_and_spill_and_reads_no_secret(aws_settings: Settings, secrets_read: list[str]):

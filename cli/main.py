@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
+from aws_lambda_powertools.utilities.parser.models import KafkaMskEventModel
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from rich.console import Console
+from rich.status import Status
 
 from adapters.factory import Adapters, build, install, migrate
 from adapters.settings import SERVICES_ENV_FILE, Settings
@@ -25,14 +29,39 @@ from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
 from local_runtime.context import LocalContext
 from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
 from local_runtime.smoke import register as register_smoke
-from pipeline.topics import DEADLETTER, replay_dead_letters, replay_spilled
+from pipeline.topics import DEADLETTER, JOIN_TIMEOUT_S, replay_dead_letters, replay_spilled
 from ports.errors import UserError
 from ports.timeutil import now_ms
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
-# the key each kind of handler reads first, and what to call an event that has it
-_SHAPES = {**{function: ("httpMethod", "an API Gateway proxy event") for _, _, function in API_ROUTES},
-           **{function: ("records", "an MSK event") for function in CONSUMERS}}
+
+
+def _api_event_fault(event: dict[str, Any]) -> str | None:
+    """What is wrong with an API Gateway proxy event: only the key the handlers read first. Not
+    Powertools' model, which requires request context fields the local server does not send."""
+    return None if "httpMethod" in event else "it has no httpMethod"
+
+
+def _msk_event_fault(event: dict[str, Any]) -> str | None:
+    """What is wrong with an MSK event, down to a record's field, by Powertools' model of the event
+    Lambda delivers (a record without `topic` was a KeyError deep in the handler)."""
+    try:
+        KafkaMskEventModel.model_validate(event)
+    except ValidationError as exc:
+        errors = [(".".join(map(str, error["loc"])), error) for error in exc.errors()]
+        if missing := [where for where, error in errors if error["type"] == "missing"]:
+            more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+            return f"it has no {', '.join(missing[:4])}{more}"
+        where, first = errors[0]
+        return f"{where}: {first['msg']}"
+    return None
+
+
+# what to call the event each kind of handler takes, and what is wrong with one (None: nothing)
+_SHAPES: dict[str, tuple[str, Callable[[dict[str, Any]], str | None]]] = {
+    **{function: ("an API Gateway proxy event", _api_event_fault) for _, _, function in API_ROUTES},
+    **{function: ("an MSK event", _msk_event_fault) for function in CONSUMERS},
+}
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -88,9 +117,12 @@ def _event(path: Path, function: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise UserError(f"{path} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
                         f"fix it, or start from {sample}") from None
-    key, shape = _SHAPES.get(function, (None, "a JSON object"))
-    if not isinstance(event, dict) or (key is not None and key not in event):
-        raise UserError(f"{path} is not {shape}, which {function} takes", f"try --event {sample}")
+    shape, fault = _SHAPES.get(function, ("a JSON object", lambda _event: None))
+    problem = f"{path} is not {shape}, which {function} takes"
+    if not isinstance(event, dict):
+        raise UserError(problem, f"try --event {sample}")
+    if (wrong := fault(event)) is not None:
+        raise UserError(f"{problem} ({wrong})", f"try --event {sample}")
     return event
 
 
@@ -124,21 +156,70 @@ def _migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+# on a wait that shows nothing by itself: how often a line says what is left when there is no
+# terminal to redraw a spinner on (a log, a pipe, CI), where rich's status draws nothing
+COUNTDOWN_EVERY_S = 3.0
+# how long a replay on Kafka polls on once no dead letter comes: it ends then
+REPLAY_IDLE_S = 2.0
+
+
+class _Countdown:
+    """The seconds left of the wait last started, while the block runs: on the spinner in a
+    terminal, else as a line every COUNTDOWN_EVERY_S."""
+
+    def __init__(self, console: Console, status: Status, what: str) -> None:
+        self._console, self._status, self._what = console, status, what
+        self._deadline = time.monotonic()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def started(self, seconds: float) -> None:
+        """A wait of at most `seconds` begins now."""
+        self._deadline = time.monotonic() + seconds
+
+    def _tick(self) -> None:
+        terminal = self._console.is_terminal
+        while not self._stop.wait(1.0 if terminal else COUNTDOWN_EVERY_S):
+            left = math.ceil(self._deadline - time.monotonic())
+            if left <= 0:
+                continue
+            text = f"{self._what}: waiting at most {left} s more"
+            if terminal:
+                self._status.update(f"{text} …")
+            else:
+                self._console.print(text, highlight=False, soft_wrap=True)
+
+    def __enter__(self) -> _Countdown:
+        self._ticker.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._ticker.join()
+
+
 def _replay(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    with _adapters(settings) as adapters, Console(stderr=True).status("publishing spilled events …") as status:
+    console = Console(stderr=True)
+    with _adapters(settings) as adapters, console.status("publishing spilled events …") as status:
         print(f"replayed {replay_spilled(adapters.log, adapters.spill)} spilled event(s)")
         if args.dead_letters:
             ever = sum(adapters.log.end_offsets(DEADLETTER).values())
-            status.update(f"replaying dead letters (of {ever} ever dead-lettered, those not replayed yet) …"
-                          if settings.profile == "embedded" else
-                          f"replaying dead letters (of {ever} ever dead-lettered, those not replayed yet): Kafka "
-                          "assigns the replay group its partitions, then it ends once 2 s pass with none left …")
-            # the embedded log has no group to join, and every record below the end offsets is there
-            # at the first look: the waits that give Kafka time would only be silence
-            replay = (partial(replay_dead_letters, poll_timeout_s=0, join_timeout_s=0)
-                      if settings.profile == "embedded" else replay_dead_letters)
-            by_topic = replay(adapters.log) if ever else Counter[str]()
+            what = f"replaying dead letters (of {ever} ever dead-lettered, those not replayed yet)"
+            by_topic = Counter[str]()
+            if ever and settings.profile == "embedded":
+                status.update(f"{what} …")
+                # the embedded log has no group to join, and every record below the end offsets is
+                # there at the first look: the waits that give Kafka time would only be silence
+                by_topic = replay_dead_letters(adapters.log, poll_timeout_s=0, join_timeout_s=0)
+            elif ever:
+                # a line of its own: the spinner draws nothing without a terminal
+                console.print(f"{what}: waiting up to {JOIN_TIMEOUT_S:.0f} s for Kafka to assign the replay group "
+                              f"its partitions, then until {REPLAY_IDLE_S:.0f} s pass with none left", highlight=False,
+                              soft_wrap=True)
+                with _Countdown(console, status, "replaying dead letters") as countdown:
+                    by_topic = replay_dead_letters(adapters.log, poll_timeout_s=REPLAY_IDLE_S,
+                                                   waiting=countdown.started)
             print(f"replayed {sum(by_topic.values())} dead letter(s)"
                   + "".join(f"\n  {topic}: {n}" for topic, n in sorted(by_topic.items())))
     return 0

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import io
+import os
+import re
+import signal
+import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -14,6 +17,9 @@ from rich.console import Console
 from loadgen.run import LoadConfig, run
 from local_runtime.process import Serve
 from tests.e2e.conftest import running
+
+# how long the consumers are held back: the run's 2 s of load, then more than 2 s of polls that find nothing
+HELD_S = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +38,24 @@ def test_serve_announces_the_api_the_dashboard_and_open_mode(embedded: Serve):
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
 
-def test_the_load_check_counts_down_to_its_deadline(embedded: Serve, tmp_path: Path):
+def test_the_load_check_counts_down_to_its_deadline(embedded: Serve):
+    """With the consumers held back for a while, the check polls several times: each poll says what
+    it has found so far and the time left, counting down from the first line's 60 s."""
     shown = io.StringIO()
     console = Console(file=shown, force_terminal=True, width=400)
-    report = run(LoadConfig(url=embedded.url, rate=10, duration_s=2, crash_kb=5, verify_timeout_s=60), console)
+    [consumers] = embedded.pids("consumers")
+    os.kill(consumers, signal.SIGSTOP)
+    resume = threading.Timer(HELD_S, os.kill, (consumers, signal.SIGCONT))
+    resume.start()
+    try:
+        report = run(LoadConfig(url=embedded.url, rate=10, duration_s=2, crash_kb=5, verify_timeout_s=60), console)
+    finally:
+        resume.cancel()
+        os.kill(consumers, signal.SIGCONT)
     assert report.verification.lost == 0 and report.verification.crashes_accepted > 0
     assert "checking that everything accepted is queryable; gives up in 60 s" in shown.getvalue()
+    accepted = report.verification.crashes_accepted
+    updates = re.findall(rf"checking that everything accepted is queryable: crashes (\d+)/{accepted}, sessions "
+                         r"\d+/\d+, players \d+/\d+; gives up in (\d+) s", shown.getvalue())
+    assert ("0", "60") in updates or ("0", "59") in updates, updates  # the first polls found nothing
+    assert min(int(left) for _, left in updates) <= 58, updates  # and counted down while they waited

@@ -4,6 +4,7 @@ port nothing listens on."""
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -43,14 +44,37 @@ def test_invoke_without_its_event_file_names_a_sample(capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize(("function", "event", "expected"), [
     ("session-counter", EVENTS / "capture-crash.json",
-     "is not an MSK event, which session-counter takes; try --event events/session-counter.json"),
+     "is not an MSK event, which session-counter takes (it has no bootstrapServers, records, eventSource, "
+     "eventSourceArn); try --event events/session-counter.json"),
     ("capture", EVENTS / "session-counter.json",
-     "is not an API Gateway proxy event, which capture takes; try --event events/capture-crash.json"),
+     "is not an API Gateway proxy event, which capture takes (it has no httpMethod); "
+     "try --event events/capture-crash.json"),
 ])
 def test_invoke_with_an_event_of_another_shape_names_the_right_sample(
     function: str, event: Path, expected: str, capsys: pytest.CaptureFixture[str]
 ):
     assert expected in invoke(function, event, capsys)
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("topic", None, "(it has no records.sessions-1.0.topic)"),
+    ("partition", "one", "(records.sessions-1.0.partition: Input should be a valid integer"),
+])
+def test_invoke_with_a_broken_msk_record_names_the_field(
+    field: str, value: str | None, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Not the handler's KeyError: 'topic' and a pointer to --debug."""
+    event = json.loads((EVENTS / "session-counter.json").read_text())
+    [record] = event["records"]["sessions-1"]
+    if value is None:
+        del record[field]
+    else:
+        record[field] = value
+    broken = tmp_path / "event.json"
+    broken.write_text(json.dumps(event))
+    line = invoke("session-counter", broken, capsys)
+    assert f"{broken} is not an MSK event, which session-counter takes {expected}" in line
+    assert line.endswith("; try --event events/session-counter.json")
 
 
 @pytest.mark.parametrize(("content", "expected"), [

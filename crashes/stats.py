@@ -6,18 +6,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import queryparams
+from crashes.groups import FILTERS
 from crashes.model import query_sku
+from crashes.reporting import equals
 from ports import CrashIndex, SessionCounters
 from ports.errors import InvalidField
 from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
+# the query parameters of GET /v1/stats
+PARAMETERS = ("sku", "from", "to", "granularity", *FILTERS)
 _STEP = {"minute": MINUTE_MS, "hour": HOUR_MS}
 _DEFAULT_SPAN = {"minute": HOUR_MS, "hour": 24 * HOUR_MS}
 
 
 def crash_stats(index: CrashIndex, counters: SessionCounters, params: Mapping[str, str]) -> dict[str, Any]:
+    """Crashes and sessions per bucket. The report filters narrow the crashes; sessions carry no
+    platform, build or crash type, so with a filter there is no crash rate to give (null)."""
     sku = query_sku(params)
+    narrowed = equals(params, FILTERS)
     granularity = queryparams.choice(params, "granularity", ("minute", "hour"))
     step = _STEP[granularity]
     # by default the whole buckets of the last hour (minute) or day (hour), the current one last
@@ -25,10 +32,11 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, params: Mapping[st
     start = floor_to(from_ms, step)
     if (to_ms - start) // step > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
-    crashes = index.crash_counts(sku, start, to_ms, step)
+    crashes = index.crash_counts(sku, start, to_ms, step, narrowed)
     sessions = counters.session_counts(sku, start, to_ms, step)
     series = []
     for bucket in range(start, to_ms, step):
         c, s = crashes.get(bucket, 0), sessions.get(bucket, 0)
-        series.append({"start": to_rfc3339(bucket), "sessions": s, "crashes": c, "crashRate": c / s if s else None})
+        rate = c / s if s and not narrowed else None
+        series.append({"start": to_rfc3339(bucket), "sessions": s, "crashes": c, "crashRate": rate})
     return {"series": series}

@@ -17,6 +17,7 @@ from crashes.reporting import LIST_PARAMETERS, get_attachment, get_report, list_
 from crashes.skus import PARAMETERS as SKU_PARAMETERS
 from crashes.skus import list_skus
 from crashes.spikes import list_alerts
+from crashes.stats import PARAMETERS as STATS_PARAMETERS
 from crashes.stats import crash_stats
 from ports.telemetry import instrumented
 
@@ -44,7 +45,7 @@ def attachment(report_id: str, name: str) -> Response[bytes]:
     return download_response(data, content_type, name)
 
 
-@app.get("/v1/stats", middlewares=[Accepts(*SPAN, "granularity")])
+@app.get("/v1/stats", middlewares=[Accepts(*STATS_PARAMETERS)])
 def stats() -> Response[str]:
     a = current()
     return json_response(200, crash_stats(a.index, a.counters, app.current_event.query_string_parameters))

@@ -205,8 +205,10 @@ class CrashIndex(Protocol):
         index lookup a sku, whatever its number of reports."""
         ...
 
-    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
-        """Crashes per bucket start, by received_at in [from_ms, to_ms)."""
+    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int,
+                     equals: Mapping[str, str] | None = None) -> dict[int, int]:
+        """Crashes per bucket start, by received_at in [from_ms, to_ms); with `equals`, only the
+        reports whose fields match exactly (IndexEntry field → value), as in find."""
         ...
 
     def purge(self, before_ms: int) -> int:

@@ -12,7 +12,6 @@ from adapters.errors import port_errors
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     BODY_HASH,
-    CRASH_COUNTS,
     INSERT_COLUMNS,
     PURGE_COUNTERS,
     PURGE_REPORTS,
@@ -26,6 +25,7 @@ from adapters.sql.queries import (
     check_offset,
     covered,
     covered_query,
+    crash_counts_query,
     crash_groups,
     crash_groups_query,
     entry_values,
@@ -217,8 +217,9 @@ class SqliteCrashIndex:
     def skus(self, after: str, limit: int) -> list[SkuSeen]:
         return skus_seen(self._db.connection().execute(self.SKUS, (after, limit)))
 
-    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
-        return bucket_counts(self._db.connection().execute(CRASH_COUNTS, (bucket_ms, sku, from_ms, to_ms)))
+    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int,
+                     equals: Mapping[str, str] | None = None) -> dict[int, int]:
+        return bucket_counts(self._db.connection().execute(*crash_counts_query(sku, from_ms, to_ms, bucket_ms, equals)))
 
     def purge(self, before_ms: int) -> int:
         # AUTOINCREMENT: a purged reportId is never handed out again

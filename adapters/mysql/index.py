@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from adapters.errors import port_errors
 from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase, mysql_meaning
 from adapters.sql.queries import (
-    CRASH_COUNTS,
     INSERT_COLUMNS,
     PURGE_COUNTERS,
     PURGE_REPORTS,
@@ -15,6 +14,7 @@ from adapters.sql.queries import (
     SESSION_COUNTS,
     body_hashes,
     bucket_counts,
+    crash_counts_query,
     crash_groups,
     crash_groups_query,
     entry_values,
@@ -119,9 +119,11 @@ class MysqlCrashIndex:
     def skus(self, after: str, limit: int) -> list[SkuSeen]:
         return _skus(self._db, self.SKUS, after, limit)
 
-    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
+    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int,
+                     equals: Mapping[str, str] | None = None) -> dict[int, int]:
+        sql, params = crash_counts_query(sku, from_ms, to_ms, bucket_ms, equals)
         with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(CRASH_COUNTS), (bucket_ms, sku, from_ms, to_ms))
+            cursor.execute(pyformat(sql), params)
             return bucket_counts(cursor.fetchall())
 
     def purge(self, before_ms: int) -> int:

@@ -28,10 +28,6 @@ BODY_HASH = "body_hash"
 INSERT_COLUMNS = ("report_id", "submit_time", *ENTRY_COLUMNS, "attachments")
 SELECT_REPORTS = f"SELECT {', '.join(INSERT_COLUMNS)} FROM reports"
 
-CRASH_COUNTS = (
-    "SELECT received_at - received_at % ? AS bucket, COUNT(*) FROM reports "
-    "WHERE sku = ? AND received_at >= ? AND received_at < ? GROUP BY bucket"
-)
 SESSION_COUNTS = (
     "SELECT minute - minute % ? AS bucket, SUM(count) FROM session_counts "
     "WHERE sku = ? AND minute >= ? AND minute < ? GROUP BY bucket"
@@ -168,6 +164,17 @@ def crash_groups_query(
         f"WHERE {' AND '.join(clauses)} GROUP BY signature ORDER BY n DESC, signature LIMIT ?"
     )
     return sql, [*params, limit]
+
+
+def crash_counts_query(
+    sku: str, from_ms: int, to_ms: int, bucket_ms: int, equals: Mapping[str, str] | None
+) -> tuple[str, list[Any]]:
+    clauses = ["sku = ?", "received_at >= ?", "received_at < ?"]
+    params: list[Any] = [bucket_ms, sku, from_ms, to_ms]
+    _equal_to(equals or {}, clauses, params)
+    sql = (f"SELECT received_at - received_at % ? AS bucket, COUNT(*) FROM reports "
+           f"WHERE {' AND '.join(clauses)} GROUP BY bucket")
+    return sql, params
 
 
 def bucket_counts(rows: Iterable[tuple[Any, Any]]) -> dict[int, int]:

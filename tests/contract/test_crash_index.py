@@ -12,8 +12,8 @@ from ports.timeutil import now_ms
 
 
 def entry(n: int, sku: str = "game:pc", received_at: int = 1_000_000, **fields) -> IndexEntry:
-    return IndexEntry(report_key=f"{n:032x}", event_id=f"event-{n}", sku=sku, received_at=received_at,
-                      size_bytes=100 + n, **fields)
+    fields.setdefault("report_key", f"{n:032x}")
+    return IndexEntry(event_id=f"event-{n}", sku=sku, received_at=received_at, size_bytes=100 + n, **fields)
 
 
 def test_insert_assigns_increasing_ids_and_keeps_every_field(crash_index: CrashIndex):
@@ -127,6 +127,20 @@ def test_crash_counts_by_bucket_of_received_at(crash_index: CrashIndex):
     assert crash_index.crash_counts("game:pc", 10 * minute, 12 * minute, minute) == {10 * minute: 2, 11 * minute: 1}
     assert crash_index.crash_counts("game:pc", 0, 60 * minute, 60 * minute) == {0: 4}
     crash_index.ping()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(reports=st.lists(st.tuples(st.integers(0, 5), _reports), max_size=30),
+       equals=st.sampled_from([{}, {"platform": "ps5"}, {"platform": "pc", "crash_type": "AV"}]))
+def test_crash_counts_narrowed_by_fields_match_brute_force(crash_index: CrashIndex, reports, equals):
+    minute, sku = 60_000, f"g:{uuid.uuid4().hex[:8]}"  # the index outlives each example
+    crash_index.insert_many([entry(n, sku=sku, received_at=m * minute + n, report_key=f"{sku}{n}", **fields)
+                             for n, (m, fields) in enumerate(reports)])
+    expected: dict[int, int] = {}
+    for m, fields in reports:
+        if all(fields.get(name) == value for name, value in equals.items()):
+            expected[m * minute] = expected.get(m * minute, 0) + 1
+    assert crash_index.crash_counts(sku, 0, 6 * minute, minute, equals) == expected
 
 
 def test_the_longest_indexed_values_capture_accepts_round_trip(crash_index: CrashIndex):

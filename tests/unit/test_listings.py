@@ -17,8 +17,10 @@ from crashes.groups import crash_groups
 from crashes.persistence import persist_crashes
 from crashes.reporting import list_reports
 from crashes.skus import list_skus
+from crashes.stats import crash_stats
 from ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
 from ports.errors import InvalidField
+from ports.timeutil import now_ms
 from ranking.leaderboard import boards
 
 
@@ -88,6 +90,24 @@ def test_crash_groups_count_only_the_reports_that_match(adapters: Adapters):
     assert counts(platform="pc", buildVersion="2") == [1]
     assert counts(crashType="OOM") == [1]
     assert counts(platform="xbox") == []
+
+
+def test_stats_crashes_narrowed_by_report_fields_and_no_rate_then(adapters: Adapters):
+    ingest(adapters, [{"sku": "g", "platform": "ps5"}, {"sku": "g", "platform": "pc", "buildVersion": "2"},
+                      {"sku": "g", "platform": "pc", "crashType": "OOM"}])
+    adapters.counters.apply(Checkpoint("t", "sessions-0", -1, 0), {SessionBucket("g", now_ms() // 60_000 * 60_000,
+                                                                                 "client"): 10})
+
+    def totals(**filters: str) -> tuple[int, int, list[float]]:
+        series = crash_stats(adapters.index, adapters.counters, {"sku": "g", **filters})["series"]
+        return (sum(b["crashes"] for b in series), sum(b["sessions"] for b in series),
+                [b["crashRate"] for b in series if b["crashRate"] is not None])
+
+    assert totals() == (3, 10, [0.3])
+    assert totals(platform="pc") == (2, 10, [])  # sessions have no platform: no rate to give
+    assert totals(platform="pc", buildVersion="2") == (1, 10, [])
+    assert totals(crashType="OOM") == (1, 10, [])
+    assert totals(platform="xbox") == (0, 10, [])
 
 
 def test_skus_page_by_name_over_reports_and_sessions(adapters: Adapters):

@@ -131,7 +131,8 @@ JOIN_TIMEOUT_S = 10.0
 
 
 def replay_dead_letters(
-    log: EventLog, poll_timeout_s: float = 2.0, join_timeout_s: float = JOIN_TIMEOUT_S, batch: int = 500
+    log: EventLog, poll_timeout_s: float = 2.0, join_timeout_s: float = JOIN_TIMEOUT_S, batch: int = 500,
+    waiting: Callable[[float], None] = lambda _seconds: None,
 ) -> Counter[str]:
     """Publishes each dead letter to the topic it came from, for when what rejected it is fixed;
     returns how many went to each topic. Progress is committed by the replay's consumer group, so
@@ -142,14 +143,18 @@ def replay_dead_letters(
     only milliseconds (one dead-lettered in the millisecond the replay starts would wait for the
     next replay) and on Kafka it is another host's clock. Every record below a partition's end
     offset taken here was there when the replay started; every record taken is below any left,
-    so committing what is taken never skips one that waits."""
+    so committing what is taken never skips one that waits. `waiting` is told before each poll how
+    long it may wait (a countdown for whoever watches)."""
     ends = log.end_offsets(DEADLETTER)
     replayed: Counter[str] = Counter()
     consumer = log.consumer(REPLAY_GROUP, DEADLETTER)
     try:
         # the first poll also waits for the group to be joined and partitions assigned
         wait_s = join_timeout_s
-        while polled := consumer.poll(batch, 16 << 20, wait_s):
+        while True:
+            waiting(wait_s)
+            if not (polled := consumer.poll(batch, 16 << 20, wait_s)):
+                break
             wait_s = poll_timeout_s
             records = [r for r in polled if r.offset < ends.get(r.partition, 0)]
             by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)

@@ -1,6 +1,7 @@
-"""The stores: RDS MySQL behind RDS Proxy (credentials in Secrets Manager, migrations applied on
-deploy by a custom resource), a Couchbase Server cluster on EC2 (one node per private subnet, each
-named in a private DNS zone, backed up daily to S3), and the S3 buckets for spill and archives."""
+"""The stores: RDS MySQL behind RDS Proxy (credentials in Secrets Manager, rotated by Secrets
+Manager's hosted rotation, migrations applied on deploy by a custom resource), a Couchbase Server
+cluster on EC2 (one node per private subnet, each named in a private DNS zone, backed up daily to
+S3), and the S3 buckets for spill and archives."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ COUCHBASE_NODE_PORTS = ((4369, 4369), (9100, 9105), (9110, 9118), (9120, 9122), 
 USER_DATA = Path(__file__).resolve().parent / "couchbase" / "user-data.sh"
 DATA_DEVICE = "/dev/sdf"  # the nodes' data volume; Amazon Linux links its NVMe device to this name
 BACKUP_PREFIX = "couchbase/"
+# how often the MySQL password changes; the functions pick the new one up on their next connection
+MYSQL_ROTATION = Duration.days(30)
 DATABASE = "blackbox"
 BUCKET = "blackbox"
 
@@ -57,9 +60,11 @@ class DataStack(Stack):
         self._bucket(config, removal)
         self._couchbase(config, network)
         self._migrations(config, network)
-        acknowledge(self, "AwsSolutions-SMG4", (
-            "no automatic rotation yet: the functions cache credentials per container and would fail until "
-            "recycled; rotate by hand (README) until they re-read the secret on an authentication failure"))
+        for secret in (self.couchbase_admin, self.couchbase_app):
+            acknowledge(secret, "AwsSolutions-SMG4", (
+                "Couchbase has no hosted rotation: it needs a custom function that changes the user's password "
+                "through the cluster's REST API, and a document store that signs in again; rotate by hand "
+                "(docs/aws.md)"))
         acknowledge(self.database, "AwsSolutions-RDS11", (
             "the default MySQL port: only the RDS Proxy's security group reaches it"))
         acknowledge(self, "AwsSolutions-IAM4", (
@@ -120,6 +125,14 @@ class DataStack(Stack):
             security_groups=[self.proxy_sg], require_tls=True, idle_client_timeout=Duration.minutes(30),
             db_proxy_name=f"{config.prefix}-mysql",  # unique per account and region: the stage's prefix
         )
+        # single user: the password changes in place; a connection open keeps working, and a new one that
+        # the old password fails reads the secret again (adapters.mysql.database). The function is in the
+        # private subnets: Secrets Manager through the VPC's endpoint, the instance directly
+        self.mysql_rotation = secretsmanager.HostedRotation.mysql_single_user(
+            vpc=network.vpc, vpc_subnets=network.private, function_name=f"{config.prefix}-mysql-rotation")
+        self.mysql_secret.add_rotation_schedule("Rotation", hosted_rotation=self.mysql_rotation,
+                                                automatically_after=MYSQL_ROTATION)
+        self.database.connections.allow_default_port_from(self.mysql_rotation, "secret rotation to MySQL")
 
     def _couchbase(self, config: DeployConfig, network: NetworkStack) -> None:
         self.couchbase_admin = _credentials(self, "CouchbaseAdmin", "Administrator")

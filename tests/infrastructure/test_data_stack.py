@@ -133,6 +133,7 @@ def ingress(template: Template, group_id: str) -> list[dict[str, Any]]:
 
 
 def test_the_database_is_reached_through_the_proxy_only(templates: dict[str, Template]):
+    """The functions go through the proxy; only the secret's rotation function reaches the instance."""
     data = templates["data"]
     [proxy] = by_type(data, "AWS::RDS::DBProxy").values()
     [(database_id, database)] = by_type(data, "AWS::RDS::DBInstance").items()
@@ -143,15 +144,34 @@ def test_the_database_is_reached_through_the_proxy_only(templates: dict[str, Tem
     [functions_to_proxy] = ingress(data, proxy_sg)
     assert functions_to_proxy["FromPort"] == functions_to_proxy["ToPort"] == 3306
     assert functions_to_proxy["IpProtocol"] == "tcp" and "FunctionsSg" in as_text(functions_to_proxy)
+    [rotation] = resources(data, "AWS::SecretsManager::RotationSchedule")
+    rotation_sg = rotation["HostedRotationLambda"]["VpcSecurityGroupIds"]["Fn::GetAtt"][0]
     assert ingress(data, database_sg) == [{
-        "IpProtocol": "tcp", "SourceSecurityGroupId": {"Fn::GetAtt": [proxy_sg, "GroupId"]},
+        "IpProtocol": "tcp", "SourceSecurityGroupId": {"Fn::GetAtt": [group, "GroupId"]},
         "FromPort": {"Fn::GetAtt": [database_id, "Endpoint.Port"]},
-        "ToPort": {"Fn::GetAtt": [database_id, "Endpoint.Port"]}}]
+        "ToPort": {"Fn::GetAtt": [database_id, "Endpoint.Port"]}} for group in (proxy_sg, rotation_sg)]
     assert database["Properties"]["Port"] == "3306"
     # the instance opens no connection of its own
     egress = by_type(data, "AWS::EC2::SecurityGroup")[database_sg]["Properties"]["SecurityGroupEgress"]
     assert [e["CidrIp"] for e in egress] == ["255.255.255.255/32"]
     assert proxy["Properties"]["DBProxyName"] == f"{DeployConfig.model_validate(ENVIRONMENTS['dev']).prefix}-mysql"
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_the_mysql_secret_is_rotated_and_the_couchbase_ones_are_not(env: str, dev: Blackbox, prod: Blackbox):
+    """Secrets Manager's hosted single-user rotation, in the private subnets (Secrets Manager through
+    the VPC's endpoint); the Couchbase secrets have no hosted rotation (SMG4 acknowledged on them)."""
+    config, data = stage(env, dev, prod)
+    built = {"dev": dev, "prod": prod}[env]
+    [attachment] = by_type(data, "AWS::SecretsManager::SecretTargetAttachment")
+    [rotation] = resources(data, "AWS::SecretsManager::RotationSchedule")
+    assert rotation["SecretId"] == {"Ref": attachment}  # the database's secret, as attached to the instance
+    assert rotation["RotationRules"] == {"ScheduleExpression": "rate(30 days)"}
+    hosted = rotation["HostedRotationLambda"]
+    assert hosted["RotationType"] == "MySQLSingleUser"
+    assert hosted["RotationLambdaName"] == f"{config.prefix}-mysql-rotation"
+    assert as_text(hosted["VpcSubnetIds"]).count("privateSubnet") == len(built.network.vpc.private_subnets)
+    assert "AWS::SecretsManager-2024-09-16" in as_text(data.to_json()["Transform"])
 
 
 def physical_names(built: Blackbox) -> set[str]:

@@ -153,10 +153,11 @@ class _Embedded:
 
 class Endpoints(Protocol):
     """Where the engines are and how to sign in: settings on one machine, MSK IAM and Secrets
-    Manager in AWS (adapters.aws). Each is asked only when a port that needs it is built."""
+    Manager in AWS (adapters.aws). Each is asked first when a port that needs it is built;
+    mysql_target again for each new connection (a TargetProvider)."""
 
     def kafka_config(self) -> dict[str, Any]: ...
-    def mysql_target(self, *, force: bool = False) -> MysqlTarget: ...  # a TargetProvider
+    def mysql_target(self, *, force: bool = False) -> MysqlTarget: ...
     def couchbase_credentials(self) -> tuple[str, str]: ...
     def spill(self) -> SpillStore: ...
 

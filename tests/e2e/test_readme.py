@@ -1,10 +1,12 @@
 """The README, run as a newcomer would: its first command starts the server, every shell command
-on the page runs against it, the keys section's server behaves as the page says, and the Unity
-and Unreal snippets send what the contract accepts (routes, headers, body fields, posted for
-real)."""
+on the page runs against it, the keys section's server behaves as the page says, the deploy
+block runs as far as it can without AWS (LEFT_OUT says what does not, and why), and the Unity and
+Unreal snippets send what the contract accepts (routes, headers, body fields and their types,
+posted for real)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -145,12 +147,19 @@ def test_the_keys_section_serves_the_lan_with_roles(tmp_path: Path) -> None:
 @dataclass(frozen=True)
 class Request:
     path: str
-    fields: frozenset[str]
+    fields: dict[str, str]  # each field the snippet writes, and the JSON type it writes it as
+
+
+CSHARP_TYPES = {"string": "string", "long": "integer", "int": "integer"}
+CPP_TYPES = {"FString": "string", "int64": "integer", "int32": "integer"}
 
 
 def unity_requests(code: str) -> list[Request]:
-    classes = {name: frozenset(f.strip() for f in fields.split(","))
-               for name, fields in re.findall(r"class (\w+) \{ public string ([^;]+); \}", code)}
+    classes = {
+        name: {field.strip(): CSHARP_TYPES[kind]
+               for kind, names in re.findall(r"public (\w+) ([^;]+);", body) for field in names.split(",")}
+        for name, body in re.findall(r"class (\w+) \{ (public [^}]+)\}", code)
+    }
     requests = []
     for path, variable in re.findall(r'Post\("(/v1/[\w-]+)", JsonUtility\.ToJson\((\w+)\)\)', code):
         kind = re.search(rf"\((\w+) {variable}\)", code)
@@ -161,37 +170,47 @@ def unity_requests(code: str) -> list[Request]:
 
 def unreal_requests(code: str) -> list[Request]:
     requests = []
-    for body in re.findall(r"^void \w+\(.*?\)\n\{\n(.*?)^\}", code, re.S | re.M):
+    for parameters, body in re.findall(r"^void \w+\((.*?)\)\n\{\n(.*?)^\}", code, re.S | re.M):
         path = re.search(r'BlackboxPost\(TEXT\("(/v1/[\w-]+)"\)', body)
         assert path, body
-        requests.append(Request(path.group(1), frozenset(re.findall(r'WriteValue\(TEXT\("(\w+)"\)', body))))
+        types = {name: CPP_TYPES[kind] for kind, name in re.findall(r"(\w+)&? (\w+)(?:,|$)", parameters)}
+        fields = {field: "string" if value == "TEXT(" else types[value]
+                  for field, value in re.findall(r'WriteValue\(TEXT\("(\w+)"\), (TEXT\(|\w+)', body)}
+        requests.append(Request(path.group(1), fields))
     return requests
+
+
+def resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its $ref followed, and of a oneOf, the one event rather than the batch."""
+    if "$ref" in schema:
+        resolved: dict[str, Any] = CONTRACT
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            resolved = resolved[part]
+        return resolve(resolved)
+    if "oneOf" in schema:
+        return resolve(next(s for s in schema["oneOf"] if s.get("type") != "array"))
+    return schema
 
 
 def body_schema(path: str) -> dict[str, Any]:
     """The object one event is, in the contract's request body for POST `path`."""
-    def resolve(schema: dict[str, Any]) -> dict[str, Any]:
-        if "$ref" in schema:
-            resolved: dict[str, Any] = CONTRACT
-            for part in schema["$ref"].removeprefix("#/").split("/"):
-                resolved = resolved[part]
-            return resolve(resolved)
-        if "oneOf" in schema:  # one event or a batch of them
-            return resolve(next(s for s in schema["oneOf"] if s.get("type") != "array"))
-        return schema
     return resolve(CONTRACT["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"])
 
 
 SAMPLES = {"sku": "skyrift:pc", "board": "time-trial", "kind": "client", "playerId": "p-7", "score": 42}
+# every event a game sends: crashes from clients, sessions from both, scores from dedicated servers
+GAME_ROUTES = {"/v1/crashes", "/v1/sessions", "/v1/scores"}
 
 
 @pytest.mark.parametrize("engine", ["csharp", "cpp"])
 def test_game_snippets_send_what_the_contract_takes(served: Server, engine: str) -> None:
     code = blocks(engine)[0]
     requests = unity_requests(code) if engine == "csharp" else unreal_requests(code)
-    assert {r.path for r in requests} >= {"/v1/crashes"}
+    assert sorted(r.path for r in requests) == sorted(GAME_ROUTES)
+    # one sender sets the headers on every request: each route is sent with an Idempotency-Key
+    senders = re.findall(r"new UnityWebRequest\(|CreateRequest\(\)", code)
     headers = set(re.findall(r'SetRequestHeader\("([^"]+)"', code) + re.findall(r'SetHeader\(TEXT\("([^"]+)"\)', code))
-    assert headers == {"Content-Type", "Idempotency-Key", "x-api-key"}
+    assert len(senders) == 1 and headers == {"Content-Type", "Idempotency-Key", "x-api-key"}
     assert CONTRACT["components"]["securitySchemes"]["apiKey"]["name"] == "x-api-key"
     assert CONTRACT["components"]["parameters"]["IdempotencyKey"]["name"] == "Idempotency-Key"
     # the snippets back off on what the contract says to retry, and honour its Retry-After
@@ -199,12 +218,89 @@ def test_game_snippets_send_what_the_contract_takes(served: Server, engine: str)
     for request in requests:
         assert ("POST", request.path) in {(m, p) for m, p, _ in API_ROUTES}
         schema = body_schema(request.path)
-        assert request.fields <= set(schema["properties"]), request
-        assert set(schema.get("required", ())) <= request.fields, request
-        body = {f: SAMPLES.get(f, f"sample {f}") for f in request.fields}
+        properties = {name: resolve(s).get("type") for name, s in schema["properties"].items()}
+        assert {f: properties.get(f) for f in request.fields} == request.fields, request
+        assert set(schema.get("required", ())) <= set(request.fields), request
+        body = {f: SAMPLES.get(f, f"sample {f}" if kind == "string" else 1) for f, kind in request.fields.items()}
         key = {"Idempotency-Key": f"{engine}-{request.path}"}
         answer = httpx.post(f"{served.url}{request.path}", json=body, headers=key)
         assert answer.status_code == 202, (request, answer.text)
+
+
+# The page's shell lines no test runs as written, and why; what of them can run here does run
+# (test_the_deploy_block_names_what_there_is), and a line in neither fails the test below.
+LEFT_OUT = {
+    "make test": "the whole suite, this test among it",
+    "npx cdk bootstrap": "needs an AWS account; its region is checked against cdk.json, its options against cdk",
+    "npx cdk deploy": "needs an AWS account and 30-45 minutes; its context is checked against cdk.json, its options "
+                      "against cdk",
+}
+
+
+def deploy_blocks() -> list[str]:
+    return [block for block in blocks("sh") if "npx cdk deploy" in block]
+
+
+def commands(block: str) -> list[str]:
+    """A block's lines, comments dropped (blocks of one command a line)."""
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_every_shell_block_is_run_or_left_out_for_a_reason() -> None:
+    for block in blocks("sh"):
+        # run whole by the tests above: the curls, the keys section; the deploy block as far as it can
+        if "curl " in block or "BLACKBOX_API_KEYS__" in block or block in deploy_blocks():
+            continue
+        for command in commands(block):
+            assert command == "make serve" or command.startswith(tuple(LEFT_OUT)), command  # `served` runs the first
+
+
+def test_the_deploy_block_names_what_there_is(served: Server) -> None:
+    """Deploying needs an AWS account: of the block, its environment line runs, `blackbox smoke`
+    runs against the local server (as it can against a deployment), and the cdk commands' options,
+    context and region are checked against cdk --help and cdk.json."""
+    [block] = deploy_blocks()
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    env = dict(os.environ)
+    for command in commands(block):
+        if command.startswith("export "):  # for the lines after it, as in a shell
+            name, value = command.removeprefix("export ").split("=", 1)
+            env[name] = value
+        elif command.startswith("npx cdk "):
+            subcommand = command.split()[2]
+            assert command.startswith(tuple(LEFT_OUT)), command
+            help_text = subprocess.run(["npx", "--no-install", "cdk", subcommand, "--help"], cwd=ROOT, env=env,
+                                       capture_output=True, text=True, timeout=120, check=True).stdout
+            for option in re.findall(r" (--?[a-z][\w-]*)", command):
+                assert re.search(rf"(^|[\s,]){option}\b", help_text, re.M), (command, option)
+            for name, value in re.findall(r"-c (\w+)=(\S+)", command):
+                assert name == "env" and value in context["environments"], command
+            for account, region in re.findall(r"aws://([^/\s]+)/([\w-]+)", command):
+                assert account == "<account>" and region == context["environments"][context["env"]]["region"]
+        else:  # the smoke, with the local server's URL; it has no keys, so any key does
+            variables = {"URL": served.url, "INGEST": "a-key", "SERVER": "a-server-key"}
+            smoke = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=ROOT, env=env | variables,
+                                   capture_output=True, text=True, timeout=120, check=False)
+            assert command.startswith(".venv/bin/blackbox smoke ") and smoke.returncode == 0, smoke.stderr
+
+
+# what the Unreal snippet uses beyond CoreMinimal.h, and the header that declares it (Unreal's API
+# reference); FHttpResponsePtr's methods are called, so IHttpResponse must be complete
+UNREAL_HEADERS = {
+    "FTSTicker": "Containers/Ticker.h",
+    "FHttpModule": "HttpModule.h",
+    "IHttpRequest": "Interfaces/IHttpRequest.h",
+    "FHttpResponsePtr": "Interfaces/IHttpResponse.h",
+    "TCondensedJsonPrintPolicy": "Policies/CondensedJsonPrintPolicy.h",
+    "TJsonWriter": "Serialization/JsonWriter.h",
+}
+
+
+def test_the_unreal_snippet_includes_what_it_uses() -> None:
+    code = blocks("cpp")[0]
+    included = set(re.findall(r'^#include "([^"]+)"', code, re.M))
+    for name, header in UNREAL_HEADERS.items():
+        assert not re.search(rf"\b{name}\b", code) or header in included, name
 
 
 @pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)

@@ -1,11 +1,14 @@
 """The dashboard in a real browser (Debian's chromium, headless, driven by Playwright) against
 `blackbox serve` with data: the chart, the spike alert, the crash groups, a report's detail with
-its screenshot, and a leaderboard. Saves a screenshot to test-artifacts/."""
+its screenshot, and a leaderboard. Saves a screenshot of each view to test-artifacts/ and checks
+what it shows: not blank, and the charts' marks, the found player and the attachment painted."""
 
 from __future__ import annotations
 
 import base64
+import io
 import json
+import math
 import re
 import struct
 import time
@@ -15,6 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import pytest
+from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 
 from local_runtime.process import Serve
@@ -84,11 +88,65 @@ def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
     return page, errors
 
 
-def shoot(page: Page, serve: Serve, view: str) -> None:
+# a page that failed to render is a handful of colours; text, charts and tables, antialiased, hundreds
+MIN_COLOURS = 100
+# What a region's marks are painted in, how many pixels they cover at least as the page lays them
+# out this run, and the box around them in the region's screenshot (axis labels of the marks' colour
+# are outside it): bars their area inside their antialiased edges, a 2 px line a pixel a column and
+# each dot on it 4 (near its colour: antialiased), the found player's row half its area (the rest
+# is text), the screenshot attachment its whole image (png() above).
+AROUND = """const around = (marks) => {
+    const o = c.getBoundingClientRect(), rs = marks.map(m => m.getBoundingClientRect());
+    return [Math.min(...rs.map(r => r.left)) - o.left, Math.min(...rs.map(r => r.top)) - o.top,
+            Math.max(...rs.map(r => r.right)) - o.left, Math.max(...rs.map(r => r.bottom)) - o.top]; };"""
+BARS = """const bars = [...c.querySelectorAll('rect.bar')].filter(b => +b.dataset.value > 0);
+    const inner = (r) => Math.max(0, Math.floor(r.width) - 1) * Math.max(0, Math.floor(r.height) - 1);
+    const area = bars.reduce((n, b) => n + inner(b.getBoundingClientRect()), 0);
+    return [getComputedStyle(bars[0]).fill, area, around(bars)];"""
+LINE = """const line = c.querySelector('polyline'), dots = [...c.querySelectorAll('circle.dot')];
+    const columns = Math.floor(line.getBoundingClientRect().width);
+    return [getComputedStyle(line).stroke, Math.max(columns, 4 * dots.length), around([line, ...dots])];"""
+FOUND_ROW = """const row = c.querySelector('tr.me'), r = row.getBoundingClientRect();
+    return [getComputedStyle(row).backgroundColor, Math.floor(r.width * r.height / 2), around([row])];"""
+IMAGE = """const image = c.querySelector('img');  // its width and height: as drawn, inside its border
+    return ['rgb(200, 40, 40)', image.width * image.height, around([image])];"""
+MARKS = {  # name: (region, tolerance a channel, what to measure)
+    "crash bars": ("#chart-crashes", 0, BARS),
+    "sessions line": ("#chart-sessions", 60, LINE),
+    "crash rate line": ("#chart-rate", 60, LINE),
+    "found player": ("#leaderboard", 0, FOUND_ROW),
+    "screenshot attachment": ("#detail-attachments", 0, IMAGE),
+}
+
+
+def picture(png: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(png)).convert("RGB")
+
+
+def painted(image: Image.Image, colour: str, tolerance: int) -> int:
+    """How many pixels of `image` have the CSS `colour` (rgb(r, g, b)), within `tolerance` a channel."""
+    target = [int(channel) for channel in re.findall(r"\d+", colour)[:3]]
+    return sum(n for n, rgb in image.getcolors(image.width * image.height)
+               if max(abs(a - b) for a, b in zip(rgb, target, strict=True)) <= tolerance)
+
+
+def shoot(page: Page, serve: Serve, view: str, *marks: str) -> None:
+    """Saves the view to test-artifacts/ and checks the picture, with no pixel baseline (data and
+    times differ per run): it is not blank, and each of `marks` is painted where the page puts it,
+    in its colour, over at least its area."""
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / f"dashboard-{view}-{serve.profile}.png"
     page.screenshot(path=str(shot), full_page=True)
-    assert shot.read_bytes().startswith(b"\x89PNG")
+    with Image.open(shot) as image:
+        assert image.format == "PNG" and len(image.convert("RGB").getcolors(1 << 24)) >= MIN_COLOURS, view
+    for mark in marks:
+        region, tolerance, measure = MARKS[mark]
+        colour, covered, (left, top, right, bottom) = page.locator(region).evaluate(f"c => {{ {AROUND} {measure} }}")
+        region_shot = picture(page.locator(region).screenshot())
+        (most, _), *_ = sorted(region_shot.getcolors(1 << 24), reverse=True)
+        assert most < region_shot.width * region_shot.height, (view, mark, "one flat colour")
+        where = region_shot.crop((math.floor(left), math.floor(top), math.ceil(right), math.ceil(bottom)))
+        assert covered > 0 and painted(where, colour, tolerance) >= covered, (view, mark, colour, covered)
 
 
 def state(page: Page) -> dict[str, str]:
@@ -117,11 +175,13 @@ def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: i
     assert sum(int(v) for v in bars.evaluate_all("rs => rs.map(r => r.dataset.value)")) == 30
     sessions = json.loads(page.locator("#chart-sessions polyline").get_attribute("data-values") or "[]")
     assert sum(sessions) == 120
-    # every axis label lies inside its chart: none is cut off
+    # every axis label lies inside its chart, edge to edge: none is cut off
     for chart in ("crashes", "sessions", "rate"):
-        inside = page.locator(f"#chart-{chart} svg").evaluate(
-            "svg => [...svg.querySelectorAll('text')].every(t => t.getBBox().x >= 0)")
-        assert inside, chart
+        outside = page.locator(f"#chart-{chart} svg").evaluate("""svg => { const box = svg.getBoundingClientRect();
+            return [...svg.querySelectorAll('text')].map(t => [t.textContent, t.getBoundingClientRect()])
+                .filter(([, r]) => r.left < box.left || r.right > box.right || r.top < box.top || r.bottom > box.bottom)
+                .map(([text]) => text); }""")
+        assert outside == [], chart
     expect(page.locator("#chart-rate .y-max")).to_have_text(re.compile(r"^\d+(\.\d+)?%$"))
     expect(page.locator("#alerts li").first).to_contain_text("crashes in a minute")
 
@@ -134,7 +194,7 @@ def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: i
     reports = page.locator("#reports tbody tr")
     expect(reports).to_have_count(20)
     expect(reports.first).to_have_attribute("data-report-id", str(screenshot_id))  # newest first
-    shoot(page, serve, "overview")
+    shoot(page, serve, "overview", "crash bars", "sessions line", "crash rate line")
 
     # a report opens in a drawer, from its top, with the whole payload and its attachments
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
@@ -152,7 +212,7 @@ def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: i
     assert image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [64, 36]
     expect(page.locator("#detail-attachments a.download")).to_have_attribute("download", "screenshot.png")
     assert state(page)["report"] == str(screenshot_id)
-    shoot(page, serve, "report")
+    shoot(page, serve, "report", "screenshot attachment")
     reload(page)  # the URL holds the open report
     expect(drawer).to_be_visible()
     expect(page.locator("#detail-id")).to_have_text(str(screenshot_id))
@@ -179,7 +239,7 @@ def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: i
     page.fill("#type", "ACCESS_VIOLATION")
     page.locator("#controls button[type=submit]").click()
     expect(groups).to_have_count(2)
-    shoot(page, serve, "filtered")
+    shoot(page, serve, "filtered", "crash bars")
 
     # a range applies to every panel
     page.select_option("#range", "24h")
@@ -198,7 +258,7 @@ def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: i
     expect(page.locator("#board-info")).to_contain_text("p5: rank 35, score 50")
     expect(entries).to_have_count(11)  # five either side
     assert state(page)["player"] == "p5"
-    shoot(page, serve, "leaderboard")
+    shoot(page, serve, "leaderboard", "found player")
     assert errors == []
     page.fill("#player", "nobody")  # the browser logs the API's 404 itself
     page.locator("#board-form button[type=submit]").click()
@@ -214,6 +274,7 @@ def test_a_shared_link_opens_the_same_view(serve: Serve, browser: Browser, scree
         assert page.locator(f"#{name}").input_value() == seed_ids[name]
     assert page.locator("#range").input_value() == "24h"
     expect(page.locator("#leaderboard tbody tr.me")).to_contain_text("p7")
+    shoot(page, serve, "shared-link", "crash bars", "sessions line", "crash rate line", "found player")
     assert errors == []
     page.close()
 

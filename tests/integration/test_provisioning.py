@@ -13,10 +13,14 @@ from moto import mock_aws
 
 from adapters.mysql.database import MysqlDatabase, MysqlTarget
 from lambdas.provisioning import create_topics, migrate_schema
+from local_runtime.context import LocalContext
 from pipeline.topics import ALL_TOPICS
 from tests.services import drop_database, mysql_url, namespace, settings
 
 pytestmark = pytest.mark.services  # on the engines of scripts/services
+
+# CloudFormation's custom-resource calls come with Lambda's context, which the handlers log
+CONTEXT = LocalContext("provisioning")
 
 
 def test_topics_are_created_once_with_their_partitions(monkeypatch: pytest.MonkeyPatch):
@@ -25,9 +29,9 @@ def test_topics_are_created_once_with_their_partitions(monkeypatch: pytest.Monke
     monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
     days = {prefix + topic: "7" for topic in ALL_TOPICS}
     event = {"RequestType": "Create", "ResourceProperties": {"Partitions": "3", "RetentionDays": days}}
-    assert create_topics(event, None) == {"PhysicalResourceId": f"topics:{prefix}"}
-    assert create_topics(event | {"RequestType": "Update"}, None)["PhysicalResourceId"] == f"topics:{prefix}"
-    create_topics({"RequestType": "Delete", "ResourceProperties": {}}, None)
+    assert create_topics(event, CONTEXT) == {"PhysicalResourceId": f"topics:{prefix}"}
+    assert create_topics(event | {"RequestType": "Update"}, CONTEXT)["PhysicalResourceId"] == f"topics:{prefix}"
+    create_topics({"RequestType": "Delete", "ResourceProperties": {}}, CONTEXT)
     topics = AdminClient({"bootstrap.servers": settings().kafka_bootstrap}).list_topics(timeout=10).topics
     for topic in ALL_TOPICS:
         assert len(topics[prefix + topic].partitions) == 3
@@ -39,7 +43,7 @@ def test_migrations_apply_then_do_nothing(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("BLACKBOX_MYSQL_URL", mysql_url(name))
     try:
         for kind in ("Create", "Update", "Delete"):
-            assert migrate_schema({"RequestType": kind, "ResourceProperties": {}}, None) == \
+            assert migrate_schema({"RequestType": kind, "ResourceProperties": {}}, CONTEXT) == \
                 {"PhysicalResourceId": "schema"}
         database = MysqlDatabase(mysql_url(name))
         assert database.migrate() == []  # all applied already
@@ -64,7 +68,7 @@ def test_migrations_on_the_aws_profile_take_the_database_from_secrets_manager(mo
     # the aws profile trusts the system store, as Lambda trusts Amazon's root: here it holds the local CA
     monkeypatch.setenv("SSL_CERT_FILE", str(MysqlTarget.parse(mysql_url(name)).ca_file))
     try:
-        migrate_schema({"RequestType": "Create", "ResourceProperties": {}}, None)
+        migrate_schema({"RequestType": "Create", "ResourceProperties": {}}, CONTEXT)
         database = MysqlDatabase(mysql_url(name))
         assert database.migrate() == []
         database.close()

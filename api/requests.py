@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -73,7 +74,11 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def validation_error(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> BlackboxError:
-    first = exc.errors()[0]
+    return contract_error(exc.errors()[0], prefix)
+
+
+def contract_error(first: Mapping[str, Any], prefix: tuple[int | str, ...] = ()) -> BlackboxError:
+    """A pydantic error (the first of a validation) as the contract's 400, naming the field."""
     raw_loc = tuple(first["loc"])
     if "[key]" in raw_loc:  # a bad dict key (an attachment name): the field is the dict itself
         raw_loc = raw_loc[: raw_loc.index("[key]") - 1]

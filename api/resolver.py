@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 import pybase64
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import Route
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from api.requests import Posted
+from api.requests import Posted, contract_error
 from ports.errors import BlackboxError, InvalidField, NotFound, StoreUnavailable, UnsupportedMediaType
 from ports.limits import MAX_IDEMPOTENCY_KEY_CHARS
 from ports.telemetry import logger
@@ -69,13 +72,57 @@ class _PerThreadResolver(APIGatewayRestResolver):
     def current_event(self, value: APIGatewayProxyEvent) -> None:
         self._invocation.event = value
 
+    # and the request's context, where Powertools' validation keeps the route and its arguments
+    @property
+    def context(self) -> dict[str, Any]:
+        if not hasattr(self._invocation, "context"):
+            self._invocation.context = {}
+        context: dict[str, Any] = self._invocation.context
+        return context
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        self._invocation.context = value
+
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         self.current_event = APIGatewayProxyEvent(dict(event))
         return super().resolve(event, context)
 
 
+def declared_only(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """A GET's query parameters are those its route's signature declares: any other, or one given
+    twice, is refused rather than silently ignored."""
+    _check_declared(app)
+    return next_middleware(app)
+
+
+def _check_declared(app: APIGatewayRestResolver) -> None:
+    route: Route | None = app.context.get("_route")
+    if app.current_event.http_method == "GET" and route is not None:
+        event = app.current_event
+        # a sample or hand-made event may carry only the single-valued map
+        given = event.multi_value_query_string_parameters or {
+            name: [value] for name, value in (event.query_string_parameters or {}).items()
+        }
+        check_names(given, frozenset(field.alias for field in route.dependant.query_params))
+
+
+def check_names(given: Mapping[str, Sequence[str]], accepted: frozenset[str]) -> None:
+    """The error names the first offending parameter in sorted order, whatever order they came in."""
+    unknown = sorted(set(given) - accepted)
+    if unknown:
+        takes = f"it takes {', '.join(sorted(accepted))}" if accepted else "it takes none"
+        raise InvalidField(f"{unknown[0]} is not a query parameter of this route; {takes}", unknown[0])
+    repeated = sorted(name for name, values in given.items() if len(values) > 1)
+    if repeated:
+        raise InvalidField(f"{repeated[0]} is given {len(given[repeated[0]])} times; give it once", repeated[0])
+
+
 def create_resolver() -> APIGatewayRestResolver:
-    app = _PerThreadResolver()
+    """Routes are validated from their signatures (typed query and path parameters, Powertools'
+    OpenAPI validation); a capture route, the hot path, parses its body itself and turns its
+    validation off."""
+    app = _PerThreadResolver(enable_validation=True)
 
     def domain_error(error: BlackboxError) -> Response[str]:
         if isinstance(error, StoreUnavailable):  # the engine's own words are for the log, not the client
@@ -90,10 +137,23 @@ def create_resolver() -> APIGatewayRestResolver:
         logger.exception("unhandled error")
         return json_response(500, {"error": "internal", "message": f"unexpected {type(error).__name__}"})
 
+    def invalid_request(error: RequestValidationError) -> Response[str]:
+        # Powertools validates before any middleware runs: a parameter the route does not take is
+        # still the one named, whatever else is wrong
+        try:
+            _check_declared(app)
+        except BlackboxError as undeclared:
+            return error_response(undeclared)
+        # its loc starts with where the value was: query, path or body
+        first = error.errors()[0]
+        return error_response(contract_error({**first, "loc": tuple(first["loc"])[1:]}))
+
     # registered by call: Powertools' decorators are untyped
+    app.exception_handler(RequestValidationError)(invalid_request)
     app.exception_handler(BlackboxError)(domain_error)
     app.not_found(no_route)
     app.exception_handler(Exception)(unexpected)
+    app.use([declared_only])
     return app
 
 

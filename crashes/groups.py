@@ -6,27 +6,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from api import queryparams
-from crashes.model import query_sku
 from crashes.persistence import ReportDocument
-from crashes.reporting import equals
 from crashes.signature import top_frames
 from ports import CrashIndex, DocumentStore
-from ports.timeutil import HOUR_MS, to_rfc3339
+from ports.timeutil import HOUR_MS, time_range, to_rfc3339
 
 MAX_GROUPS = 100
 DEFAULT_SPAN_MS = 24 * HOUR_MS
-# the report filters that narrow groups (a signature filter would leave one group)
-FILTERS = ("crashType", "errorCode", "platform", "buildVersion")
-# the query parameters of GET /v1/crash-groups
-PARAMETERS = ("sku", "from", "to", "limit", *FILTERS)
 
 
-def crash_groups(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
-    sku = query_sku(params)
-    limit = queryparams.integer(params, "limit", 20, 1, MAX_GROUPS)
-    from_ms, to_ms = queryparams.time_range(params, lambda to: to - DEFAULT_SPAN_MS)
-    groups = index.crash_groups(sku, from_ms, to_ms, limit, equals(params, FILTERS))
+def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_ms: int | None = None,
+                 to_ms: int | None = None, limit: int = 20, equals: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`equals`: report filters by index field (crashes.reporting.narrowing); a signature filter
+    would leave one group, so the route offers none."""
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: to - DEFAULT_SPAN_MS)
+    groups = index.crash_groups(sku, from_ms, to_ms, limit, equals)
     samples = {g.sample_report_id: index.get(g.sample_report_id) for g in groups}
     found = documents.get_many([r.entry.report_key for r in samples.values() if r is not None])
     frames: dict[int, list[str]] = {}

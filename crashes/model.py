@@ -5,19 +5,14 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import Annotated, Any
 
 import pybase64
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from api import queryparams
 from pipeline.idempotency import body_hash
-from ports.limits import INT64_MAX, INT64_MIN, SKU_PATTERN, AttachmentName, Identifier, Sku
+from ports.limits import INT64_MAX, INT64_MIN, AttachmentName, Identifier, Sku
 
-
-def query_sku(params: Mapping[str, str]) -> str:
-    return queryparams.matching(params, "sku", SKU_PATTERN, "1 to 64 of A-Z a-z 0-9 . _ : -")
 # the index stores these in VARCHAR(256): longer ones are refused at capture, not left to fail a batch
 MAX_INDEXED_CHARS = 256
 Indexed = Annotated[str, StringConstraints(max_length=MAX_INDEXED_CHARS)]

@@ -4,15 +4,16 @@ and attachments are fetched from the document store only when asked for (DESIGN 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 import pybase64
 
-from api import queryparams
-from crashes.model import attachment_key, query_sku
+from crashes.model import attachment_key
 from crashes.persistence import ReportDocument
 from ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport, ReportFilter
+from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, ascii_int
 from ports.timeutil import to_rfc3339
@@ -25,15 +26,30 @@ FULL_PAGE_BYTES = 4 * 1024 * 1024
 
 # query parameter → index field
 FILTERS = dict(zip(("crashType", "errorCode", "platform", "buildVersion", "signature"), FILTERABLE, strict=True))
-# the query parameters of GET /v1/crashes
-LIST_PARAMETERS = ("sku", "from", "to", "limit", "cursor", "offset", "fields", "order", *FILTERS)
 # a cursor says which way it pages, so one from an oldest-first listing never continues a newest-first one
 _CURSOR_KIND = {"asc": "r", "desc": "d"}
+Order = Literal["asc", "desc"]
+Fields = Literal["summary", "full"]
 
 
-def equals(params: Mapping[str, str], names: Sequence[str]) -> dict[str, str]:
-    """The exact-match filters among these query parameters, by index field."""
-    return {FILTERS[name]: params[name] for name in names if name in params}
+def narrowing(**given: str | None) -> dict[str, str]:
+    """The report filters given, by index field: narrowing(platform="ps5", crashType=None)."""
+    return {FILTERS[name]: value for name, value in given.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class ReportQuery:
+    """A page of GET /v1/crashes: `equals` is by index field (see narrowing)."""
+
+    sku: str
+    limit: int = 100
+    from_ms: int | None = None
+    to_ms: int | None = None
+    cursor: str | None = None
+    offset: int = 0
+    order: Order = "asc"
+    fields: Fields = "summary"
+    equals: Mapping[str, str] = field(default_factory=dict)
 
 
 def summary(report: IndexedReport) -> dict[str, Any]:
@@ -55,8 +71,8 @@ def summary(report: IndexedReport) -> dict[str, Any]:
     }
 
 
-def _after_id(params: Mapping[str, str], order: str) -> int | None:
-    position = queryparams.cursor(params, _CURSOR_KIND[order])
+def _after_id(cursor: str | None, order: Order) -> int | None:
+    position = decode_cursor(cursor, _CURSOR_KIND[order])
     if position is None:
         return None
     report_id = ascii_int(position, 0, INT64_MAX)
@@ -99,29 +115,26 @@ def _within_bytes(reports: Sequence[IndexedReport]) -> Sequence[IndexedReport]:
     return reports
 
 
-def list_reports(index: CrashIndex, documents: DocumentStore, params: Mapping[str, str]) -> dict[str, Any]:
+def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) -> dict[str, Any]:
     """Oldest first (`order=asc`, by reportId) or newest first (`order=desc`); the cursor pages on
     by reportId in that order, so a report indexed meanwhile is neither skipped nor repeated."""
-    limit = queryparams.integer(params, "limit", 100, 1, MAX_LIMIT)
-    if "cursor" in params and "offset" in params:
+    if q.cursor is not None and q.offset:
         raise InvalidField("give cursor or offset, not both", "offset")
-    order = queryparams.choice(params, "order", ("asc", "desc"))
     query = ReportFilter(
-        sku=query_sku(params),
-        limit=limit + 1,  # one more tells whether there is a next page
-        from_ms=queryparams.time(params, "from"),
-        to_ms=queryparams.time(params, "to"),
-        after_id=_after_id(params, order),
-        offset=queryparams.integer(params, "offset", 0, 0, MAX_OFFSET),
-        equals=equals(params, list(FILTERS)),
-        newest_first=order == "desc",
+        sku=q.sku,
+        limit=q.limit + 1,  # one more tells whether there is a next page
+        from_ms=q.from_ms,
+        to_ms=q.to_ms,
+        after_id=_after_id(q.cursor, q.order),
+        offset=q.offset,
+        equals=dict(q.equals),
+        newest_first=q.order == "desc",
     )
-    fields = queryparams.choice(params, "fields", ("summary", "full"))
     found = index.find(query)
-    page = _within_bytes(found[:limit]) if fields == "full" else found[:limit]
-    reports = _full(page, documents) if fields == "full" else [summary(r) for r in page]
+    page = _within_bytes(found[:q.limit]) if q.fields == "full" else found[:q.limit]
+    reports = _full(page, documents) if q.fields == "full" else [summary(r) for r in page]
     more = len(found) > len(page)
-    next_cursor = queryparams.encode_cursor(_CURSOR_KIND[order], str(page[-1].report_id)) if more else None
+    next_cursor = encode_cursor(_CURSOR_KIND[q.order], str(page[-1].report_id)) if more else None
     return {"reports": reports, "nextCursor": next_cursor}
 
 

@@ -3,16 +3,13 @@ dashboard offers to pick from. One index lookup a sku in each store, whatever th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from api import queryparams
 from ports import CrashIndex, SessionCounters
+from ports.cursors import decode_cursor, encode_cursor
 from ports.timeutil import to_rfc3339
 
 MAX_LIMIT = 1000
-# the query parameters of GET /v1/skus
-PARAMETERS = ("limit", "cursor")
 _CURSOR_KIND = "s"
 
 
@@ -20,9 +17,9 @@ def _time(epoch_ms: int | None) -> str | None:
     return None if epoch_ms is None else to_rfc3339(epoch_ms)
 
 
-def list_skus(index: CrashIndex, counters: SessionCounters, params: Mapping[str, str]) -> dict[str, Any]:
-    limit = queryparams.integer(params, "limit", 100, 1, MAX_LIMIT)
-    after = queryparams.cursor(params, _CURSOR_KIND) or ""
+def list_skus(index: CrashIndex, counters: SessionCounters, *, limit: int = 100,
+              cursor: str | None = None) -> dict[str, Any]:
+    after = decode_cursor(cursor, _CURSOR_KIND) or ""
     # each store's first limit + 1 skus hold the first limit + 1 of both together; and a sku among
     # the first `limit` missing from one store's list is not in that store (it would come earlier)
     crashes = {seen.sku: seen.last_seen for seen in index.skus(after, limit + 1)}
@@ -32,5 +29,5 @@ def list_skus(index: CrashIndex, counters: SessionCounters, params: Mapping[str,
     return {
         "skus": [{"sku": sku, "lastCrash": _time(crashes.get(sku)), "lastSession": _time(sessions.get(sku))}
                  for sku in page],
-        "nextCursor": queryparams.encode_cursor(_CURSOR_KIND, page[-1]) if len(names) > limit else None,
+        "nextCursor": encode_cursor(_CURSOR_KIND, page[-1]) if len(names) > limit else None,
     }

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from api import queryparams
-from crashes.model import query_sku
 from ports import CrashIndex, IndexEntry
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, time_range, to_rfc3339
 
 MAX_MINUTES = 10_080  # a week
 
@@ -72,9 +70,9 @@ def spikes_in(index: CrashIndex, policy: SpikePolicy, sku: str, minutes: Iterabl
     return found
 
 
-def list_alerts(index: CrashIndex, policy: SpikePolicy, params: Mapping[str, str]) -> dict[str, Any]:
-    sku = query_sku(params)
-    from_ms, to_ms = queryparams.time_range(params, lambda to: floor_to(to, MINUTE_MS) + MINUTE_MS - HOUR_MS)
+def list_alerts(index: CrashIndex, policy: SpikePolicy, sku: str, *, from_ms: int | None = None,
+                to_ms: int | None = None) -> dict[str, Any]:
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, MINUTE_MS) + MINUTE_MS - HOUR_MS)
     first = floor_to(from_ms, MINUTE_MS)
     if (to_ms - first) // MINUTE_MS > MAX_MINUTES:
         raise InvalidField(f"at most {MAX_MINUTES} minutes; use a shorter range", "from")

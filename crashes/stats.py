@@ -3,32 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from api import queryparams
-from crashes.groups import FILTERS
-from crashes.model import query_sku
-from crashes.reporting import equals
 from ports import CrashIndex, SessionCounters
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, time_range, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
-# the query parameters of GET /v1/stats
-PARAMETERS = ("sku", "from", "to", "granularity", *FILTERS)
+Granularity = Literal["minute", "hour"]
 _STEP = {"minute": MINUTE_MS, "hour": HOUR_MS}
 _DEFAULT_SPAN = {"minute": HOUR_MS, "hour": 24 * HOUR_MS}
 
 
-def crash_stats(index: CrashIndex, counters: SessionCounters, params: Mapping[str, str]) -> dict[str, Any]:
-    """Crashes and sessions per bucket. The report filters narrow the crashes; sessions carry no
-    platform, build or crash type, so with a filter there is no crash rate to give (null)."""
-    sku = query_sku(params)
-    narrowed = equals(params, FILTERS)
-    granularity = queryparams.choice(params, "granularity", ("minute", "hour"))
+def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_ms: int | None = None,
+                to_ms: int | None = None, granularity: Granularity = "minute",
+                equals: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Crashes and sessions per bucket. The report filters (`equals`, by index field) narrow the
+    crashes; sessions carry no platform, build or crash type, so with a filter there is no crash
+    rate to give (null)."""
+    narrowed = dict(equals or {})
     step = _STEP[granularity]
     # by default the whole buckets of the last hour (minute) or day (hour), the current one last
-    from_ms, to_ms = queryparams.time_range(params, lambda to: floor_to(to, step) + step - _DEFAULT_SPAN[granularity])
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, step) + step - _DEFAULT_SPAN[granularity])
     start = floor_to(from_ms, step)
     if (to_ms - start) // step > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")

@@ -1,16 +1,19 @@
 """Leaderboards: the boards, board settings, a player's rank, top-N, around a player, the rank of a
-score. Each GET route declares the query parameters it takes; any other is refused."""
+score. Each route's signature is its part of the contract: the query parameters it takes, typed
+and bounded; any other is refused (api.resolver.declared_only)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from api.queryparams import NO_PARAMETERS, Accepts
+from api.params import DIGITS, Cursor
 from api.resolver import create_resolver, json_response, posted
+from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
 from ranking import leaderboard
 from ranking.tree import DEFAULT_TREE
@@ -18,9 +21,10 @@ from ranking.tree import DEFAULT_TREE
 app = create_resolver()
 
 
-@app.get("/v1/leaderboards", middlewares=[Accepts(*leaderboard.LIST_PARAMETERS)])
-def list_boards() -> Response[str]:
-    return json_response(200, leaderboard.boards(current().ranking, app.current_event.query_string_parameters))
+@app.get("/v1/leaderboards")
+def list_boards(limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DIGITS] = 100,
+                cursor: Cursor = None) -> Response[str]:
+    return json_response(200, leaderboard.boards(current().ranking, limit=limit, cursor=cursor))
 
 
 @app.put("/v1/leaderboards/<board>")
@@ -28,32 +32,33 @@ def put_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.configure(current().ranking, board, posted(app.current_event)))
 
 
-@app.get("/v1/leaderboards/<board>", middlewares=[NO_PARAMETERS])
+@app.get("/v1/leaderboards/<board>")
 def get_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.describe(current().ranking, DEFAULT_TREE, board))
 
 
-@app.get("/v1/leaderboards/<board>/players/<player_id>", middlewares=[NO_PARAMETERS])
+@app.get("/v1/leaderboards/<board>/players/<player_id>")
 def get_player(board: str, player_id: str) -> Response[str]:
     return json_response(200, leaderboard.player(current().ranking, DEFAULT_TREE, board, player_id))
 
 
-@app.get("/v1/leaderboards/<board>/top", middlewares=[Accepts("limit", "offset")])
-def get_top(board: str) -> Response[str]:
-    params = app.current_event.query_string_parameters
-    return json_response(200, leaderboard.top(current().ranking, DEFAULT_TREE, board, params))
+@app.get("/v1/leaderboards/<board>/top")
+def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP), DIGITS] = 10,
+            offset: Annotated[int, Query(ge=0, le=INT64_MAX, description="entries to skip"), DIGITS] = 0,
+            ) -> Response[str]:
+    return json_response(200, leaderboard.top(current().ranking, DEFAULT_TREE, board, limit=limit, offset=offset))
 
 
-@app.get("/v1/leaderboards/<board>/around/<player_id>", middlewares=[Accepts("radius")])
-def get_around(board: str, player_id: str) -> Response[str]:
-    params = app.current_event.query_string_parameters
-    return json_response(200, leaderboard.around(current().ranking, DEFAULT_TREE, board, player_id, params))
+@app.get("/v1/leaderboards/<board>/around/<player_id>")
+def get_around(board: str, player_id: str,
+               radius: Annotated[int, Query(ge=0, le=leaderboard.MAX_RADIUS,
+                                            description="entries above and below"), DIGITS] = 5) -> Response[str]:
+    return json_response(200, leaderboard.around(current().ranking, DEFAULT_TREE, board, player_id, radius=radius))
 
 
-@app.get("/v1/leaderboards/<board>/rank", middlewares=[Accepts("score")])
-def get_rank(board: str) -> Response[str]:
-    params = app.current_event.query_string_parameters
-    return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, params))
+@app.get("/v1/leaderboards/<board>/rank")
+def get_rank(board: str, score: Annotated[int, Query(ge=INT64_MIN, le=INT64_MAX), DIGITS]) -> Response[str]:
+    return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, score))
 
 
 @instrumented

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from ports.errors import InvalidField
@@ -25,8 +26,9 @@ def to_rfc3339(epoch_ms: int) -> str:
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
 
 
-def parse_time(value: str, field: str) -> int:
-    """Accepts epoch milliseconds or RFC 3339 (a zone is required: a bare local time is ambiguous)."""
+def parse_epoch_ms(value: str) -> int:
+    """Accepts epoch milliseconds or RFC 3339 (a zone is required: a bare local time is ambiguous);
+    a ValueError says what is wrong."""
     text = value.strip()
     epoch_ms = ascii_int(text, _FIRST_MS, _LAST_MS)
     if epoch_ms is not None:
@@ -34,12 +36,27 @@ def parse_time(value: str, field: str) -> int:
     try:
         dt = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
-        raise InvalidField(f"{field} must be RFC 3339 or epoch milliseconds within the years 1 to 9999",
-                           field) from None
+        raise ValueError("must be RFC 3339 or epoch milliseconds within the years 1 to 9999") from None
     if dt.tzinfo is None:
-        raise InvalidField(f"{field} must carry a time zone, e.g. 2026-01-01T00:00:00Z", field)
+        raise ValueError("must carry a time zone, e.g. 2026-01-01T00:00:00Z")
     # integer arithmetic: float timestamps turn .123 into 122.99999...
     return (dt - _EPOCH) // timedelta(milliseconds=1)
+
+
+def parse_time(value: str, field: str) -> int:
+    try:
+        return parse_epoch_ms(value)
+    except ValueError as exc:
+        raise InvalidField(f"{field} {exc}", field) from None
+
+
+def time_range(from_ms: int | None, to_ms: int | None, default_from: Callable[[int], int]) -> tuple[int, int]:
+    """`to` defaults to now and `from` to `default_from(to)`; `to` must come after `from`."""
+    to = now_ms() if to_ms is None else to_ms
+    start = default_from(to) if from_ms is None else from_ms
+    if to <= start:
+        raise InvalidField("to must be after from", "to")
+    return start, to
 
 
 def floor_to(epoch_ms: int, step_ms: int) -> int:

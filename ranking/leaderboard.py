@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from api import queryparams
 from api.requests import Posted, validate
 from ports import BoardSettings, Entry, NodeRange, RankingStore
+from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
-from ports.limits import INT64_MAX, INT64_MIN, ascii_int
 from ranking.model import NAME_PATTERN, BoardSettingsBody
 from ranking.queries import rank_of, score_at
 from ranking.tree import Tree
@@ -21,8 +20,6 @@ from ranking.tree import Tree
 MAX_TOP = 1000
 MAX_RADIUS = 100
 MAX_BOARDS = 1000
-# the query parameters of GET /v1/leaderboards
-LIST_PARAMETERS = ("limit", "cursor")
 _CURSOR_KIND = "b"
 
 
@@ -56,14 +53,13 @@ def describe(store: RankingStore, tree: Tree, board: str) -> dict[str, Any]:
     return {"board": board, "order": settings.order, "operator": settings.operator, "players": players}
 
 
-def boards(store: RankingStore, params: Mapping[str, str]) -> dict[str, Any]:
+def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
     """The boards by name, with their settings."""
-    limit = queryparams.integer(params, "limit", 100, 1, MAX_BOARDS)
-    found = store.boards(queryparams.cursor(params, _CURSOR_KIND) or "", limit + 1)
+    found = store.boards(decode_cursor(cursor, _CURSOR_KIND) or "", limit + 1)
     page = found[:limit]
     return {
         "boards": [{"board": b.board, "order": b.order, "operator": b.operator} for b in page],
-        "nextCursor": queryparams.encode_cursor(_CURSOR_KIND, page[-1].board) if len(found) > limit else None,
+        "nextCursor": encode_cursor(_CURSOR_KIND, page[-1].board) if len(found) > limit else None,
     }
 
 
@@ -106,10 +102,8 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> dict[
 
 
 @_one_state
-def top(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) -> dict[str, Any]:
+def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int = 0) -> dict[str, Any]:
     settings = _board(store, board)
-    limit = queryparams.integer(params, "limit", 10, 1, MAX_TOP)
-    offset = queryparams.integer(params, "offset", 0, 0, INT64_MAX)
     first = score_at(tree, store, board, settings.order, offset + 1)
     if first is None:
         return {"entries": []}
@@ -121,9 +115,8 @@ def top(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) 
 
 
 @_one_state
-def around(store: RankingStore, tree: Tree, board: str, player_id: str, params: Mapping[str, str]) -> dict[str, Any]:
+def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radius: int = 5) -> dict[str, Any]:
     settings = _board(store, board)
-    radius = queryparams.integer(params, "radius", 5, 0, MAX_RADIUS)
     score = store.scores(board, [player_id]).get(player_id)
     if score is None:
         raise NotFound(f"player {player_id} has no score on {board}")
@@ -138,10 +131,6 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, params: 
 
 
 @_one_state
-def rank_for_score(store: RankingStore, tree: Tree, board: str, params: Mapping[str, str]) -> dict[str, Any]:
+def rank_for_score(store: RankingStore, tree: Tree, board: str, score: int) -> dict[str, Any]:
     settings = _board(store, board)
-    text = queryparams.required(params, "score")
-    score = ascii_int(text, INT64_MIN, INT64_MAX)
-    if score is None:
-        raise InvalidField("score must be a signed 64-bit integer", "score")
     return {"score": score, "rank": rank_of(tree, store, board, settings.order, score)}

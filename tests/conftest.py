@@ -9,6 +9,7 @@ import pytest
 
 from adapters.factory import Adapters, build, install
 from adapters.settings import Settings
+from local_runtime.context import LocalContext
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
 # fixtures that only scripts/services provides: Chromium for the dashboard's tests
@@ -39,3 +40,20 @@ def adapters(tmp_path: Path) -> Iterator[Adapters]:
 def load_event(name: str) -> dict[str, Any]:
     event: dict[str, Any] = json.loads((EVENTS / name).read_text())
     return event
+
+
+def get(handler: Any, path: str, **params: object) -> tuple[int, Any]:
+    """A GET through a function's handler as API Gateway sends it, with these query parameters
+    (their text, as a URL carries them): the status and the decoded body."""
+    event = load_event("reporter-list-crashes.json")  # API Gateway's shape; path and query replaced
+    query = {name: str(value) for name, value in params.items()}
+    event.update(path=path, queryStringParameters=query or None,
+                 multiValueQueryStringParameters={name: [value] for name, value in query.items()} or None)
+    response = handler(event, LocalContext(function_name="get"))
+    return response["statusCode"], json.loads(response["body"])
+
+
+def ok(answer: tuple[int, Any]) -> Any:
+    status, body = answer
+    assert status == 200, body
+    return body

@@ -92,12 +92,12 @@ def test_leaderboard_reads_equal_brute_force(ranking_store: RankingStore, log, o
     assert score_at(TREE, ranking_store, board, order, len(expected) + 1) is None
     for offset, limit in [(0, 1000), (0, 3), (2, 4), (len(expected) - 1, 5), (len(expected), 5)]:
         if offset >= 0:
-            got = leaderboard.top(ranking_store, TREE, board, {"offset": str(offset), "limit": str(limit)})
+            got = leaderboard.top(ranking_store, TREE, board, offset=offset, limit=limit)
             assert got["entries"] == expected[offset : offset + limit]
     for index, entry in enumerate(expected):
-        got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], {"radius": "2"})
+        got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], radius=2)
         assert got["entries"] == expected[max(0, index - 2) : index + 3]
-    assert leaderboard.rank_for_score(ranking_store, TREE, board, {"score": str(probe)})["rank"] == brute.rank(probe)
+    assert leaderboard.rank_for_score(ranking_store, TREE, board, probe)["rank"] == brute.rank(probe)
 
 
 def test_a_board_appears_on_its_first_score_as_desc_best(ranking_store: RankingStore, log):
@@ -154,9 +154,9 @@ def test_a_list_read_while_the_worker_moves_a_player_is_one_state(ranking_store:
     move("a", None, 50, 0)
     move("b", None, 40, 1)
     store = _WriteBetweenReads(ranking_store, lambda: move("a", 50, 30, 2))
-    assert leaderboard.top(store, TREE, board, {})["entries"] == [  # type: ignore[arg-type]
+    assert leaderboard.top(store, TREE, board)["entries"] == [  # type: ignore[arg-type]
         {"rank": 1, "playerId": "a", "score": 50}, {"rank": 2, "playerId": "b", "score": 40}]
-    assert leaderboard.top(ranking_store, TREE, board, {})["entries"] == [
+    assert leaderboard.top(ranking_store, TREE, board)["entries"] == [
         {"rank": 1, "playerId": "b", "score": 40}, {"rank": 2, "playerId": "a", "score": 30}]
 
 

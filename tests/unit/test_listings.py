@@ -1,5 +1,5 @@
-"""The listings' domain functions: reports newest first, crash groups narrowed by report fields,
-skus and boards paged by name, and the query-parameter checks every GET route runs."""
+"""The listings through their handlers: reports newest first, crash groups and stats narrowed by
+report fields, skus and boards paged by name, and the query-parameter checks every GET route runs."""
 
 from __future__ import annotations
 
@@ -10,18 +10,15 @@ from typing import Any
 import pytest
 
 from adapters.factory import Adapters
-from api.queryparams import check_names
 from api.requests import Posted
+from api.resolver import check_names
 from crashes.capture import capture_crash
-from crashes.groups import crash_groups
 from crashes.persistence import persist_crashes
-from crashes.reporting import list_reports
-from crashes.skus import list_skus
-from crashes.stats import crash_stats
+from lambdas import leaderboards, reporter
 from ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
 from ports.errors import InvalidField
 from ports.timeutil import now_ms
-from ranking.leaderboard import boards
+from tests.conftest import get, ok
 
 
 def ingest(adapters: Adapters, payloads: list[dict[str, Any]]) -> None:
@@ -32,7 +29,14 @@ def ingest(adapters: Adapters, payloads: list[dict[str, Any]]) -> None:
 
 
 def listing(adapters: Adapters, **params: Any) -> dict[str, Any]:
-    return list_reports(adapters.index, adapters.documents, {k: str(v) for k, v in params.items()})
+    return ok(get(reporter.handler, "/v1/crashes", **params))
+
+
+def refused(handler: Any, path: str, **params: Any) -> str:
+    """The field a 400 names."""
+    status, body = get(handler, path, **params)
+    assert (status, body["error"]) == (400, "invalid_field"), body
+    return str(body["field"])
 
 
 def pages(read: Callable[[dict[str, str]], dict[str, Any]], key: str) -> list[list[Any]]:
@@ -56,14 +60,9 @@ def test_a_cursor_pages_only_in_the_order_it_was_given_for(adapters: Adapters):
     ingest(adapters, [{"sku": "g"}, {"sku": "g"}])
     ascending = listing(adapters, sku="g", limit=1)["nextCursor"]
     descending = listing(adapters, sku="g", limit=1, order="desc")["nextCursor"]
-    with pytest.raises(InvalidField) as caught:
-        listing(adapters, sku="g", order="desc", cursor=ascending)
-    assert caught.value.field == "cursor"
-    with pytest.raises(InvalidField):
-        listing(adapters, sku="g", cursor=descending)
-    with pytest.raises(InvalidField) as caught:
-        listing(adapters, sku="g", order="newest")
-    assert caught.value.field == "order"
+    assert refused(reporter.handler, "/v1/crashes", sku="g", order="desc", cursor=ascending) == "cursor"
+    assert refused(reporter.handler, "/v1/crashes", sku="g", cursor=descending) == "cursor"
+    assert refused(reporter.handler, "/v1/crashes", sku="g", order="newest") == "order"
 
 
 def test_an_error_code_posted_as_a_number_stays_a_number_in_the_payload(adapters: Adapters):
@@ -82,7 +81,7 @@ def test_crash_groups_count_only_the_reports_that_match(adapters: Adapters):
                       {"sku": "g", "platform": "pc", "stackTrace": "#0 0x1 in b()", "crashType": "OOM"}])
 
     def counts(**filters: str) -> list[int]:
-        return [g["count"] for g in crash_groups(adapters.index, adapters.documents, {"sku": "g", **filters})["groups"]]
+        return [g["count"] for g in ok(get(reporter.handler, "/v1/crash-groups", sku="g", **filters))["groups"]]
 
     assert counts() == [2, 1]
     assert counts(platform="ps5") == [1]
@@ -99,7 +98,7 @@ def test_stats_crashes_narrowed_by_report_fields_and_no_rate_then(adapters: Adap
                                                                                  "client"): 10})
 
     def totals(**filters: str) -> tuple[int, int, list[float]]:
-        series = crash_stats(adapters.index, adapters.counters, {"sku": "g", **filters})["series"]
+        series = ok(get(reporter.handler, "/v1/stats", sku="g", **filters))["series"]
         return (sum(b["crashes"] for b in series), sum(b["sessions"] for b in series),
                 [b["crashRate"] for b in series if b["crashRate"] is not None])
 
@@ -126,8 +125,7 @@ def test_skus_page_by_name_over_reports_and_sessions(adapters: Adapters):
         {"sku": "f", "lastCrash": "1970-01-01T00:00:02.000Z", "lastSession": "1970-01-01T00:03:00.000Z"},
     ]
     for limit in range(1, 8):
-        got = pages(lambda cursor, limit=limit: list_skus(adapters.index, adapters.counters,
-                                                          {"limit": str(limit), **cursor}), "skus")
+        got = pages(lambda cursor, limit=limit: ok(get(reporter.handler, "/v1/skus", limit=limit, **cursor)), "skus")
         assert [sku for page in got for sku in page] == expected, limit
         assert all(len(page) == limit for page in got[:-1])
 
@@ -136,14 +134,13 @@ def test_boards_page_by_name_with_their_settings(adapters: Adapters):
     names = ["z", "weekly:eu", "all", "daily"]
     for name in names:
         adapters.ranking.put_board(BoardSettings(name, "asc" if name == "all" else "desc", "best"))
-    got = pages(lambda cursor: boards(adapters.ranking, {"limit": "3", **cursor}), "boards")
+    got = pages(lambda cursor: ok(get(leaderboards.handler, "/v1/leaderboards", limit=3, **cursor)), "boards")
     assert [len(page) for page in got] == [3, 1]
     assert [b["board"] for page in got for b in page] == sorted(names)
     assert got[0][0] == {"board": "all", "order": "asc", "operator": "best"}
     adapters.counters.apply(Checkpoint("c", "s-0", -1, 0), {SessionBucket(sku, 0, "client"): 1 for sku in "xy"})
-    sku_cursor = list_skus(adapters.index, adapters.counters, {"limit": "1"})["nextCursor"]
-    with pytest.raises(InvalidField):  # a cursor of another listing
-        boards(adapters.ranking, {"cursor": sku_cursor})
+    sku_cursor = ok(get(reporter.handler, "/v1/skus", limit=1))["nextCursor"]
+    assert refused(leaderboards.handler, "/v1/leaderboards", cursor=sku_cursor) == "cursor"  # another listing's
 
 
 @pytest.mark.parametrize(("given", "field"), [

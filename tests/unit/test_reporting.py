@@ -1,4 +1,4 @@
-"""Listing, paging, filters, full payloads and stats, through the reporter's domain functions."""
+"""Listing, paging, filters, full payloads and stats, through the reporter's handler."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import pytest
 from adapters.factory import Adapters
 from api.requests import Posted
 from crashes.capture import capture_crash
-from crashes.groups import crash_groups
 from crashes.persistence import persist_crashes
-from crashes.reporting import get_attachment, get_report, list_reports
-from crashes.stats import crash_stats
-from ports.errors import InvalidField, MissingField, NotFound
+from crashes.reporting import get_attachment, get_report
+from lambdas import reporter
+from ports.errors import InvalidField, NotFound
 from ports.limits import ascii_int
 from ports.timeutil import now_ms, parse_time, to_rfc3339
 from sessions.capture import capture_sessions
 from sessions.counting import count_sessions
+from tests.conftest import get, ok
 
 
 def ingest(adapters: Adapters, payloads: list[dict]) -> None:
@@ -29,7 +29,7 @@ def ingest(adapters: Adapters, payloads: list[dict]) -> None:
 
 
 def listing(adapters: Adapters, **params) -> dict:
-    return list_reports(adapters.index, adapters.documents, {k: str(v) for k, v in params.items()})
+    return ok(get(reporter.handler, "/v1/crashes", **params))
 
 
 def test_cursor_pages_through_everything_once(adapters: Adapters):
@@ -115,21 +115,24 @@ def test_time_range_is_on_submit_time(adapters: Adapters):
 @pytest.mark.parametrize(
     ("params", "error", "field"),
     [
-        ({}, MissingField, "sku"),
-        ({"sku": "g", "limit": "0"}, InvalidField, "limit"),
-        ({"sku": "g", "limit": "1001"}, InvalidField, "limit"),
-        ({"sku": "g", "limit": "ten"}, InvalidField, "limit"),
-        ({"sku": "g", "cursor": "???"}, InvalidField, "cursor"),
-        ({"sku": "g", "cursor": "cjE", "offset": "1"}, InvalidField, "offset"),
-        ({"sku": "g", "fields": "all"}, InvalidField, "fields"),
-        ({"sku": "g", "from": "yesterday"}, InvalidField, "from"),
-        ({"sku": "g", "from": "2026-01-01T00:00:00"}, InvalidField, "from"),
+        ({}, "missing_field", "sku"),
+        ({"sku": "g", "limit": "0"}, "invalid_field", "limit"),
+        ({"sku": "g", "limit": "1001"}, "invalid_field", "limit"),
+        ({"sku": "g", "limit": "ten"}, "invalid_field", "limit"),
+        ({"sku": "g", "limit": " 5"}, "invalid_field", "limit"),
+        ({"sku": "g", "limit": "1_0"}, "invalid_field", "limit"),
+        ({"sku": "g b"}, "invalid_field", "sku"),
+        ({"sku": "g", "cursor": "???"}, "invalid_field", "cursor"),
+        ({"sku": "g", "cursor": "cjE", "offset": "1"}, "invalid_field", "offset"),
+        ({"sku": "g", "fields": "all"}, "invalid_field", "fields"),
+        ({"sku": "g", "from": "yesterday"}, "invalid_field", "from"),
+        ({"sku": "g", "from": "2026-01-01T00:00:00"}, "invalid_field", "from"),
     ],
 )
 def test_bad_query_parameters(adapters: Adapters, params, error, field):
-    with pytest.raises(error) as caught:
-        list_reports(adapters.index, adapters.documents, params)
-    assert caught.value.field == field
+    status, body = get(reporter.handler, "/v1/crashes", **params)
+    assert (status, body["error"], body["field"]) == (400, error, field)
+    assert field in body["message"]
 
 
 def test_missing_reports_and_attachments_are_not_found(adapters: Adapters):
@@ -146,39 +149,38 @@ def test_stats_count_crashes_and_sessions_per_bucket(adapters: Adapters):
     capture_sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 4).encode()))
     count_sessions(adapters.log.consumer("t", "sessions").poll(100, 1 << 30, 0.1), adapters.counters, adapters.log)
     now = now_ms()
-    series = crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": str(now - 120_000),
-                                                             "to": str(now + 60_000)})["series"]
+    series = ok(get(reporter.handler, "/v1/stats", sku="g", **{"from": now - 120_000}, to=now + 60_000))["series"]
     assert len(series) in (3, 4)
     assert sum(b["crashes"] for b in series) == 2 and sum(b["sessions"] for b in series) == 4
     busy = [b for b in series if b["sessions"]]
     assert busy[0]["crashRate"] == busy[0]["crashes"] / busy[0]["sessions"]
     assert all(b["crashRate"] is None for b in series if not b["sessions"])
-    hourly = crash_stats(adapters.index, adapters.counters, {"sku": "g", "granularity": "hour"})["series"]
+    hourly = ok(get(reporter.handler, "/v1/stats", sku="g", granularity="hour"))["series"]
     assert len(hourly) == 24 and sum(b["crashes"] for b in hourly) == 2
 
 
-def test_stats_bad_ranges(adapters: Adapters):
-    with pytest.raises(InvalidField):
-        crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": "1000", "to": "1000"})
-    with pytest.raises(InvalidField):
-        crash_stats(adapters.index, adapters.counters, {"sku": "g", "from": "0", "to": str(now_ms())})
-    with pytest.raises(InvalidField):
-        crash_stats(adapters.index, adapters.counters, {"sku": "g", "granularity": "day"})
+@pytest.mark.parametrize(("params", "field"), [
+    ({"from": "1000", "to": "1000"}, "to"),
+    ({"from": "0"}, "from"),  # more buckets than a week of minutes
+    ({"granularity": "day"}, "granularity"),
+])
+def test_stats_bad_ranges(adapters: Adapters, params, field):
+    status, body = get(reporter.handler, "/v1/stats", sku="g", **params)
+    assert (status, body["error"], body["field"]) == (400, "invalid_field", field)
 
 
 def test_crash_groups_with_top_frames_from_the_sample(adapters: Adapters):
     trace = "#0 0x1 in CrashHandler::OnSignal()\n#1 0x2 in Render::Draw() at r.cpp:{line}\n#2 0x3 in main"
     ingest(adapters, [{"sku": "g", "stackTrace": trace.format(line=n)} for n in range(3)]
            + [{"sku": "g", "stackTrace": "#0 0x9 in Audio::Mix()"}, {"sku": "g"}])
-    groups = crash_groups(adapters.index, adapters.documents, {"sku": "g"})["groups"]
+    groups = ok(get(reporter.handler, "/v1/crash-groups", sku="g"))["groups"]
     assert [(g["count"], g["topFrames"]) for g in groups] == [
         (3, ["in Render::Draw() at r.cpp", "in main"]), (1, ["in Audio::Mix"])]
     first = groups[0]
     ids = [r["reportId"] for r in listing(adapters, sku="g", signature=first["signature"])["reports"]]
     assert first["sampleReportId"] == min(ids) and len(ids) == 3
     assert first["firstSeen"] <= first["lastSeen"]
-    with pytest.raises(InvalidField):
-        crash_groups(adapters.index, adapters.documents, {"sku": "g", "limit": "101"})
+    assert get(reporter.handler, "/v1/crash-groups", sku="g", limit=101)[0] == 400
 
 
 @pytest.mark.parametrize("text", ["\u00b9", "-\u00b2", "1_000", "99999999999999999999", "-99999999999999999999"])

@@ -9,9 +9,11 @@ import pytest
 from adapters.factory import Adapters
 from adapters.settings import Settings
 from crashes.spikes import SpikePolicy, crossed, list_alerts
+from lambdas import reporter
 from ports import IndexEntry
-from ports.errors import InvalidField, MissingField
+from ports.errors import InvalidField
 from ports.timeutil import MINUTE_MS, to_rfc3339
+from tests.conftest import get
 
 T0 = 1_790_000_000_000 - 1_790_000_000_000 % MINUTE_MS  # a minute start
 POLICY = SpikePolicy(factor=3.0, baseline_minutes=30, min_crashes=20)
@@ -33,8 +35,8 @@ def steady(adapters: Adapters, sku: str, per_minute: int, minutes: int) -> None:
 
 
 def alerts(adapters: Adapters, sku: str, first_minute: int, last_minute: int) -> list[dict]:
-    params = {"sku": sku, "from": str(T0 + first_minute * MINUTE_MS), "to": str(T0 + (last_minute + 1) * MINUTE_MS)}
-    return list_alerts(adapters.index, POLICY, params)["alerts"]
+    return list_alerts(adapters.index, POLICY, sku, from_ms=T0 + first_minute * MINUTE_MS,
+                       to_ms=T0 + (last_minute + 1) * MINUTE_MS)["alerts"]
 
 
 def test_a_steady_rate_raises_no_alert(adapters: Adapters):
@@ -70,12 +72,12 @@ def test_a_spike_is_announced_once_by_the_batch_that_crosses_the_threshold(adapt
 
 
 def test_alert_queries_are_validated(adapters: Adapters):
-    with pytest.raises(MissingField):
-        list_alerts(adapters.index, POLICY, {})
+    status, body = get(reporter.handler, "/v1/alerts")
+    assert (status, body["error"], body["field"]) == (400, "missing_field", "sku")
     with pytest.raises(InvalidField):
-        list_alerts(adapters.index, POLICY, {"sku": "g", "from": "0", "to": str(T0)})  # more than a week
+        list_alerts(adapters.index, POLICY, "g", from_ms=0, to_ms=T0)  # more than a week
     with pytest.raises(InvalidField):
-        list_alerts(adapters.index, POLICY, {"sku": "g", "from": "10", "to": "5"})
+        list_alerts(adapters.index, POLICY, "g", from_ms=10, to_ms=5)
 
 
 def test_policy_from_settings_environment(monkeypatch: pytest.MonkeyPatch):

@@ -1,0 +1,49 @@
+"""The query and path values of the contract, typed once: each carries its bounds, which Powertools
+checks from a route's signature (and writes into the OpenAPI document), and parses as the contract
+says. A route takes `Annotated[int, Query(ge=1, le=100), DIGITS] = 20`, say, and its handler hands the
+domain plain values."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
+
+from ports.limits import SKU_PATTERN
+from ports.timeutil import parse_epoch_ms
+
+
+def _digits(value: object) -> object:
+    # pydantic's own integers also take " 5", "+5", "1_000" and "١٢"
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,20}", value) is None:
+        raise PydanticCustomError("integer", "must be an integer in ASCII digits")
+    return value
+
+
+def _time(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    try:
+        return parse_epoch_ms(value)
+    except ValueError as exc:
+        raise PydanticCustomError("time", str(exc)) from None
+
+
+DIGITS = BeforeValidator(_digits)
+"""With an integer's Query: ASCII digits only, as every integer the API reads."""
+
+Sku = Annotated[str, Query(pattern=SKU_PATTERN, description="1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc")]
+From = Annotated[int | None, Query(alias="from", description="RFC 3339 with a zone, or epoch ms"),
+                 BeforeValidator(_time)]
+To = Annotated[int | None, Query(description="RFC 3339 with a zone, or epoch ms; after from"), BeforeValidator(_time)]
+Cursor = Annotated[str | None, Query(description="nextCursor of the previous page")]
+CrashType = Annotated[str | None, Query(alias="crashType", description="only reports with this crashType")]
+ErrorCode = Annotated[str | None, Query(
+    alias="errorCode",
+    description="only reports with this errorCode; a number posted matches its decimal text (errorCode=7)")]
+Platform = Annotated[str | None, Query(description="only reports from this platform")]
+BuildVersion = Annotated[str | None, Query(alias="buildVersion", description="only reports of this build")]
+Signature = Annotated[str | None, Query(description="only reports with this signature")]

@@ -1,0 +1,27 @@
+"""Opaque cursors: where a listing stopped, given out as `nextCursor` and taken back as `cursor`."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from ports.errors import InvalidField
+
+
+def encode_cursor(kind: str, position: str) -> str:
+    """A cursor for a listing of this `kind` (one letter) that stopped at `position`."""
+    return base64.urlsafe_b64encode(f"{kind}{position}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(text: str | None, kind: str) -> str | None:
+    """The position in a cursor this API gave out for a listing of this kind; a cursor of another
+    listing (or of the same one in the other order) is refused, not read as something else."""
+    if text is None:
+        return None
+    try:
+        decoded = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        decoded = ""
+    if not decoded.startswith(kind):
+        raise InvalidField("cursor is not one this listing gave out (with the same order)", "cursor")
+    return decoded[len(kind):]

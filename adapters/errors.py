@@ -41,25 +41,38 @@ def port_errors(port: str, classify: Classify) -> Callable[[C], C]:
     return decorate
 
 
+def _port_error(error: Exception, port: str, classify: Classify) -> Exception | None:
+    meaning = classify(error)
+    if meaning is Meaning.UNAVAILABLE:
+        return StoreUnavailable(port)
+    if meaning is Meaning.VALUE:
+        return ValueRefused(f"{type(error).__name__}: {error}")
+    return None
+
+
 @contextmanager
 def engine_errors(port: str, classify: Classify) -> Iterator[None]:
     """Raises the ports' error for an engine's error that `classify` knows; any other as it was."""
     try:
         yield
     except Exception as error:
-        meaning = classify(error)
-        if meaning is Meaning.UNAVAILABLE:
-            raise StoreUnavailable(port) from error
-        if meaning is Meaning.VALUE:
-            raise ValueRefused(f"{type(error).__name__}: {error}") from error
-        raise
+        replacement = _port_error(error, port, classify)
+        if replacement is None:
+            raise
+        raise replacement from error
 
 
 def _translating(method: Callable[..., Any], port: str, classify: Classify) -> Callable[..., Any]:
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with engine_errors(port, classify):
+        # engine_errors inlined: this runs on every call of every adapter, capture's publish included
+        try:
             result = method(*args, **kwargs)
+        except Exception as error:
+            replacement = _port_error(error, port, classify)
+            if replacement is None:
+                raise
+            raise replacement from error
         if isinstance(result, AbstractContextManager):
             return _TranslatingContext(result, port, classify)
         return result

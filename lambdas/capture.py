@@ -15,9 +15,9 @@ from ports.telemetry import instrumented
 from ranking.capture import capture_scores
 from sessions.capture import capture_sessions
 
-app = create_resolver()
 # the hot path: each route parses its body itself, strictly, and Powertools' validation would cost
 # about 40 µs a request for no parameter
+app = create_resolver(strict_queries=False)
 
 
 def _scope() -> SkuScope:

@@ -222,15 +222,19 @@ async function refresh() {
   $("empty").hidden = Boolean(state.sku);
   if (!state.sku) return;
   const sku = state.sku, range = window_(), granularity = RANGES[state.range].granularity;
-  const [stats, alerts, groups, latest] = await Promise.all([
+  const filtered = Boolean(state.platform || state.build || state.type);
+  const [stats, narrowed, alerts, groups, latest] = await Promise.all([
     api("/v1/stats", { sku, granularity, ...range }),
+    // sessions carry no platform, build or type: the crashes are filtered, sessions and rate are not
+    filtered ? api("/v1/stats", { sku, granularity, ...range, ...filters() }) : null,
     api("/v1/alerts", { sku, ...range }),
     api("/v1/crash-groups", { sku, limit: 10, ...range, ...filters() }),
     api("/v1/crashes", { sku, order: "desc", limit: LATEST, signature: state.group, ...range, ...filters() }),
   ]);
   $("status").textContent = "";
-  $("rate-note").textContent = state.platform || state.build || state.type ? "(all platforms, builds and types)" : "";
-  drawChart($("chart-crashes"), stats.series, (b) => b.crashes, { kind: "bars", format: String, label: "crashes" });
+  $("rate-note").textContent = filtered ? "(crashes filtered; sessions and rate: all platforms, builds and types)" : "";
+  drawChart($("chart-crashes"), (narrowed || stats).series, (b) => b.crashes,
+    { kind: "bars", format: String, label: "crashes" });
   drawChart($("chart-sessions"), stats.series, (b) => b.sessions, { kind: "line", format: String, label: "sessions" });
   drawChart($("chart-rate"), stats.series, (b) => b.crashRate, { kind: "line", format: percent, label: "crash rate" });
   $("alerts").replaceChildren(...alerts.alerts.map((a) =>

@@ -235,10 +235,17 @@ def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: i
     expect(page.locator("#groups tbody tr.empty")).to_have_count(1)
     expect(page.locator("#reports tbody tr.empty")).to_have_count(1)
     assert state(page)["platform"] == "ps5"
+    # and to the crash chart; sessions have no platform, so they and the rate stay the sku's
+    page.wait_for_function("() => [...document.querySelectorAll('#chart-crashes rect.bar')]"
+                           ".every(r => r.dataset.value === '0')")
+    assert sum(json.loads(page.locator("#chart-sessions polyline").get_attribute("data-values") or "[]")) == 120
+    expect(page.locator("#rate-note")).to_contain_text("crashes filtered")
     page.fill("#platform", "windows-x64")
     page.fill("#type", "ACCESS_VIOLATION")
     page.locator("#controls button[type=submit]").click()
     expect(groups).to_have_count(2)
+    page.wait_for_function("() => [...document.querySelectorAll('#chart-crashes rect.bar')]"
+                           ".reduce((n, r) => n + Number(r.dataset.value), 0) === 30")
     shoot(page, serve, "filtered", "crash bars")
 
     # a range applies to every panel

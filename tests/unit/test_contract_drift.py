@@ -1,0 +1,69 @@
+"""api/openapi.yaml against the code: each GET route's query parameters, as its handler's signature
+declares them (Powertools writes them into an OpenAPI document), are the contract's, with the same
+names, whether each is required, its default, its enum and its bounds. A parameter added, dropped or
+re-bounded on one side only fails here (the contract once allowed crash-groups limit 1000, the code
+100)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lambdas import leaderboards, reporter
+
+CONTRACT = yaml.safe_load((Path(__file__).resolve().parents[2] / "api" / "openapi.yaml").read_text())
+# what the document says of a parameter's value, in OpenAPI's words (pydantic writes ge and le)
+SAID = {"required": "required", "default": "default", "enum": "enum", "minimum": "minimum", "maximum": "maximum",
+        "ge": "minimum", "le": "maximum", "pattern": "pattern"}
+
+
+def shape(path: str) -> str:
+    """A route template with its parameters unnamed: /v1/crashes/{reportId} → /v1/crashes/{}."""
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def facts(parameter: dict[str, Any]) -> dict[str, Any]:
+    schema = dict(parameter["schema"])
+    if "$ref" in schema:
+        schema = dict(CONTRACT["components"]["schemas"][schema.pop("$ref").rsplit("/", 1)[1]]) | schema
+    for option in schema.pop("anyOf", []):  # an optional value: int | None
+        schema |= {k: v for k, v in option.items() if k != "type"}
+    said = {SAID[k]: v for k, v in schema.items() if k in SAID}
+    return said | {"required": bool(parameter.get("required"))}
+
+
+def query_parameters(operation: dict[str, Any], components: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    resolved = [components[p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p for p in operation.get("parameters", [])]
+    return {p["name"]: facts(p) for p in resolved if p["in"] == "query"}
+
+
+def code_routes() -> dict[str, dict[str, Any]]:
+    routes: dict[str, dict[str, Any]] = {}
+    for app in (reporter.app, leaderboards.app):
+        for path, operations in json.loads(app.get_openapi_json_schema())["paths"].items():
+            if "get" in operations:
+                routes[shape(path)] = query_parameters(operations["get"], {})
+    return routes
+
+
+CODE = code_routes()
+DOCUMENTED = {shape(path): query_parameters(operations["get"], CONTRACT["components"]["parameters"])
+              for path, operations in CONTRACT["paths"].items() if "get" in operations}
+
+
+def test_the_same_get_routes():
+    assert sorted(CODE) == sorted(DOCUMENTED)
+
+
+@pytest.mark.parametrize("route", sorted(DOCUMENTED))
+def test_a_get_routes_query_parameters_are_the_contracts(route: str):
+    code, documented = CODE[route], DOCUMENTED[route]
+    assert sorted(code) == sorted(documented)
+    for name in documented:
+        # the code's Python type says what a value becomes; the document says what a URL carries
+        assert code[name] == documented[name], name

@@ -5,7 +5,7 @@ in AWS); health is open. Keys are compared in constant time and never logged."""
 from __future__ import annotations
 
 import hmac
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -108,29 +108,3 @@ def require_server_key(api_key_id: str | None, server_key_ids: list[str]) -> Non
     the key ids the deployment configured (none configured: the local gateway decided)."""
     if server_key_ids and api_key_id not in server_key_ids:
         raise Forbidden("only a server key may post scores")
-
-
-@dataclass(frozen=True)
-class SkuScope:
-    """The skus a caller may post: a title key's own, so that one title's storm spends only its
-    own key's throttle; None for any other key (server keys, unscoped ingest keys)."""
-
-    skus: frozenset[str] | None = None
-
-    @classmethod
-    def of(cls, api_key_id: str | None, key_skus: Mapping[str, Collection[str]]) -> SkuScope:
-        """From the key id API Gateway (or the local gateway) gives the handler and the title keys'
-        ids → skus (BLACKBOX_KEY_SKUS in AWS, the local title keys under `blackbox serve`)."""
-        own = key_skus.get(api_key_id) if api_key_id is not None else None
-        return cls(None if own is None else frozenset(own))
-
-    def check(self, skus: Iterable[str]) -> None:
-        """403 when any of `skus` is not the caller's."""
-        if self.skus is None:
-            return
-        foreign = sorted(set(skus) - self.skus)
-        if foreign:
-            raise Forbidden(f"this key may post only sku {', '.join(sorted(self.skus))}, not {foreign[0]}")
-
-
-ANY_SKU = SkuScope()

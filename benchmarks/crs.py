@@ -35,9 +35,9 @@ from adapters.settings import Settings
 from adapters.sql.queries import INSERT_COLUMNS, entry_values
 from api.requests import Posted
 from benchmarks.isolation import environment, isolated
-from crashes.capture import capture_crash
 from crashes.model import CrashEnvelope, attachment_key, report_key
 from crashes.persistence import persist_crashes
+from lambdas import capture
 from loadgen import payloads
 from loadgen.profiles import SPIKE_WINDOW
 from loadgen.run import LoadConfig, LoadReport
@@ -346,7 +346,7 @@ def query_section(serve: Serve, settings: Settings, plan: Plan, results: Results
     try:
         bodies = crash_bodies(32, sku)
         for i in range(total):
-            capture_crash(a.log, a.spill, Posted(bodies[i % len(bodies)]))
+            capture.crash(a.log, a.spill, Posted(bodies[i % len(bodies)]))
     finally:
         a.close()
     with httpx.Client(base_url=serve.url, timeout=600) as client:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from api.access import ANY_SKU, SkuScope
-from api.requests import Posted, validate
 from crashes.model import CrashSubmission, envelope_value, report_key
 from pipeline.idempotency import new_event_id
 from pipeline.topics import CRASHES, publish
 from ports import EventLog, OutgoingRecord, SpillStore
+from ports.scopes import ANY_SKU, SkuScope
 from ports.timeutil import now_ms
 
 
@@ -20,13 +19,17 @@ class Receipt:
     report_key: str
 
 
-def capture_crash(log: EventLog, spill: SpillStore, posted: Posted, scope: SkuScope = ANY_SKU) -> Receipt:
-    submission = validate(CrashSubmission, posted.json())
+def capture_crash(log: EventLog, spill: SpillStore, submission: CrashSubmission, json_text: bytes, *,
+                  size_bytes: int | None = None, idempotency_key: str | None = None,
+                  scope: SkuScope = ANY_SKU) -> Receipt:
+    """`json_text` is the report as submitted, kept as its payload; `size_bytes` the body's size as
+    sent (by default the text's)."""
     scope.check([submission.sku])
-    event_id = new_event_id(f"crash\x00{submission.sku}", posted.idempotency_key)
+    event_id = new_event_id(f"crash\x00{submission.sku}", idempotency_key)
     key = report_key(event_id)
+    size = len(json_text) if size_bytes is None else size_bytes
     publish(log, spill, CRASHES, [OutgoingRecord(
-        value=envelope_value(event_id, key, now_ms(), len(posted.body), posted.json_text),
+        value=envelope_value(event_id, key, now_ms(), size, json_text),
         key=key.encode(),
         headers=(("eventId", event_id.encode()),),
     )])

@@ -12,10 +12,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from api.params import DIGITS, Cursor
+from api.requests import validate
 from api.resolver import create_resolver, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
 from ranking import leaderboard
+from ranking.model import BoardSettingsBody
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
@@ -29,7 +31,8 @@ def list_boards(limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DI
 
 @app.put("/v1/leaderboards/<board>")
 def put_board(board: str) -> Response[str]:
-    return json_response(200, leaderboard.configure(current().ranking, board, posted(app.current_event)))
+    body = validate(BoardSettingsBody, posted(app.current_event).json())
+    return json_response(200, leaderboard.configure(current().ranking, board, body))
 
 
 @app.get("/v1/leaderboards/<board>")

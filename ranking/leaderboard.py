@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from api.requests import Posted, validate
 from ports import BoardSettings, Entry, NodeRange, RankingStore
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
@@ -63,10 +62,9 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
     }
 
 
-def configure(store: RankingStore, board: str, posted: Posted) -> dict[str, Any]:
+def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> dict[str, Any]:
     if not re.fullmatch(NAME_PATTERN, board):
         raise InvalidField("board names are 1 to 128 of A-Z a-z 0-9 . _ : -", "board")
-    body = validate(BoardSettingsBody, posted.json())
     store.put_board(BoardSettings(board, body.order, body.operator))
     return {"board": board, "order": body.order, "operator": body.operator}
 

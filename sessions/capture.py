@@ -3,17 +3,18 @@ so an Idempotency-Key is scoped by sku as DESIGN §3.2 says."""
 
 from __future__ import annotations
 
-from api.access import ANY_SKU, SkuScope
-from api.requests import Posted, validate_batch
+from collections.abc import Sequence
+
 from pipeline.idempotency import per_scope
 from pipeline.topics import SESSIONS, publish
 from ports import EventLog, OutgoingRecord, SpillStore
+from ports.scopes import ANY_SKU, SkuScope
 from ports.timeutil import now_ms
-from sessions.model import MAX_BATCH, SessionCount, SessionEnvelope, SessionEvent, sessions_json
+from sessions.model import SessionCount, SessionEnvelope, SessionEvent, sessions_json
 
 
-def capture_sessions(log: EventLog, spill: SpillStore, posted: Posted, scope: SkuScope = ANY_SKU) -> int:
-    events = validate_batch(SessionEvent, posted.json(), MAX_BATCH)
+def capture_sessions(log: EventLog, spill: SpillStore, events: Sequence[SessionEvent], *,
+                     idempotency_key: str | None = None, scope: SkuScope = ANY_SKU) -> int:
     scope.check(e.sku for e in events)
     counts = [SessionCount(sku=e.sku, kind=e.kind) for e in events]
     received = now_ms()
@@ -21,7 +22,7 @@ def capture_sessions(log: EventLog, spill: SpillStore, posted: Posted, scope: Sk
         OutgoingRecord(value=SessionEnvelope(eventId=s.event_id, receivedAt=received, sessions=s.items,
                                              bodyHash=s.body_hash).model_dump_json().encode(),
                        key=s.event_id.encode())
-        for s in per_scope("sessions", counts, lambda c: c.sku, posted.idempotency_key, sessions_json)
+        for s in per_scope("sessions", counts, lambda c: c.sku, idempotency_key, sessions_json)
     ]
     if records:
         publish(log, spill, SESSIONS, records)

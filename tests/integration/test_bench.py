@@ -14,9 +14,9 @@ from adapters.factory import build, migrate
 from api.requests import Posted
 from benchmarks import crs, crs_tables, ranking, soak
 from benchmarks.isolation import isolated
-from crashes.capture import capture_crash
 from crashes.model import attachment_key
 from crashes.persistence import persist_crashes
+from lambdas import capture
 from pipeline.topics import CRASHES
 from ports import LogRecord
 
@@ -65,7 +65,7 @@ def test_the_crash_bench_deletes_the_documents_it_wrote():
         migrate(settings)
         a = build(settings)
         try:
-            capture_crash(a.log, a.spill, Posted(crs.crash_bodies(1, "drop:pc", 2_000)[0]))
+            capture.crash(a.log, a.spill, Posted(crs.crash_bodies(1, "drop:pc", 2_000)[0]))
             records: list[LogRecord] = []
             consumer = a.log.consumer("drop-test", CRASHES)
             while not records:

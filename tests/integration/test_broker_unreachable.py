@@ -12,7 +12,7 @@ from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from adapters.spill.directory import DirectorySpillStore
 from api.requests import Posted
-from crashes.capture import capture_crash
+from lambdas import capture
 from ports import OutgoingRecord
 
 CLOSED_PORT = "127.0.0.1:1"
@@ -31,7 +31,7 @@ def test_capture_spills_when_the_broker_is_unreachable(tmp_path: Path):
     log = KafkaEventLog(plaintext(CLOSED_PORT), publish_timeout_s=1.0)
     spill = DirectorySpillStore(tmp_path / "spill")
     try:
-        receipt = capture_crash(log, spill, Posted(json.dumps({"sku": "g"}).encode()))
+        receipt = capture.crash(log, spill, Posted(json.dumps({"sku": "g"}).encode()))
     finally:
         log.close()
     [spilled] = spill.list(10)

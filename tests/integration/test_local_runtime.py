@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler import Response
 from adapters.factory import Adapters
 from api.requests import Posted
 from api.resolver import create_resolver, json_response
-from crashes.capture import capture_crash
+from lambdas import capture
 from local_runtime.context import LocalContext
 from local_runtime.gateway import Gateway, proxy_event, route
 from local_runtime.periodic import spill_replayer
@@ -167,7 +167,7 @@ def test_the_spill_replayer_publishes_once_the_log_takes_writes_again(adapters: 
 
     monkeypatch.setattr(adapters.log, "publish", flaky)
     for n in range(3):
-        capture_crash(adapters.log, adapters.spill, Posted(json.dumps({"sku": "g", "n": n}).encode()))
+        capture.crash(adapters.log, adapters.spill, Posted(json.dumps({"sku": "g", "n": n}).encode()))
     assert len(adapters.spill.list(10)) == 3
     stop = threading.Event()
     replayer = spill_replayer(adapters, stop, interval_s=0.05)

@@ -19,9 +19,10 @@ from adapters.kafka.auth import plaintext
 from adapters.kafka.log import MAX_MESSAGE_BYTES, KafkaEventLog, producer_config, provision_topics
 from adapters.spill.directory import DirectorySpillStore
 from api.requests import Posted
-from crashes.capture import capture_crash
+from lambdas import capture
 from lambdas.provisioning import create_topics
 from loadgen.payloads import crash
+from local_runtime.context import LocalContext
 from pipeline.topics import ALL_TOPICS, CRASHES, DEADLETTER, retention_days
 from ports.limits import MAX_BODY_BYTES
 from tests.services import namespace, settings
@@ -49,7 +50,8 @@ def test_the_custom_resource_gives_every_topic_the_producers_limit(monkeypatch: 
     monkeypatch.setenv("BLACKBOX_PROFILE", "services")
     monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
     days = {prefix + t: str(retention_days(t, 90, 7)) for t in ALL_TOPICS}  # as the stack gives them
-    create_topics({"RequestType": "Create", "ResourceProperties": {"Partitions": "2", "RetentionDays": days}}, None)
+    properties = {"Partitions": "2", "RetentionDays": days}
+    create_topics({"RequestType": "Create", "ResourceProperties": properties}, LocalContext("provisioning"))
     assert producer_config({}, 1)["message.max.bytes"] == MAX_MESSAGE_BYTES > MSK_DEFAULT_MAX_MESSAGE_BYTES
     for topic in ALL_TOPICS:
         found = topic_settings(prefix + topic)
@@ -101,7 +103,7 @@ def test_the_largest_report_goes_onto_a_topic_ensure_topic_made(tmp_path: Path):
     log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix)
     spill = DirectorySpillStore(tmp_path / "spill")
     try:
-        capture_crash(log, spill, Posted(body, "application/json"))
+        capture.crash(log, spill, Posted(body, "application/json"))
         assert spill.list(10) == []  # the log took it
         assert topic_settings(prefix + CRASHES)["max.message.bytes"] == str(MAX_MESSAGE_BYTES)
         record = log.read(CRASHES, 0, 0)

@@ -22,12 +22,12 @@ from adapters.factory import Adapters, build
 from adapters.failed_batches import S3FailedBatches
 from adapters.settings import Settings
 from api.requests import Posted
+from lambdas import capture
 from pipeline.idempotency import retriable
 from pipeline.replay import replay_failed_batches
 from pipeline.topics import SCORES, SESSIONS
 from ports import BoardSettings, LogRecord, OutgoingRecord
 from ports.timeutil import MINUTE_MS, now_ms
-from ranking.capture import capture_scores
 from ranking.tree import Tree
 from ranking.worker import apply_scores
 from sessions.counting import count_sessions
@@ -101,7 +101,7 @@ def test_a_replayed_failed_batch_counts_each_keyless_event_once(
                 adapters.ranking.put_board(BoardSettings(board, operator="incr"))
             adapters.log.publish(SESSIONS, [_keyless_sessions(i, sku, n) for i, (sku, n) in enumerate(sessions)])
             for board, player, score in scores:
-                capture_scores(adapters.log, adapters.spill,
+                capture.scores(adapters.log, adapters.spill,
                                Posted(json.dumps({"board": board, "playerId": player, "score": score}).encode()))
             _consume_and_replay(adapters, bucket, data)
 

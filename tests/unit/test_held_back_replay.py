@@ -16,13 +16,12 @@ from adapters.factory import Adapters, build, install
 from adapters.failed_batches import S3FailedBatches
 from adapters.settings import Settings
 from api.requests import Posted
-from lambdas import replay
+from lambdas import capture, replay
 from local_runtime.context import LocalContext
 from pipeline.replay import replay_held_back
 from pipeline.topics import REPLAYED, SESSIONS
 from ports import EventLog, LogRecord, OutgoingRecord
 from ports.telemetry import FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
-from sessions.capture import capture_sessions
 from sessions.counting import count_sessions
 from tests.conftest import load_event
 from tests.failed_batches import BUCKET, PREFIX, REGION, failed_batch, moto_bucket, put
@@ -56,7 +55,7 @@ class Counter:
 def sessions(adapters: Adapters, n: int) -> None:
     """One record holding n sessions."""
     body = json.dumps([{"sku": "g", "kind": "client"}] * n).encode()
-    capture_sessions(adapters.log, adapters.spill, Posted(body))
+    capture.sessions(adapters.log, adapters.spill, Posted(body))
 
 
 def test_a_failed_batch_goes_back_to_its_topic_and_is_counted_once(adapters: Adapters, bucket: S3FailedBatches,

@@ -12,9 +12,8 @@ import pytest
 from adapters.factory import Adapters
 from api.requests import Posted
 from api.resolver import check_names
-from crashes.capture import capture_crash
 from crashes.persistence import persist_crashes
-from lambdas import leaderboards, reporter
+from lambdas import capture, leaderboards, reporter
 from ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
 from ports.errors import InvalidField
 from ports.timeutil import now_ms
@@ -23,7 +22,7 @@ from tests.conftest import get, ok
 
 def ingest(adapters: Adapters, payloads: list[dict[str, Any]]) -> None:
     for payload in payloads:
-        capture_crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
+        capture.crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
     records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
     persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
 

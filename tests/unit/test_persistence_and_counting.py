@@ -10,15 +10,14 @@ import pytest
 
 from adapters.factory import Adapters
 from api.requests import Posted
-from crashes.capture import capture_crash
 from crashes.model import attachment_key
 from crashes.persistence import ReportDocument, persist_crashes
+from lambdas import capture
 from pipeline.idempotency import retriable
 from pipeline.msk import from_msk_event
 from pipeline.offsets import ForeignOffset
 from pipeline.topics import DEADLETTER
 from ports import LogRecord, OutgoingRecord, ReportFilter
-from sessions.capture import capture_sessions
 from sessions.counting import CONSUMER, count_sessions
 from tests.conftest import load_event
 
@@ -29,7 +28,7 @@ def consume(adapters: Adapters, topic: str, group: str = "test") -> list[LogReco
 
 def post_crash(adapters: Adapters, payload: dict, key: str | None = None) -> str:
     posted = Posted(json.dumps(payload).encode(), idempotency_key=key)
-    return capture_crash(adapters.log, adapters.spill, posted).report_key
+    return capture.crash(adapters.log, adapters.spill, posted).report_key
 
 
 def persist(adapters: Adapters, records: list[LogRecord]) -> int:
@@ -122,7 +121,7 @@ def test_malformed_crash_records_go_to_the_dead_letter_topic_with_a_reason(adapt
 
 def sessions(adapters: Adapters, *batches: list[dict]) -> None:
     for batch in batches:
-        capture_sessions(adapters.log, adapters.spill, Posted(json.dumps(batch).encode()))
+        capture.sessions(adapters.log, adapters.spill, Posted(json.dumps(batch).encode()))
 
 
 def total(adapters: Adapters, sku: str = "g") -> int:
@@ -159,8 +158,8 @@ def test_malformed_session_records_are_dead_lettered_and_the_rest_counted(adapte
 def test_a_client_retry_of_sessions_with_the_same_idempotency_key_counts_once(adapters: Adapters):
     batch = json.dumps([{"sku": "g", "kind": "client"}] * 5).encode()
     for _ in range(3):  # each retry is a new log record, at a new offset
-        capture_sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k1"))
-    capture_sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k2"))
+        capture.sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k1"))
+    capture.sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k2"))
     records = consume(adapters, "sessions")
     assert len(records) == 4
     assert count_sessions(records[:2], adapters.counters, adapters.log) + \
@@ -170,10 +169,10 @@ def test_a_client_retry_of_sessions_with_the_same_idempotency_key_counts_once(ad
 
 def test_a_session_key_is_scoped_by_sku(adapters: Adapters):
     """Finding 3 of issue 15: the same key for sessions of another sku answered 202 and counted 0."""
-    capture_sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 2).encode(),
+    capture.sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 2).encode(),
                                                           idempotency_key="k"))
     body = json.dumps([{"sku": "h", "kind": "client"}] * 3 + [{"sku": "g", "kind": "client"}] * 2).encode()
-    capture_sessions(adapters.log, adapters.spill, Posted(body, idempotency_key="k"))
+    capture.sessions(adapters.log, adapters.spill, Posted(body, idempotency_key="k"))
     count_sessions(consume(adapters, "sessions"), adapters.counters, adapters.log)
     assert (total(adapters, "g"), total(adapters, "h")) == (2, 3)  # g's part of the second is a retry
     assert consume(adapters, DEADLETTER) == []
@@ -181,7 +180,7 @@ def test_a_session_key_is_scoped_by_sku(adapters: Adapters):
 
 def test_a_reused_session_key_with_another_body_is_dead_lettered(adapters: Adapters):
     for kinds in (["client"], ["server", "server"], ["client"]):
-        capture_sessions(adapters.log, adapters.spill,
+        capture.sessions(adapters.log, adapters.spill,
                          Posted(json.dumps([{"sku": "g", "kind": k} for k in kinds]).encode(), idempotency_key="k"))
     records = consume(adapters, "sessions")
     count_sessions(records, adapters.counters, adapters.log)
@@ -233,8 +232,8 @@ def test_a_redelivery_is_checked_against_the_log_and_skipped(adapters: Adapters)
 
 def test_only_event_ids_from_an_idempotency_key_are_kept(adapters: Adapters):
     batch = json.dumps([{"sku": "g", "kind": "client"}]).encode()
-    capture_sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k"))
-    capture_sessions(adapters.log, adapters.spill, Posted(batch))
+    capture.sessions(adapters.log, adapters.spill, Posted(batch, idempotency_key="k"))
+    capture.sessions(adapters.log, adapters.spill, Posted(batch))
     records = consume(adapters, "sessions")
     count_sessions(records, adapters.counters, adapters.log)
     ids = [json.loads(r.value)["eventId"] for r in records]

@@ -12,8 +12,8 @@ import pytest
 from adapters.factory import Adapters
 from api.requests import Posted
 from cli.main import main
-from crashes.capture import capture_crash
 from crashes.persistence import persist_crashes
+from lambdas import capture
 from pipeline.topics import (
     DEADLETTER,
     REPLAY_GROUP,
@@ -26,7 +26,6 @@ from pipeline.topics import (
 from ports import LogRecord, OutgoingRecord, ReportFilter
 from ports.timeutil import now_ms
 from retention.purge import DAY_MS, purge
-from sessions.capture import capture_sessions
 from sessions.counting import count_sessions
 from sessions.model import SessionCount, SessionEnvelope
 from tests.unit.test_persistence_and_counting import consume
@@ -45,7 +44,7 @@ def test_a_replay_cut_off_midway_is_still_counted_once(adapters: Adapters, monke
     replayed record is marked so that its eventId is looked up, so sending it twice counts once."""
     publish = adapters.log.publish
     monkeypatch.setattr(adapters.log, "publish", lambda *_: (_ for _ in ()).throw(TimeoutError("log away")))
-    capture_sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 3).encode()))
+    capture.sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 3).encode()))
     monkeypatch.setattr(adapters.log, "publish", publish)
     [spilled] = adapters.spill.list(10)
     monkeypatch.setattr(adapters.spill, "delete", lambda _: (_ for _ in ()).throw(OSError("cut off")))
@@ -103,10 +102,10 @@ def test_a_dead_letter_from_the_millisecond_a_replay_starts_is_replayed_by_it(
 
 
 def fill(adapters: Adapters) -> None:
-    capture_crash(adapters.log, adapters.spill, Posted(b'{"sku": "g"}'))
+    capture.crash(adapters.log, adapters.spill, Posted(b'{"sku": "g"}'))
     persist_crashes(consume(adapters, "crashes"), adapters.documents, adapters.index, adapters.log, 1)
     for _ in range(9):  # more records than the log has partitions
-        capture_sessions(adapters.log, adapters.spill, Posted(b'{"sku": "g", "kind": "client", "x": "y"}'))
+        capture.sessions(adapters.log, adapters.spill, Posted(b'{"sku": "g", "kind": "client", "x": "y"}'))
     count(adapters)
     adapters.spill.put(SESSIONS, OutgoingRecord(b"{}"))
 

@@ -9,21 +9,19 @@ import pytest
 
 from adapters.factory import Adapters
 from api.requests import Posted
-from crashes.capture import capture_crash
 from crashes.persistence import persist_crashes
 from crashes.reporting import get_attachment, get_report
-from lambdas import reporter
+from lambdas import capture, reporter
 from ports.errors import InvalidField, NotFound
 from ports.limits import ascii_int
 from ports.timeutil import now_ms, parse_time, to_rfc3339
-from sessions.capture import capture_sessions
 from sessions.counting import count_sessions
 from tests.conftest import get, ok
 
 
 def ingest(adapters: Adapters, payloads: list[dict]) -> None:
     for payload in payloads:
-        capture_crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
+        capture.crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
     records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
     persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
 
@@ -146,7 +144,7 @@ def test_missing_reports_and_attachments_are_not_found(adapters: Adapters):
 
 def test_stats_count_crashes_and_sessions_per_bucket(adapters: Adapters):
     ingest(adapters, [{"sku": "g"}, {"sku": "g"}, {"sku": "h"}])
-    capture_sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 4).encode()))
+    capture.sessions(adapters.log, adapters.spill, Posted(json.dumps([{"sku": "g", "kind": "client"}] * 4).encode()))
     count_sessions(adapters.log.consumer("t", "sessions").poll(100, 1 << 30, 0.1), adapters.counters, adapters.log)
     now = now_ms()
     series = ok(get(reporter.handler, "/v1/stats", sku="g", **{"from": now - 120_000}, to=now + 60_000))["series"]

@@ -11,11 +11,12 @@ from pydantic import ValidationError
 
 from adapters.factory import Adapters
 from adapters.settings import Settings
-from api.access import ApiKeys, Caller, Role, SkuScope
+from api.access import ApiKeys, Caller, Role
 from lambdas import capture
 from local_runtime.context import LocalContext
 from pipeline.topics import SESSIONS
 from ports.errors import Forbidden
+from ports.scopes import SkuScope
 from tests.conftest import load_event
 
 

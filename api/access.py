@@ -23,19 +23,9 @@ class Role(StrEnum):
     READ = "read"
 
 
-_WRITERS = frozenset({Role.INGEST, Role.SERVER})
-# (method, route template) → the roles that may call it; absent: anyone
-_RULES: dict[tuple[str, str], frozenset[Role]] = {
-    ("POST", "/v1/crashes"): _WRITERS,
-    ("POST", "/v1/sessions"): _WRITERS,
-    ("POST", "/v1/scores"): frozenset({Role.SERVER}),
-    ("PUT", "/v1/leaderboards/{board}"): frozenset({Role.SERVER}),
-}
-OPEN = frozenset({("GET", "/v1/health")})
-
-
-def allowed_roles(method: str, template: str) -> frozenset[Role]:
-    return _RULES.get((method, template), frozenset({Role.READ}) if method == "GET" else frozenset())
+WRITERS = frozenset({Role.INGEST, Role.SERVER})
+SERVER = frozenset({Role.SERVER})
+READERS = frozenset({Role.READ})
 
 
 class TitleKey(BaseModel):
@@ -90,16 +80,17 @@ class ApiKeys(BaseModel):
                 found = caller
         return found
 
-    def authorize(self, presented: str | None, method: str, template: str) -> Caller | None:
-        """The caller, or the contract's 401 (no or unknown key) or 403 (a key whose role may not).
-        None where no key is needed."""
-        if not self.configured or (method, template) in OPEN:
+    def authorize(self, presented: str | None, roles: frozenset[Role] | None, what: str) -> Caller | None:
+        """The caller, or the contract's 401 (no or unknown key) or 403 (a key whose role is not
+        among `roles`, those of the route `what`, e.g. "POST /v1/scores"). None where no key is
+        needed: roles None is a route open to anyone."""
+        if not self.configured or roles is None:
             return None
         caller = self.identify(presented)
         if caller is None:
-            raise Unauthorized(f"{method} {template} needs an API key in the {API_KEY_HEADER} header")
-        if caller.role not in allowed_roles(method, template):
-            raise Forbidden(f"a {caller.role.value} key may not {method} {template}")
+            raise Unauthorized(f"{what} needs an API key in the {API_KEY_HEADER} header")
+        if caller.role not in roles:
+            raise Forbidden(f"a {caller.role.value} key may not {what}")
         return caller
 
 

@@ -59,7 +59,7 @@ def _msk_event_fault(event: dict[str, Any]) -> str | None:
 
 # what to call the event each kind of handler takes, and what is wrong with one (None: nothing)
 _SHAPES: dict[str, tuple[str, Callable[[dict[str, Any]], str | None]]] = {
-    **{function: ("an API Gateway proxy event", _api_event_fault) for _, _, function in API_ROUTES},
+    **{route.function: ("an API Gateway proxy event", _api_event_fault) for route in API_ROUTES},
     **{function: ("an MSK event", _msk_event_fault) for function in CONSUMERS},
 }
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.factory import Port
+from api.access import READERS, SERVER, WRITERS, Role
 from pipeline.topics import CRASHES, DEADLETTER, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -24,27 +25,39 @@ FUNCTIONS = {
     "replay": "lambdas.replay",
 }
 
-# The REST API's routes (DESIGN §5): method, resource path, function. API Gateway declares exactly
-# these; the local gateway matches the same templates, so an unknown route is a 404 in both.
+@dataclass(frozen=True)
+class ApiRoute:
+    """A route of the REST API: its method and resource path, the function that answers it, and the
+    roles whose keys may call it (None: anyone)."""
+
+    method: str
+    path: str
+    function: str
+    roles: frozenset[Role] | None
+
+
+# The REST API's routes (DESIGN §5), with who may call each: API Gateway declares exactly these, and
+# the local gateway matches and authorizes by the same, so an unknown route is a 404 in both. Each
+# function's handler declares the same routes (checked by tests/unit/test_contract_drift.py).
 API_ROUTES = (
-    ("POST", "/v1/crashes", "capture"),
-    ("POST", "/v1/sessions", "capture"),
-    ("POST", "/v1/scores", "capture"),
-    ("GET", "/v1/crashes", "reporter"),
-    ("GET", "/v1/crashes/{reportId}", "reporter"),
-    ("GET", "/v1/crashes/{reportId}/attachments/{name}", "reporter"),
-    ("GET", "/v1/stats", "reporter"),
-    ("GET", "/v1/crash-groups", "reporter"),
-    ("GET", "/v1/skus", "reporter"),
-    ("GET", "/v1/alerts", "reporter"),
-    ("GET", "/v1/health", "reporter"),
-    ("GET", "/v1/leaderboards", "leaderboards"),
-    ("PUT", "/v1/leaderboards/{board}", "leaderboards"),
-    ("GET", "/v1/leaderboards/{board}", "leaderboards"),
-    ("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards"),
-    ("GET", "/v1/leaderboards/{board}/top", "leaderboards"),
-    ("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards"),
-    ("GET", "/v1/leaderboards/{board}/rank", "leaderboards"),
+    ApiRoute("POST", "/v1/crashes", "capture", WRITERS),
+    ApiRoute("POST", "/v1/sessions", "capture", WRITERS),
+    ApiRoute("POST", "/v1/scores", "capture", SERVER),
+    ApiRoute("GET", "/v1/crashes", "reporter", READERS),
+    ApiRoute("GET", "/v1/crashes/{reportId}", "reporter", READERS),
+    ApiRoute("GET", "/v1/crashes/{reportId}/attachments/{name}", "reporter", READERS),
+    ApiRoute("GET", "/v1/stats", "reporter", READERS),
+    ApiRoute("GET", "/v1/crash-groups", "reporter", READERS),
+    ApiRoute("GET", "/v1/skus", "reporter", READERS),
+    ApiRoute("GET", "/v1/alerts", "reporter", READERS),
+    ApiRoute("GET", "/v1/health", "reporter", None),
+    ApiRoute("GET", "/v1/leaderboards", "leaderboards", READERS),
+    ApiRoute("PUT", "/v1/leaderboards/{board}", "leaderboards", SERVER),
+    ApiRoute("GET", "/v1/leaderboards/{board}", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/top", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/rank", "leaderboards", READERS),
 )
 
 # consumer function → the topic its event source mapping reads

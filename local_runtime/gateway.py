@@ -29,7 +29,7 @@ from api.requests import MAX_IN_FLIGHT
 from api.resolver import NOSNIFF
 from dashboard import HEADERS as DASHBOARD_HEADERS
 from dashboard import asset
-from lambdas.functions import API_ROUTES, Handler, load_handler
+from lambdas.functions import API_ROUTES, ApiRoute, Handler, load_handler
 from local_runtime.context import LocalContext
 from ports.errors import (
     BlackboxError,
@@ -79,10 +79,7 @@ class Overloaded(Unavailable):
     retry_after_s = RETRY_AFTER_S
 
 
-_ROUTES = [
-    (method, re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", path) + "$"), path, function)
-    for method, path, function in API_ROUTES
-]
+_ROUTES = [(re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", route.path) + "$"), route) for route in API_ROUTES]
 
 
 def return_freed_buffers() -> None:
@@ -100,9 +97,9 @@ def return_freed_buffers() -> None:
     mallopt(_M_ARENA_MAX, 2)
 
 
-def route(method: str, path: str) -> tuple[str, str] | None:
-    """The function that owns the request and the route template it matched."""
-    return next(((f, t) for m, pattern, t, f in _ROUTES if m == method and pattern.match(path)), None)
+def route(method: str, path: str) -> ApiRoute | None:
+    """The route the request is for: its function, template and who may call it."""
+    return next((r for pattern, r in _ROUTES if r.method == method and pattern.match(path)), None)
 
 
 def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dict[str, Any]:
@@ -222,8 +219,9 @@ class Gateway:
                 return
             if matched is None:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
-            function, template = matched
-            caller = self._keys.authorize(_header(scope, API_KEY_HEADER), scope["method"], template)
+            function = matched.function
+            caller = self._keys.authorize(_header(scope, API_KEY_HEADER), matched.roles,
+                                          f"{matched.method} {matched.path}")
             self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
             body = await self._read_body(scope, receive)
             # and again once it has arrived: a slow body holds no place, but may find none left

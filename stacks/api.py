@@ -63,7 +63,7 @@ GATEWAY_ERRORS = {
 # is set) would not before its period ends. By the type's name: jsii's objects for it differ
 RETRY_AFTER = {apigateway.ResponseType.THROTTLED.response_type: "1",
                apigateway.ResponseType.QUOTA_EXCEEDED.response_type: "60"}
-API_FUNCTIONS = sorted({function for _, _, function in API_ROUTES})
+API_FUNCTIONS = sorted({route.function for route in API_ROUTES})
 
 
 class ApiStack(ApplicationStack):
@@ -93,7 +93,8 @@ class ApiStack(ApplicationStack):
         )
         validator = self.api.add_request_validator("Validator", validate_request_body=True,
                                                    validate_request_parameters=True)
-        for method, path, function in API_ROUTES:
+        for route in API_ROUTES:
+            method, path, function = route.method, route.path, route.function
             resource = self.api.root.resource_for_path(path)
             integration = apigateway.LambdaIntegration(self.functions[function])
             if method == "POST":  # ingest: game clients and servers carry an API key

@@ -222,7 +222,7 @@ near_valid = st.fixed_dictionaries({"sku": st.text(max_size=70) | st.just("fuzz:
     "score": json_values, "attachments": st.dictionaries(st.text(max_size=20), st.text(max_size=20), max_size=2),
     "stackTrace": json_values, "crashType": json_values,
 })
-ROUTES = [(m, t) for m, t, _ in API_ROUTES]
+ROUTES = [(r.method, r.path) for r in API_ROUTES]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

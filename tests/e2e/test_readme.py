@@ -216,7 +216,7 @@ def test_game_snippets_send_what_the_contract_takes(served: Server, engine: str)
     # the snippets back off on what the contract says to retry, and honour its Retry-After
     assert all(str(status) in code for status in (408, 429)) and "Retry-After" in code
     for request in requests:
-        assert ("POST", request.path) in {(m, p) for m, p, _ in API_ROUTES}
+        assert ("POST", request.path) in {(r.method, r.path) for r in API_ROUTES}
         schema = body_schema(request.path)
         properties = {name: resolve(s).get("type") for name, s in schema["properties"].items()}
         assert {f: properties.get(f) for f in request.fields} == request.fields, request

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.access import Role, allowed_roles
-from lambdas.functions import API_ROUTES
+from api.access import Role
+from lambdas.functions import API_ROUTES, ApiRoute
 from local_runtime.process import Serve
 
 KEYS = {Role.INGEST: "ingest-Kx81", Role.SERVER: "server-Qz07", Role.READ: "read-Lm55"}
@@ -45,8 +45,9 @@ def call(client: httpx.Client, method: str, template: str, key: str | None) -> h
                           params=PARAMS.get(template), headers=headers)
 
 
-@pytest.mark.parametrize(("method", "template"), [(m, t) for m, t, _ in API_ROUTES])
-def test_each_key_can_do_exactly_what_its_role_allows(keyed: Serve, method: str, template: str):
+@pytest.mark.parametrize("route", API_ROUTES, ids=[f"{r.method} {r.path}" for r in API_ROUTES])
+def test_each_key_can_do_exactly_what_its_role_allows(keyed: Serve, route: ApiRoute):
+    method, template = route.method, route.path
     with httpx.Client(base_url=keyed.url, timeout=30) as client:
         if template == "/v1/health":
             assert all(call(client, method, template, k).status_code == 200 for k in [None, "bogus", *KEYS.values()])
@@ -56,7 +57,7 @@ def test_each_key_can_do_exactly_what_its_role_allows(keyed: Serve, method: str,
             assert (response.status_code, response.json()["error"]) == (401, "unauthorized"), key
         for role, key in KEYS.items():
             response = call(client, method, template, key)
-            if role in allowed_roles(method, template):
+            if role in (route.roles or ()):
                 assert response.status_code not in (401, 403), (role, response.text)
             else:
                 assert (response.status_code, response.json()["error"]) == (403, "forbidden"), role

@@ -105,7 +105,7 @@ def test_data(templates: dict[str, Template]):
 def test_api(dev: Blackbox, templates: dict[str, Template]):
     api = templates["api"]
     methods = resources(api, "AWS::ApiGateway::Method")
-    assert sorted(m["HttpMethod"] for m in methods) == sorted(m for m, _, _ in API_ROUTES)
+    assert sorted(m["HttpMethod"] for m in methods) == sorted(r.method for r in API_ROUTES)
     for method in methods:
         if method["HttpMethod"] == "POST":
             assert method["ApiKeyRequired"] is True and method["AuthorizationType"] == "NONE"
@@ -134,7 +134,7 @@ def test_api(dev: Blackbox, templates: dict[str, Template]):
     api.has_resource_properties("AWS::ApiGateway::Stage", {"AccessLogSetting": Match.any_value(),
                                                            "TracingEnabled": True})
     # each route's integration invokes the function that owns it locally
-    for method, _, function in API_ROUTES:
+    for method, function in ((r.method, r.function) for r in API_ROUTES):
         logical_id = dev.api.get_logical_id(dev.api.functions[function].node.default_child)  # type: ignore[arg-type]
         api.has_resource_properties("AWS::ApiGateway::Method", {
             "HttpMethod": method,

@@ -26,16 +26,19 @@ from ports.limits import MAX_BODY_BYTES
 
 
 def test_routes_follow_the_rest_api_resources():
-    assert route("POST", "/v1/crashes") == ("capture", "/v1/crashes")
-    assert route("POST", "/v1/sessions") == ("capture", "/v1/sessions")
-    assert route("GET", "/v1/crashes") == ("reporter", "/v1/crashes")
-    assert route("GET", "/v1/crashes/12/attachments/a.png") == \
-        ("reporter", "/v1/crashes/{reportId}/attachments/{name}")
-    assert route("GET", "/v1/crashes/12/attachments/a/b") is None
-    assert route("GET", "/v1/other") is None
-    assert route("POST", "/v1/crashesX") is None
-    assert route("DELETE", "/v1/crashes") is None
-    assert route("GET", "/v2/x") is None
+    def owner(method: str, path: str) -> tuple[str, str] | None:
+        found = route(method, path)
+        return None if found is None else (found.function, found.path)
+
+    assert owner("POST", "/v1/crashes") == ("capture", "/v1/crashes")
+    assert owner("POST", "/v1/sessions") == ("capture", "/v1/sessions")
+    assert owner("GET", "/v1/crashes") == ("reporter", "/v1/crashes")
+    assert owner("GET", "/v1/crashes/12/attachments/a.png") == ("reporter", "/v1/crashes/{reportId}/attachments/{name}")
+    assert owner("GET", "/v1/crashes/12/attachments/a/b") is None
+    assert owner("GET", "/v1/other") is None
+    assert owner("POST", "/v1/crashesX") is None
+    assert owner("DELETE", "/v1/crashes") is None
+    assert owner("GET", "/v2/x") is None
 
 
 def test_proxy_event_carries_query_headers_and_binary_bodies():

@@ -16,7 +16,7 @@ from local_runtime.context import LocalContext
 from tests.conftest import load_event
 
 CONTRACT = yaml.safe_load((Path(__file__).resolve().parents[2] / "api" / "openapi.yaml").read_text())
-GETS = [(path, function) for method, path, function in API_ROUTES if method == "GET"]
+GETS = [(r.path, r.function) for r in API_ROUTES if r.method == "GET"]
 # the sorted-first unknown name is the one named, so a name after every real one is named last
 UNKNOWN = "zzz"
 

@@ -1,8 +1,9 @@
-"""api/openapi.yaml against the code: each GET route's query parameters, as its handler's signature
-declares them (Powertools writes them into an OpenAPI document), are the contract's, with the same
-names, whether each is required, its default, its enum and its bounds. A parameter added, dropped or
-re-bounded on one side only fails here (the contract once allowed crash-groups limit 1000, the code
-100)."""
+"""api/openapi.yaml and the handlers against the route table (lambdas.functions.API_ROUTES): each
+function's handler declares exactly its routes, the document has exactly them with the keys their
+roles take; and each GET route's query parameters, as its handler's signature declares them
+(Powertools writes them into an OpenAPI document), are the contract's, with the same names, whether
+each is required, its default, its enum and its bounds. A parameter added, dropped or re-bounded on
+one side only fails here (the contract once allowed crash-groups limit 1000, the code 100)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
-from lambdas import leaderboards, reporter
+from api.access import READERS
+from lambdas import capture, leaderboards, reporter
+from lambdas.functions import API_ROUTES
 
 CONTRACT = yaml.safe_load((Path(__file__).resolve().parents[2] / "api" / "openapi.yaml").read_text())
 # what the document says of a parameter's value, in OpenAPI's words (pydantic writes ge and le)
@@ -67,3 +70,19 @@ def test_a_get_routes_query_parameters_are_the_contracts(route: str):
     for name in documented:
         # the code's Python type says what a value becomes; the document says what a URL carries
         assert code[name] == documented[name], name
+
+
+def test_each_handler_declares_exactly_its_functions_routes():
+    for function, app in (("capture", capture.app), ("reporter", reporter.app), ("leaderboards", leaderboards.app)):
+        declared = {(method.upper(), shape(path)) for path, operations in
+                    json.loads(app.get_openapi_json_schema())["paths"].items() for method in operations}
+        assert declared == {(r.method, shape(r.path)) for r in API_ROUTES if r.function == function}, function
+
+
+def test_the_document_asks_each_route_for_the_keys_of_its_roles():
+    default = CONTRACT["security"]
+    for route in API_ROUTES:
+        security = CONTRACT["paths"][route.path][route.method.lower()].get("security", default)
+        schemes = {name for requirement in security for name in requirement}
+        expected = set() if route.roles is None else {"readKey"} if route.roles == READERS else {"apiKey"}
+        assert schemes == expected, (route.method, route.path)

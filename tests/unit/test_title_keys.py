@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from adapters.factory import Adapters
 from adapters.settings import Settings
-from api.access import ApiKeys, Caller, Role
+from api.access import SERVER, WRITERS, ApiKeys, Caller, Role
 from lambdas import capture
 from local_runtime.context import LocalContext
 from pipeline.topics import SESSIONS
@@ -31,9 +31,9 @@ def test_local_keys_take_title_keys_beside_plain_ones(monkeypatch: pytest.Monkey
     assert keys.identify("skyrift-key ") is None and keys.identify(None) is None
     assert keys.key_skus == {"ingest-1": ["skyrift:pc", "skyrift:ps5"]}
     # the caller, for the local gateway to name the key to the handler as API Gateway does
-    assert keys.authorize("skyrift-key", "POST", "/v1/crashes") == Caller(Role.INGEST, "ingest-1")
+    assert keys.authorize("skyrift-key", WRITERS, "POST /v1/crashes") == Caller(Role.INGEST, "ingest-1")
     with pytest.raises(Forbidden):
-        keys.authorize("skyrift-key", "POST", "/v1/scores")
+        keys.authorize("skyrift-key", SERVER, "POST /v1/scores")
 
 
 @pytest.mark.parametrize("entry", [{"key": "k", "skus": []}, {"key": "k", "skus": ["not a sku"]},

@@ -6,6 +6,7 @@ limit per IP, and gateway responses in the contract's error body."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aws_cdk import CfnOutput
@@ -15,12 +16,14 @@ from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from api.resolver import NOSNIFF
+from lambdas import capture, leaderboards, reporter
 from lambdas.functions import API_ROUTES
+from ports.limits import SKU_PATTERN
 from stacks.access import ApplicationStack, Platform
 from stacks.config import Throttle, Waf
 from stacks.nag import acknowledge
 
-SKU = {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,64}$"}
+SKU = {"type": "string", "pattern": SKU_PATTERN}
 MAX_BATCH = 500
 # draft-04 JSON Schema, API Gateway's dialect; the handlers check the rest
 BODY_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -38,9 +41,21 @@ BODY_SCHEMAS: dict[str, dict[str, Any]] = {
                   {"type": "array", "minItems": 1, "maxItems": MAX_BATCH, "items": {"$ref": "#/definitions/score"}}],
     },
 }
-# query parameters API Gateway itself requires (400 before a function runs)
-REQUIRED_QUERY = {"/v1/crashes": ["sku"], "/v1/stats": ["sku"], "/v1/crash-groups": ["sku"], "/v1/alerts": ["sku"],
-                  "/v1/leaderboards/{board}/rank": ["score"]}
+
+
+def _required_query() -> dict[tuple[str, str], list[str]]:
+    """The query parameters each route's handler requires, from its signature: API Gateway asks for
+    them itself (400 before a function runs)."""
+    required: dict[tuple[str, str], list[str]] = {}
+    for app in (capture.app, reporter.app, leaderboards.app):
+        for path, operations in json.loads(app.get_openapi_json_schema())["paths"].items():
+            for method, operation in operations.items():
+                names = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query" and p.get("required")]
+                required[method.upper(), re.sub(r"\{[^}]+\}", "{}", path)] = names
+    return required
+
+
+REQUIRED_QUERY = _required_query()
 # which gateway errors become which contract error (DESIGN §5)
 GATEWAY_ERRORS = {
     apigateway.ResponseType.BAD_REQUEST_BODY: ("400", "invalid_field"),
@@ -112,7 +127,7 @@ class ApiStack(ApplicationStack):
                     method, integration, authorization_type=apigateway.AuthorizationType.IAM,
                     request_validator=validator,
                     request_parameters={f"method.request.querystring.{name}": True
-                                        for name in REQUIRED_QUERY.get(path, [])} or None,
+                                        for name in REQUIRED_QUERY[method, re.sub(r"\{[^}]+\}", "{}", path)]} or None,
                 )
         for response_type, (status, code) in GATEWAY_ERRORS.items():
             self.api.add_gateway_response(

@@ -174,3 +174,26 @@ def test_a_commit_never_confirmed_times_out_and_the_member_still_closes(
         assert outcome_within(member.close, STOP_WITHIN_S / 2) is None
     finally:
         client.released.set()  # the client's threads finish, and the real client closes
+
+
+def test_commits_retried_while_one_hangs_leave_one_thread_behind(
+        log: KafkaEventLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The poller rewinds and commits again after a CommitTimeout: while the coordinator does not
+    answer, each retry must not leave another thread blocked in the client for good."""
+    monkeypatch.setattr(kafka_log, "COMMIT_TIMEOUT_S", 0.2)
+    member = log.consumer("g", "t")
+    held = batch_of(member)
+    client = Unconfirmed(member._consumer)
+    member._consumer = client  # type: ignore[assignment]
+
+    def committing() -> int:
+        return sum(t.name.startswith("kafka-commit-") and t.is_alive() for t in threading.enumerate())
+
+    try:
+        before = committing()
+        for _ in range(5):
+            assert isinstance(outcome_within(lambda: member.commit(held), STOP_WITHIN_S / 2), TimeoutError)
+        assert committing() - before == 1
+    finally:
+        client.released.set()
+        member.close()

@@ -88,9 +88,8 @@ class CommitTimeout(TimeoutError):
 T = TypeVar("T")
 
 
-def _within(call: Callable[[], T], timeout_s: float, name: str) -> T:
-    """`call`'s result, on a daemon thread of its own so that the caller waits `timeout_s` at most
-    (concurrent.futures' TimeoutError after that); a call that never returns is left behind there
+def _started(call: Callable[[], T], name: str) -> Future[T]:
+    """`call` running on a daemon thread of its own: one that never returns is left behind there
     and does not keep the process from exiting."""
     future: Future[T] = Future()
 
@@ -101,7 +100,12 @@ def _within(call: Callable[[], T], timeout_s: float, name: str) -> T:
             future.set_exception(error)
 
     threading.Thread(target=run, name=name, daemon=True).start()
-    return future.result(timeout_s)
+    return future
+
+
+def _within(call: Callable[[], T], timeout_s: float, name: str) -> T:
+    """`call`'s result, waited for `timeout_s` at most (concurrent.futures' TimeoutError after)."""
+    return _started(call, name).result(timeout_s)
 
 
 def topic_config(retention_days: int) -> dict[str, str]:
@@ -379,6 +383,7 @@ class KafkaLogConsumer:
             "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
         })
         self._revoked = False
+        self._unconfirmed: Future[object] | None = None
         # the library unassigns by itself after the callback; it gets lost partitions too
         self._consumer.subscribe([topic], on_revoke=self._on_revoke)
 
@@ -449,10 +454,14 @@ class KafkaLogConsumer:
             next_offsets[record.partition] = max(next_offsets.get(record.partition, 0), record.offset + 1)
         if not next_offsets:
             return
+        if self._unconfirmed is not None and not self._unconfirmed.done():
+            # the client holds one commit at a time: another would be one more thread stuck behind it
+            raise CommitTimeout(f"{self._logical_topic}: an earlier commit is still not confirmed")
         offsets = [TopicPartition(self._topic, p, o) for p, o in next_offsets.items()]
+        self._unconfirmed = _started(lambda: self._consumer.commit(offsets=offsets, asynchronous=False),
+                                     f"kafka-commit-{self._logical_topic}")
         try:
-            _within(lambda: self._consumer.commit(offsets=offsets, asynchronous=False), COMMIT_TIMEOUT_S,
-                    f"kafka-commit-{self._logical_topic}")
+            self._unconfirmed.result(COMMIT_TIMEOUT_S)
         except TimeoutError:
             raise CommitTimeout(f"{self._logical_topic}: commit of {next_offsets} (partition: next offset) "
                                 f"not confirmed in {COMMIT_TIMEOUT_S:g} s") from None

@@ -12,11 +12,15 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
+from pipeline.msk import correlation_ids
 from pipeline.topics import Refused, dead_letter
 from ports import EventLog, LogRecord
 from ports.errors import ValueRefused
+from ports.telemetry import logger
 
 MAX_REASON_CHARS = 500
+# the requests named on a retry's log line: enough to find them, not a batch's worth at every retry
+MAX_LOGGED_IDS = 50
 
 
 def caused_by_value(error: BaseException) -> bool:
@@ -64,6 +68,9 @@ def land(records: Sequence[LogRecord], apply: Callable[[Sequence[LogRecord]], R]
             results.append(apply(part))
         except Exception as error:
             if not caused_by_value(error):
+                logger.warning("batch not landed; it is tried again whole", extra={
+                    "reason": reason(error), "records": len(part),
+                    "correlationIds": correlation_ids(part)[:MAX_LOGGED_IDS]})
                 raise
             if len(part) == 1:
                 dead_letter(log, [(part[0], reason(error))])

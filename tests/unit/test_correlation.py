@@ -18,6 +18,7 @@ from pipeline.failures import land
 from pipeline.msk import to_msk_event
 from pipeline.topics import CRASHES, DEADLETTER
 from ports import LogRecord
+from ports.errors import StoreUnavailable
 from ports.telemetry import correlated, logger
 from tests.conftest import load_event
 
@@ -94,3 +95,16 @@ def test_a_dead_letter_keeps_what_it_came_with_and_its_log_line_names_the_reques
     assert headers["reason"] == b"ValueError: not a report" and headers["sourceOffset"] == b"4"
     [aside] = [line for line in lines.lines if line["message"] == "record set aside"]
     assert aside["correlationIds"] == ["req-9"] and aside["reason"] == "ValueError: not a report"
+
+
+def test_a_batch_retried_whole_names_its_requests(adapters: Adapters, lines: Lines):
+    records = [LogRecord(CRASHES, 0, n, b"{}", None, (("correlationId", f"req-{n % 2}".encode()),), 0)
+               for n in range(4)]
+
+    def away(_: object) -> None:
+        raise StoreUnavailable("index")
+
+    with pytest.raises(StoreUnavailable):
+        land(records, away, adapters.log)
+    [retried] = [line for line in lines.lines if line["message"] == "batch not landed; it is tried again whole"]
+    assert retried["correlationIds"] == ["req-0", "req-1"] and retried["records"] == 4

@@ -118,12 +118,12 @@ def check_names(given: Mapping[str, Sequence[str]], accepted: frozenset[str]) ->
         raise InvalidField(f"{repeated[0]} is given {len(given[repeated[0]])} times; give it once", repeated[0])
 
 
-def create_resolver(strict_queries: bool = True) -> APIGatewayRestResolver:
-    """Routes are validated from their signatures (typed query and path parameters, Powertools'
-    OpenAPI validation), and a GET refuses a query parameter its route does not declare. Capture,
-    the hot path, has no GET: it parses its bodies itself and turns both off (`strict_queries`,
-    and validation on each route), which cost it 4 µs a request."""
-    app = _PerThreadResolver(enable_validation=True)
+def create_resolver(typed: bool = True) -> APIGatewayRestResolver:
+    """Typed: routes are validated from their signatures (typed query and path parameters,
+    Powertools' OpenAPI validation), and a GET refuses a query parameter its route does not declare.
+    Capture, the hot path, has no GET and parses its bodies itself: it is not typed, which spares
+    it about 40 µs of validation a request and 2 µs of middleware."""
+    app = _PerThreadResolver(enable_validation=typed)
 
     def domain_error(error: BlackboxError) -> Response[str]:
         if isinstance(error, StoreUnavailable):  # the engine's own words are for the log, not the client
@@ -154,7 +154,7 @@ def create_resolver(strict_queries: bool = True) -> APIGatewayRestResolver:
     app.exception_handler(BlackboxError)(domain_error)
     app.not_found(no_route)
     app.exception_handler(Exception)(unexpected)
-    if strict_queries:
+    if typed:
         app.use([declared_only])
     return app
 

@@ -12,7 +12,7 @@ import pybase64
 
 from crashes.model import attachment_key
 from crashes.persistence import ReportDocument
-from ports import FILTERABLE, CrashIndex, DocumentStore, IndexedReport, ReportFilter
+from ports import CrashIndex, DocumentStore, IndexedReport, ReportFilter
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, ascii_int
@@ -24,17 +24,18 @@ MAX_OFFSET = 1_000_000
 # most 6 MB, and a page of 1,000 reports of 100 KB would be 130 MB in one response
 FULL_PAGE_BYTES = 4 * 1024 * 1024
 
-# query parameter → index field
-FILTERS = dict(zip(("crashType", "errorCode", "platform", "buildVersion", "signature"), FILTERABLE, strict=True))
 # a cursor says which way it pages, so one from an oldest-first listing never continues a newest-first one
 _CURSOR_KIND = {"asc": "r", "desc": "d"}
 Order = Literal["asc", "desc"]
 Fields = Literal["summary", "full"]
 
 
-def narrowing(**given: str | None) -> dict[str, str]:
-    """The report filters given, by index field: narrowing(platform="ps5", crashType=None)."""
-    return {FILTERS[name]: value for name, value in given.items() if value is not None}
+def narrowing(*, crash_type: str | None = None, error_code: str | None = None, platform: str | None = None,
+              build_version: str | None = None, signature: str | None = None) -> dict[str, str]:
+    """The report filters given (None: not given), by index field."""
+    given = {"crash_type": crash_type, "error_code": error_code, "platform": platform,
+             "build_version": build_version, "signature": signature}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class ReportQuery:
     from_ms: int | None = None
     to_ms: int | None = None
     cursor: str | None = None
-    offset: int = 0
+    offset: int | None = None
     order: Order = "asc"
     fields: Fields = "summary"
     equals: Mapping[str, str] = field(default_factory=dict)
@@ -118,7 +119,7 @@ def _within_bytes(reports: Sequence[IndexedReport]) -> Sequence[IndexedReport]:
 def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) -> dict[str, Any]:
     """Oldest first (`order=asc`, by reportId) or newest first (`order=desc`); the cursor pages on
     by reportId in that order, so a report indexed meanwhile is neither skipped nor repeated."""
-    if q.cursor is not None and q.offset:
+    if q.cursor is not None and q.offset is not None:
         raise InvalidField("give cursor or offset, not both", "offset")
     query = ReportFilter(
         sku=q.sku,
@@ -126,7 +127,7 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
         from_ms=q.from_ms,
         to_ms=q.to_ms,
         after_id=_after_id(q.cursor, q.order),
-        offset=q.offset,
+        offset=q.offset or 0,
         equals=dict(q.equals),
         newest_first=q.order == "desc",
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
@@ -17,7 +17,7 @@ from api.resolver import create_resolver, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
 from ranking import leaderboard
-from ranking.model import BoardSettingsBody
+from ranking.model import NAME_PATTERN, BoardSettingsBody
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
@@ -30,7 +30,8 @@ def list_boards(limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DI
 
 
 @app.put("/v1/leaderboards/<board>")
-def put_board(board: str) -> Response[str]:
+def put_board(board: Annotated[str, Path(pattern=NAME_PATTERN, description="1 to 128 of A-Z a-z 0-9 . _ : -")],
+              ) -> Response[str]:
     body = validate(BoardSettingsBody, posted(app.current_event).json())
     return json_response(200, leaderboard.configure(current().ranking, board, body))
 

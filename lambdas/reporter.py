@@ -37,16 +37,18 @@ app = create_resolver()
 def crashes(
     *, sku: Sku, from_: From = None, to: To = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT), DIGITS] = 100, cursor: Cursor = None,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="reports to skip; not with cursor"), DIGITS] = 0,
+    offset: Annotated[int | None, Query(ge=0, le=MAX_OFFSET, description="reports to skip; not with cursor"),
+                      DIGITS] = None,
     order: Annotated[Order, Query(description="asc: oldest first, by reportId; desc: newest first")] = "asc",
     fields: Annotated[Fields, Query(description="summary, or full: with payload and attachments")] = "summary",
     crash_type: CrashType = None, error_code: ErrorCode = None, platform: Platform = None,
     build_version: BuildVersion = None, signature: Signature = None,
 ) -> Response[str]:
     a = current()
-    query = ReportQuery(sku, limit, from_, to, cursor, offset, order, fields, narrowing(
-        crashType=crash_type, errorCode=error_code, platform=platform, buildVersion=build_version,
-        signature=signature))
+    query = ReportQuery(sku=sku, limit=limit, from_ms=from_, to_ms=to, cursor=cursor, offset=offset, order=order,
+                        fields=fields, equals=narrowing(crash_type=crash_type, error_code=error_code,
+                                                        platform=platform, build_version=build_version,
+                                                        signature=signature))
     return json_response(200, list_reports(a.index, a.documents, query))
 
 
@@ -72,7 +74,7 @@ def stats(
     build_version: BuildVersion = None,
 ) -> Response[str]:
     a = current()
-    narrowed = narrowing(crashType=crash_type, errorCode=error_code, platform=platform, buildVersion=build_version)
+    narrowed = narrowing(crash_type=crash_type, error_code=error_code, platform=platform, build_version=build_version)
     return json_response(200, crash_stats(a.index, a.counters, sku, from_ms=from_, to_ms=to, granularity=granularity,
                                           equals=narrowed))
 
@@ -84,7 +86,7 @@ def groups(
     build_version: BuildVersion = None,
 ) -> Response[str]:
     a = current()
-    narrowed = narrowing(crashType=crash_type, errorCode=error_code, platform=platform, buildVersion=build_version)
+    narrowed = narrowing(crash_type=crash_type, error_code=error_code, platform=platform, build_version=build_version)
     return json_response(200, crash_groups(a.index, a.documents, sku, from_ms=from_, to_ms=to, limit=limit,
                                            equals=narrowed))
 

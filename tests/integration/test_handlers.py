@@ -161,6 +161,12 @@ def test_an_engine_error_no_adapter_put_in_the_ports_words_is_a_500(adapters: Ad
     assert response["statusCode"] == 500 and body(response)["error"] == "internal"
 
 
+def test_a_bad_board_name_is_named_before_the_body_is_read(adapters: Adapters):
+    response = call(leaderboards.handler, "leaderboards-put-board.json", path="/v1/leaderboards/b$d", body="{not json")
+    assert response["statusCode"] == 400
+    assert (body(response)["error"], body(response)["field"]) == ("invalid_field", "board")
+
+
 def test_msk_event_shape_round_trips():
     event = load_event("crash-consumer.json")
     records = from_msk_event(event)

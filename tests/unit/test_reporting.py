@@ -122,6 +122,7 @@ def test_time_range_is_on_submit_time(adapters: Adapters):
         ({"sku": "g b"}, "invalid_field", "sku"),
         ({"sku": "g", "cursor": "???"}, "invalid_field", "cursor"),
         ({"sku": "g", "cursor": "cjE", "offset": "1"}, "invalid_field", "offset"),
+        ({"sku": "g", "cursor": "cjE", "offset": "0"}, "invalid_field", "offset"),
         ({"sku": "g", "fields": "all"}, "invalid_field", "fields"),
         ({"sku": "g", "from": "yesterday"}, "invalid_field", "from"),
         ({"sku": "g", "from": "2026-01-01T00:00:00"}, "invalid_field", "from"),

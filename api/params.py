@@ -5,20 +5,19 @@ domain plain values."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
-from ports.limits import SKU_PATTERN
+from ports.limits import ASCII_INT, SKU_PATTERN
 from ports.timeutil import parse_epoch_ms
 
 
 def _digits(value: object) -> object:
     # pydantic's own integers also take " 5", "+5", "1_000" and "١٢"
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,20}", value) is None:
+    if isinstance(value, str) and ASCII_INT.fullmatch(value) is None:
         raise PydanticCustomError("integer", "must be an integer in ASCII digits")
     return value
 

@@ -29,7 +29,7 @@ from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
 from local_runtime.context import LocalContext
 from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
 from local_runtime.smoke import register as register_smoke
-from pipeline.topics import DEADLETTER, JOIN_TIMEOUT_S, replay_dead_letters, replay_spilled
+from pipeline.topics import DEADLETTER, IDLE_TIMEOUT_S, JOIN_TIMEOUT_S, replay_dead_letters, replay_spilled
 from ports.errors import UserError
 from ports.timeutil import now_ms
 
@@ -159,8 +159,6 @@ def _migrate(args: argparse.Namespace) -> int:
 # on a wait that shows nothing by itself: how often a line says what is left when there is no
 # terminal to redraw a spinner on (a log, a pipe, CI), where rich's status draws nothing
 COUNTDOWN_EVERY_S = 3.0
-# how long a replay on Kafka polls on once no dead letter comes: it ends then
-REPLAY_IDLE_S = 2.0
 
 
 class _Countdown:
@@ -215,10 +213,10 @@ def _replay(args: argparse.Namespace) -> int:
             elif ever:
                 # a line of its own: the spinner draws nothing without a terminal
                 console.print(f"{what}: waiting up to {JOIN_TIMEOUT_S:.0f} s for Kafka to assign the replay group "
-                              f"its partitions, then until {REPLAY_IDLE_S:.0f} s pass with none left", highlight=False,
+                              f"its partitions, then until {IDLE_TIMEOUT_S:.0f} s pass with none left", highlight=False,
                               soft_wrap=True)
                 with _Countdown(console, status, "replaying dead letters") as countdown:
-                    by_topic = replay_dead_letters(adapters.log, poll_timeout_s=REPLAY_IDLE_S,
+                    by_topic = replay_dead_letters(adapters.log, poll_timeout_s=IDLE_TIMEOUT_S,
                                                    waiting=countdown.started)
             print(f"replayed {sum(by_topic.values())} dead letter(s)"
                   + "".join(f"\n  {topic}: {n}" for topic, n in sorted(by_topic.items())))

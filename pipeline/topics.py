@@ -128,10 +128,12 @@ REPLAY_GROUP = "blackbox-replay"
 # is never joined nor committed to, and carries the deployment's prefix, as its grant on MSK does
 READ_GROUP = "blackbox-read"
 JOIN_TIMEOUT_S = 10.0
+# a replay ends once the dead letters it found are published and none more come for this long
+IDLE_TIMEOUT_S = 2.0
 
 
 def replay_dead_letters(
-    log: EventLog, poll_timeout_s: float = 2.0, join_timeout_s: float = JOIN_TIMEOUT_S, batch: int = 500,
+    log: EventLog, poll_timeout_s: float = IDLE_TIMEOUT_S, join_timeout_s: float = JOIN_TIMEOUT_S, batch: int = 500,
     waiting: Callable[[float], None] = lambda _seconds: None,
 ) -> Counter[str]:
     """Publishes each dead letter to the topic it came from, for when what rejected it is fixed;

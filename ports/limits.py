@@ -51,10 +51,14 @@ PathSegment = Annotated[str, AfterValidator(_routable)]
 AttachmentName = PathSegment
 
 
+# an integer as the API takes one: int() also takes "١٢", "1_000" and spaces, and isdigit() takes
+# "²", which int() refuses
+ASCII_INT = re.compile(r"-?[0-9]{1,20}")
+
+
 def ascii_int(text: str, low: int, high: int) -> int | None:
-    """`text` as an integer within [low, high] if it is ASCII digits after an optional minus, else
-    None: int() also takes "١٢", "1_000" and spaces, and isdigit() takes "²", which int() refuses."""
-    if re.fullmatch(r"-?[0-9]{1,20}", text) is None:
+    """`text` as an integer within [low, high] if it is ASCII digits after an optional minus, else None."""
+    if ASCII_INT.fullmatch(text) is None:
         return None
     value = int(text)
     return value if low <= value <= high else None

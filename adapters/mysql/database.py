@@ -146,8 +146,11 @@ class MysqlDatabase:
         except pymysql.err.OperationalError as exc:
             if exc.args[0] != ER.ACCESS_DENIED_ERROR:
                 raise
-            log.info("MySQL refused the credentials of %s: fetching them again", target.user)
-        return self._dial(self._provider(force=True), database)
+            fresh = self._provider(force=True)
+            if fresh == target:  # nothing rotated (or nothing to fetch): the refusal stands
+                raise
+        log.info("MySQL refused the credentials of %s; dialing again with those fetched afresh", target.user)
+        return self._dial(fresh, database)
 
     def _dial(self, t: MysqlTarget, database: str | None) -> pymysql.connections.Connection[Cursor]:
         try:

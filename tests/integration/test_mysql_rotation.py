@@ -91,3 +91,15 @@ def test_a_new_connection_after_a_rotation_signs_in_with_the_new_password(
             assert refused.value.args[0] == ER.ACCESS_DENIED_ERROR and provider.forced == 1
     finally:
         database.close()
+
+
+def test_a_refusal_is_not_dialed_again_when_nothing_rotated(throwaway_user: MysqlTarget,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    wrong = replace(throwaway_user, password="not-" + throwaway_user.password)
+    database = MysqlDatabase(CachedSecret(wrong, fetches_afresh=True))
+    dial = database._dial
+    dialed: list[MysqlTarget] = []
+    monkeypatch.setattr(database, "_dial", lambda target, name: (dialed.append(target), dial(target, name))[1])
+    with pytest.raises(pymysql.err.OperationalError) as refused:
+        database._connect(None)
+    assert refused.value.args[0] == ER.ACCESS_DENIED_ERROR and dialed == [wrong]  # the same password, once

@@ -9,15 +9,6 @@ from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
 from ports.timeutil import now_ms
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS documents (
-    key TEXT PRIMARY KEY,
-    body BLOB NOT NULL,
-    expires_at INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS documents_expiry ON documents (expires_at);
-"""
-
 # SQLite allows 32766 host parameters; stay well below
 _CHUNK = 500
 
@@ -25,7 +16,7 @@ _CHUNK = 500
 @port_errors("documents", sqlite_meaning)
 class SqliteDocumentStore:
     def __init__(self, path: Path) -> None:
-        self._db = SqliteFile(path, _SCHEMA)
+        self._db = SqliteFile(path, "documents")
 
     def upsert_many(self, documents: Mapping[str, bytes], ttl_seconds: int) -> None:
         expires_at = now_ms() + ttl_seconds * 1000

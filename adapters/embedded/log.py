@@ -16,26 +16,6 @@ from adapters.errors import port_errors
 from ports import Headers, LogRecord, OutgoingRecord
 from ports.timeutil import now_ms
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS records (
-    topic TEXT NOT NULL,
-    partition INTEGER NOT NULL,
-    offset INTEGER NOT NULL,
-    key BLOB,
-    value BLOB NOT NULL,
-    headers TEXT NOT NULL,
-    timestamp_ms INTEGER NOT NULL,
-    PRIMARY KEY (topic, partition, offset)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS commits (
-    grp TEXT NOT NULL,
-    topic TEXT NOT NULL,
-    partition INTEGER NOT NULL,
-    next_offset INTEGER NOT NULL,
-    PRIMARY KEY (grp, topic, partition)
-) WITHOUT ROWID;
-"""
-
 
 def _encode_headers(headers: Headers) -> str:
     return json.dumps([[name, value.hex()] for name, value in headers])
@@ -66,7 +46,7 @@ class _Pending:
 @port_errors("log", sqlite_meaning)
 class SqliteEventLog:
     def __init__(self, path: Path, partitions: int = 4) -> None:
-        self._db = SqliteFile(path, _SCHEMA)
+        self._db = SqliteFile(path, "log")
         self.partitions = partitions
         # wakes consumers in this process as soon as something is published
         self._published = threading.Condition()

@@ -7,9 +7,11 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 
 from adapters.errors import Meaning
+from adapters.sql import migrations
 from adapters.sql.connections import PerThread
 
 _WAL_ATTEMPTS = 100
@@ -33,21 +35,48 @@ def sqlite_meaning(error: BaseException) -> Meaning | None:
     return None
 
 
+MIGRATIONS = resources.files("adapters.embedded") / "migrations"
+
+
 class SqliteFile:
-    def __init__(self, path: Path, schema: str, added_columns: Sequence[tuple[str, str, str]] = (),
+    def __init__(self, path: Path, schema: str, legacy_columns: Sequence[tuple[str, str, str]] = (),
                  synchronous: str = "FULL") -> None:
-        """`added_columns`: (table, column, type) that `schema` has but a file made by an older
-        release lacks (CREATE TABLE IF NOT EXISTS leaves an existing table as it is)."""
+        """`schema`: the folder of migrations/ this file's are in. `legacy_columns`: (table, column,
+        type) that a file made before versioned migrations may lack (CREATE TABLE IF NOT EXISTS left
+        its tables as they were)."""
         self.path = path
         self._synchronous = synchronous
         self._connections = PerThread(self._connect)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # executescript manages its own transaction; every statement is CREATE ... IF NOT EXISTS
-        self.connection().executescript(schema)
+        self.applied = self._migrate(migrations.migrations(MIGRATIONS / schema), legacy_columns)
+
+    def _migrate(self, pending: Sequence[migrations.Migration],
+                 legacy_columns: Sequence[tuple[str, str, str]]) -> list[str]:
+        """Applies the migrations this file lacks, all in one write transaction: SQLite's DDL is
+        transactional, so a failing one leaves the file as it was; and the processes of one serve
+        that open it at once take turns, each seeing what the one before applied."""
+        applied: list[str] = []
         with self.write() as conn:
-            for table, column, kind in added_columns:
-                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            conn.execute(migrations.CREATE_TABLE)
+            done = {row[0] for row in conn.execute(migrations.SELECT_APPLIED)}
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not done and tables - {"schema_migrations"}:
+                # made before versioned migrations: it has the first one's tables, short of columns
+                first = pending[0]
+                for statement in first.statements:  # each CREATE ... IF NOT EXISTS
+                    conn.execute(statement)
+                for table, column, kind in legacy_columns:
+                    if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                conn.execute(migrations.RECORD, (first.name,))
+                done.add(first.name)
+            for migration in pending:
+                if migration.name not in done:
+                    for statement in migration.statements:
+                        conn.execute(statement)
+                    conn.execute(migrations.RECORD, (migration.name,))
+                    applied.append(migration.name)
+        return applied
 
     def _connect(self) -> sqlite3.Connection:
         # autocommit mode (isolation_level=None): transactions are explicit below

@@ -20,6 +20,7 @@ from pymysql.constants import CR, ER
 from pymysql.cursors import Cursor
 
 from adapters.errors import Meaning
+from adapters.sql import migrations
 from adapters.sql.connections import PerThread
 from adapters.sql.queries import (
     APPLIED_OFFSET,
@@ -298,23 +299,17 @@ class MysqlDatabase:
         self._create_database()
         applied: list[str] = []
         with self.transaction() as cursor:
-            cursor.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version VARCHAR(255) PRIMARY KEY, "
-                "applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
-            )
-            cursor.execute("SELECT version FROM schema_migrations")
+            cursor.execute(migrations.CREATE_TABLE)
+            cursor.execute(migrations.SELECT_APPLIED)
             done = {row[0] for row in cursor.fetchall()}
-        for migration in sorted(MIGRATIONS.iterdir(), key=lambda m: m.name):
-            if not migration.name.endswith(".sql") or migration.name in done:
+        for migration in migrations.migrations(MIGRATIONS):
+            if migration.name in done:
                 continue
             # DDL commits implicitly in MySQL; each statement is written to be re-runnable
             with self.transaction() as cursor:
-                for statement in migration.read_text().split(";\n"):
-                    if statement.strip() and not all(
-                        line.startswith("--") for line in statement.strip().splitlines()
-                    ):
-                        cursor.execute(statement)
-                cursor.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (migration.name,))
+                for statement in migration.statements:
+                    cursor.execute(statement)
+                cursor.execute(pyformat(migrations.RECORD), (migration.name,))
             applied.append(migration.name)
         self.ensure_day_partitions(days_ahead)
         return applied

@@ -1,0 +1,33 @@
+"""Versioned schema migrations, one tool for MySQL and an embedded SQLite file: each `NNNN_*.sql`
+of a folder is applied once, in order, and recorded in `schema_migrations`; sqlparse splits a file
+into statements (a `;` inside a string or a comment is not an end)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources.abc import Traversable
+
+import sqlparse
+
+# the same in MySQL and SQLite
+CREATE_TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations (version VARCHAR(255) PRIMARY KEY, "
+                "applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)")
+SELECT_APPLIED = "SELECT version FROM schema_migrations"
+RECORD = "INSERT INTO schema_migrations (version) VALUES (?)"
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    statements: tuple[str, ...]
+
+
+def statements(text: str) -> tuple[str, ...]:
+    """The statements of a migration file, without those that are only comments."""
+    return tuple(s for s in sqlparse.split(text) if sqlparse.format(s, strip_comments=True).strip())
+
+
+def migrations(folder: Traversable) -> list[Migration]:
+    """The folder's migrations in the order they apply (by name)."""
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    return [Migration(f.name, statements(f.read_text())) for f in files]

@@ -167,6 +167,13 @@ def test_a_bad_board_name_is_named_before_the_body_is_read(adapters: Adapters):
     assert (body(response)["error"], body(response)["field"]) == ("invalid_field", "board")
 
 
+def test_a_query_is_checked_before_its_board_is_looked_up(adapters: Adapters):
+    response = call(leaderboards.handler, "leaderboards-top.json", path="/v1/leaderboards/nope/top",
+                    queryStringParameters={"limit": "0"}, multiValueQueryStringParameters={"limit": ["0"]})
+    assert (response["statusCode"], body(response)["field"]) == (400, "limit")
+    assert call(leaderboards.handler, "leaderboards-top.json", path="/v1/leaderboards/nope/top")["statusCode"] == 404
+
+
 def test_msk_event_shape_round_trips():
     event = load_event("crash-consumer.json")
     records = from_msk_event(event)

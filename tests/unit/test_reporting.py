@@ -114,6 +114,7 @@ def test_time_range_is_on_submit_time(adapters: Adapters):
     ("params", "error", "field"),
     [
         ({}, "missing_field", "sku"),
+        ({"sku": ""}, "invalid_field", "sku"),  # given, and not a sku
         ({"sku": "g", "limit": "0"}, "invalid_field", "limit"),
         ({"sku": "g", "limit": "1001"}, "invalid_field", "limit"),
         ({"sku": "g", "limit": "ten"}, "invalid_field", "limit"),

@@ -46,7 +46,7 @@ def _routable(name: str) -> str:
 
 
 # a player id is asked for in a path (/players/{playerId})
-PathSegment = Annotated[str, AfterValidator(_routable)]
+PathSegment = Annotated[str, StringConstraints(min_length=1, max_length=128), AfterValidator(_routable)]
 # a file name, not a path, and one that can be asked for again (/attachments/{name})
 AttachmentName = PathSegment
 

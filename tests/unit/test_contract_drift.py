@@ -1,8 +1,9 @@
 """api/openapi.yaml and the handlers against the route table (lambdas.functions.API_ROUTES): each
 function's handler declares exactly its routes, the document has exactly them with the keys their
-roles take; and each GET route's query parameters, as its handler's signature declares them
+roles take; each GET route's query parameters, as its handler's signature declares them
 (Powertools writes them into an OpenAPI document), are the contract's, with the same names, whether
-each is required, its default, its enum and its bounds. A parameter added, dropped or re-bounded on
+each is required, its default, its enum and its bounds; and each body's fields are those of the
+model it is validated with, with the same bounds. A parameter added, dropped or re-bounded on
 one side only fails here (the contract once allowed crash-groups limit 1000, the code 100)."""
 
 from __future__ import annotations
@@ -16,13 +17,21 @@ import pytest
 import yaml
 
 from api.access import READERS
+from crashes.model import CrashSubmission
 from lambdas import capture, leaderboards, reporter
 from lambdas.functions import API_ROUTES
+from ranking.model import BoardSettingsBody, Score
+from sessions.model import SessionEvent
 
 CONTRACT = yaml.safe_load((Path(__file__).resolve().parents[2] / "api" / "openapi.yaml").read_text())
 # what the document says of a parameter's value, in OpenAPI's words (pydantic writes ge and le)
 SAID = {"required": "required", "default": "default", "enum": "enum", "minimum": "minimum", "maximum": "maximum",
         "ge": "minimum", "le": "maximum", "pattern": "pattern"}
+# what the document says of a body's field: its bounds, whatever the JSON types it may take
+BOUNDS = ("pattern", "minLength", "maxLength", "minimum", "maximum", "enum", "maxProperties")
+# each body's schema in the document, and the model capture or the board route validates it with
+BODIES = {"CrashSubmission": CrashSubmission, "Session": SessionEvent, "Score": Score,
+          "BoardSettingsBody": BoardSettingsBody}
 
 
 def shape(path: str) -> str:
@@ -86,3 +95,24 @@ def test_the_document_asks_each_route_for_the_keys_of_its_roles():
         schemes = {name for requirement in security for name in requirement}
         expected = set() if route.roles is None else {"readKey"} if route.roles == READERS else {"apiKey"}
         assert schemes == expected, (route.method, route.path)
+
+
+def bounds(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in schema:
+        schema = definitions[schema["$ref"].rsplit("/", 1)[1]] | {k: v for k, v in schema.items() if k != "$ref"}
+    said = {k: schema[k] for k in BOUNDS if k in schema}
+    for option in schema.get("anyOf", []) + schema.get("oneOf", []):  # pydantic's anyOf, the document's oneOf
+        said |= bounds(option, definitions)
+    return said
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_a_bodys_fields_are_the_models(name: str):
+    documented = CONTRACT["components"]["schemas"][name]
+    model = BODIES[name].model_json_schema(by_alias=True)
+    assert sorted(documented["properties"]) == sorted(model["properties"])
+    assert sorted(documented.get("required", [])) == sorted(model.get("required", []))
+    assert documented.get("additionalProperties", True) == model.get("additionalProperties", True)
+    for field, schema in model["properties"].items():
+        assert bounds(documented["properties"][field], CONTRACT["components"]["schemas"]) == \
+            bounds(schema, model.get("$defs", {})), field

@@ -43,6 +43,11 @@ BODY_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+def _unnamed(path: str) -> str:
+    """A route template with its parameters unnamed: the handlers name them otherwise than the table."""
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
 def _required_query() -> dict[tuple[str, str], list[str]]:
     """The query parameters each route's handler requires, from its signature: API Gateway asks for
     them itself (400 before a function runs)."""
@@ -51,7 +56,7 @@ def _required_query() -> dict[tuple[str, str], list[str]]:
         for path, operations in json.loads(app.get_openapi_json_schema())["paths"].items():
             for method, operation in operations.items():
                 names = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query" and p.get("required")]
-                required[method.upper(), re.sub(r"\{[^}]+\}", "{}", path)] = names
+                required[method.upper(), _unnamed(path)] = names
     return required
 
 
@@ -127,7 +132,7 @@ class ApiStack(ApplicationStack):
                     method, integration, authorization_type=apigateway.AuthorizationType.IAM,
                     request_validator=validator,
                     request_parameters={f"method.request.querystring.{name}": True
-                                        for name in REQUIRED_QUERY[method, re.sub(r"\{[^}]+\}", "{}", path)]} or None,
+                                        for name in REQUIRED_QUERY[method, _unnamed(path)]} or None,
                 )
         for response_type, (status, code) in GATEWAY_ERRORS.items():
             self.api.add_gateway_response(

@@ -4,19 +4,37 @@ frames come from its sample report (one multi-get for all samples)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict
 
 from crashes.persistence import ReportDocument
 from crashes.signature import top_frames
 from ports import CrashIndex, DocumentStore
-from ports.timeutil import HOUR_MS, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, Time, time_range, to_rfc3339
 
 MAX_GROUPS = 100
 DEFAULT_SPAN_MS = 24 * HOUR_MS
 
 
+@with_config(ConfigDict(extra="forbid"))
+class Group(TypedDict):
+    signature: str
+    count: Annotated[int, Field(ge=1)]
+    firstSeen: Time
+    lastSeen: Time
+    sampleReportId: int
+    topFrames: list[str]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Groups(TypedDict):
+    groups: list[Group]
+
+
 def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_ms: int | None = None,
-                 to_ms: int | None = None, limit: int = 20, equals: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 to_ms: int | None = None, limit: int = 20, equals: Mapping[str, str] | None = None) -> Groups:
     """`equals`: report filters by index field (crashes.reporting.narrowing); a signature filter
     would leave one group, so the route offers none."""
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: to - DEFAULT_SPAN_MS)

@@ -6,17 +6,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 import pybase64
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict
 
 from crashes.model import attachment_key
 from crashes.persistence import ReportDocument
 from ports import CrashIndex, DocumentStore, IndexedReport, ReportFilter
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
-from ports.limits import INT64_MAX, ascii_int
-from ports.timeutil import to_rfc3339
+from ports.limits import INT64_MAX, Sku, ascii_int
+from ports.timeutil import Time, to_rfc3339
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
@@ -53,7 +55,38 @@ class ReportQuery:
     equals: Mapping[str, str] = field(default_factory=dict)
 
 
-def summary(report: IndexedReport) -> dict[str, Any]:
+@with_config(ConfigDict(extra="forbid"))
+class Report(TypedDict):
+    """A crash report as the index holds it; `payload` only in a full report."""
+
+    reportId: Annotated[int, Field(ge=1)]
+    reportKey: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
+    eventId: str
+    sku: Sku
+    submitTime: Time
+    receivedAt: Time
+    crashType: str | None
+    errorCode: Annotated[str | None, Field(description=(
+        'always a string here, as the index holds it: a number posted (7) is its decimal text ("7"); '
+        "the payload keeps the number as posted"))]
+    platform: str | None
+    buildVersion: str | None
+    signature: str | None
+    sizeBytes: Annotated[int, Field(ge=0)]
+    attachments: list[str]
+    # null when the document store no longer holds the body
+    payload: NotRequired[Annotated[dict[str, Any] | None, Field(description=(
+        "full reports only: the submitted object exactly as it came in, every value of the JSON type it "
+        "was posted with (an errorCode or clientTime number stays a number)"))]]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ReportPage(TypedDict):
+    reports: list[Report]
+    nextCursor: str | None
+
+
+def summary(report: IndexedReport) -> Report:
     e = report.entry
     return {
         "reportId": report.report_id,
@@ -82,7 +115,7 @@ def _after_id(cursor: str | None, order: Order) -> int | None:
     return report_id
 
 
-def _full(reports: Sequence[IndexedReport], documents: DocumentStore) -> list[dict[str, Any]]:
+def _full(reports: Sequence[IndexedReport], documents: DocumentStore) -> list[Report]:
     """Summary plus the payload exactly as submitted: body and attachments in one multi-get."""
     keys = [r.entry.report_key for r in reports]
     keys += [attachment_key(r.entry.report_key, name) for r in reports for name in r.entry.attachments]
@@ -116,7 +149,7 @@ def _within_bytes(reports: Sequence[IndexedReport]) -> Sequence[IndexedReport]:
     return reports
 
 
-def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) -> dict[str, Any]:
+def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) -> ReportPage:
     """Oldest first (`order=asc`, by reportId) or newest first (`order=desc`); the cursor pages on
     by reportId in that order, so a report indexed meanwhile is neither skipped nor repeated."""
     if q.cursor is not None and q.offset is not None:
@@ -148,7 +181,7 @@ def _report(index: CrashIndex, report_id: str) -> IndexedReport:
     return report
 
 
-def get_report(index: CrashIndex, documents: DocumentStore, report_id: str) -> dict[str, Any]:
+def get_report(index: CrashIndex, documents: DocumentStore, report_id: str) -> Report:
     return _full([_report(index, report_id)], documents)[0]
 
 

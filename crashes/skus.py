@@ -3,22 +3,40 @@ dashboard offers to pick from. One index lookup a sku in each store, whatever th
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
 from ports.cursors import decode_cursor, encode_cursor
-from ports.timeutil import to_rfc3339
+from ports.limits import Sku
+from ports.timeutil import Time, to_rfc3339
 
 MAX_LIMIT = 1000
 _CURSOR_KIND = "s"
 
 
-def _time(epoch_ms: int | None) -> str | None:
+@with_config(ConfigDict(extra="forbid"))
+class SkuSeen(TypedDict):
+    """When the sku last had a crash (receivedAt) and a session (its minute's start), null when it
+    had none within retention."""
+
+    sku: Sku
+    lastCrash: Time | None
+    lastSession: Time | None
+
+
+@with_config(ConfigDict(extra="forbid"))
+class SkuPage(TypedDict):
+    skus: list[SkuSeen]
+    nextCursor: str | None
+
+
+def _time(epoch_ms: int | None) -> Time | None:
     return None if epoch_ms is None else to_rfc3339(epoch_ms)
 
 
 def list_skus(index: CrashIndex, counters: SessionCounters, *, limit: int = 100,
-              cursor: str | None = None) -> dict[str, Any]:
+              cursor: str | None = None) -> SkuPage:
     after = decode_cursor(cursor, _CURSOR_KIND) or ""
     # each store's first limit + 1 skus hold the first limit + 1 of both together; and a sku among
     # the first `limit` missing from one store's list is not in that store (it would come earlier)

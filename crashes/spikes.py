@@ -9,13 +9,13 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
+from typing_extensions import TypedDict
 
 from ports import CrashIndex, IndexEntry
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, time_range, to_rfc3339
 
 MAX_MINUTES = 10_080  # a week
 
@@ -34,6 +34,20 @@ class SpikePolicy(BaseModel):
         return max(self.min_crashes, math.floor(self.factor * max(baseline, 1.0)) + 1)
 
 
+@with_config(ConfigDict(extra="forbid"))
+class Alert(TypedDict):
+    sku: str
+    start: Time
+    crashes: int
+    baseline: float
+    threshold: int
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Alerts(TypedDict):
+    alerts: list[Alert]
+
+
 @dataclass(frozen=True)
 class Spike:
     sku: str
@@ -42,7 +56,7 @@ class Spike:
     baseline: float
     threshold: int
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> Alert:
         return {
             "sku": self.sku,
             "start": to_rfc3339(self.minute),
@@ -71,7 +85,7 @@ def spikes_in(index: CrashIndex, policy: SpikePolicy, sku: str, minutes: Iterabl
 
 
 def list_alerts(index: CrashIndex, policy: SpikePolicy, sku: str, *, from_ms: int | None = None,
-                to_ms: int | None = None) -> dict[str, Any]:
+                to_ms: int | None = None) -> Alerts:
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, MINUTE_MS) + MINUTE_MS - HOUR_MS)
     first = floor_to(from_ms, MINUTE_MS)
     if (to_ms - first) // MINUTE_MS > MAX_MINUTES:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, floor_to, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, time_range, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
 Granularity = Literal["minute", "hour"]
@@ -15,9 +18,23 @@ _STEP = {"minute": MINUTE_MS, "hour": HOUR_MS}
 _DEFAULT_SPAN = {"minute": HOUR_MS, "hour": 24 * HOUR_MS}
 
 
+@with_config(ConfigDict(extra="forbid"))
+class Bucket(TypedDict):
+    start: Time
+    sessions: Annotated[int, Field(ge=0)]
+    crashes: Annotated[int, Field(ge=0)]
+    crashRate: Annotated[float | None, Field(
+        description="crashes/sessions; null without sessions or with a report filter")]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Stats(TypedDict):
+    series: list[Bucket]
+
+
 def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_ms: int | None = None,
                 to_ms: int | None = None, granularity: Granularity = "minute",
-                equals: Mapping[str, str] | None = None) -> dict[str, Any]:
+                equals: Mapping[str, str] | None = None) -> Stats:
     """Crashes and sessions per bucket. The report filters (`equals`, by index field) narrow the
     crashes; sessions carry no platform, build or crash type, so with a filter there is no crash
     rate to give (null)."""
@@ -30,7 +47,7 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
     crashes = index.crash_counts(sku, start, to_ms, step, narrowed)
     sessions = counters.session_counts(sku, start, to_ms, step)
-    series = []
+    series: list[Bucket] = []
     for bucket in range(start, to_ms, step):
         c, s = crashes.get(bucket, 0), sessions.get(bucket, 0)
         rate = c / s if s and not narrowed else None

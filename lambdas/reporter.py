@@ -3,21 +3,26 @@ the query parameters it takes, typed and bounded; any other is refused (api.reso
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponseContentSchema
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
 
 from adapters.factory import current
 from api.params import DIGITS, BuildVersion, CrashType, Cursor, ErrorCode, From, Platform, Signature, Sku, To
-from api.resolver import create_resolver, download_response, json_response
-from crashes.groups import MAX_GROUPS, crash_groups
+from api.resolver import DOWNLOAD_POLICY, answer, create_resolver, download_response, json_response
+from crashes.groups import MAX_GROUPS, Groups, crash_groups
 from crashes.reporting import (
     MAX_LIMIT,
     MAX_OFFSET,
     Fields,
     Order,
+    Report,
+    ReportPage,
     ReportQuery,
     get_attachment,
     get_report,
@@ -25,22 +30,40 @@ from crashes.reporting import (
     narrowing,
 )
 from crashes.skus import MAX_LIMIT as MAX_SKUS
-from crashes.skus import list_skus
-from crashes.spikes import list_alerts
-from crashes.stats import Granularity, crash_stats
+from crashes.skus import SkuPage, list_skus
+from crashes.spikes import Alerts, list_alerts
+from crashes.stats import Granularity, Stats, crash_stats
 from ports.telemetry import instrumented
 
 app = create_resolver()
 
 
-@app.get("/v1/crashes")
+@with_config(ConfigDict(extra="forbid"))
+class Health(TypedDict):
+    status: Literal["ok", "unavailable"]
+    components: dict[str, str]
+
+
+_BINARY: OpenAPIResponseContentSchema = {"schema": {"type": "string", "format": "binary"}}
+
+
+@app.get("/v1/crashes", operation_id="listCrashes",
+         summary="Crash reports of a sku by reportId, oldest or newest first",
+         responses={200: answer(ReportPage, "a page of reports")})
 def crashes(
     *, sku: Sku, from_: From = None, to: To = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT), DIGITS] = 100, cursor: Cursor = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT), DIGITS] = 100,
+    cursor: Annotated[str | None, Query(description=(
+        "nextCursor of the previous page, asked for with the same order (not with offset). Pages go on by "
+        "reportId, so a report indexed meanwhile is neither skipped nor listed twice (newest first, it is on "
+        "a first page asked for again)"))] = None,
     offset: Annotated[int | None, Query(ge=0, le=MAX_OFFSET, description="reports to skip; not with cursor"),
                       DIGITS] = None,
-    order: Annotated[Order, Query(description="asc: oldest first, by reportId; desc: newest first")] = "asc",
-    fields: Annotated[Fields, Query(description="summary, or full: with payload and attachments")] = "summary",
+    order: Annotated[Order, Query(description=(
+        "asc, oldest first; desc, newest first (by reportId, the order reports became readable)"))] = "asc",
+    fields: Annotated[Fields, Query(description=(
+        "full adds each report's payload; a full page stops at about 4 MB of reports (API Gateway and Lambda "
+        "answer at most 6 MB), so it may hold fewer than limit: follow nextCursor"))] = "summary",
     crash_type: CrashType = None, error_code: ErrorCode = None, platform: Platform = None,
     build_version: BuildVersion = None, signature: Signature = None,
 ) -> Response[str]:
@@ -52,21 +75,38 @@ def crashes(
     return json_response(200, list_reports(a.index, a.documents, query))
 
 
-@app.get("/v1/crashes/<report_id>")
+@app.get("/v1/crashes/<report_id>", operation_id="getCrash", responses={200: answer(Report, "the full report")})
 def crash(report_id: str) -> Response[str]:
     a = current()
     return json_response(200, get_report(a.index, a.documents, report_id))
 
 
 # bytes: Powertools' response validation would encode them as text
-@app.get("/v1/crashes/<report_id>/attachments/<name>", enable_validation=False)
+@app.get("/v1/crashes/<report_id>/attachments/<name>", enable_validation=False, operation_id="getAttachment",
+         responses={200: {
+             "description": (
+                 "the attachment's bytes as a download, never as a page: image/png, image/jpeg, image/gif or "
+                 "image/webp for a name ending .png, .jpg, .jpeg, .gif or .webp (screenshots show), "
+                 "application/octet-stream for any other"),
+             "headers": {
+                 "Content-Disposition": {"description": "attachment, with the name (RFC 6266; filename* when it "
+                                                        "is not ASCII)", "schema": {"type": "string"}},
+                 "Content-Security-Policy": {"description": DOWNLOAD_POLICY, "schema": {"type": "string"}},
+                 "X-Content-Type-Options": {"schema": {"type": "string", "enum": ["nosniff"]}},
+             },
+             "content": {kind: _BINARY for kind in (
+                 "application/octet-stream", "image/png", "image/jpeg", "image/gif", "image/webp")},
+         }})
 def attachment(report_id: str, name: str) -> Response[bytes]:
     a = current()
     data, content_type = get_attachment(a.index, a.documents, report_id, name)
     return download_response(data, content_type, name)
 
 
-@app.get("/v1/stats")
+@app.get("/v1/stats", operation_id="getStats", summary="Sessions, crashes and crash rate per minute or hour",
+         description="The report filters given (all must match) narrow the crashes. Sessions carry no platform, "
+                     "build or crash type: they are the whole sku's, and with a filter crashRate is null",
+         responses={200: answer(Stats, "one bucket per minute or hour of the range")})
 def stats(
     *, sku: Sku, from_: From = None, to: To = None,
     granularity: Annotated[Granularity, Query(description="one bucket a minute or an hour")] = "minute",
@@ -79,7 +119,11 @@ def stats(
                                           equals=narrowed))
 
 
-@app.get("/v1/crash-groups")
+@app.get("/v1/crash-groups", operation_id="getCrashGroups", summary="Reports grouped by signature, largest first",
+         description="Reports received in [from, to) (by default the last day), narrowed by the report filters "
+                     "given (all must match); count, firstSeen, lastSeen and the sample are those of the reports "
+                     "that match",
+         responses={200: answer(Groups, "the groups")})
 def groups(
     *, sku: Sku, from_: From = None, to: To = None, limit: Annotated[int, Query(ge=1, le=MAX_GROUPS), DIGITS] = 20,
     crash_type: CrashType = None, error_code: ErrorCode = None, platform: Platform = None,
@@ -91,19 +135,24 @@ def groups(
                                            equals=narrowed))
 
 
-@app.get("/v1/skus")
+@app.get("/v1/skus", operation_id="listSkus", summary="The skus that have crash reports or sessions, by name",
+         description="Each with when it last had a crash (receivedAt) and a session (the start of its minute), "
+                     "null when it never had one within retention. One index lookup a sku, whatever its traffic.",
+         responses={200: answer(SkuPage, "a page of skus")})
 def skus(limit: Annotated[int, Query(ge=1, le=MAX_SKUS), DIGITS] = 100, cursor: Cursor = None) -> Response[str]:
     a = current()
     return json_response(200, list_skus(a.index, a.counters, limit=limit, cursor=cursor))
 
 
-@app.get("/v1/alerts")
+@app.get("/v1/alerts", operation_id="getAlerts", summary="Minutes whose crashes spiked over the trailing baseline",
+         responses={200: answer(Alerts, "the spikes")})
 def alerts(sku: Sku, from_: From = None, to: To = None) -> Response[str]:
     a = current()
     return json_response(200, list_alerts(a.index, a.settings.spikes, sku, from_ms=from_, to_ms=to))
 
 
-@app.get("/v1/health")
+@app.get("/v1/health", operation_id="getHealth", responses={
+    200: answer(Health, "every component answers"), 503: answer(Health, "a component does not answer")})
 def health() -> Response[str]:
     a = current()
     components: dict[str, str] = {}
@@ -114,7 +163,7 @@ def health() -> Response[str]:
         except Exception as exc:
             components[name] = f"unavailable: {type(exc).__name__}"
     healthy = all(state == "ok" for state in components.values())
-    body = {"status": "ok" if healthy else "unavailable", "components": components}
+    body: Health = {"status": "ok" if healthy else "unavailable", "components": components}
     return json_response(200 if healthy else 503, body)
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from pydantic import Field
+from typing_extensions import TypeAliasType
 
 from ports.errors import InvalidField
 from ports.limits import ascii_int
@@ -15,6 +19,10 @@ HOUR_MS = 3_600_000
 # what RFC 3339 can say, so epoch milliseconds outside it (and outside a BIGINT) are refused too
 _FIRST_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 _LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+
+# a time in an answer, as to_rfc3339 writes it; named, so the OpenAPI document has it once
+Time = TypeAliasType("Time", Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$",
+                                                  json_schema_extra={"format": "date-time"})])
 
 
 def now_ms() -> int:

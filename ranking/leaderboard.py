@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Annotated, Concatenate, ParamSpec, TypeVar
 
-from ports import BoardSettings, Entry, NodeRange, RankingStore
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict
+
+from ports import BoardSettings as Stored  # BoardSettings here is the answer
+from ports import Entry, NodeRange, Operator, Order, RankingStore
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import NotFound
+from ports.limits import Int64Answer
 from ranking.model import BoardSettingsBody
 from ranking.queries import rank_of, score_at
 from ranking.tree import Tree
@@ -19,6 +24,57 @@ MAX_TOP = 1000
 MAX_RADIUS = 100
 MAX_BOARDS = 1000
 _CURSOR_KIND = "b"
+
+Rank = Annotated[int, Field(ge=1)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class BoardSettings(TypedDict):
+    board: str
+    order: Order
+    operator: Operator
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Board(BoardSettings):
+    """Settings and player count."""
+
+    players: Annotated[int, Field(ge=0)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class BoardPage(TypedDict):
+    boards: list[BoardSettings]
+    nextCursor: str | None
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Player(TypedDict):
+    playerId: str
+    score: Int64Answer
+    rank: Rank
+
+
+@with_config(ConfigDict(extra="forbid"))
+class RankedEntry(TypedDict):
+    rank: Rank
+    playerId: str
+    score: Int64Answer
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Entries(TypedDict):
+    """Ties share a rank and are ordered by playerId."""
+
+    entries: list[RankedEntry]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ScoreRank(TypedDict):
+    """The rank that score would have."""
+
+    score: Int64Answer
+    rank: Rank
 
 
 P = ParamSpec("P")
@@ -37,7 +93,7 @@ def _one_state(read: Callable[Concatenate[RankingStore, P], R]) -> Callable[Conc
     return in_snapshot
 
 
-def _board(store: RankingStore, board: str) -> BoardSettings:
+def _board(store: RankingStore, board: str) -> Stored:
     settings = store.get_board(board)
     if settings is None:
         raise NotFound(f"no leaderboard {board}")
@@ -45,13 +101,13 @@ def _board(store: RankingStore, board: str) -> BoardSettings:
 
 
 @_one_state
-def describe(store: RankingStore, tree: Tree, board: str) -> dict[str, Any]:
+def describe(store: RankingStore, tree: Tree, board: str) -> Board:
     settings = _board(store, board)
     players = store.sum_counts(board, [tree.top_range()])
     return {"board": board, "order": settings.order, "operator": settings.operator, "players": players}
 
 
-def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) -> BoardPage:
     """The boards by name, with their settings."""
     found = store.boards(decode_cursor(cursor, _CURSOR_KIND) or "", limit + 1)
     page = found[:limit]
@@ -61,15 +117,15 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
     }
 
 
-def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> dict[str, Any]:
+def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> BoardSettings:
     """`board` is a name the route took (ranking.model.NAME_PATTERN)."""
-    store.put_board(BoardSettings(board, body.order, body.operator))
+    store.put_board(Stored(board, body.order, body.operator))
     return {"board": board, "order": body.order, "operator": body.operator}
 
 
 def _ranked(
-    store: RankingStore, tree: Tree, settings: BoardSettings, entries: Sequence[Entry]
-) -> list[dict[str, Any]]:
+    store: RankingStore, tree: Tree, settings: Stored, entries: Sequence[Entry]
+) -> list[RankedEntry]:
     """Ranks for a contiguous run of the board: the first from the tree, the rest by adding the
     leaf counts of the scores passed (ties share a rank: 1, 2, 2, 4)."""
     if not entries:
@@ -78,7 +134,7 @@ def _ranked(
     rank = rank_of(tree, store, board, settings.order, entries[0].score)
     scores = [e.score for e in entries]
     counts = store.node_counts(board, NodeRange(0, min(scores), max(scores)))
-    ranked = []
+    ranked: list[RankedEntry] = []
     previous = entries[0].score
     for entry in entries:
         if entry.score != previous:
@@ -89,7 +145,7 @@ def _ranked(
 
 
 @_one_state
-def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> dict[str, Any]:
+def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> Player:
     settings = _board(store, board)
     score = store.scores(board, [player_id]).get(player_id)
     if score is None:
@@ -98,7 +154,7 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> dict[
 
 
 @_one_state
-def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int = 0) -> dict[str, Any]:
+def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int = 0) -> Entries:
     settings = _board(store, board)
     first = score_at(tree, store, board, settings.order, offset + 1)
     if first is None:
@@ -111,7 +167,7 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
 
 
 @_one_state
-def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radius: int = 5) -> dict[str, Any]:
+def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radius: int = 5) -> Entries:
     settings = _board(store, board)
     score = store.scores(board, [player_id]).get(player_id)
     if score is None:
@@ -127,6 +183,6 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
 
 
 @_one_state
-def rank_for_score(store: RankingStore, tree: Tree, board: str, score: int) -> dict[str, Any]:
+def rank_for_score(store: RankingStore, tree: Tree, board: str, score: int) -> ScoreRank:
     settings = _board(store, board)
     return {"score": score, "rank": rank_of(tree, store, board, settings.order, score)}

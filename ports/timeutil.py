@@ -17,8 +17,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 # what RFC 3339 can say, so epoch milliseconds outside it (and outside a BIGINT) are refused too
-_FIRST_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
-_LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+FIRST_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 
 # a time in an answer, as to_rfc3339 writes it; named, so the OpenAPI document has it once
 Time = TypeAliasType("Time", Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$",
@@ -30,15 +30,16 @@ def now_ms() -> int:
 
 
 def to_rfc3339(epoch_ms: int) -> str:
-    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+    """In integers (a float rounds the last millisecond of 9999 into year 10000), and four digits of
+    year whatever the year (strftime wrote year 1 as "1")."""
+    return (_EPOCH + timedelta(milliseconds=epoch_ms)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_epoch_ms(value: str) -> int:
     """Accepts epoch milliseconds or RFC 3339 (a zone is required: a bare local time is ambiguous);
     a ValueError says what is wrong."""
     text = value.strip()
-    epoch_ms = ascii_int(text, _FIRST_MS, _LAST_MS)
+    epoch_ms = ascii_int(text, FIRST_MS, LAST_MS)
     if epoch_ms is not None:
         return epoch_ms
     try:
@@ -59,12 +60,14 @@ def parse_time(value: str, field: str) -> int:
 
 
 def time_range(from_ms: int | None, to_ms: int | None, default_from: Callable[[int], int]) -> tuple[int, int]:
-    """`to` defaults to now and `from` to `default_from(to)`; `to` must come after `from`."""
+    """`to` defaults to now and `from` to `default_from(to)`, but never before the first time there
+    is (year 1), where a range is cut short, or empty; a `from` given must come before `to`."""
     to = now_ms() if to_ms is None else to_ms
-    start = default_from(to) if from_ms is None else from_ms
-    if to <= start:
+    if from_ms is None:
+        return min(max(default_from(to), FIRST_MS), to), to
+    if to <= from_ms:
         raise InvalidField("to must be after from", "to")
-    return start, to
+    return from_ms, to
 
 
 def floor_to(epoch_ms: int, step_ms: int) -> int:

@@ -16,7 +16,7 @@ from crashes.persistence import persist_crashes
 from lambdas import capture, leaderboards, reporter
 from ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
 from ports.errors import InvalidField
-from ports.timeutil import now_ms
+from ports.timeutil import FIRST_MS, now_ms
 from tests.conftest import get, ok
 
 
@@ -106,6 +106,18 @@ def test_stats_crashes_narrowed_by_report_fields_and_no_rate_then(adapters: Adap
     assert totals(platform="pc", buildVersion="2") == (1, 10, [])
     assert totals(crashType="OOM") == (1, 10, [])
     assert totals(platform="xbox") == (0, 10, [])
+
+
+@pytest.mark.parametrize(("path", "key"), [("/v1/stats", "series"), ("/v1/crash-groups", "groups"),
+                                           ("/v1/alerts", "alerts")])
+def test_a_range_ending_at_the_first_time_there_is_is_empty(adapters: Adapters, path: str, key: str):
+    """Found by schemathesis: to=-62135596800000 (0001-01-01) made the default from fall before year
+    1, and the answer a 500 (datetime out of range)."""
+    assert ok(get(reporter.handler, path, sku="g", to=FIRST_MS)) == {key: []}
+    assert ok(get(reporter.handler, path, sku="g", to=FIRST_MS + 60_000, granularity="minute")
+              if path == "/v1/stats" else get(reporter.handler, path, sku="g", to=FIRST_MS + 60_000))[key] \
+        == ([{"start": "0001-01-01T00:00:00.000Z", "sessions": 0, "crashes": 0, "crashRate": None}]
+            if path == "/v1/stats" else [])
 
 
 def test_skus_page_by_name_over_reports_and_sessions(adapters: Adapters):

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Route
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -29,6 +30,12 @@ DOWNLOAD_POLICY = "default-src 'none'; sandbox"
 
 def json_response(status: int, body: Any) -> Response[str]:
     return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=NOSNIFF)
+
+
+def answer(kind: object, description: str) -> OpenAPIResponse:
+    """A route's answer for the OpenAPI document: the type its JSON body has (a TypedDict or a model),
+    from which the document's schema is generated."""
+    return {"description": description, "content": {"application/json": {"model": kind}}}
 
 
 def download_response(data: bytes, content_type: str, filename: str) -> Response[bytes]:
@@ -98,7 +105,9 @@ def declared_only(app: APIGatewayRestResolver, next_middleware: NextMiddleware) 
 
 def _check_declared(app: APIGatewayRestResolver) -> None:
     route: Route | None = app.context.get("_route")
-    if app.current_event.http_method == "GET" and route is not None:
+    # Powertools runs the middlewares for a request no route takes too, through a route of its own
+    # (its not_found_handler): that request is not found, whatever its query
+    if app.current_event.http_method == "GET" and route is not None and route.func.__name__ != "not_found_handler":
         event = app.current_event
         # a sample or hand-made event may carry only the single-valued map
         given = event.multi_value_query_string_parameters or {

@@ -8,16 +8,14 @@ import json
 from typing import Annotated, Any
 
 import pybase64
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, WithJsonSchema
 
 from pipeline.idempotency import body_hash
-from ports.limits import INT64_MAX, INT64_MIN, AttachmentName, Identifier, Sku
+from ports.limits import AttachmentName, Identifier, Int64, Sku
 
 # the index stores these in VARCHAR(256): longer ones are refused at capture, not left to fail a batch
 MAX_INDEXED_CHARS = 256
 Indexed = Annotated[str, StringConstraints(max_length=MAX_INDEXED_CHARS)]
-# an integer field is kept as a number (BIGINT where it is indexed): within 64 bits, like a score
-Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 # each attachment is a document of its own: 98,000 tiny ones in one report were 98,000 writes
 MAX_ATTACHMENTS = 64
 
@@ -40,6 +38,12 @@ def _checked_base64(data: str) -> str:
 
 
 Attachment = Annotated[str, AfterValidator(_checked_base64)]
+# pydantic writes a key's pattern as patternProperties, which let any other name through: the
+# document says what is checked, every name by the pattern and every value base64
+Attachments = Annotated[dict[AttachmentName, Attachment], Field(max_length=MAX_ATTACHMENTS), WithJsonSchema({
+    "type": "object", "maxProperties": MAX_ATTACHMENTS, "propertyNames": TypeAdapter(AttachmentName).json_schema(),
+    "additionalProperties": {"type": "string", "format": "byte"},
+    "description": "file name → canonical base64; each stored as a document of its own"})]
 
 
 class CrashSubmission(BaseModel):
@@ -56,7 +60,7 @@ class CrashSubmission(BaseModel):
     sessionId: Identifier | None = None
     clientTime: Annotated[str, StringConstraints(max_length=64)] | Int64 | None = None
     stackTrace: str | None = None
-    attachments: Annotated[dict[AttachmentName, Attachment], Field(max_length=MAX_ATTACHMENTS)] | None = None
+    attachments: Attachments | None = None
 
 
 def report_key(event_id: str) -> str:

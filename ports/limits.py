@@ -7,7 +7,7 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from ports.errors import InvalidField
 
@@ -16,6 +16,18 @@ MAX_BODY_BYTES = 1 << 20
 # scores and integer fields a store keeps as a number: a signed 64-bit integer (a BIGINT)
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
+
+
+def _whole(value: object) -> object:
+    # JSON Schema's integer includes 107.0, which serializers of a whole double write; taken as 107
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# an integer a store keeps as a number (BIGINT where it is indexed), like a score: within 64 bits
+Int64 = Annotated[int, BeforeValidator(_whole), Field(ge=INT64_MIN, le=INT64_MAX)]
+# a 64-bit integer in an answer, which the document describes without bounds: as a float, as
+# Powertools holds a bound, 2**63 - 1 is not itself (api.document)
+Int64Answer = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
 # a game's build for a platform: crashes and sessions are counted by it, and a title key is scoped to some
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
@@ -45,8 +57,10 @@ def _routable(name: str) -> str:
     return name
 
 
-# a player id is asked for in a path (/players/{playerId})
-PathSegment = Annotated[str, StringConstraints(min_length=1, max_length=128), AfterValidator(_routable)]
+# a player id is asked for in a path (/players/{playerId}); the document says the same in one
+# pattern, in Python's words (its \w)
+PathSegment = Annotated[str, StringConstraints(min_length=1, max_length=128), AfterValidator(_routable),
+                        Field(json_schema_extra={"pattern": rf"^(?!\.\.?$){_SEGMENT.pattern}$"})]
 # a file name, not a path, and one that can be asked for again (/attachments/{name})
 AttachmentName = PathSegment
 

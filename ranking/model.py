@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter
 
 from ports import Operator, Order
-from ports.limits import INT64_MAX, INT64_MIN, PathSegment
+from ports.limits import Int64, PathSegment
 
 MAX_BATCH = 500
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
@@ -20,7 +20,7 @@ class Score(BaseModel):
 
     board: Name
     playerId: PlayerId
-    score: Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+    score: Int64
 
 
 class ScoreEnvelope(BaseModel):

@@ -20,6 +20,7 @@ from crashes.model import (
 )
 from pipeline.idempotency import new_event_id
 from ports.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
+from ranking.model import Score
 
 
 def test_report_key_is_first_16_bytes_of_sha256_of_event_id():
@@ -87,6 +88,17 @@ def test_unknown_fields_are_kept_and_error_code_may_be_int_or_str():
     submission = validate(CrashSubmission, {"sku": "g:1.x-y_z", "errorCode": 5, "custom": {"a": [1]}})
     assert submission.model_extra == {"custom": {"a": [1]}}
     assert validate(CrashSubmission, {"sku": "g", "errorCode": "E5"}).errorCode == "E5"
+
+
+def test_a_whole_number_written_with_a_fraction_is_an_integer():
+    """Found by schemathesis: JSON Schema's integer takes 107.0 (as a serializer of a whole double
+    writes it), and the document promised it; strict pydantic refused it with 400."""
+    submission = validate(CrashSubmission, {"sku": "g", "errorCode": 7.0, "clientTime": 107.0})
+    assert (submission.errorCode, submission.clientTime) == (7, 107)
+    assert validate(Score, {"board": "b", "playerId": "p", "score": -3.0}).score == -3
+    for beyond in (2.0 ** 63, -(2.0 ** 64), 1e300):
+        with pytest.raises(InvalidField):
+            validate(Score, {"board": "b", "playerId": "p", "score": beyond})
 
 
 def test_a_body_that_is_not_an_object_is_invalid():

@@ -11,7 +11,7 @@ LAMBDA_PROVIDED := boto3 botocore s3transfer jmespath python-dateutil six urllib
 # the CDK's jsii runtime runs on the machine's Node 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: serve test services lint typecheck pytest synth layer-lock clean
+.PHONY: serve test services lint typecheck pytest synth layer-lock openapi clean
 
 # setuptools says "Editable installation. Please be careful with folders in your working directory
 # with the same name as your package" on every editable install of a flat layout like this one, and
@@ -60,6 +60,11 @@ synth: $(call STAMP,dev) node_modules/.installed
 layer-lock: $(call STAMP,dev)
 	$(BIN)/uv pip compile pyproject.toml --quiet -o stacks/layer/requirements.txt --generate-hashes \
 	  $(LAMBDA_PLATFORM) $(addprefix --no-emit-package ,$(LAMBDA_PROVIDED))
+
+# the API's OpenAPI document, generated from the handlers; run it after changing a route
+# (tests/unit/test_openapi_document.py fails until then)
+openapi: $(call STAMP,dev)
+	$(BIN)/blackbox openapi --output api/openapi.yaml
 
 clean:
 	-scripts/services stop

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ports.limits import ASCII_INT, SKU_PATTERN
-from ports.timeutil import parse_epoch_ms
+from ports.timeutil import FIRST_MS, LAST_MS, parse_epoch_ms
 
 
 def _digits(value: object) -> object:
@@ -31,13 +31,19 @@ def _time(value: object) -> object:
         raise PydanticCustomError("time", str(exc)) from None
 
 
+# what a URL may carry for a time: the document says both forms (the handler sees epoch ms)
+# (in pydantic's raw ge and le, which Powertools keeps as integers; api.document words them)
+_TIME = WithJsonSchema({"anyOf": [{"type": "integer", "ge": FIRST_MS, "le": LAST_MS},
+                                  {"type": "string", "format": "date-time"}]})
+
 DIGITS = BeforeValidator(_digits)
 """With an integer's Query: ASCII digits only, as every integer the API reads."""
 
 Sku = Annotated[str, Query(pattern=SKU_PATTERN, description="1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc")]
 From = Annotated[int | None, Query(alias="from", description="RFC 3339 with a zone, or epoch ms"),
-                 BeforeValidator(_time)]
-To = Annotated[int | None, Query(description="RFC 3339 with a zone, or epoch ms; after from"), BeforeValidator(_time)]
+                 BeforeValidator(_time), _TIME]
+To = Annotated[int | None, Query(description="RFC 3339 with a zone, or epoch ms; after from"), BeforeValidator(_time),
+               _TIME]
 Cursor = Annotated[str | None, Query(description="nextCursor of the previous page")]
 CrashType = Annotated[str | None, Query(alias="crashType", description="only reports with this crashType")]
 ErrorCode = Annotated[str | None, Query(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 import pydantic_core
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ports.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
 from ports.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json
@@ -108,3 +108,42 @@ def validate_batch(model: type[M], data: Any, max_batch: int) -> list[M]:
     if len(data) > max_batch:
         raise InvalidField(f"a batch holds at most {max_batch} items, got {len(data)}", "body")
     return [validate(model, item, (i,)) for i, item in enumerate(data)]
+
+
+# where a schema's named parts go in the OpenAPI document (api.document gathers them there)
+SCHEMA_REF = "#/components/schemas/{model}"
+BODY_EXTENSION = "x-body"
+
+
+@dataclass(frozen=True)
+class JsonBody(Generic[M]):
+    """A route's JSON body: one `model`, or with `batch`, also an array of up to that many. The
+    route parses its POST with it, and declares it with `openapi`, so the document says what the
+    route takes from the same object that checks it."""
+
+    model: type[M]
+    batch: int | None = None
+
+    def one(self, posted: Posted) -> M:
+        return validate(self.model, posted.json())
+
+    def many(self, posted: Posted) -> list[M]:
+        if self.batch is None:
+            raise TypeError(f"a {self.model.__name__} body is one object, never a batch")
+        return validate_batch(self.model, posted.json(), self.batch)
+
+    @property
+    def openapi(self) -> dict[str, Any]:
+        """The route's body, for its decorator's `openapi_extensions`: api.document makes it the
+        operation's requestBody, and moves the models' schemas in `$defs` to the components. (Not
+        the requestBody itself: Powertools' model of one holds numbers as floats, and 2**63 - 1 is
+        not a float.)"""
+        model = self.model.model_json_schema(ref_template=SCHEMA_REF)
+        defs = {**model.pop("$defs", {}), self.model.__name__: model}
+        schema: dict[str, Any] = {"$ref": SCHEMA_REF.format(model=self.model.__name__)}
+        if self.batch is not None:
+            batch = Annotated[list[self.model], Field(max_length=self.batch)]  # type: ignore[name-defined]
+            one_or_many: Any = self.model | batch
+            schema = TypeAdapter(one_or_many).json_schema(ref_template=SCHEMA_REF)
+        content = {"application/json": {"schema": {**schema, "$defs": defs}}}
+        return {BODY_EXTENSION: {"required": True, "content": content}}

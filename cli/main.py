@@ -232,6 +232,18 @@ def _purge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _openapi(args: argparse.Namespace) -> int:
+    from lambdas.contract import render
+
+    text = render()
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def _mix(text: str) -> tuple[float, float, float]:
     """--mix crashes=0.2,sessions=0.6,scores=0.2 → the shares in that order."""
     try:
@@ -364,6 +376,11 @@ def parser() -> argparse.ArgumentParser:
                         "(serve does it hourly; BLACKBOX_RETENTION_DAYS, default 90)")
     storage_options(purge_cmd)
     purge_cmd.set_defaults(run=_purge)
+
+    openapi_cmd = command("openapi", "print the API's OpenAPI 3.1 document, generated from the handlers "
+                          "(the checked-in api/openapi.yaml is this: `make openapi` writes it)")
+    openapi_cmd.add_argument("--output", type=Path, default=None, help="write it to this file instead")
+    openapi_cmd.set_defaults(run=_openapi)
 
     _measuring_commands(command)
     register_smoke(command)

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from api.params import DIGITS, Cursor
-from api.requests import validate
+from api.requests import JsonBody
 from api.resolver import answer, create_resolver, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
@@ -32,12 +32,15 @@ def list_boards(limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DI
     return json_response(200, leaderboard.boards(current().ranking, limit=limit, cursor=cursor))
 
 
+SETTINGS = JsonBody(BoardSettingsBody)
+
+
 @app.put("/v1/leaderboards/<board>", operation_id="putBoard", description="needs a server key",
-         responses={200: answer(BoardSettings, "the board's settings")})
+         openapi_extensions=SETTINGS.openapi, responses={200: answer(BoardSettings, "the board's settings")})
 def put_board(board: Annotated[str, Path(pattern=NAME_PATTERN, description="1 to 128 of A-Z a-z 0-9 . _ : -")],
               ) -> Response[str]:
-    body = validate(BoardSettingsBody, posted(app.current_event).json())
-    return json_response(200, leaderboard.configure(current().ranking, board, body))
+    settings = SETTINGS.one(posted(app.current_event))
+    return json_response(200, leaderboard.configure(current().ranking, board, settings))
 
 
 @app.get("/v1/leaderboards/<board>", operation_id="getBoard",

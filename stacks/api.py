@@ -16,51 +16,74 @@ from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from api.resolver import NOSNIFF
-from lambdas import capture, leaderboards, reporter
+from lambdas.contract import document
 from lambdas.functions import API_ROUTES
-from ports.limits import SKU_PATTERN
 from stacks.access import ApplicationStack, Platform
 from stacks.config import Throttle, Waf
 from stacks.nag import acknowledge
 
-SKU = {"type": "string", "pattern": SKU_PATTERN}
-MAX_BATCH = 500
-# draft-04 JSON Schema, API Gateway's dialect; the handlers check the rest
-BODY_SCHEMAS: dict[str, dict[str, Any]] = {
-    "/v1/crashes": {"type": "object", "required": ["sku"], "properties": {"sku": SKU}},
-    "/v1/sessions": {
-        "definitions": {"session": {"type": "object", "required": ["sku", "kind"],
-                                    "properties": {"sku": SKU, "kind": {"enum": ["client", "server"]}}}},
-        "oneOf": [{"$ref": "#/definitions/session"},
-                  {"type": "array", "minItems": 1, "maxItems": MAX_BATCH, "items": {"$ref": "#/definitions/session"}}],
-    },
-    "/v1/scores": {
-        "definitions": {"score": {"type": "object", "required": ["board", "playerId", "score"],
-                                  "properties": {"score": {"type": "integer"}}}},
-        "oneOf": [{"$ref": "#/definitions/score"},
-                  {"type": "array", "minItems": 1, "maxItems": MAX_BATCH, "items": {"$ref": "#/definitions/score"}}],
-    },
-}
+# What API Gateway checks of a body before a function runs: a first gate, derived from the contract's
+# schema (lambdas.contract) in the words draft-04 and API Gateway mean as the handlers do. Its
+# validator counts a string's length in UTF-16 units (an astral character is two) and its \w is
+# ASCII, so lengths and Python patterns are left to the handlers; types, required fields, bounds,
+# enums and ASCII patterns stay.
+GATE_KEYWORDS = frozenset({"type", "required", "properties", "items", "enum", "minItems", "maxItems", "maxProperties",
+                           "anyOf", "oneOf", "$ref", "additionalProperties", "minimum", "maximum", "pattern"})
+SCHEMA_KEYWORDS = frozenset({"items", "additionalProperties"})
+SCHEMA_MAPS = frozenset({"properties", "definitions"})
+SCHEMA_LISTS = frozenset({"anyOf", "oneOf"})
 
 
-def _unnamed(path: str) -> str:
-    """A route template with its parameters unnamed: the handlers name them otherwise than the table."""
-    return re.sub(r"\{[^}]+\}", "{}", path)
+def _gate(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as API Gateway's gate; a reference points into `definitions`."""
+    return {key: _gated(key, value) for key, value in schema.items()
+            if key in GATE_KEYWORDS and not (key == "pattern" and ("\\w" in value or "(?" in value))}
 
 
-def _required_query() -> dict[tuple[str, str], list[str]]:
-    """The query parameters each route's handler requires, from its signature: API Gateway asks for
-    them itself (400 before a function runs)."""
-    required: dict[tuple[str, str], list[str]] = {}
-    for app in (capture.app, reporter.app, leaderboards.app):
-        for path, operations in json.loads(app.get_openapi_json_schema())["paths"].items():
-            for method, operation in operations.items():
-                names = [p["name"] for p in operation.get("parameters", []) if p["in"] == "query" and p.get("required")]
-                required[method.upper(), _unnamed(path)] = names
-    return required
+def _gated(key: str, value: Any) -> Any:
+    if key == "$ref":
+        return "#/definitions/" + value.rsplit("/", 1)[1]
+    if key in SCHEMA_MAPS:
+        return {k: _gate(v) for k, v in value.items()}
+    if key in SCHEMA_LISTS:
+        return [_gate(option) for option in value]
+    if key in SCHEMA_KEYWORDS and isinstance(value, dict):
+        return _gate(value)
+    return value
 
 
-REQUIRED_QUERY = _required_query()
+def _reached(schema: dict[str, Any], definitions: dict[str, Any]) -> set[str]:
+    """The components `schema` refers to, and those they refer to."""
+    reached: set[str] = set()
+    pending = [schema]
+    while pending:
+        for name in re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(pending.pop())):
+            if name not in reached:
+                reached.add(name)
+                pending.append(definitions[name])
+    return reached
+
+
+CONTRACT = document()
+OPERATIONS = {(method.upper(), path): operation for path, operations in CONTRACT["paths"].items()
+              for method, operation in operations.items()}
+
+
+def _body_gate(operation: dict[str, Any]) -> dict[str, Any] | None:
+    """A route's body gate, with the definitions its schema reaches."""
+    if "requestBody" not in operation:
+        return None
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    definitions = CONTRACT["components"]["schemas"]
+    return _gate(schema) | {"definitions": {name: _gate(definitions[name])
+                                            for name in sorted(_reached(schema, definitions))}}
+
+
+def _required_query(operation: dict[str, Any]) -> list[str]:
+    """What API Gateway asks for itself (400 before a function runs)."""
+    return [p["name"] for p in operation.get("parameters", []) if p["in"] == "query" and p.get("required")]
+
+
 # which gateway errors become which contract error (DESIGN §5)
 GATEWAY_ERRORS = {
     apigateway.ResponseType.BAD_REQUEST_BODY: ("400", "invalid_field"),
@@ -114,26 +137,24 @@ class ApiStack(ApplicationStack):
         validator = self.api.add_request_validator("Validator", validate_request_body=True,
                                                    validate_request_parameters=True)
         for route in API_ROUTES:
-            method, path, function = route.method, route.path, route.function
-            resource = self.api.root.resource_for_path(path)
-            integration = apigateway.LambdaIntegration(self.functions[function])
-            if method == "POST":  # ingest: game clients and servers carry an API key
-                schema = BODY_SCHEMAS[path]
-                model = self.api.add_model(
-                    f"Model{path.rsplit('/', 1)[1].title()}", content_type="application/json",
-                    schema=apigateway.JsonSchema(schema=apigateway.JsonSchemaVersion.DRAFT4, **_schema(schema)),
-                )
-                resource.add_method(
-                    method, integration, api_key_required=True, request_validator=validator,
-                    request_models={"application/json": model},
-                )
-            else:  # queries and leaderboard settings: signed by an IAM principal
-                resource.add_method(
-                    method, integration, authorization_type=apigateway.AuthorizationType.IAM,
-                    request_validator=validator,
-                    request_parameters={f"method.request.querystring.{name}": True
-                                        for name in REQUIRED_QUERY[method, _unnamed(path)]} or None,
-                )
+            method, path = route.method, route.path
+            operation = OPERATIONS[method, path]
+            gate = _body_gate(operation)
+            models = None if gate is None else {"application/json": self.api.add_model(
+                f"Model{operation['operationId'][0].upper()}{operation['operationId'][1:]}",
+                content_type="application/json",
+                schema=apigateway.JsonSchema(schema=apigateway.JsonSchemaVersion.DRAFT4, **_schema(gate)))}
+            # ingest: game clients and servers carry an API key; the rest, queries and leaderboard
+            # settings, is signed by an IAM principal
+            keyed = route.function == "capture"
+            self.api.root.resource_for_path(path).add_method(
+                method, apigateway.LambdaIntegration(self.functions[route.function]),
+                api_key_required=keyed or None,
+                authorization_type=None if keyed else apigateway.AuthorizationType.IAM,
+                request_validator=validator, request_models=models,
+                request_parameters={f"method.request.querystring.{name}": True
+                                    for name in _required_query(operation)} or None,
+            )
         for response_type, (status, code) in GATEWAY_ERRORS.items():
             self.api.add_gateway_response(
                 f"Error{code.title().replace('_', '')}{status}{response_type.response_type}",
@@ -231,19 +252,21 @@ def pascal_case(name: str) -> str:
 
 
 def _schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Our JSON-Schema dicts as the CDK JsonSchema's keyword arguments."""
-    renames = {"$ref": "ref", "oneOf": "one_of", "minItems": "min_items", "maxItems": "max_items"}
+    """A JSON-Schema dict as the CDK JsonSchema's keyword arguments."""
     converted: dict[str, Any] = {}
     for key, value in schema.items():
-        name = renames.get(key, key)
-        if key == "type":
-            converted[name] = apigateway.JsonSchemaType[value.upper()]
-        elif key in ("properties", "definitions"):
-            converted[name] = {k: apigateway.JsonSchema(**_schema(v)) for k, v in value.items()}
-        elif key == "oneOf":
-            converted[name] = [apigateway.JsonSchema(**_schema(v)) for v in value]
-        elif key == "items":
-            converted[name] = apigateway.JsonSchema(**_schema(value))
-        else:
-            converted[name] = value
+        name = "ref" if key == "$ref" else re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+        converted[name] = _converted(key, value)
     return converted
+
+
+def _converted(key: str, value: Any) -> Any:
+    if key == "type":
+        return apigateway.JsonSchemaType[value.upper()]
+    if key in SCHEMA_MAPS:
+        return {k: apigateway.JsonSchema(**_schema(v)) for k, v in value.items()}
+    if key in SCHEMA_LISTS:
+        return [apigateway.JsonSchema(**_schema(v)) for v in value]
+    if key in SCHEMA_KEYWORDS and isinstance(value, dict):
+        return apigateway.JsonSchema(**_schema(value))
+    return value

@@ -1,13 +1,15 @@
-"""The project's OpenAPI document (api/openapi.yaml) against `blackbox serve` with keys: schemathesis
-generates requests for every operation from the document, valid and not, and checks each answer:
-never a 5xx, a status code the document lists, its content type, a body its schema allows, and
-that what breaks the document (a missing key too) is refused."""
+"""The project's OpenAPI document (api/openapi.yaml, generated from the handlers) against `blackbox
+serve` with keys: schemathesis generates requests for every operation from the document, valid and
+not, and checks each answer: never a 5xx, a status code the document lists, its content type, a
+body its schema allows, that what breaks the document (a missing key too) is refused, and that
+what keeps to it is accepted (so the document promises nothing the server refuses)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
@@ -17,14 +19,17 @@ from schemathesis import checks
 from schemathesis.generation.case import Case
 
 from api.access import API_KEY_HEADER, Role
+from crashes.spikes import MAX_MINUTES
+from crashes.stats import MAX_BUCKETS
 from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
+from ports.timeutil import now_ms, parse_epoch_ms
 from tests.e2e.conftest import running
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "api" / "openapi.yaml"
 schema = schemathesis.openapi.from_path(DOCUMENT)
 CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
-          checks.response_schema_conformance, checks.negative_data_rejection]
+          checks.response_schema_conformance, checks.negative_data_rejection, checks.positive_data_acceptance]
 KEYS = {Role.INGEST: "ingest-Op3n", Role.SERVER: "server-Ap1s", Role.READ: "read-D0cs"}
 ROLES = {(r.method, r.path): r.roles for r in API_ROUTES}
 
@@ -42,6 +47,27 @@ def test_the_document_has_exactly_the_routes():
     assert documented == {(r.method, r.path) for r in API_ROUTES}
 
 
+# the longest range every route with one takes (a week of minutes); how long is prose, not schema
+LONGEST_RANGE_MS = min(MAX_BUCKETS, MAX_MINUTES) * 60_000
+
+
+def within_the_prose(query: dict[str, Any]) -> None:
+    """What a schema cannot say of valid data, said here: a cursor is one a page gave out (a made-up
+    one is refused), and a time range ends after it starts (to defaults to now) and spans at most a
+    week. A range that breaks that is left out; a value the document refuses is kept, refused."""
+    query.pop("cursor", None)
+    if "from" not in query:  # the route's default range
+        return
+    try:
+        start = parse_epoch_ms(str(query["from"]))
+        end = parse_epoch_ms(str(query["to"])) if "to" in query else now_ms()
+    except ValueError:
+        return
+    if not 0 < end - start <= LONGEST_RANGE_MS:
+        query.pop("from", None)
+        query.pop("to", None)
+
+
 @schema.parametrize()
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 def test_serve_keeps_to_the_document(keyed: Serve, case: Case):
@@ -49,4 +75,6 @@ def test_serve_keeps_to_the_document(keyed: Serve, case: Case):
     if case.headers and API_KEY_HEADER in case.headers:
         roles = ROLES[case.operation.method.upper(), case.operation.path] or frozenset(KEYS)
         case.headers[API_KEY_HEADER] = KEYS[min(roles, key=list(KEYS).index)]
+    if case.meta is not None and case.meta.generation.mode.is_positive and case.query:
+        within_the_prose(case.query)
     case.call_and_validate(base_url=keyed.url, checks=CHECKS, timeout=30)

@@ -17,7 +17,7 @@ from api.resolver import answer, create_resolver, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
 from ranking import leaderboard
-from ranking.leaderboard import Board, BoardPage, BoardSettings, Entries, Player, ScoreRank
+from ranking.leaderboard import Board, BoardPage, BoardSettings, Entries, RankedEntry, ScoreRank
 from ranking.model import NAME_PATTERN, BoardSettingsBody
 from ranking.tree import DEFAULT_TREE
 
@@ -50,7 +50,7 @@ def get_board(board: str) -> Response[str]:
 
 
 @app.get("/v1/leaderboards/<board>/players/<player_id>", operation_id="getPlayer",
-         responses={200: answer(Player, "the player's score and exact rank (ties share a rank)")})
+         responses={200: answer(RankedEntry, "the player's score and exact rank (ties share a rank)")})
 def get_player(board: str, player_id: str) -> Response[str]:
     return json_response(200, leaderboard.player(current().ranking, DEFAULT_TREE, board, player_id))
 

@@ -49,14 +49,9 @@ class BoardPage(TypedDict):
 
 
 @with_config(ConfigDict(extra="forbid"))
-class Player(TypedDict):
-    playerId: str
-    score: Int64Answer
-    rank: Rank
-
-
-@with_config(ConfigDict(extra="forbid"))
 class RankedEntry(TypedDict):
+    """A player's score and exact rank, alone (GET .../players/{playerId}) or in a list."""
+
     rank: Rank
     playerId: str
     score: Int64Answer
@@ -145,7 +140,7 @@ def _ranked(
 
 
 @_one_state
-def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> Player:
+def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> RankedEntry:
     settings = _board(store, board)
     score = store.scores(board, [player_id]).get(player_id)
     if score is None:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
@@ -29,6 +30,10 @@ _correlation: ContextVar[str | None] = ContextVar(CORRELATION_KEY, default=None)
 H = TypeVar("H", bound=Callable[..., Any])
 
 NAMESPACE = "Blackbox"
+# every handler's: a ColdStart count by function, and what it adds while it runs, in one line a call
+metrics = Metrics(namespace=NAMESPACE, service="blackbox")
+# a call that counted nothing publishes nothing: no news, not a warning
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 CRASH_SPIKE = "CrashSpike"
 DEAD_LETTERS = "DeadLetters"
 # objects the event source mappings put in the failed-batch bucket, as the scheduled replay finds them
@@ -80,8 +85,8 @@ logger.addFilter(_Correlation())
 
 
 def instrumented(handler: H) -> H:
-    """A Lambda handler with Powertools' logger context and tracer; an API Gateway event's request
-    id becomes the correlation id of what the handler logs and publishes."""
+    """A Lambda handler with Powertools' logger context, tracer and metrics; an API Gateway event's
+    request id becomes the correlation id of what the handler logs and publishes."""
 
     @functools.wraps(handler)
     def correlating(event: dict[str, Any], context: Any) -> Any:
@@ -89,6 +94,8 @@ def instrumented(handler: H) -> H:
         with correlated(request_id if isinstance(request_id, str) else None):
             return handler(event, context)
 
-    # decided once, as the tracer itself does: switched off, its wrapper still cost 10 µs a call
+    # decided once, as the tracer itself does: switched off, its wrapper still cost 10 µs a call;
+    # so are the metrics (`blackbox serve` switches them off)
     traced = correlating if tracer.disabled else tracer.capture_lambda_handler(correlating, capture_response=False)
-    return cast(H, logger.inject_lambda_context(traced))
+    measured = traced if is_metrics_disabled() else metrics.log_metrics(traced, capture_cold_start_metric=True)
+    return cast(H, logger.inject_lambda_context(measured))

@@ -32,9 +32,10 @@ def port_errors(port: str, classify: Classify) -> Callable[[C], C]:
     `classify` knows."""
 
     def decorate(cls: C) -> C:
-        for name, attribute in list(vars(cls).items()):
+        # inherited ones too (adapters.sql.reads), wrapped on this class: the base stays the engine's
+        for name, attribute in inspect.getmembers(cls, inspect.isfunction):
             # the constructor too: a client that connects when made (Couchbase's) is made on first use
-            if (name == "__init__" or not name.startswith("_")) and inspect.isfunction(attribute):
+            if name == "__init__" or not name.startswith("_"):
                 setattr(cls, name, _translating(attribute, port, classify))
         return cls
 

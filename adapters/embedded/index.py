@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
@@ -15,35 +16,13 @@ from adapters.sql.queries import (
     INSERT_COLUMNS,
     PURGE_COUNTERS,
     PURGE_REPORTS,
-    SELECT_REPORTS,
-    SESSION_COUNTS,
-    applied,
     applied_events,
     applied_range,
-    body_hashes,
-    bucket_counts,
     check_offset,
-    covered,
-    covered_query,
-    crash_counts_query,
-    crash_groups,
-    crash_groups_query,
     entry_values,
-    find_query,
-    report_from_row,
-    seen_events,
-    skus_seen,
 )
-from ports import (
-    Applied,
-    Checkpoint,
-    CrashGroup,
-    IndexedReport,
-    IndexEntry,
-    ReportFilter,
-    SessionBucket,
-    SkuSeen,
-)
+from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase
+from ports import Checkpoint, IndexEntry, SessionBucket
 from ports.timeutil import now_ms
 
 # columns added before migrations were versioned: a data directory of those releases gets them when
@@ -69,21 +48,14 @@ def _skus_seen(table: str, time_column: str) -> str:
     )
 
 
-class SqliteIndexDatabase:
+class SqliteIndexDatabase(SqlDatabase):
     """One file holds the crash index, the counters and the leaderboards, as one MySQL schema does."""
 
     def __init__(self, path: Path) -> None:
         self.db = SqliteFile(path, "index", _LEGACY_COLUMNS)
 
-    def applied(self, consumer: str, topic_partition: str) -> Applied:
-        return applied(self.db.connection().execute(APPLIED_OFFSET, (consumer, topic_partition)).fetchone())
-
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
-        query, params = seen_events(consumer, event_ids)
-        return dict(self.db.connection().execute(query, params).fetchall())
-
-    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
-        return covered(self.db.connection().execute(*covered_query(consumer, topic_partition, offsets)), offsets)
+    def rows(self, query: str, params: Sequence[Any] = ()) -> Rows:
+        return self.db.connection().execute(query, params).fetchall()
 
     @contextmanager
     def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[sqlite3.Connection]:
@@ -109,11 +81,13 @@ class SqliteIndexDatabase:
 
 
 @port_errors("index", sqlite_meaning)
-class SqliteCrashIndex:
+class SqliteCrashIndex(CrashIndexReads):
     SKU_ORDER_INDEX = "INDEXED BY reports_sku_id"
     SKUS = _skus_seen("reports", "received_at")
+    BODY_HASHES = "reports"
 
     def __init__(self, database: SqliteIndexDatabase) -> None:
+        self._database = database
         self._db = database.db
 
     def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
@@ -126,30 +100,6 @@ class SqliteCrashIndex:
                 "ON CONFLICT (report_key) DO NOTHING",
                 [(*entry_values(e, None, submit_time), hashes.get(e.report_key)) for e in entries],
             )
-
-    def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
-        query, params = body_hashes("reports", report_keys)
-        return dict(self._db.connection().execute(query, params).fetchall())
-
-    def find(self, query: ReportFilter) -> list[IndexedReport]:
-        sql, params = find_query(query, self.SKU_ORDER_INDEX)
-        return [report_from_row(row) for row in self._db.connection().execute(sql, params)]
-
-    def get(self, report_id: int) -> IndexedReport | None:
-        row = self._db.connection().execute(f"{SELECT_REPORTS} WHERE report_id = ?", (report_id,)).fetchone()
-        return None if row is None else report_from_row(row)
-
-    def crash_groups(
-        self, sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None = None
-    ) -> list[CrashGroup]:
-        return crash_groups(self._db.connection().execute(*crash_groups_query(sku, from_ms, to_ms, limit, equals)))
-
-    def skus(self, after: str, limit: int) -> list[SkuSeen]:
-        return skus_seen(self._db.connection().execute(self.SKUS, (after, limit)))
-
-    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int,
-                     equals: Mapping[str, str] | None = None) -> dict[int, int]:
-        return bucket_counts(self._db.connection().execute(*crash_counts_query(sku, from_ms, to_ms, bucket_ms, equals)))
 
     def purge(self, before_ms: int) -> int:
         # AUTOINCREMENT: a purged reportId is never handed out again
@@ -164,21 +114,13 @@ class SqliteCrashIndex:
 
 
 @port_errors("counters", sqlite_meaning)
-class SqliteSessionCounters:
+class SqliteSessionCounters(SessionCounterReads):
     SKUS = _skus_seen("session_counts", "minute")
+    _database: SqliteIndexDatabase
 
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._database = database
         self._db = database.db
-
-    def applied(self, consumer: str, topic_partition: str) -> Applied:
-        return self._database.applied(consumer, topic_partition)
-
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
-        return self._database.seen_events(consumer, event_ids)
-
-    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
-        return self._database.covered(consumer, topic_partition, offsets)
 
     def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
         with self._database.checkpoint_transaction(checkpoint) as conn:
@@ -187,12 +129,6 @@ class SqliteSessionCounters:
                 "DO UPDATE SET count = count + excluded.count",
                 [(b.sku, b.minute, b.kind, n) for b, n in increments.items()],
             )
-
-    def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
-        return bucket_counts(self._db.connection().execute(SESSION_COUNTS, (bucket_ms, sku, from_ms, to_ms)))
-
-    def skus(self, after: str, limit: int) -> list[SkuSeen]:
-        return skus_seen(self._db.connection().execute(self.SKUS, (after, limit)))
 
     def purge(self, before_ms: int) -> int:
         with self._db.write() as conn:

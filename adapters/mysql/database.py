@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
@@ -22,18 +22,9 @@ from pymysql.cursors import Cursor
 from adapters.errors import Meaning
 from adapters.sql import migrations
 from adapters.sql.connections import PerThread
-from adapters.sql.queries import (
-    APPLIED_OFFSET,
-    applied,
-    applied_events,
-    applied_range,
-    check_offset,
-    covered,
-    covered_query,
-    pyformat,
-    seen_events,
-)
-from ports import Applied, Checkpoint
+from adapters.sql.queries import APPLIED_OFFSET, applied_events, applied_range, check_offset, pyformat
+from adapters.sql.reads import Rows, SqlDatabase
+from ports import Checkpoint
 from ports.timeutil import now_ms
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
@@ -127,7 +118,7 @@ def tls_context(ca_file: str | None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file)
 
 
-class MysqlDatabase:
+class MysqlDatabase(SqlDatabase):
     """`target`: a mysql:// URL, or a provider asked for each new connection (adapters.aws reads it
     from a rotated secret). The database and the CA are its first answer's."""
 
@@ -226,22 +217,10 @@ class MysqlDatabase:
         finally:
             conn.rollback()  # nothing to keep; and a connection that broke meanwhile raises its own error
 
-    def applied(self, consumer: str, topic_partition: str) -> Applied:
-        with self.connection().cursor() as cursor:
-            cursor.execute(pyformat(APPLIED_OFFSET), (consumer, topic_partition))
-            return applied(cursor.fetchone())
-
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
-        query, params = seen_events(consumer, event_ids)
+    def rows(self, query: str, params: Sequence[Any] = ()) -> Rows:
         with self.connection().cursor() as cursor:
             cursor.execute(pyformat(query), params)
-            return dict(cursor.fetchall())
-
-    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
-        query, params = covered_query(consumer, topic_partition, offsets)
-        with self.connection().cursor() as cursor:
-            cursor.execute(pyformat(query), params)
-            return covered(cursor.fetchall(), offsets)
+            return list(cursor.fetchall())
 
     @contextmanager
     def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[Cursor]:

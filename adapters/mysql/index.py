@@ -6,33 +6,9 @@ from collections.abc import Mapping, Sequence
 
 from adapters.errors import port_errors
 from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase, mysql_meaning
-from adapters.sql.queries import (
-    INSERT_COLUMNS,
-    PURGE_COUNTERS,
-    PURGE_REPORTS,
-    SELECT_REPORTS,
-    SESSION_COUNTS,
-    body_hashes,
-    bucket_counts,
-    crash_counts_query,
-    crash_groups,
-    crash_groups_query,
-    entry_values,
-    find_query,
-    pyformat,
-    report_from_row,
-    skus_seen,
-)
-from ports import (
-    Applied,
-    Checkpoint,
-    CrashGroup,
-    IndexedReport,
-    IndexEntry,
-    ReportFilter,
-    SessionBucket,
-    SkuSeen,
-)
+from adapters.sql.queries import INSERT_COLUMNS, PURGE_COUNTERS, PURGE_REPORTS, entry_values, pyformat
+from adapters.sql.reads import CrashIndexReads, SessionCounterReads
+from ports import Checkpoint, IndexEntry, SessionBucket
 from ports.timeutil import now_ms
 
 
@@ -43,23 +19,19 @@ def _marks(count: int) -> str:
 def _skus_seen(table: str, time_column: str) -> str:
     """The skus of a table by name after one, with the latest `time_column` of each: MySQL reads
     this with a loose index scan of (sku, time), one index entry a sku ("Using index for group-by")."""
-    return (f"SELECT sku, MAX({time_column}) FROM {table} WHERE sku > %s "
-            "GROUP BY sku ORDER BY sku LIMIT %s")
-
-
-def _skus(database: MysqlDatabase, query: str, after: str, limit: int) -> list[SkuSeen]:
-    with database.connection().cursor() as cursor:
-        cursor.execute(query, (after, limit))
-        return skus_seen(cursor.fetchall())
+    return f"SELECT sku, MAX({time_column}) FROM {table} WHERE sku > ? GROUP BY sku ORDER BY sku LIMIT ?"
 
 
 @port_errors("index", mysql_meaning)
-class MysqlCrashIndex:
+class MysqlCrashIndex(CrashIndexReads):
     SKU_ORDER_INDEX = "FORCE INDEX (reports_sku_id)"
     SKUS = _skus_seen("reports", "received_at")
+    # report_keys: unpartitioned, and its row is written with the report's in one transaction
+    BODY_HASHES = "report_keys"
+    _database: MysqlDatabase
 
     def __init__(self, database: MysqlDatabase) -> None:
-        self._db = database
+        self._database = database
 
     def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
         hashes = body_hashes or {}
@@ -67,7 +39,7 @@ class MysqlCrashIndex:
         if not unique:
             return
         keys = [e.report_key for e in unique]
-        with self._db.transaction() as cursor:
+        with self._database.transaction() as cursor:
             # the keys already indexed are locked and skipped: their rows went in with them
             cursor.execute(f"SELECT report_key FROM report_keys WHERE report_key IN ({_marks(len(keys))}) FOR UPDATE",
                            keys)
@@ -89,99 +61,46 @@ class MysqlCrashIndex:
                 [entry_values(e, ids[e.report_key], submit_time) for e in fresh],
             )
 
-    def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
-        # report_keys: unpartitioned, and its row is written with the report's in one transaction
-        query, params = body_hashes("report_keys", report_keys)
-        with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(query), params)
-            return dict(cursor.fetchall())
-
-    def find(self, query: ReportFilter) -> list[IndexedReport]:
-        sql, params = find_query(query, self.SKU_ORDER_INDEX)
-        with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(sql), params)
-            return [report_from_row(row) for row in cursor.fetchall()]
-
-    def get(self, report_id: int) -> IndexedReport | None:
-        with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(f"{SELECT_REPORTS} WHERE report_id = ?"), (report_id,))
-            row = cursor.fetchone()
-        return None if row is None else report_from_row(row)
-
-    def crash_groups(
-        self, sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None = None
-    ) -> list[CrashGroup]:
-        sql, params = crash_groups_query(sku, from_ms, to_ms, limit, equals)
-        with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(sql), params)
-            return crash_groups(cursor.fetchall())
-
-    def skus(self, after: str, limit: int) -> list[SkuSeen]:
-        return _skus(self._db, self.SKUS, after, limit)
-
-    def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int,
-                     equals: Mapping[str, str] | None = None) -> dict[int, int]:
-        sql, params = crash_counts_query(sku, from_ms, to_ms, bucket_ms, equals)
-        with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(sql), params)
-            return bucket_counts(cursor.fetchall())
-
     def purge(self, before_ms: int) -> int:
         """Whole days go by dropping their partitions; the rest of the cut day row by row. Then the
         reportKeys of purged reports (ids are handed out in submit order, so: below the oldest left)."""
-        purged = self._db.drop_day_partitions(before_ms)
-        purged += self._db.delete_in_chunks(pyformat(PURGE_REPORTS), (before_ms,))
-        with self._db.connection().cursor() as cursor:
+        purged = self._database.drop_day_partitions(before_ms)
+        purged += self._database.delete_in_chunks(pyformat(PURGE_REPORTS), (before_ms,))
+        with self._database.connection().cursor() as cursor:
             cursor.execute("SELECT MIN(report_id) FROM reports")
             (oldest,) = cursor.fetchone() or (None,)
             if oldest is None:
                 cursor.execute("SELECT COALESCE(MAX(report_id), 0) + 1 FROM report_keys")
                 (oldest,) = cursor.fetchone() or (0,)
-        self._db.delete_in_chunks("DELETE FROM report_keys WHERE report_id < %s", (oldest,))
-        self._db.ensure_day_partitions(DAYS_AHEAD)
+        self._database.delete_in_chunks("DELETE FROM report_keys WHERE report_id < %s", (oldest,))
+        self._database.ensure_day_partitions(DAYS_AHEAD)
         return purged
 
     def ping(self) -> None:
-        self._db.ping()
+        self._database.ping()
 
     def close(self) -> None:
-        self._db.close()
+        self._database.close()
 
 
 @port_errors("counters", mysql_meaning)
-class MysqlSessionCounters:
+class MysqlSessionCounters(SessionCounterReads):
     SKUS = _skus_seen("session_counts", "minute")
+    _database: MysqlDatabase
 
     def __init__(self, database: MysqlDatabase) -> None:
-        self._db = database
-
-    def applied(self, consumer: str, topic_partition: str) -> Applied:
-        return self._db.applied(consumer, topic_partition)
-
-    def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
-        return self._db.seen_events(consumer, event_ids)
-
-    def covered(self, consumer: str, topic_partition: str, offsets: Sequence[int]) -> set[int]:
-        return self._db.covered(consumer, topic_partition, offsets)
+        self._database = database
 
     def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
-        with self._db.checkpoint_transaction(checkpoint) as cursor:
+        with self._database.checkpoint_transaction(checkpoint) as cursor:
             cursor.executemany(
                 "INSERT INTO session_counts (sku, minute, kind, count) VALUES (%s, %s, %s, %s) "
                 "ON DUPLICATE KEY UPDATE count = count + VALUES(count)",
                 [(b.sku, b.minute, b.kind, n) for b, n in increments.items()],
             )
 
-    def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
-        with self._db.connection().cursor() as cursor:
-            cursor.execute(pyformat(SESSION_COUNTS), (bucket_ms, sku, from_ms, to_ms))
-            return bucket_counts(cursor.fetchall())
-
-    def skus(self, after: str, limit: int) -> list[SkuSeen]:
-        return _skus(self._db, self.SKUS, after, limit)
-
     def purge(self, before_ms: int) -> int:
-        return sum(self._db.delete_in_chunks(pyformat(statement), (before_ms,)) for statement in PURGE_COUNTERS)
+        return sum(self._database.delete_in_chunks(pyformat(statement), (before_ms,)) for statement in PURGE_COUNTERS)
 
     def close(self) -> None:
-        self._db.close()
+        self._database.close()

@@ -99,7 +99,7 @@ def test_mysql_lists_skus_with_a_loose_index_scan() -> None:
             for query in (MysqlCrashIndex.SKUS, MysqlSessionCounters.SKUS):
                 cursor.execute("ANALYZE TABLE reports, session_counts")
                 cursor.fetchall()
-                cursor.execute(f"ANALYZE FORMAT=JSON {query}", ("", 10))
+                cursor.execute(f"ANALYZE FORMAT=JSON {pyformat(query)}", ("", 10))
                 (analysis,) = cursor.fetchone()
                 table = _table(json.loads(analysis))
                 # one index entry a sku ("Using index for group-by"), not every report or minute of it

@@ -62,7 +62,7 @@ layer-lock: $(call STAMP,dev)
 	  $(LAMBDA_PLATFORM) $(addprefix --no-emit-package ,$(LAMBDA_PROVIDED))
 
 # the API's OpenAPI document, generated from the handlers; run it after changing a route
-# (tests/unit/test_openapi_document.py fails until then)
+# (tests/unit/test_contract_drift.py fails until then)
 openapi: $(call STAMP,dev)
 	$(BIN)/blackbox openapi --output api/openapi.yaml
 

@@ -2,14 +2,14 @@
 answers as its handler declares them (Powertools reads the signatures; api.requests.JsonBody and
 api.resolver.answer declare bodies and answers), who may call it from the route table, and the
 contract's errors from one catalogue here. `blackbox openapi` writes it to api/openapi.yaml;
-tests/unit/test_openapi_document.py fails when the file and the code part."""
+tests/unit/test_contract_drift.py fails when the file and the code part."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
@@ -57,6 +57,10 @@ SECURITY_SCHEMES = {
         "type": "apiKey", "in": "header", "name": API_KEY_HEADER,
         "description": "a read key under `blackbox serve`; in AWS these routes take IAM (SigV4) instead",
     },
+    "serverKey": {
+        "type": "apiKey", "in": "header", "name": API_KEY_HEADER,
+        "description": "a server key under `blackbox serve`; in AWS these routes take IAM (SigV4) instead",
+    },
 }
 
 IDEMPOTENCY_KEY = {
@@ -74,53 +78,65 @@ _RETRY_AFTER: dict[str, Any] = {"description": "seconds to wait before trying ag
 
 @dataclass(frozen=True)
 class ErrorAnswer:
-    """An error status of the contract: its name in the components, what it means, which routes answer it."""
+    """An error status of the contract: its name in the components and what it means."""
 
     name: str
     description: str
     headers: Mapping[str, Any] | None = None
 
 
-# by status; every route may answer 400, 401, 403 and 503, a route with a path parameter 404, and a
-# route that takes a body 408, 413, 415 and 429 (its key's usage plan)
 ERRORS = {
     400: ErrorAnswer("BadRequest", "invalid_json, missing_field or invalid_field"),
     401: ErrorAnswer("Unauthorized", "no key where one is needed"),
     403: ErrorAnswer("Forbidden", "a key whose role does not allow this, or a title's key posting another title's sku"),
     404: ErrorAnswer("NotFound", "not_found"),
-    408: ErrorAnswer("RequestTimeout",
-                     "request_timeout (`blackbox serve`, a body not sent within 30 s; the connection is closed)"),
-    413: ErrorAnswer("PayloadTooLarge",
-                     f"payload_too_large (a body over {MAX_BODY_BYTES} bytes as sent; the connection is closed)"),
+    408: ErrorAnswer("RequestTimeout", "request_timeout (`blackbox serve`: a request's line and headers not sent "
+                                       "within 10 s, or its body within 30 s; the connection is closed)"),
+    413: ErrorAnswer("PayloadTooLarge", f"payload_too_large (a body over {MAX_BODY_BYTES} bytes as sent, or a "
+                                        "Content-Length saying so, whatever the method; the connection is closed)"),
     415: ErrorAnswer("UnsupportedMediaType", "unsupported_media_type (no Content-Type, or not JSON)"),
     429: ErrorAnswer("Throttled", "throttled (the key's usage plan, or too many requests from one address)",
                      {"Retry-After": _RETRY_AFTER}),
+    431: ErrorAnswer("HeadersTooLarge", "headers_too_large (`blackbox serve`: a request's line and headers over "
+                                        "64 KiB; the connection is closed)"),
     503: ErrorAnswer("Unavailable",
                      "unavailable: a store did not answer, or (with `Retry-After`) `blackbox serve` had as many "
                      "requests in hand as it takes and shed this one unread and unpublished; either way retry "
                      "with the same Idempotency-Key",
                      {"Retry-After": {**_RETRY_AFTER, "description": "when shed: " + _RETRY_AFTER["description"]}}),
 }
-ALWAYS = (400, 401, 403, 503)
+# the gateways' answers come before any route's code: any route may get them
+ALWAYS = (400, 401, 403, 408, 413, 429, 431, 503)
 WITH_PATH_PARAMETER = (404,)
-WITH_BODY = (408, 413, 415, 429)
-
+WITH_BODY = (415,)
 
 
 def _codes(error: type[BlackboxError]) -> set[str]:
     return {error.code}.union(*(_codes(sub) for sub in error.__subclasses__()))
 
 
-# what `error` may say: each error's code, and the gateways' throttled; never internal (a 500 is a bug)
-ERROR_CODES = sorted(_codes(BlackboxError) - {BlackboxError.code} | {"throttled"})
+# what `error` may say: each error's code, and API Gateway's own (stacks/api.py GATEWAY_ERRORS);
+# never internal (a 500 is a bug)
+GATEWAY_CODES = frozenset({"throttled", "bad_request"})
+ERROR_CODES = sorted(_codes(BlackboxError) - {BlackboxError.code} | GATEWAY_CODES)
 ERROR_SCHEMA = {
     "type": "object", "required": ["error", "message"], "additionalProperties": False,
     "properties": {
-        "error": {"type": "string", "enum": sorted(ERROR_CODES)},
+        "error": {"type": "string", "enum": ERROR_CODES},
         "message": {"type": "string", "minLength": 1},
         "field": {"type": "string"},
     },
 }
+
+
+class RouteFacts(Protocol):
+    """What the route table says of a route (lambdas.functions.ApiRoute)."""
+
+    @property
+    def roles(self) -> frozenset[Role] | None: ...
+
+    @property
+    def ingest(self) -> bool: ...
 
 
 def unnamed(path: str) -> str:
@@ -128,16 +144,17 @@ def unnamed(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "{}", path)
 
 
-def security(roles: frozenset[Role] | None) -> list[dict[str, list[str]]]:
-    if roles is None:
+def security(route: RouteFacts) -> list[dict[str, list[str]]]:
+    if route.ingest:
+        return [{"apiKey": []}]
+    if route.roles is None:
         return []
-    return [{"readKey": []}] if roles == READERS else [{"apiKey": []}]
+    return [{"readKey": []}] if route.roles == READERS else [{"serverKey": []}]
 
 
-def build(apps: Iterable[APIGatewayRestResolver],
-          routes: Mapping[tuple[str, str], frozenset[Role] | None]) -> dict[str, Any]:
-    """The document of these resolvers' routes; `routes` maps (METHOD, path template) to the roles that
-    may call it (None: anyone), and its templates name the path parameters as the contract does."""
+def build(apps: Iterable[APIGatewayRestResolver], routes: Mapping[tuple[str, str], RouteFacts]) -> dict[str, Any]:
+    """The document of these resolvers' routes; `routes` maps (METHOD, path template) to what the
+    route table says of each, and its templates name the path parameters as the contract does."""
     by_shape = {(method, unnamed(path)): path for method, path in routes}
     paths: dict[str, dict[str, Any]] = {}
     schemas: dict[str, Any] = {}
@@ -150,7 +167,10 @@ def build(apps: Iterable[APIGatewayRestResolver],
                 path = by_shape[method.upper(), unnamed(generated_path)]
                 if operation.get("summary") == f"{method.upper()} {generated_path}":  # Powertools' stand-in
                     del operation["summary"]
-                paths.setdefault(path, {})[method] = _operation(operation, path, routes[method.upper(), path], schemas)
+                names = dict(zip(_names(generated_path), _names(path), strict=True))
+                paths.setdefault(path, {})[method] = _operation(operation, names, routes[method.upper(), path],
+                                                                schemas)
+    # Powertools' 422 bodies: its validation errors are answered 400 here (api.resolver)
     for internal in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(internal, None)
     schemas["Error"] = ERROR_SCHEMA
@@ -169,42 +189,45 @@ def build(apps: Iterable[APIGatewayRestResolver],
     return exact
 
 
-def _operation(operation: dict[str, Any], path: str, roles: frozenset[Role] | None,
+def _names(path: str) -> list[str]:
+    return re.findall(r"\{([^}]+)\}", path)
+
+
+def _operation(operation: dict[str, Any], names: Mapping[str, str], route: RouteFacts,
                schemas: dict[str, Any]) -> dict[str, Any]:
-    names = iter(re.findall(r"\{([^}]+)\}", path))
-    parameters = [_parameter(p, next(names) if p["in"] == "path" else p["name"])
+    """`names`: the handler's name of each path parameter → the contract's."""
+    parameters = [_parameter(p, names[p["name"]] if p["in"] == "path" else p["name"])
                   for p in operation.get("parameters", [])]
     body = operation.pop(BODY_EXTENSION, None)
     if body is not None:
         operation["requestBody"] = body
         for content in body["content"].values():
             schemas |= content["schema"].pop("$defs", {})
-        if roles != READERS:  # capture: a retry carries the same key
-            parameters.append(IDEMPOTENCY_KEY)
-    # Powertools' 422 is not the contract's: its validation errors are answered 400 (api.resolver)
-    answers = {status: answer for status, answer in operation["responses"].items() if status != "422"}
-    statuses = ALWAYS + (WITH_PATH_PARAMETER if "{" in path else ()) + (WITH_BODY if body is not None else ())
-    for status in sorted(statuses):
-        answers.setdefault(str(status), {"$ref": f"#/components/responses/{ERRORS[status].name}"})
+    if route.ingest:  # capture: a retry carries the same key
+        parameters.append(IDEMPOTENCY_KEY)
     if parameters:
         operation["parameters"] = parameters
-    return {**operation, "security": security(roles), "responses": answers}
+    answers = {status: _or_error(answer) if int(status) in ERRORS else answer
+               for status, answer in operation["responses"].items() if status != "422"}
+    statuses = ALWAYS + (WITH_PATH_PARAMETER if names else ()) + (WITH_BODY if body is not None else ())
+    for status in sorted(statuses):
+        answers.setdefault(str(status), {"$ref": f"#/components/responses/{ERRORS[status].name}"})
+    return {**operation, "security": security(route), "responses": answers}
 
 
-# what pydantic writes of a bound it cannot put in JSON Schema's words (an integer parsed by a
-# BeforeValidator, api.params.DIGITS), in those words
-_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
-
-
-def _worded(schema: dict[str, Any]) -> dict[str, Any]:
-    return {_BOUNDS.get(k, k): v for k, v in schema.items()}
+def _or_error(answer: dict[str, Any]) -> dict[str, Any]:
+    """A route's own answer at an error's status (health's 503) may still be the error's, from a
+    gateway that answered before the route ran."""
+    content = {media: {**value, "schema": {"anyOf": [value["schema"], {"$ref": SCHEMAS + "Error"}]}}
+               for media, value in answer["content"].items()}
+    return {**answer, "content": content}
 
 
 def _parameter(parameter: dict[str, Any], name: str) -> dict[str, Any]:
-    """A parameter as a URL carries it: never null (an optional one is left out), its bounds in
-    JSON Schema's words, its description said once."""
-    schema = _worded(parameter["schema"])
-    options = [_worded(option) for option in schema.pop("anyOf", []) if option != {"type": "null"}]
+    """A parameter as a URL carries it: never null (an optional one is left out), its description
+    said once."""
+    schema = dict(parameter["schema"])
+    options = [option for option in schema.pop("anyOf", []) if option != {"type": "null"}]
     if len(options) == 1:
         schema = options[0] | schema
     elif options:
@@ -235,6 +258,11 @@ def _exact(value: Any, where: str = "") -> Any:
                              "an answer's 64-bit integer is ports.limits.Int64Answer")
         return int(value)
     return value
+
+
+# what pydantic writes of a bound it cannot put in JSON Schema's words (an integer parsed by a
+# BeforeValidator, api.params.DIGITS), in those words
+_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
 
 
 def _untitled(value: Any, properties: bool = False) -> Any:

@@ -32,8 +32,7 @@ def _time(value: object) -> object:
 
 
 # what a URL may carry for a time: the document says both forms (the handler sees epoch ms)
-# (in pydantic's raw ge and le, which Powertools keeps as integers; api.document words them)
-_TIME = WithJsonSchema({"anyOf": [{"type": "integer", "ge": FIRST_MS, "le": LAST_MS},
+_TIME = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": FIRST_MS, "maximum": LAST_MS},
                                   {"type": "string", "format": "date-time"}]})
 
 DIGITS = BeforeValidator(_digits)

@@ -1,5 +1,5 @@
 """The API's OpenAPI document, from the handlers that serve it and the route table (api.document):
-api/openapi.yaml is `render()`, and tests/unit/test_openapi_document.py fails when they part."""
+api/openapi.yaml is `render()`, and tests/unit/test_contract_drift.py fails when they part."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ HEADER = """\
 
 
 def document() -> dict[str, Any]:
-    return build((capture.app, reporter.app, leaderboards.app), {(r.method, r.path): r.roles for r in API_ROUTES})
+    return build((capture.app, reporter.app, leaderboards.app), {(r.method, r.path): r for r in API_ROUTES})
 
 
 def render() -> str:

@@ -35,6 +35,11 @@ class ApiRoute:
     function: str
     roles: frozenset[Role] | None
 
+    @property
+    def ingest(self) -> bool:
+        """Capture's: called with an API key in AWS too (a usage plan), and idempotent by a header."""
+        return self.function == "capture"
+
 
 # The REST API's routes (DESIGN §5), with who may call each: API Gateway declares exactly these, and
 # the local gateway matches and authorizes by the same, so an unknown route is a 404 in both. Each

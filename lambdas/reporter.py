@@ -151,7 +151,8 @@ def alerts(sku: Sku, from_: From = None, to: To = None) -> Response[str]:
     return json_response(200, list_alerts(a.index, a.settings.spikes, sku, from_ms=from_, to_ms=to))
 
 
-@app.get("/v1/health", operation_id="getHealth", responses={
+@app.get("/v1/health", operation_id="getHealth", description="open under `blackbox serve`; IAM (SigV4) in AWS",
+         responses={
     200: answer(Health, "every component answers"), 503: answer(Health, "a component does not answer")})
 def health() -> Response[str]:
     a = current()

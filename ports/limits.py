@@ -19,8 +19,10 @@ INT64_MAX = (1 << 63) - 1
 
 
 def _whole(value: object) -> object:
-    # JSON Schema's integer includes 107.0, which serializers of a whole double write; taken as 107
-    return int(value) if isinstance(value, float) and value.is_integer() else value
+    """JSON Schema's integer includes 107.0, which serializers of a whole double write: taken as 107.
+    From 2**53 on a double is no longer the number that was meant (2**53 + 1 reads as 2**53), so
+    such a float stays a float, and is refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53 else value
 
 
 # an integer a store keeps as a number (BIGINT where it is indexed), like a score: within 64 bits

@@ -33,7 +33,7 @@ NAMESPACE = "Blackbox"
 # every handler's: a ColdStart count by function, and what it adds while it runs, in one line a call
 metrics = Metrics(namespace=NAMESPACE, service="blackbox")
 # a call that counted nothing publishes nothing: no news, not a warning
-warnings.filterwarnings("ignore", message="No application metrics to publish")
+warnings.filterwarnings("ignore", message="No application metrics to publish", module="aws_lambda_powertools")
 CRASH_SPIKE = "CrashSpike"
 DEAD_LETTERS = "DeadLetters"
 # objects the event source mappings put in the failed-batch bucket, as the scheduled replay finds them

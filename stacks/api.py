@@ -43,6 +43,9 @@ def _gate(schema: dict[str, Any]) -> dict[str, Any]:
 def _gated(key: str, value: Any) -> Any:
     if key == "$ref":
         return "#/definitions/" + value.rsplit("/", 1)[1]
+    # draft-04's integer has no fraction, where the contract's takes 7.0 for 7 (ports.limits.Int64)
+    if key == "type" and value == "integer":
+        return "number"
     if key in SCHEMA_MAPS:
         return {k: _gate(v) for k, v in value.items()}
     if key in SCHEMA_LISTS:
@@ -70,13 +73,15 @@ OPERATIONS = {(method.upper(), path): operation for path, operations in CONTRACT
 
 
 def _body_gate(operation: dict[str, Any]) -> dict[str, Any] | None:
-    """A route's body gate, with the definitions its schema reaches."""
+    """A route's body gate, with the definitions its schema reaches. A schema that is a reference
+    alone is that definition itself: beside a `$ref`, draft-04 ignores every other member."""
     if "requestBody" not in operation:
         return None
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     definitions = CONTRACT["components"]["schemas"]
-    return _gate(schema) | {"definitions": {name: _gate(definitions[name])
-                                            for name in sorted(_reached(schema, definitions))}}
+    root = definitions[schema["$ref"].rsplit("/", 1)[1]] if list(schema) == ["$ref"] else schema
+    reached = {name: _gate(definitions[name]) for name in sorted(_reached(root, definitions))}
+    return _gate(root) | ({"definitions": reached} if reached else {})
 
 
 def _required_query(operation: dict[str, Any]) -> list[str]:
@@ -146,7 +151,7 @@ class ApiStack(ApplicationStack):
                 schema=apigateway.JsonSchema(schema=apigateway.JsonSchemaVersion.DRAFT4, **_schema(gate)))}
             # ingest: game clients and servers carry an API key; the rest, queries and leaderboard
             # settings, is signed by an IAM principal
-            keyed = route.function == "capture"
+            keyed = route.ingest
             self.api.root.resource_for_path(path).add_method(
                 method, apigateway.LambdaIntegration(self.functions[route.function]),
                 api_key_required=keyed or None,

@@ -1,0 +1,75 @@
+"""API Gateway's body models are a first gate derived from the contract (stacks/api.py): what a
+handler takes, the gate must let through, or AWS would refuse what `blackbox serve` accepts. Each
+sample goes through both: the route's JsonBody (the handler's parse) and draft-04, as API Gateway
+validates. No synth: the gates are plain schemas."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from jsonschema import Draft4Validator
+
+from api.requests import JsonBody, Posted
+from lambdas import capture, leaderboards
+from ports.errors import BlackboxError
+from stacks.api import OPERATIONS, _body_gate
+
+ROUTES: dict[tuple[str, str], tuple[JsonBody[Any], bool]] = {
+    ("POST", "/v1/crashes"): (capture.CRASH, False),
+    ("POST", "/v1/sessions"): (capture.SESSIONS, True),
+    ("POST", "/v1/scores"): (capture.SCORES, True),
+    ("PUT", "/v1/leaderboards/{board}"): (leaderboards.SETTINGS, False),
+}
+ASTRAL_ID = "\U0001d49c" * 128  # 128 letters (MATHEMATICAL SCRIPT CAPITAL A), 256 UTF-16 units
+TAKEN = [
+    ("POST", "/v1/crashes", {"sku": "skyrift:pc", "crashType": "AV", "errorCode": 7.0, "clientTime": 107.0,
+                             "playerId": ASTRAL_ID, "custom": {"any": [1, "thing"]},
+                             "attachments": {"shot.png": base64.b64encode(b"png").decode()}}),
+    ("POST", "/v1/crashes", {"sku": "g", "errorCode": "E_7", "stackTrace": None}),
+    ("POST", "/v1/sessions", []),
+    ("POST", "/v1/sessions", [{"sku": "g", "kind": "client", "playerId": ASTRAL_ID}] * 500),
+    ("POST", "/v1/scores", {"board": "b", "playerId": ASTRAL_ID, "score": 9.0}),
+    ("POST", "/v1/scores", [{"board": "b", "playerId": "p", "score": -(2 ** 63)}]),
+    ("PUT", "/v1/leaderboards/{board}", {}),
+    ("PUT", "/v1/leaderboards/{board}", {"order": "asc", "operator": "incr"}),
+]
+REFUSED = [
+    ("POST", "/v1/crashes", {"crashType": "AV"}),
+    ("POST", "/v1/crashes", {"sku": "no spaces"}),
+    ("POST", "/v1/sessions", [{"sku": "g", "kind": "client"}] * 501),
+    ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": "7"}),
+    ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "extra": 1}),
+    ("PUT", "/v1/leaderboards/{board}", {"order": "sideways"}),
+]
+
+
+def test_every_route_with_a_body_has_a_gate():
+    assert {key for key, operation in OPERATIONS.items() if _body_gate(operation)} == set(ROUTES)
+
+
+def handler_takes(method: str, path: str, body: Any) -> bool:
+    parser, batch = ROUTES[method, path]
+    posted = Posted(json.dumps(body).encode(), "application/json")
+    try:
+        parser.many(posted) if batch else parser.one(posted)
+    except BlackboxError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("method", "path", "body"), TAKEN, ids=[f"{m} {p} {i}" for i, (m, p, _) in enumerate(TAKEN)])
+def test_what_a_handler_takes_the_gate_lets_through(method: str, path: str, body: Any):
+    assert handler_takes(method, path, body)
+    gate = _body_gate(OPERATIONS[method, path])
+    Draft4Validator.check_schema(gate)
+    assert list(Draft4Validator(gate).iter_errors(body)) == []
+
+
+@pytest.mark.parametrize(("method", "path", "body"), REFUSED,
+                         ids=[f"{m} {p} {i}" for i, (m, p, _) in enumerate(REFUSED)])
+def test_what_the_gate_refuses_a_handler_refuses(method: str, path: str, body: Any):
+    assert not Draft4Validator(_body_gate(OPERATIONS[method, path])).is_valid(body)
+    assert not handler_takes(method, path, body)

@@ -6,6 +6,7 @@ tests/unit/test_contract_drift.py fails when the file and the code part."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -170,10 +171,10 @@ def build(apps: Iterable[APIGatewayRestResolver], routes: Mapping[tuple[str, str
                 names = dict(zip(_names(generated_path), _names(path), strict=True))
                 paths.setdefault(path, {})[method] = _operation(operation, names, routes[method.upper(), path],
                                                                 schemas)
-    # Powertools' 422 bodies: its validation errors are answered 400 here (api.resolver)
-    for internal in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
-        schemas.pop(internal, None)
     schemas["Error"] = ERROR_SCHEMA
+    # only what a route refers to: not Powertools' 422 bodies (its validation errors are answered
+    # 400 here, api.resolver), nor the models it takes query parameters from
+    schemas = {name: schemas[name] for name in reached(paths, schemas) | {"Error"}}
     document = {
         "openapi": OPENAPI_VERSION,
         "info": {"title": "Blackbox", "version": "1", "description": DESCRIPTION},
@@ -187,6 +188,18 @@ def build(apps: Iterable[APIGatewayRestResolver], routes: Mapping[tuple[str, str
     }
     exact: dict[str, Any] = _exact(document)
     return exact
+
+
+def reached(value: Any, schemas: Mapping[str, Any]) -> set[str]:
+    """The component schemas `value` refers to, and those they refer to."""
+    found: set[str] = set()
+    pending = [value]
+    while pending:
+        for name in re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(pending.pop())):
+            if name not in found:
+                found.add(name)
+                pending.append(schemas[name])
+    return found
 
 
 def _names(path: str) -> list[str]:

@@ -44,10 +44,3 @@ From = Annotated[int | None, Query(alias="from", description="RFC 3339 with a zo
 To = Annotated[int | None, Query(description="RFC 3339 with a zone, or epoch ms; after from"), BeforeValidator(_time),
                _TIME]
 Cursor = Annotated[str | None, Query(description="nextCursor of the previous page")]
-CrashType = Annotated[str | None, Query(alias="crashType", description="only reports with this crashType")]
-ErrorCode = Annotated[str | None, Query(
-    alias="errorCode",
-    description="only reports with this errorCode; a number posted matches its decimal text (errorCode=7)")]
-Platform = Annotated[str | None, Query(description="only reports from this platform")]
-BuildVersion = Annotated[str | None, Query(alias="buildVersion", description="only reports of this build")]
-Signature = Annotated[str | None, Query(description="only reports with this signature")]

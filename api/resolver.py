@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from api.requests import Posted, contract_error
 from ports.errors import BlackboxError, InvalidField, NotFound, StoreUnavailable, UnsupportedMediaType
@@ -113,7 +114,20 @@ def _check_declared(app: APIGatewayRestResolver) -> None:
         given = event.multi_value_query_string_parameters or {
             name: [value] for name, value in (event.query_string_parameters or {}).items()
         }
-        check_names(given, frozenset(field.alias for field in route.dependant.query_params))
+        check_names(given, _query_names(route))
+
+
+def _query_names(route: Route) -> frozenset[str]:
+    """The names a route's query takes: a parameter's own, and each field's of a model taken as
+    query parameters (crashes.reporting.ReportFilters)."""
+    names: set[str] = set()
+    for field in route.dependant.query_params:
+        model = field.field_info.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            names |= {info.alias or name for name, info in model.model_fields.items()}
+        else:
+            names.add(field.alias)
+    return frozenset(names)
 
 
 def check_names(given: Mapping[str, Sequence[str]], accepted: frozenset[str]) -> None:

@@ -3,13 +3,14 @@ and attachments are fetched from the document store only when asked for (DESIGN 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired
 
 import pybase64
-from pydantic import ConfigDict, Field, with_config
+from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from crashes.model import attachment_key
@@ -32,17 +33,33 @@ Order = Literal["asc", "desc"]
 Fields = Literal["summary", "full"]
 
 
-def narrowing(*, crash_type: str | None = None, error_code: str | None = None, platform: str | None = None,
-              build_version: str | None = None, signature: str | None = None) -> dict[str, str]:
-    """The report filters given (None: not given), by index field."""
-    given = {"crash_type": crash_type, "error_code": error_code, "platform": platform,
-             "build_version": build_version, "signature": signature}
-    return {name: value for name, value in given.items() if value is not None}
+class ReportFilters(BaseModel):
+    """The fields a listing narrows reports by, each matched exactly and all of them together;
+    GET routes take them as query parameters of these names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    crashType: str | None = Field(None, description="only reports with this crashType")
+    errorCode: str | None = Field(
+        None, description="only reports with this errorCode; a number posted matches its decimal text (errorCode=7)")
+    platform: str | None = Field(None, description="only reports from this platform")
+    buildVersion: str | None = Field(None, description="only reports of this build")
+
+    def equals(self) -> dict[str, str]:
+        """The filters given, by index field (crashType → crash_type)."""
+        return {re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower(): value
+                for name, value in self.model_dump(exclude_none=True).items()}
+
+
+class ReportListFilters(ReportFilters):
+    """And by signature, a crash group's reports (GET /v1/crashes)."""
+
+    signature: str | None = Field(None, description="only reports with this signature")
 
 
 @dataclass(frozen=True)
 class ReportQuery:
-    """A page of GET /v1/crashes: `equals` is by index field (see narrowing)."""
+    """A page of GET /v1/crashes: `equals` is by index field (ReportFilters.equals)."""
 
     sku: str
     limit: int = 100

@@ -13,7 +13,7 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from adapters.factory import current
-from api.params import DIGITS, BuildVersion, CrashType, Cursor, ErrorCode, From, Platform, Signature, Sku, To
+from api.params import DIGITS, Cursor, From, Sku, To
 from api.resolver import DOWNLOAD_POLICY, answer, create_resolver, download_response, json_response
 from crashes.groups import MAX_GROUPS, Groups, crash_groups
 from crashes.reporting import (
@@ -22,12 +22,13 @@ from crashes.reporting import (
     Fields,
     Order,
     Report,
+    ReportFilters,
+    ReportListFilters,
     ReportPage,
     ReportQuery,
     get_attachment,
     get_report,
     list_reports,
-    narrowing,
 )
 from crashes.skus import MAX_LIMIT as MAX_SKUS
 from crashes.skus import SkuPage, list_skus
@@ -64,14 +65,11 @@ def crashes(
     fields: Annotated[Fields, Query(description=(
         "full adds each report's payload; a full page stops at about 4 MB of reports (API Gateway and Lambda "
         "answer at most 6 MB), so it may hold fewer than limit: follow nextCursor"))] = "summary",
-    crash_type: CrashType = None, error_code: ErrorCode = None, platform: Platform = None,
-    build_version: BuildVersion = None, signature: Signature = None,
+    narrowed: Annotated[ReportListFilters, Query()],
 ) -> Response[str]:
     a = current()
     query = ReportQuery(sku=sku, limit=limit, from_ms=from_, to_ms=to, cursor=cursor, offset=offset, order=order,
-                        fields=fields, equals=narrowing(crash_type=crash_type, error_code=error_code,
-                                                        platform=platform, build_version=build_version,
-                                                        signature=signature))
+                        fields=fields, equals=narrowed.equals())
     return json_response(200, list_reports(a.index, a.documents, query))
 
 
@@ -110,13 +108,11 @@ def attachment(report_id: str, name: str) -> Response[bytes]:
 def stats(
     *, sku: Sku, from_: From = None, to: To = None,
     granularity: Annotated[Granularity, Query(description="one bucket a minute or an hour")] = "minute",
-    crash_type: CrashType = None, error_code: ErrorCode = None, platform: Platform = None,
-    build_version: BuildVersion = None,
+    narrowed: Annotated[ReportFilters, Query()],
 ) -> Response[str]:
     a = current()
-    narrowed = narrowing(crash_type=crash_type, error_code=error_code, platform=platform, build_version=build_version)
     return json_response(200, crash_stats(a.index, a.counters, sku, from_ms=from_, to_ms=to, granularity=granularity,
-                                          equals=narrowed))
+                                          equals=narrowed.equals()))
 
 
 @app.get("/v1/crash-groups", operation_id="getCrashGroups", summary="Reports grouped by signature, largest first",
@@ -126,13 +122,11 @@ def stats(
          responses={200: answer(Groups, "the groups")})
 def groups(
     *, sku: Sku, from_: From = None, to: To = None, limit: Annotated[int, Query(ge=1, le=MAX_GROUPS), DIGITS] = 20,
-    crash_type: CrashType = None, error_code: ErrorCode = None, platform: Platform = None,
-    build_version: BuildVersion = None,
+    narrowed: Annotated[ReportFilters, Query()],
 ) -> Response[str]:
     a = current()
-    narrowed = narrowing(crash_type=crash_type, error_code=error_code, platform=platform, build_version=build_version)
     return json_response(200, crash_groups(a.index, a.documents, sku, from_ms=from_, to_ms=to, limit=limit,
-                                           equals=narrowed))
+                                           equals=narrowed.equals()))
 
 
 @app.get("/v1/skus", operation_id="listSkus", summary="The skus that have crash reports or sessions, by name",

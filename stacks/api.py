@@ -15,6 +15,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
+from api.document import reached
 from api.resolver import NOSNIFF
 from lambdas.contract import document
 from lambdas.functions import API_ROUTES
@@ -55,18 +56,6 @@ def _gated(key: str, value: Any) -> Any:
     return value
 
 
-def _reached(schema: dict[str, Any], definitions: dict[str, Any]) -> set[str]:
-    """The components `schema` refers to, and those they refer to."""
-    reached: set[str] = set()
-    pending = [schema]
-    while pending:
-        for name in re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(pending.pop())):
-            if name not in reached:
-                reached.add(name)
-                pending.append(definitions[name])
-    return reached
-
-
 CONTRACT = document()
 OPERATIONS = {(method.upper(), path): operation for path, operations in CONTRACT["paths"].items()
               for method, operation in operations.items()}
@@ -80,8 +69,8 @@ def _body_gate(operation: dict[str, Any]) -> dict[str, Any] | None:
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     definitions = CONTRACT["components"]["schemas"]
     root = definitions[schema["$ref"].rsplit("/", 1)[1]] if list(schema) == ["$ref"] else schema
-    reached = {name: _gate(definitions[name]) for name in sorted(_reached(root, definitions))}
-    return _gate(root) | ({"definitions": reached} if reached else {})
+    gated = {name: _gate(definitions[name]) for name in sorted(reached(root, definitions))}
+    return _gate(root) | ({"definitions": gated} if gated else {})
 
 
 def _required_query(operation: dict[str, Any]) -> list[str]:

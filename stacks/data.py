@@ -17,6 +17,8 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from adapters.mysql.database import MIGRATIONS as MYSQL_MIGRATIONS
+from adapters.sql.migrations import index_migrations
 from stacks.config import DeployConfig
 from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions
 from stacks.nag import acknowledge
@@ -273,8 +275,7 @@ class DataStack(Stack):
         provider = cr.Provider(self, "MigrationsProvider", on_event_handler=migrate)
         migrations = CustomResource(self, "Migrations", service_token=provider.service_token, properties={
             # a new migration file changes this, so the deploy applies it
-            "Migrations": sorted(p.name for p in (Path(__file__).resolve().parent.parent / "adapters" / "mysql"
-                                                  / "migrations").glob("*.sql")),
+            "Migrations": [m.name for m in index_migrations(MYSQL_MIGRATIONS)],
         })
         migrations.node.add_dependency(self.proxy)
         acknowledge(provider, "AwsSolutions-IAM5", "the CDK Provider framework may invoke its handler's versions",

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
+from adapters.embedded.sqlite import INDEX, SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
 from adapters.sql.queries import (
     APPLIED_OFFSET,
@@ -52,7 +52,7 @@ class SqliteIndexDatabase(SqlDatabase):
     """One file holds the crash index, the counters and the leaderboards, as one MySQL schema does."""
 
     def __init__(self, path: Path) -> None:
-        self.db = SqliteFile(path, "index", _LEGACY_COLUMNS)
+        self.db = SqliteFile(path, INDEX, _LEGACY_COLUMNS)
 
     def rows(self, query: str, params: Sequence[Any] = ()) -> Rows:
         return self.db.connection().execute(query, params).fetchall()

@@ -38,17 +38,23 @@ def sqlite_meaning(error: BaseException) -> Meaning | None:
 MIGRATIONS = resources.files("adapters.embedded") / "migrations"
 
 
+# the schema MySQL holds too: its changes are shared migrations
+INDEX = "index"
+
+
 class SqliteFile:
     def __init__(self, path: Path, schema: str, legacy_columns: Sequence[tuple[str, str, str]] = (),
                  synchronous: str = "FULL") -> None:
-        """`schema`: the folder of migrations/ this file's are in. `legacy_columns`: (table, column,
-        type) that a file made before versioned migrations may lack (CREATE TABLE IF NOT EXISTS left
-        its tables as they were)."""
+        """`schema`: the folder of migrations/ this file's are in (the index's also takes the shared
+        ones, adapters.sql.migrations). `legacy_columns`: (table, column, type) that a file made
+        before versioned migrations may lack (CREATE TABLE IF NOT EXISTS left its tables as they were)."""
         self.path = path
         self._synchronous = synchronous
         self._connections = PerThread(self._connect)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.applied = self._migrate(migrations.migrations(MIGRATIONS / schema), legacy_columns)
+        folder = MIGRATIONS / schema
+        pending = migrations.index_migrations(folder) if schema == INDEX else migrations.migrations(folder)
+        self.applied = self._migrate(pending, legacy_columns)
 
     def _migrate(self, pending: Sequence[migrations.Migration],
                  legacy_columns: Sequence[tuple[str, str, str]]) -> list[str]:

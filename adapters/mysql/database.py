@@ -281,13 +281,18 @@ class MysqlDatabase(SqlDatabase):
             cursor.execute(migrations.CREATE_TABLE)
             cursor.execute(migrations.SELECT_APPLIED)
             done = {row[0] for row in cursor.fetchall()}
-        for migration in migrations.migrations(MIGRATIONS):
+        for migration in migrations.index_migrations(MIGRATIONS):
             if migration.name in done:
                 continue
-            # DDL commits implicitly in MySQL; each statement is written to be re-runnable
+            # DDL commits implicitly in MySQL: a migration cut off midway runs again, where a column
+            # or an index it added already is taken as added (a shared one cannot say IF NOT EXISTS)
             with self.transaction() as cursor:
                 for statement in migration.statements:
-                    cursor.execute(statement)
+                    try:
+                        cursor.execute(statement)
+                    except pymysql.err.OperationalError as exc:
+                        if exc.args[0] not in (ER.DUP_FIELDNAME, ER.DUP_KEYNAME):
+                            raise
                 cursor.execute(pyformat(migrations.RECORD), (migration.name,))
             applied.append(migration.name)
         self.ensure_day_partitions(days_ahead)

@@ -12,6 +12,7 @@ import pytest
 
 from adapters.embedded import sqlite as embedded
 from adapters.embedded.index import SqliteIndexDatabase
+from adapters.sql import migrations as sql_migrations
 from adapters.sql.migrations import statements
 
 # the crash index as the first releases made it: no body hashes, fingerprints or offset ranges
@@ -87,3 +88,27 @@ def test_statements_end_at_semicolons_outside_strings_and_comments():
     text = "-- only a comment;\nINSERT INTO t VALUES ('a;b');\n/* c; */ UPDATE t SET x = 'y;';\n"
     assert [s.strip() for s in statements(text)] == [
         "-- only a comment;\nINSERT INTO t VALUES ('a;b');", "/* c; */ UPDATE t SET x = 'y;';"]
+
+
+# a change to the index schema, in SQL both engines take (adapters/sql/shared/README.md)
+SHARED_GPU = "ALTER TABLE reports ADD COLUMN gpu VARCHAR(256);\nCREATE INDEX reports_sku_gpu ON reports (sku, gpu);\n"
+
+
+@pytest.fixture
+def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared migrations of a later release."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (folder / "0001_gpu.sql").write_text(SHARED_GPU)
+    monkeypatch.setattr(sql_migrations, "SHARED", folder)
+    return folder
+
+
+def test_a_shared_migration_changes_the_index_after_its_own(tmp_path, shared):
+    path = tmp_path / "index.sqlite"
+    assert SqliteIndexDatabase(path).db.applied == ["0001_schema.sql", "shared/0001_gpu.sql"]
+    assert SqliteIndexDatabase(path).db.applied == []
+    assert "gpu" in columns(path, "reports")
+    # the embedded-only files do not take it
+    log = embedded.SqliteFile(tmp_path / "log.sqlite", "log")
+    assert all(not name.startswith("shared/") for name in log.applied)

@@ -153,8 +153,6 @@ class ReportFilter:
     newest_first: bool = False
 
 
-FILTERABLE = ("crash_type", "error_code", "platform", "build_version", "signature")
-
 
 @dataclass(frozen=True)
 class SkuSeen:

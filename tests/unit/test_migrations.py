@@ -29,6 +29,12 @@ INSERT INTO reports VALUES (7, 'k', 'e', 'g', 1, 1, NULL, NULL, NULL, NULL, NULL
 """
 
 
+@pytest.fixture(autouse=True)
+def no_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What these tests apply is their own: a release's shared migrations are not theirs to count."""
+    monkeypatch.setattr(sql_migrations, "SHARED", tmp_path / "no-shared-migrations")
+
+
 def columns(path: Path, table: str) -> set[str]:
     with sqlite3.connect(path) as conn:
         return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}

@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     mysql_secret_arn: str = ""
     mysql_proxy_host: str | None = None
     couchbase_secret_arn: str = ""
+    # the Couchbase rotation function's: the administrator it asks the cluster's REST API as, and where
+    couchbase_admin_secret_arn: str = ""
+    couchbase_rest_url: str = ""
     spill_bucket: str = ""
     # where the MSK event source mappings put the batches they gave up on (pipeline.replay)
     failed_batches_bucket: str = ""

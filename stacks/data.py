@@ -35,6 +35,9 @@ DATA_DEVICE = "/dev/sdf"  # the nodes' data volume; Amazon Linux links its NVMe 
 BACKUP_PREFIX = "couchbase/"
 # how often the MySQL password changes; the functions pick the new one up on their next connection
 MYSQL_ROTATION = Duration.days(30)
+# how often the Couchbase application user's password changes; alternating users, so a function that
+# read the last one signs in with it until the rotation after
+COUCHBASE_ROTATION = Duration.days(30)
 DATABASE = "blackbox"
 BUCKET = "blackbox"
 
@@ -62,11 +65,10 @@ class DataStack(Stack):
         self._bucket(config, removal)
         self._couchbase(config, network)
         self._migrations(config, network)
-        for secret in (self.couchbase_admin, self.couchbase_app):
-            acknowledge(secret, "AwsSolutions-SMG4", (
-                "Couchbase has no hosted rotation: it needs a custom function that changes the user's password "
-                "through the cluster's REST API, and a document store that signs in again; rotate by hand "
-                "(docs/aws.md)"))
+        self._couchbase_rotation(config, network)
+        acknowledge(self.couchbase_admin, "AwsSolutions-SMG4", (
+            "the cluster administrator's password is read by the nodes' bootstrap and backups, not by the "
+            "functions; rotate it by hand (docs/aws.md). The application user's secret rotates every 30 days"))
         acknowledge(self.database, "AwsSolutions-RDS11", (
             "the default MySQL port: only the RDS Proxy's security group reaches it"))
         acknowledge(self, "AwsSolutions-IAM4", (
@@ -280,6 +282,24 @@ class DataStack(Stack):
         migrations.node.add_dependency(self.proxy)
         acknowledge(provider, "AwsSolutions-IAM5", "the CDK Provider framework may invoke its handler's versions",
                     [invoke_versions(migrate)])
+
+    def _couchbase_rotation(self, config: DeployConfig, network: NetworkStack) -> None:
+        """The application user's secret, rotated by alternating users (adapters.couchbase.rotation)
+        through the cluster's REST API, as the administrator."""
+        functions = Functions(self, "RotationFunctions", config, Placement(network.vpc, network.private,
+                                                                          network.functions_sg, {}))
+        rotate = functions.function("couchbase-rotation", "lambdas.couchbase_rotation.handler", timeout_s=60,
+                                    environment={
+                                        "BLACKBOX_COUCHBASE_ADMIN_SECRET_ARN": self.couchbase_admin.secret_arn,
+                                        "BLACKBOX_COUCHBASE_REST_URL": f"http://{self.couchbase_hosts[0]}:8091"})
+        self.couchbase_admin.grant_read(rotate)
+        self.couchbase_app.add_rotation_schedule("Rotation", rotation_lambda=rotate,
+                                                 automatically_after=COUCHBASE_ROTATION)
+        # a new password for the other user: Secrets Manager's generator, which takes no resource
+        rotate.add_to_role_policy(iam.PolicyStatement(actions=["secretsmanager:GetRandomPassword"],
+                                                      resources=["*"]))
+        acknowledge(rotate, "AwsSolutions-IAM5", "secretsmanager:GetRandomPassword acts on no resource",
+                    ["Resource::*"])
 
     def mysql_environment(self) -> dict[str, str]:
         return {"BLACKBOX_MYSQL_SECRET_ARN": self.mysql_secret.secret_arn,

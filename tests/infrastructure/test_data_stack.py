@@ -144,7 +144,7 @@ def test_the_database_is_reached_through_the_proxy_only(templates: dict[str, Tem
     [functions_to_proxy] = ingress(data, proxy_sg)
     assert functions_to_proxy["FromPort"] == functions_to_proxy["ToPort"] == 3306
     assert functions_to_proxy["IpProtocol"] == "tcp" and "FunctionsSg" in as_text(functions_to_proxy)
-    [rotation] = resources(data, "AWS::SecretsManager::RotationSchedule")
+    [rotation] = [r for r in resources(data, "AWS::SecretsManager::RotationSchedule") if "HostedRotationLambda" in r]
     rotation_sg = rotation["HostedRotationLambda"]["VpcSecurityGroupIds"]["Fn::GetAtt"][0]
     assert ingress(data, database_sg) == [{
         "IpProtocol": "tcp", "SourceSecurityGroupId": {"Fn::GetAtt": [group, "GroupId"]},
@@ -158,13 +158,16 @@ def test_the_database_is_reached_through_the_proxy_only(templates: dict[str, Tem
 
 
 @pytest.mark.parametrize("env", ["dev", "prod"])
-def test_the_mysql_secret_is_rotated_and_the_couchbase_ones_are_not(env: str, dev: Blackbox, prod: Blackbox):
-    """Secrets Manager's hosted single-user rotation, in the private subnets (Secrets Manager through
-    the VPC's endpoint); the Couchbase secrets have no hosted rotation (SMG4 acknowledged on them)."""
+def test_the_mysql_and_couchbase_application_secrets_are_rotated(env: str, dev: Blackbox, prod: Blackbox):
+    """MySQL's by Secrets Manager's hosted single-user rotation, in the private subnets (Secrets
+    Manager through the VPC's endpoint); the Couchbase application user's by a function of ours
+    (alternating users, through the cluster's REST API as the administrator). The administrator's
+    secret, which only the nodes read, is not rotated (SMG4 acknowledged on it alone: test_compliance)."""
     config, data = stage(env, dev, prod)
     built = {"dev": dev, "prod": prod}[env]
     [attachment] = by_type(data, "AWS::SecretsManager::SecretTargetAttachment")
-    [rotation] = resources(data, "AWS::SecretsManager::RotationSchedule")
+    schedules = resources(data, "AWS::SecretsManager::RotationSchedule")
+    [rotation] = [r for r in schedules if "HostedRotationLambda" in r]
     assert rotation["SecretId"] == {"Ref": attachment}  # the database's secret, as attached to the instance
     assert rotation["RotationRules"] == {"ScheduleExpression": "rate(30 days)"}
     hosted = rotation["HostedRotationLambda"]
@@ -172,6 +175,15 @@ def test_the_mysql_secret_is_rotated_and_the_couchbase_ones_are_not(env: str, de
     assert hosted["RotationLambdaName"] == f"{config.prefix}-mysql-rotation"
     assert as_text(hosted["VpcSubnetIds"]).count("privateSubnet") == len(built.network.vpc.private_subnets)
     assert "AWS::SecretsManager-2024-09-16" in as_text(data.to_json()["Transform"])
+    [couchbase] = [r for r in schedules if "RotationLambdaARN" in r]
+    app_secret = data.to_json()["Resources"][couchbase["SecretId"]["Ref"]]
+    assert "blackbox-app" in as_text(app_secret["Properties"]["GenerateSecretString"])
+    assert couchbase["RotationRules"]["ScheduleExpression"] == "rate(30 days)"
+    [function] = [f for f in resources(data, "AWS::Lambda::Function")
+                  if f.get("Handler") == "lambdas.couchbase_rotation.handler"]
+    variables = function["Environment"]["Variables"]
+    assert "CouchbaseAdmin" in as_text(variables["BLACKBOX_COUCHBASE_ADMIN_SECRET_ARN"])
+    assert variables["BLACKBOX_COUCHBASE_REST_URL"].endswith(":8091") and "VpcConfig" in function
 
 
 def physical_names(built: Blackbox) -> set[str]:

@@ -293,8 +293,11 @@ class DataStack(Stack):
                                         "BLACKBOX_COUCHBASE_ADMIN_SECRET_ARN": self.couchbase_admin.secret_arn,
                                         "BLACKBOX_COUCHBASE_REST_URL": f"http://{self.couchbase_hosts[0]}:8091"})
         self.couchbase_admin.grant_read(rotate)
-        self.couchbase_app.add_rotation_schedule("Rotation", rotation_lambda=rotate,
-                                                 automatically_after=COUCHBASE_ROTATION)
+        schedule = self.couchbase_app.add_rotation_schedule("Rotation", rotation_lambda=rotate,
+                                                            automatically_after=COUCHBASE_ROTATION)
+        # it rotates once when created: not before the nodes have their cluster and its user
+        for node in self.couchbase_nodes:
+            schedule.node.add_dependency(node)
         # a new password for the other user: Secrets Manager's generator, which takes no resource
         rotate.add_to_role_policy(iam.PolicyStatement(actions=["secretsmanager:GetRandomPassword"],
                                                       resources=["*"]))

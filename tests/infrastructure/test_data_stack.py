@@ -176,6 +176,11 @@ def test_the_mysql_and_couchbase_application_secrets_are_rotated(env: str, dev: 
     assert as_text(hosted["VpcSubnetIds"]).count("privateSubnet") == len(built.network.vpc.private_subnets)
     assert "AWS::SecretsManager-2024-09-16" in as_text(data.to_json()["Transform"])
     [couchbase] = [r for r in schedules if "RotationLambdaARN" in r]
+    # it rotates once when created: after every node has signalled its cluster up
+    [depends] = [r.get("DependsOn", []) for r in by_type(data, "AWS::SecretsManager::RotationSchedule").values()
+                 if "RotationLambdaARN" in r["Properties"]]
+    nodes = by_type(data, "AWS::EC2::Instance")
+    assert nodes and set(nodes) <= set(depends)
     app_secret = data.to_json()["Resources"][couchbase["SecretId"]["Ref"]]
     assert "blackbox-app" in as_text(app_secret["Properties"]["GenerateSecretString"])
     assert couchbase["RotationRules"]["ScheduleExpression"] == "rate(30 days)"

@@ -87,7 +87,8 @@ class ErrorAnswer:
 
 
 ERRORS = {
-    400: ErrorAnswer("BadRequest", "invalid_json, missing_field or invalid_field"),
+    400: ErrorAnswer("BadRequest", "invalid_json, missing_field or invalid_field; bad_request for a request HTTP "
+                                   "cannot read (the gateway's own answer)"),
     401: ErrorAnswer("Unauthorized", "no key where one is needed"),
     403: ErrorAnswer("Forbidden", "a key whose role does not allow this, or a title's key posting another title's sku"),
     404: ErrorAnswer("NotFound", "not_found"),

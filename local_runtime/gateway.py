@@ -35,6 +35,7 @@ from ports.errors import (
     BlackboxError,
     Forbidden,
     HeadersTooLarge,
+    MalformedRequest,
     NotFound,
     PayloadTooLarge,
     RequestTimeout,
@@ -419,6 +420,10 @@ class GuardedHttp(HttpToolsProtocol):
         if self._rest_timer is not None:
             self._rest_timer.cancel()
             self._rest_timer = None
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's own answer to what it cannot parse is text/plain: the contract's error instead
+        self._refuse(MalformedRequest(f"the request is not HTTP this server reads: {msg}"))
 
     def _refuse(self, error: BlackboxError) -> None:
         self._head_done()

@@ -68,6 +68,14 @@ class UnsupportedMediaType(BlackboxError):
     code = "unsupported_media_type"
 
 
+class MalformedRequest(BlackboxError):
+    """A request HTTP itself cannot read (a Content-Length that is no number, say), answered by the
+    gateway before any route, as API Gateway answers its own."""
+
+    status = 400
+    code = "bad_request"
+
+
 class HeadersTooLarge(BlackboxError):
     status = 431
     code = "headers_too_large"

@@ -6,6 +6,7 @@ refused at the door; and every name a POST accepts can be asked for again by its
 from __future__ import annotations
 
 import base64
+import json
 import socket
 import string
 import threading
@@ -145,6 +146,18 @@ def read_to_close(sock: socket.socket) -> bytes:
         while chunk := sock.recv(65536):
             data += chunk
     return data
+
+
+def test_a_request_http_cannot_read_gets_the_contracts_error(serve: Serve):
+    """Found by schemathesis (CI's derandomized run): a Content-Length that is no number was
+    answered by uvicorn itself, 400 text/plain "Invalid HTTP request received.", outside the contract."""
+    head = f"GET /v1/health HTTP/1.1\nHost: 127.0.0.1:{serve.port}\nContent-Length: X\n\n"
+    with raw_request(serve, head) as sock:
+        answer = read_to_close(sock)
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert b"content-type: application/json" in status.lower() and b"x-content-type-options: nosniff" in status.lower()
+    assert json.loads(body)["error"] == "bad_request"
 
 
 def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_read(serve: Serve):

@@ -1,0 +1,430 @@
+"""Reading Sentry SDK traffic: envelopes from the real sentry-sdk, their encodings, and hostile bytes."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import json
+import time
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import sentry_sdk
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
+from sentry_sdk.envelope import Envelope, Item, PayloadRef
+from sentry_sdk.transport import Transport
+
+from crashes.model import MAX_ATTACHMENTS, CrashSubmission
+from crashes.signature import signature
+from ports.limits import AttachmentName
+from reporters.encoding import decode_body
+from reporters.errors import ReporterError
+from reporters.sentry import (
+    MAX_ITEMS,
+    EnvelopeLimits,
+    attachment_name,
+    dsn,
+    parse_auth,
+    parse_envelope,
+    parse_store,
+    split_envelope,
+)
+
+SKU = "skyrift:pc"
+RELEASE = "skyrift@1.4.2"
+MIB = 1 << 20
+# every byte value, newlines included: an attachment is not text
+BINARY = bytes(range(256)) * 3 + b"\n\n\r\n"
+
+
+# the game's code, in a module of its own: crashes.signature drops frames that name "sentry", as
+# every frame of this file does
+GAME: dict[str, Any] = {"__name__": "skyrift.renderer"}
+exec(compile("""
+class RenderError(Exception):
+    pass
+
+
+def draw_mesh():
+    raise RenderError("device lost")
+
+
+def render_frame():
+    draw_mesh()
+""", "skyrift/renderer.py", "exec"), GAME)
+RenderError: type[Exception] = GAME["RenderError"]
+render_frame: Callable[[], None] = GAME["render_frame"]
+
+
+@pytest.fixture
+def sent() -> Iterator[list[bytes]]:
+    """What the real SDK would post, each envelope as the bytes of its body."""
+    envelopes: list[bytes] = []
+
+    class Capture(Transport):
+        def capture_envelope(self, envelope: Envelope) -> None:
+            envelopes.append(envelope.serialize())
+
+    sentry_sdk.init(dsn=dsn("http", "ingestkey", "localhost:8080", 42), transport=Capture, release=RELEASE,
+                    environment="prod", default_integrations=False)
+    try:
+        with sentry_sdk.isolation_scope():
+            yield envelopes
+    finally:
+        sentry_sdk.get_client().close()
+
+
+def the_crash(data: bytes) -> dict[str, Any]:
+    reading = parse_envelope(data, SKU)
+    assert reading.crash is not None
+    return reading.crash.submission()
+
+
+def test_a_raised_exception_is_a_report(sent: list[bytes]) -> None:
+    sentry_sdk.set_user({"id": "player-1029"})
+    try:
+        render_frame()
+    except RenderError:
+        sentry_sdk.capture_exception()
+    sentry_sdk.flush()
+    [envelope] = sent
+    reading = parse_envelope(envelope, SKU)
+    assert reading.crash is not None
+    report = reading.crash.submission()
+    event_id = json.loads(envelope.split(b"\n", 1)[0])["event_id"]
+    assert reading.crash.event_id == event_id == report["sentryEvent"]["event_id"]
+    assert (report["sku"], report["crashType"], report["buildVersion"], report["playerId"]) == (
+        SKU, "RenderError", RELEASE, "player-1029")
+    assert report["platform"] == "python"  # no os context from this SDK: its platform
+    frames = report["stackTrace"].splitlines()
+    assert frames[0] == "#0 in skyrift.renderer.draw_mesh at skyrift/renderer.py:7"
+    assert frames[1] == "#1 in skyrift.renderer.render_frame at skyrift/renderer.py:11"
+    assert "test_a_raised_exception_is_a_report" in frames[2]
+    assert signature(report["stackTrace"]) is not None
+    assert report["sentryEvent"]["exception"]["values"][0]["value"] == "device lost"
+    # what the capture route validates, and the same text for a retry of the same envelope
+    CrashSubmission.model_validate_json(reading.crash.json_text())
+    assert parse_envelope(envelope, SKU).crash.json_text() == reading.crash.json_text()  # type: ignore[union-attr]
+
+
+def test_the_same_bug_on_other_lines_groups_together(sent: list[bytes]) -> None:
+    try:
+        render_frame()
+    except RenderError:
+        sentry_sdk.capture_exception()
+    try:
+        render_frame()
+    except RenderError:
+        sentry_sdk.capture_exception()
+    sentry_sdk.flush()
+    first, second = (the_crash(envelope)["stackTrace"] for envelope in sent)
+    assert first != second  # the calling line differs
+    assert signature(first) == signature(second)
+
+
+def test_a_message_with_attachments_is_a_report_with_byte_exact_files(sent: list[bytes]) -> None:
+    with sentry_sdk.new_scope() as scope:
+        scope.add_attachment(bytes=BINARY, filename="render.log")
+        scope.add_attachment(bytes=b"second", filename="../../etc/render.log")
+        scope.add_attachment(bytes=b"", filename="empty.bin")
+        sentry_sdk.capture_message("Texture %s failed to load", level="warning")
+    sentry_sdk.flush()
+    [envelope] = sent
+    crash = parse_envelope(envelope, SKU).crash
+    assert crash is not None
+    assert crash.attachments == {"render.log": BINARY, "render-2.log": b"second", "empty.bin": b""}
+    report = crash.submission()
+    assert report["crashType"] == "Texture %s failed to load"
+    assert "errorCode" not in report and "stackTrace" not in report
+    assert base64.b64decode(report["attachments"]["render.log"]) == BINARY
+    assert [a["filename"] for a in report["sentryAttachments"]] == ["render.log", "../../etc/render.log", "empty.bin"]
+    assert crash.minidumps == ()
+    CrashSubmission.model_validate_json(crash.json_text())
+
+
+def test_sessions_are_read_as_updates_and_aggregates(sent: list[bytes]) -> None:
+    scope = sentry_sdk.get_isolation_scope()
+    sentry_sdk.set_user({"id": 42})
+    for _ in range(3):
+        scope.start_session(session_mode="request")
+        scope.end_session()
+    scope.start_session()
+    scope.end_session()
+    sentry_sdk.flush()
+    [envelope] = sent
+    reading = parse_envelope(envelope, SKU)
+    assert reading.crash is None and not reading.discarded
+    [update] = reading.sessions
+    assert (update.init, update.status, update.did, update.release, update.environment) == (
+        True, "exited", "42", RELEASE, "prod")
+    assert update.started_ms <= (update.timestamp_ms or 0)
+    assert [(a.exited, a.total, a.release) for a in reading.aggregates] == [(3, 3, RELEASE)]
+    assert reading.sessions_started == 4
+
+
+def test_a_minidump_attachment_is_flagged_and_kept_first() -> None:
+    event = {"event_id": "9ec79c33ec9942ab8353589fcb2e04dc", "platform": "native", "release": "2.0",
+             "contexts": {"os": {"name": "Windows"}}, "user": {"id": "x" * 129},
+             "exception": {"values": [{"type": "EXCEPTION_ACCESS_VIOLATION_READ", "mechanism": {
+                 "type": "minidump", "meta": {"signal": {"number": 11}}},
+                 "stacktrace": {"frames": [
+                     {"function": "main", "package": "C:\\Games\\Skyrift\\skyrift.exe", "instruction_addr": "0x1000"},
+                     {"function": "Renderer::Draw", "filename": "renderer.cpp", "lineno": 412,
+                      "instruction_addr": 140737488355328}]}}]}}
+    logs = [Item(payload=PayloadRef(bytes=b"log"), type="attachment", headers={"filename": "a.log"})
+            for _ in range(MAX_ATTACHMENTS)]
+    dump = Item(payload=PayloadRef(bytes=b"MDMP\x93\xa7"), type="attachment",
+                headers={"filename": "crash.dmp", "attachment_type": "event.minidump"})
+    envelope = Envelope(headers={"event_id": event["event_id"]}, items=[Item(payload=PayloadRef(json=event),
+                                                                              type="event"), *logs, dump])
+    reading = parse_envelope(envelope.serialize(), SKU)
+    crash = reading.crash
+    assert crash is not None
+    assert crash.minidumps == ("crash.dmp",) and crash.attachments["crash.dmp"] == b"MDMP\x93\xa7"
+    assert len(crash.attachments) == MAX_ATTACHMENTS and reading.discarded["attachment"] == 1
+    report = crash.submission()
+    assert report["sentryAttachments"][0] == {"name": "crash.dmp", "filename": "crash.dmp",
+                                              "attachmentType": "event.minidump",
+                                              "contentType": "application/octet-stream"}
+    assert (report["crashType"], report["errorCode"], report["platform"]) == (
+        "EXCEPTION_ACCESS_VIOLATION_READ", 11, "Windows")
+    assert "playerId" not in report  # too long to be a player id: left out, the crash kept
+    assert report["stackTrace"] == ("#0 0x800000000000 in Renderer::Draw at renderer.cpp:412\n"
+                                    "#1 0x1000 in main from skyrift.exe")
+    CrashSubmission.model_validate_json(crash.json_text())
+
+
+def test_a_minidump_without_an_event_is_still_a_report_and_lone_files_are_discarded() -> None:
+    dump = Item(payload=PayloadRef(bytes=b"MDMP"), type="attachment", headers={"attachment_type": "event.minidump"})
+    log = Item(payload=PayloadRef(bytes=b"log"), type="attachment", headers={"filename": "a.log"})
+    header = {"event_id": "9ec79c33-ec99-42ab-8353-589fcb2e04dc"}
+    crash = parse_envelope(Envelope(headers=header, items=[dump, log]).serialize(), SKU).crash
+    assert crash is not None and crash.event_id == "9ec79c33ec9942ab8353589fcb2e04dc"
+    assert crash.attachments == {"minidump.dmp": b"MDMP", "a.log": b"log"}
+    assert crash.submission()["sentryEvent"] == {}
+    alone = parse_envelope(Envelope(headers={}, items=[log]).serialize(), SKU)
+    assert alone.crash is None and alone.discarded == {"attachment": 1}
+
+
+def test_other_items_and_unreadable_sessions_are_counted_not_refused() -> None:
+    body = b"\n".join([
+        b'{"event_id":"9ec79c33ec9942ab8353589fcb2e04dc"}',
+        b'{"type":"transaction"}', b'{"spans":[]}',
+        b'{"type":"client_report"}', b'{}',
+        b'{"type":"client_report","length":2}', b'{}',
+        b'{"type":"session"}', b'{"sid":"s1","status":"bogus","started":"2026-01-01T00:00:00Z"}',
+        b'{"type":"sessions"}', b'not json',
+        b'{"type":"session"}', b'{"sid":"s2","started":1767225600.5,"init":true}',
+        b'{"type":"Not A Type \\u00e9"}', b'{}',
+    ])
+    reading = parse_envelope(body, SKU)
+    assert reading.discarded == {"transaction": 1, "client_report": 2, "session": 1, "sessions": 1, "unknown": 1}
+    [update] = reading.sessions
+    assert (update.sid, update.status, update.started_ms) == ("s2", "ok", 1_767_225_600_500)
+
+
+def test_framing_follows_relay() -> None:
+    header = b'{"event_id":"9ec79c33ec9942ab8353589fcb2e04dc","dsn":"https://k@sentry.io/42"}'
+    assert split_envelope(header) == ({"event_id": "9ec79c33ec9942ab8353589fcb2e04dc",
+                                      "dsn": "https://k@sentry.io/42"}, [])
+    assert split_envelope(header + b"\n")[1] == []
+    # without a length, up to the newline or the end; with one, exactly that many bytes
+    _, items = split_envelope(header + b'\n{"type":"attachment"}\nhelloworld')
+    assert [i.payload for i in items] == [b"helloworld"]
+    _, items = split_envelope(header + b'\n{"type":"attachment","length":0}\n\n{"type":"attachment","length":3}\na\nb')
+    assert [i.payload for i in items] == [b"", b"a\nb"]
+    assert parse_envelope(header, SKU).dsn == "https://k@sentry.io/42"
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    (b'{}\n{"type":"attachment","length":100}\nshort\n', "says 100 bytes but 6 are left"),
+    (b'{}\n{"type":"attachment","length":2}\nabcd\n', "not followed by a newline"),
+    (b'{}\n{"type":"attachment","length":-1}\n', "not a byte count"),
+    (b'{}\n{"type":"attachment","length":"3"}\nabc\n', "not a byte count"),
+    (b'{}\n{"length":3}\nabc\n', "has no type"),
+    (b'{}\n\n', "not one line holding a JSON object"),
+    (b'{} \n', "not one line holding a JSON object"),
+    (b'[]\n', "not one line holding a JSON object"),
+    (b'', "not one line"),
+    (b'{"a":NaN}', "not valid JSON"),
+    (b'{"a":"\\ud800"}', "not valid JSON"),
+    (b'{"a":' + b"[" * 40 + b"]" * 40 + b"}", "deeper than"),
+    (b'{}\n{"type":"event"}\n[1]\n', "not a JSON object"),
+    (b'{}\n{"type":"event"}\n{}\n{"type":"event"}\n{}\n', "at most one event"),
+])
+def test_bad_framing_is_refused_with_its_reason(body: bytes, says: str) -> None:
+    with pytest.raises(ReporterError) as refused:
+        parse_envelope(body, SKU)
+    assert refused.value.reason == "invalid" and refused.value.status == 400
+    assert says in refused.value.message
+
+
+def test_item_count_and_sizes_are_bounded() -> None:
+    item = b'{"type":"client_report"}\n{}\n'
+    assert parse_envelope(b"{}\n" + item * MAX_ITEMS, SKU).discarded == {"client_report": MAX_ITEMS}
+    with pytest.raises(ReporterError, match=f"at most {MAX_ITEMS} items"):
+        parse_envelope(b"{}\n" + item * 30_000, SKU)
+    limits = EnvelopeLimits(max_bytes=100, max_item_bytes=10)
+    for body in (b'{}\n{"type":"attachment","length":11}\n' + b"x" * 11, b'{}\n{"type":"attachment"}\n' + b"x" * 11,
+                 b'{}\n{"type":"attachment","length":999999999999}\n', b"{}\n" + b"x" * 101):
+        with pytest.raises(ReporterError) as refused:
+            parse_envelope(body, SKU, limits)
+        assert (refused.value.reason, refused.value.status) == ("too_large", 413)
+    with pytest.raises(ReporterError, match="header is over"):
+        split_envelope(b'{"a":"' + b"x" * 70_000 + b'"}')
+
+
+def test_every_truncation_of_a_sized_payload_is_refused(sent: list[bytes]) -> None:
+    with sentry_sdk.new_scope() as scope:
+        scope.add_attachment(bytes=BINARY, filename="render.log")
+        sentry_sdk.capture_message("truncated")
+    sentry_sdk.flush()
+    [envelope] = sent
+    payload_start = envelope.index(b'"length":%d}\n' % len(BINARY)) + len(b'"length":%d}\n' % len(BINARY))
+    for cut in range(payload_start, payload_start + len(BINARY)):
+        with pytest.raises(ReporterError, match="are left"):
+            parse_envelope(envelope[:cut], SKU)
+
+
+def test_the_store_endpoint_reads_one_event() -> None:
+    event = {"event_id": "9ec79c33ec9942ab8353589fcb2e04dc", "message": "legacy\nsecond line", "level": "error",
+             "timestamp": 1767225600.25, "release": "r" * 300}
+    reading = parse_store(json.dumps(event).encode(), SKU)
+    assert reading.crash is not None and reading.crash.event_id == event["event_id"]
+    report = reading.crash.submission()
+    assert (report["crashType"], report["clientTime"], report["buildVersion"]) == ("legacy", 1_767_225_600_250,
+                                                                                   "r" * 256)
+    with pytest.raises(ReporterError, match="not a JSON object"):
+        parse_store(b"[]", SKU)
+
+
+def test_authentication_as_relay_reads_it() -> None:
+    header = {"X-Sentry-Auth": "Sentry sentry_key=abc, sentry_version=7, sentry_client=sentry.python/2.75.0"}
+    auth = parse_auth(header, {})
+    assert (auth.key, auth.client, auth.version) == ("abc", "sentry.python/2.75.0", 7)
+    assert parse_auth({"authorization": "sentry sentry_key=abc"}, {}).key == "abc"
+    assert parse_auth({"Authorization": "Basic " + base64.b64encode(b"abc:").decode()}, {}).key == "abc"
+    assert parse_auth({}, {"sentry_key": "abc", "sentry_version": "7"}).key == "abc"
+    assert parse_auth({"X-Sentry-Auth": "Bearer x"}, {"sentry_key": "abc"}).key == "abc"
+    refused_401: list[tuple[dict[str, str], dict[str, str]]] = [
+        ({}, {}), (header, {"sentry_key": "abc"}), ({"X-Sentry-Auth": "Sentry sentry_version=7"}, {}),
+        ({"X-Sentry-Auth": "Sentry sentry_key=a, sentry_version=x"}, {})]
+    for headers, query in refused_401:
+        with pytest.raises(ReporterError) as refused:
+            parse_auth(headers, query)
+        assert refused.value.status == 401
+    with pytest.raises(ReporterError) as refused:
+        parse_auth({"X-Sentry-Auth": "Sentry sentry_key=a, sentry_version=8"}, {})
+    assert refused.value.status == 400
+
+
+def test_attachment_names_can_be_asked_for_again() -> None:
+    valid = TypeAdapter(AttachmentName)
+    for filename, name in [("C:\\dumps\\crash.dmp", "crash.dmp"), ("..", "attachment"), ("a/b\x00c\u0301.txt",
+                                                                                        "b_c_.txt"),
+                           (None, "attachment"), ("x" * 300, "x" * 128)]:
+        assert attachment_name(filename) == valid.validate_python(name)
+
+
+# --- Content-Encoding ---------------------------------------------------------------------------
+
+
+def test_identity_gzip_and_both_deflates_round_trip() -> None:
+    body = BINARY * 50
+    raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    encoded = {
+        None: body, "identity": body, "gzip": gzip.compress(body), " X-GZIP ": gzip.compress(body),
+        "deflate": zlib.compress(body),
+        # some clients send a raw deflate stream under this name
+        "Deflate": raw.compress(body) + raw.flush(),
+    }
+    for coding, data in encoded.items():
+        assert decode_body(data, coding, len(body)) == body
+    # concatenated gzip members are one body, as gzip -d reads them
+    assert decode_body(gzip.compress(b"ab") + gzip.compress(b"cd"), "gzip", 4) == b"abcd"
+
+
+@pytest.fixture(scope="module")
+def bomb() -> bytes:
+    """1 GiB of zeros as gzip, built a mebibyte at a time: about 1 MB."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS, 9, zlib.Z_RLE)
+    chunk = bytes(MIB)
+    return b"".join([compressor.compress(chunk) for _ in range(1024)] + [compressor.flush()])
+
+
+def test_a_zip_bomb_is_refused_quickly_in_bounded_memory(bomb: bytes) -> None:
+    assert len(bomb) < 2 * MIB
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ReporterError) as refused:
+            decode_body(bomb, "gzip", MIB)
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (refused.value.reason, refused.value.status) == ("too_large", 413)
+    assert elapsed < 0.5
+    assert peak < len(bomb) + 3 * MIB  # the body, the limit, slack: never the gigabyte
+    # one byte over the limit is over it; the limit itself is not
+    assert decode_body(gzip.compress(bytes(100)), "gzip", 100) == bytes(100)
+    with pytest.raises(ReporterError, match="over 99 bytes"):
+        decode_body(zlib.compress(bytes(100)), "deflate", 99)
+    with pytest.raises(ReporterError, match="over 99 bytes"):
+        decode_body(bytes(100), None, 99)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_truncated_or_corrupt_streams_are_refused(coding: str) -> None:
+    whole = gzip.compress(BINARY) if coding == "gzip" else zlib.compress(BINARY)
+    broken = [whole[:-1], whole[: len(whole) // 2], b"", whole + b"trailing", whole[:10] + b"\xff" + whole[11:]]
+    for data in broken:
+        with pytest.raises(ReporterError) as refused:
+            decode_body(data, coding, MIB)
+        assert (refused.value.reason, refused.value.status, refused.value.code) == ("corrupt", 400, "bad_request")
+
+
+@pytest.mark.parametrize("coding", ["br", "zstd", "compress", "gzip, deflate"])
+def test_other_encodings_are_unsupported(coding: str) -> None:
+    with pytest.raises(ReporterError) as refused:
+        decode_body(b"x", coding, MIB)
+    assert (refused.value.reason, refused.value.status) == ("unsupported_encoding", 415)
+
+
+# --- any bytes ----------------------------------------------------------------------------------
+
+EVENT = b'{"exception":{"values":[{"type":"E","stacktrace":{"frames":[{"function":"f"}]}}]}}'
+REAL = (b'{"event_id":"9ec79c33ec9942ab8353589fcb2e04dc"}\n{"type":"event","length":%d}\n%s\n'
+        b'{"type":"attachment","length":3,"filename":"a","attachment_type":"event.minidump"}\nabc\n'
+        b'{"type":"session"}\n{"sid":"s","started":"2026-01-01T00:00:00Z"}\n') % (len(EVENT), EVENT)
+
+
+def test_the_seed_of_the_mutations_is_valid() -> None:
+    crash = parse_envelope(REAL, SKU).crash
+    assert crash is not None and crash.minidumps == ("a",)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=400),
+                 st.lists(st.tuples(st.integers(0, len(REAL) - 1), st.binary(max_size=3)), max_size=4)))
+def test_any_bytes_read_or_raise_the_readers_error(mutation: bytes | list[tuple[int, bytes]]) -> None:
+    data = mutation if isinstance(mutation, bytes) else REAL
+    if not isinstance(mutation, bytes):
+        for at, replacement in mutation:
+            data = data[:at] + replacement + data[at + 1:]
+    for read in (parse_envelope, parse_store):
+        try:
+            reading = read(data, SKU)
+        except ReporterError:
+            continue
+        if reading.crash is not None:
+            CrashSubmission.model_validate_json(reading.crash.json_text())
+    for coding in ("gzip", "deflate"):
+        with contextlib.suppress(ReporterError):
+            decode_body(data, coding, 1000)

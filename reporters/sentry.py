@@ -25,7 +25,7 @@ next newline. Lines end with `\\n` alone; a header line ends with its object's `
 | items in an envelope | `MAX_ITEMS` = 100 (an SDK sends a handful) | 400 |
 | a header line | `MAX_HEADER_BYTES` = 64 KiB | 400 |
 | `event` items | one (as Relay) | 400 |
-| JSON | strict (UTF-8, no NaN, no lone surrogates), ≤ 32 levels (`MAX_JSON_DEPTH`) | 400 |
+| JSON | strict (UTF-8, no NaN, no lone surrogates), ≤ 32 levels; the event ≤ 31, one down in the report | 400 |
 
 A `length` longer than what is left, or not followed by a newline, is 400 naming the item.
 
@@ -41,7 +41,7 @@ report (an empty `sentryEvent`, its id from the envelope header); attachments wi
 discarded. `session` → a `SessionUpdate`, `sessions` → `SessionAggregate`s; one that does not
 read (bad JSON, no `sid`, unknown `status`, no `started`) is counted as discarded under its type.
 Every other type (`transaction`, `client_report`, `profile`, `replay_event`, `check_in`, …) is
-counted in `discarded` by type, never an error.
+counted in `discarded` by type (a name that is not short snake_case as `unknown`), never an error.
 
 **An event as a crash report** (the fields of `POST /v1/crashes`; `CrashReport.submission()`):
 

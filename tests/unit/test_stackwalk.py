@@ -1,0 +1,174 @@
+"""adapters.stackwalk on real minidumps of a real crashing program (tests/fixtures/minidumps, made by
+scripts/make-minidump-fixtures) with rust-minidump's minidump-stackwalk, as `make test` installs it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from adapters.stackwalk import (
+    Stackwalker,
+    SymbolFileId,
+    SymbolFileRefused,
+    Walked,
+    WalkFailed,
+    symbol_file_id,
+)
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
+[SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")
+PROGRAM = "blackbox-crasher"
+
+
+@pytest.fixture(scope="module")
+def walker() -> Stackwalker:
+    return Stackwalker.installed()
+
+
+def walk(walker: Stackwalker, dump: str, symbols: Path = FIXTURES) -> Walked:
+    walked = walker.walk((FIXTURES / f"{dump}.dmp").read_bytes(), symbols)
+    assert isinstance(walked, Walked), walked
+    return walked
+
+
+def functions(walked: Walked, count: int) -> list[str | None]:
+    return [frame.function for frame in walked.frames[:count]]
+
+
+def test_with_symbols_the_frames_name_the_programs_functions(walker):
+    walked = walk(walker, "level-magic")
+
+    assert walked.crash_reason is not None and walked.crash_reason.startswith("SIGSEGV")
+    assert walked.crash_address == 0
+    assert functions(walked, 4) == [
+        "blackbox_crasher::parse_level_header",
+        "blackbox_crasher::load_level",
+        "blackbox_crasher::run",
+        "blackbox_crasher::main",
+    ]
+    top = walked.frames[0]
+    assert (top.module, top.file, top.trust, top.missing_symbols) == (PROGRAM, "src/main.rs", "context", False)
+    assert top.line is not None and top.function_offset is not None
+    # found by the .sym's unwind records, not by scanning the stack
+    assert {frame.trust for frame in walked.frames[1:4]} == {"cfi"}
+
+
+def test_without_symbols_the_frames_are_module_and_offset(walker, tmp_path):
+    walked = walk(walker, "level-magic", symbols=tmp_path)
+
+    program_frames = [frame for frame in walked.frames if frame.module == PROGRAM]
+    assert len(program_frames) >= 4
+    assert all(frame.function is None and frame.file is None for frame in program_frames)
+    assert all(frame.missing_symbols and frame.module_offset is not None for frame in program_frames)
+    assert walked.missing_symbols
+    assert PROGRAM in {module.name for module in walked.modules_missing_symbols}
+
+
+def test_the_programs_symbols_arriving_leave_only_the_system_libraries_missing(walker, tmp_path):
+    without = {module.name for module in walk(walker, "level-magic", symbols=tmp_path).modules_missing_symbols}
+    with_symbols = {module.name for module in walk(walker, "level-magic").modules_missing_symbols}
+
+    assert with_symbols == without - {PROGRAM}
+    assert "libc.so.6" in with_symbols
+
+
+def test_two_crashes_of_one_bug_share_their_functions_not_their_addresses(walker):
+    magic, version = walk(walker, "level-magic"), walk(walker, "level-version")
+
+    assert functions(magic, 4) == functions(version, 4)
+    assert magic.frames[0].instruction != version.frames[0].instruction
+    # not only ASLR: the same function faults at another instruction
+    assert magic.frames[0].module_offset != version.frames[0].module_offset
+    assert magic.frames[0].line != version.frames[0].line
+
+
+def test_another_bug_names_another_function_and_signal(walker):
+    walked = walk(walker, "patch")
+
+    assert walked.crash_reason is not None and walked.crash_reason.startswith("SIGILL")
+    assert functions(walked, 3) == ["blackbox_crasher::apply_patch", "blackbox_crasher::run", "blackbox_crasher::main"]
+
+
+def test_the_modules_carry_the_identity_of_their_symbol_files(walker):
+    identity = symbol_file_id(SYMBOL_FILE.read_bytes())
+    [program] = [module for module in walk(walker, "patch").modules if module.name == PROGRAM]
+
+    assert (program.debug_file, program.debug_id) == (identity.debug_file, identity.debug_id)
+    assert program.code_id and program.base_address > 0
+    assert SYMBOL_FILE.relative_to(FIXTURES).as_posix() == str(identity.path)
+
+
+def _random_bytes() -> bytes:
+    return random.Random(18).randbytes(64 * 1024)
+
+
+def _truncated() -> bytes:
+    return (FIXTURES / "level-magic.dmp").read_bytes()[:200]
+
+
+def _header_only() -> bytes:
+    # a minidump's signature and version, then nothing it promises
+    return (FIXTURES / "level-magic.dmp").read_bytes()[:32]
+
+
+@pytest.mark.parametrize("minidump", [lambda: b"", _random_bytes, _truncated, _header_only])
+def test_bad_bytes_are_a_failure_with_a_reason(walker, minidump):
+    failed = walker.walk(minidump(), FIXTURES)
+
+    assert isinstance(failed, WalkFailed)
+    assert failed.reason
+
+
+def test_a_walk_past_its_deadline_is_a_failure(walker):
+    slow = Stackwalker(walker.binary, timeout_s=0.001)
+
+    failed = slow.walk((FIXTURES / "level-magic.dmp").read_bytes(), FIXTURES)
+
+    assert failed == WalkFailed("minidump-stackwalk took longer than 0.001 s")
+
+
+def test_a_walk_printing_past_its_cap_is_a_failure(walker):
+    chatty = Stackwalker(walker.binary, max_output_bytes=1000)
+
+    failed = chatty.walk((FIXTURES / "level-magic.dmp").read_bytes(), FIXTURES)
+
+    assert failed == WalkFailed("minidump-stackwalk printed more than 1000 bytes")
+
+
+def test_a_symbol_files_identity_is_its_module_line():
+    identity = symbol_file_id(SYMBOL_FILE.read_bytes())
+
+    assert (identity.os, identity.arch, identity.debug_file) == ("Linux", "x86_64", PROGRAM)
+    assert identity.path == PurePosixPath(PROGRAM, identity.debug_id, f"{PROGRAM}.sym")
+
+
+def test_a_pdbs_symbol_file_drops_the_pdb_and_the_id_is_upper_case():
+    sym = b"MODULE windows x86_64 5a9832e5287241c1838ed98914e9b7ff1 Game Shipping.pdb\r\nFILE 0 a.cpp\r\n"
+
+    assert symbol_file_id(sym) == SymbolFileId(
+        os="windows", arch="x86_64", debug_id="5A9832E5287241C1838ED98914E9B7FF1", debug_file="Game Shipping.pdb"
+    )
+    assert str(symbol_file_id(sym).path) == "Game Shipping.pdb/5A9832E5287241C1838ED98914E9B7FF1/Game Shipping.sym"
+
+
+@pytest.mark.parametrize(
+    "sym",
+    [
+        b"",
+        b"INFO CODE_ID D17F593C0A7CC01BB2A03B414F0E4418\nMODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 a\n",
+        b"MODULE Linux x86_64 not-hex-at-all a\n",
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E4418 short-id\n",
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180\n",
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 ../../etc/passwd\n",
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 ..\n",
+        b"MODULE windows x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 C:\\build\\game.pdb\n",
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 \xff\xfe\n",
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"a" * 10_000,
+        b"\x7fELF\x02\x01\x01\x00",
+    ],
+)
+def test_a_file_that_does_not_start_with_a_module_line_is_refused(sym):
+    with pytest.raises(SymbolFileRefused):
+        symbol_file_id(sym)

@@ -32,7 +32,8 @@ from adapters.kafka.auth import plaintext
 from adapters.kafka.log import PUBLISH_TIMEOUT_S, KafkaEventLog, producer_config
 from adapters.mysql.database import MysqlDatabase
 from adapters.settings import Settings
-from adapters.sql.queries import INSERT_COLUMNS, entry_values
+from adapters.sql.queries import entry_values
+from adapters.sql.schema import INSERT_COLUMNS
 from api.requests import Posted
 from benchmarks.isolation import environment, isolated
 from crashes.model import CrashEnvelope, attachment_key, report_key

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,18 +9,10 @@ from typing import Any
 
 from adapters.embedded.sqlite import INDEX, SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
-from adapters.sql.queries import (
-    APPLIED_OFFSET,
-    BODY_HASH,
-    INSERT_COLUMNS,
-    PURGE_COUNTERS,
-    PURGE_REPORTS,
-    applied_events,
-    applied_range,
-    check_offset,
-    entry_values,
-)
-from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase
+from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_COUNTERS, PURGE_REPORTS, entry_values
+from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase, Transaction
+from adapters.sql.schema import BODY_HASH, INSERT_COLUMNS, reports
+from adapters.sql.statements import Statement, insert, text
 from ports import Checkpoint, IndexEntry, SessionBucket
 from ports.timeutil import now_ms
 
@@ -34,57 +25,45 @@ _LEGACY_COLUMNS = (
 )
 
 
-def _skus_seen(table: str, time_column: str) -> str:
+def _skus_seen(table: str, time_column: str) -> Statement:
     """The skus of a table by name after one, with the latest `time_column` of each. SQLite has no
     loose index scan (GROUP BY sku read every row of each sku), so this steps from sku to sku with
     one (sku, time) index seek each, and one more for the sku's latest time."""
-    return (
+    return text(
         "WITH RECURSIVE found (sku, n) AS ("
-        f"SELECT MIN(sku), 1 FROM {table} WHERE sku > ? "
+        f"SELECT MIN(sku), 1 FROM {table} WHERE sku > :after "
         f"UNION ALL SELECT (SELECT MIN(t.sku) FROM {table} t WHERE t.sku > found.sku), n + 1 FROM found "
-        "WHERE found.sku IS NOT NULL AND n < ?) "
+        "WHERE found.sku IS NOT NULL AND n < :limit) "
         f"SELECT sku, (SELECT MAX(t.{time_column}) FROM {table} t WHERE t.sku = found.sku) FROM found "
         "WHERE sku IS NOT NULL"
     )
 
 
+# a key already indexed is skipped: its row went in with it
+_INSERT_REPORTS = insert(reports, (*INSERT_COLUMNS, BODY_HASH), keys=("report_key",))
+
+
 class SqliteIndexDatabase(SqlDatabase):
     """One file holds the crash index, the counters and the leaderboards, as one MySQL schema does."""
+
+    ENGINE = "sqlite"
 
     def __init__(self, path: Path) -> None:
         self.db = SqliteFile(path, INDEX, _LEGACY_COLUMNS)
 
-    def rows(self, query: str, params: Sequence[Any] = ()) -> Rows:
-        return self.db.connection().execute(query, params).fetchall()
+    def run(self, sql: str, params: Sequence[Any]) -> Rows:
+        return self.db.connection().execute(sql, params).fetchall()
 
     @contextmanager
-    def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[sqlite3.Connection]:
-        """A write transaction that also records the checkpoint, if nobody moved the offset first."""
-        c = checkpoint
+    def transaction(self) -> Iterator[Transaction]:
         with self.db.write() as conn:
-            check_offset(conn.execute(APPLIED_OFFSET, (c.consumer, c.topic_partition)).fetchone(), c)
-            yield conn
-            conn.execute(
-                "INSERT INTO applied_offsets (consumer, topic_partition, applied, fingerprint) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (consumer, topic_partition) "
-                "DO UPDATE SET applied = excluded.applied, fingerprint = excluded.fingerprint",
-                (c.consumer, c.topic_partition, c.new_offset, c.fingerprint),
-            )
-            conn.executemany(
-                "INSERT INTO applied_events (consumer, event_id, applied_at, body_hash) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (consumer, event_id) DO NOTHING",
-                applied_events(c, now_ms()),
-            )
-            extend, add = applied_range(c, now_ms())
-            if conn.execute(*extend).rowcount == 0:
-                conn.execute(*add)
+            yield Transaction(conn.cursor(), self.ENGINE)
 
 
 @port_errors("index", sqlite_meaning)
 class SqliteCrashIndex(CrashIndexReads):
-    SKU_ORDER_INDEX = "INDEXED BY reports_sku_id"
     SKUS = _skus_seen("reports", "received_at")
-    BODY_HASHES = "reports"
+    BODY_HASHES = reports
 
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._database = database
@@ -93,18 +72,14 @@ class SqliteCrashIndex(CrashIndexReads):
     def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
         hashes = body_hashes or {}
         submit_time = now_ms()
-        marks = ", ".join("?" * (len(INSERT_COLUMNS) + 1))
-        with self._db.write() as conn:
-            conn.executemany(
-                f"INSERT INTO reports ({', '.join(INSERT_COLUMNS)}, {BODY_HASH}) VALUES ({marks}) "
-                "ON CONFLICT (report_key) DO NOTHING",
-                [(*entry_values(e, None, submit_time), hashes.get(e.report_key)) for e in entries],
-            )
+        with self._database.transaction() as t:
+            t.execute_rows(_INSERT_REPORTS,
+                           [(*entry_values(e, None, submit_time), hashes.get(e.report_key)) for e in entries])
 
     def purge(self, before_ms: int) -> int:
         # AUTOINCREMENT: a purged reportId is never handed out again
-        with self._db.write() as conn:
-            return conn.execute(PURGE_REPORTS, (before_ms,)).rowcount
+        with self._database.transaction() as t:
+            return t.execute(PURGE_REPORTS, {"before": before_ms})
 
     def ping(self) -> None:
         self._db.ping()
@@ -123,16 +98,12 @@ class SqliteSessionCounters(SessionCounterReads):
         self._db = database.db
 
     def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
-        with self._database.checkpoint_transaction(checkpoint) as conn:
-            conn.executemany(
-                "INSERT INTO session_counts VALUES (?, ?, ?, ?) ON CONFLICT (sku, minute, kind) "
-                "DO UPDATE SET count = count + excluded.count",
-                [(b.sku, b.minute, b.kind, n) for b, n in increments.items()],
-            )
+        with self._database.checkpoint_transaction(checkpoint) as t:
+            t.execute_rows(INCREMENT_SESSIONS, [(b.sku, b.minute, b.kind, n) for b, n in increments.items()])
 
     def purge(self, before_ms: int) -> int:
-        with self._db.write() as conn:
-            return sum(conn.execute(statement, (before_ms,)).rowcount for statement in PURGE_COUNTERS)
+        with self._database.transaction() as t:
+            return sum(t.execute(statement, {"before": before_ms}) for statement in PURGE_COUNTERS)
 
     def close(self) -> None:
         self._db.close()

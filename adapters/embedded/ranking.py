@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from adapters.embedded.index import SqliteIndexDatabase
 from adapters.embedded.sqlite import sqlite_meaning
 from adapters.errors import port_errors
+from adapters.sql.ranking import ADD_BOARD, ADD_COUNTS, PUT_BOARD, SET_SCORES, board_row
 from adapters.sql.reads import RankingReads
 from ports import BoardSettings, BoardUpdate, Checkpoint
 
@@ -25,30 +26,16 @@ class SqliteRankingStore(RankingReads):
         return self._db.snapshot()
 
     def put_board(self, settings: BoardSettings) -> None:
-        with self._db.write() as conn:
-            conn.execute(
-                "INSERT INTO boards VALUES (?, ?, ?) ON CONFLICT (board) "
-                "DO UPDATE SET sort_order = excluded.sort_order, operator = excluded.operator",
-                (settings.board, settings.order, settings.operator),
-            )
+        with self._database.transaction() as t:
+            t.execute_rows(PUT_BOARD, [board_row(settings)])
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
-        with self._database.checkpoint_transaction(checkpoint) as conn:
-            conn.executemany(
-                "INSERT INTO boards VALUES (?, ?, ?) ON CONFLICT (board) DO NOTHING",
-                [(u.settings.board, u.settings.order, u.settings.operator) for u in updates],
-            )
-            conn.executemany(
-                "INSERT INTO rank_scores VALUES (?, ?, ?) ON CONFLICT (board, player_id) "
-                "DO UPDATE SET score = excluded.score",
-                [(u.settings.board, player, score) for u in updates for player, score in u.scores.items()],
-            )
-            conn.executemany(
-                "INSERT INTO rank_nodes VALUES (?, ?, ?, ?) ON CONFLICT (board, level, prefix) "
-                "DO UPDATE SET count = count + excluded.count",
-                [(u.settings.board, level, prefix, delta)
-                 for u in updates for (level, prefix), delta in u.deltas.items()],
-            )
+        with self._database.checkpoint_transaction(checkpoint) as t:
+            t.execute_rows(ADD_BOARD, [board_row(u.settings) for u in updates])
+            t.execute_rows(SET_SCORES, [(u.settings.board, player, score)
+                                        for u in updates for player, score in u.scores.items()])
+            t.execute_rows(ADD_COUNTS, [(u.settings.board, level, prefix, delta)
+                                        for u in updates for (level, prefix), delta in u.deltas.items()])
 
     def close(self) -> None:
         self._db.close()

@@ -74,13 +74,13 @@ class SqliteFile:
                 for table, column, kind in legacy_columns:
                     if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-                conn.execute(migrations.RECORD, (first.name,))
+                conn.execute(migrations.RECORD.on("sqlite").text, (first.name,))
                 done.add(first.name)
             for migration in pending:
                 if migration.name not in done:
                     for statement in migration.statements:
                         conn.execute(statement)
-                    conn.execute(migrations.RECORD, (migration.name,))
+                    conn.execute(migrations.RECORD.on("sqlite").text, (migration.name,))
                     applied.append(migration.name)
         return applied
 

@@ -22,10 +22,10 @@ from pymysql.cursors import Cursor
 from adapters.errors import Meaning
 from adapters.sql import migrations
 from adapters.sql.connections import PerThread
-from adapters.sql.queries import APPLIED_OFFSET, applied_events, applied_range, check_offset, pyformat
-from adapters.sql.reads import Rows, SqlDatabase
-from ports import Checkpoint
-from ports.timeutil import now_ms
+from adapters.sql.queries import PURGE_CHUNK
+from adapters.sql.reads import Cursor as SqlCursor
+from adapters.sql.reads import Rows, SqlDatabase, Transaction
+from adapters.sql.statements import Statement
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
@@ -33,8 +33,6 @@ ER_BAD_DB_ERROR = 1049  # unknown database
 IDLE_CHECK_S = 30.0
 # the crash index has a partition for each day up to this many days ahead
 DAYS_AHEAD = 7
-# purges delete this many rows a transaction, so no lock is held for long
-DELETE_CHUNK = 5_000
 # the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
 CA_PARAMETER = "ssl_ca"
 URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/ca.pem]"
@@ -122,6 +120,8 @@ class MysqlDatabase(SqlDatabase):
     """`target`: a mysql:// URL, or a provider asked for each new connection (adapters.aws reads it
     from a rotated secret). The database and the CA are its first answer's."""
 
+    ENGINE = "mysql"
+
     def __init__(self, target: str | TargetProvider) -> None:
         self._provider = fixed(target) if isinstance(target, str) else target
         first = self._provider()
@@ -195,12 +195,12 @@ class MysqlDatabase(SqlDatabase):
         return conn
 
     @contextmanager
-    def transaction(self) -> Iterator[Cursor]:
+    def transaction(self) -> Iterator[Transaction]:
         conn = self.connection()
         conn.begin()
         try:
             with conn.cursor() as cursor:
-                yield cursor
+                yield Transaction(cursor, self.ENGINE)
         except BaseException:
             conn.rollback()
             raise
@@ -217,31 +217,10 @@ class MysqlDatabase(SqlDatabase):
         finally:
             conn.rollback()  # nothing to keep; and a connection that broke meanwhile raises its own error
 
-    def rows(self, query: str, params: Sequence[Any] = ()) -> Rows:
+    def run(self, sql: str, params: Sequence[Any]) -> Rows:
         with self.connection().cursor() as cursor:
-            cursor.execute(pyformat(query), params)
+            cursor.execute(sql, params)
             return list(cursor.fetchall())
-
-    @contextmanager
-    def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[Cursor]:
-        """A transaction that also records the checkpoint, if nobody moved the offset first."""
-        c = checkpoint
-        with self.transaction() as cursor:
-            cursor.execute(pyformat(APPLIED_OFFSET) + " FOR UPDATE", (c.consumer, c.topic_partition))
-            check_offset(cursor.fetchone(), c)
-            yield cursor
-            cursor.execute(
-                "INSERT INTO applied_offsets (consumer, topic_partition, applied, fingerprint) VALUES (%s, %s, %s, %s) "
-                "ON DUPLICATE KEY UPDATE applied = VALUES(applied), fingerprint = VALUES(fingerprint)",
-                (c.consumer, c.topic_partition, c.new_offset, c.fingerprint),
-            )
-            cursor.executemany(
-                "INSERT IGNORE INTO applied_events (consumer, event_id, applied_at, body_hash) VALUES (%s, %s, %s, %s)",
-                applied_events(c, now_ms()),
-            )
-            extend, add = applied_range(c, now_ms())
-            if cursor.execute(pyformat(extend[0]), extend[1]) == 0:
-                cursor.execute(pyformat(add[0]), add[1])
 
     def drop_day_partitions(self, before_ms: int) -> int:
         """Drops the day partitions that end at or before `before_ms`; returns the rows they held."""
@@ -254,13 +233,14 @@ class MysqlDatabase(SqlDatabase):
             cursor.execute(f"ALTER TABLE reports DROP PARTITION {', '.join(old)}")
             return int(rows)
 
-    def delete_in_chunks(self, statement: str, params: tuple[object, ...]) -> int:
+    def delete_in_chunks(self, statement: Statement, before: int) -> int:
+        """Runs a purge statement (queries.purge: PURGE_CHUNK rows each) until it deletes fewer."""
         deleted = 0
         while True:
-            with self.transaction() as cursor:
-                count = cursor.execute(f"{statement} LIMIT {DELETE_CHUNK}", params)
+            with self.transaction() as t:
+                count = t.execute(statement, {"before": before})
             deleted += count
-            if count < DELETE_CHUNK:
+            if count < PURGE_CHUNK:
                 return deleted
 
     def ping(self) -> None:
@@ -277,23 +257,23 @@ class MysqlDatabase(SqlDatabase):
         self.wait_until_reachable(wait_s)
         self._create_database()
         applied: list[str] = []
-        with self.transaction() as cursor:
-            cursor.execute(migrations.CREATE_TABLE)
-            cursor.execute(migrations.SELECT_APPLIED)
-            done = {row[0] for row in cursor.fetchall()}
+        with self.transaction() as t:
+            t.cursor.execute(migrations.CREATE_TABLE)
+            t.cursor.execute(migrations.SELECT_APPLIED)
+            done = {row[0] for row in t.cursor.fetchall()}
         for migration in migrations.index_migrations(MIGRATIONS):
             if migration.name in done:
                 continue
             # DDL commits implicitly in MySQL: a migration cut off midway runs again, where a column
             # or an index it added already is taken as added (a shared one cannot say IF NOT EXISTS)
-            with self.transaction() as cursor:
+            with self.transaction() as t:
                 for statement in migration.statements:
                     try:
-                        cursor.execute(statement)
+                        t.cursor.execute(statement)
                     except pymysql.err.OperationalError as exc:
                         if exc.args[0] not in (ER.DUP_FIELDNAME, ER.DUP_KEYNAME):
                             raise
-                cursor.execute(pyformat(migrations.RECORD), (migration.name,))
+                t.execute(migrations.RECORD, {"version": migration.name})
             applied.append(migration.name)
         self.ensure_day_partitions(days_ahead)
         return applied
@@ -311,7 +291,7 @@ class MysqlDatabase(SqlDatabase):
                 f"CREATE DATABASE IF NOT EXISTS `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
             )
 
-    def _day_partitions(self, cursor: Cursor) -> dict[str, int]:
+    def _day_partitions(self, cursor: SqlCursor) -> dict[str, int]:
         """The reports table's day partitions and their upper bounds (p_future excluded)."""
         cursor.execute(
             "SELECT partition_name, partition_description FROM information_schema.partitions "
@@ -321,7 +301,8 @@ class MysqlDatabase(SqlDatabase):
         return {name: int(bound) for name, bound in cursor.fetchall()}
 
     def ensure_day_partitions(self, days_ahead: int) -> None:
-        with self.transaction() as cursor:
+        with self.transaction() as t:
+            cursor = t.cursor
             highest = max(self._day_partitions(cursor).values(), default=-1)
             today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
             new = []

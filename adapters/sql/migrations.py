@@ -13,13 +13,17 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+import sqlalchemy as sa
 import sqlparse
+
+from adapters.sql.statements import Statement
 
 # the same in MySQL and SQLite
 CREATE_TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations (version VARCHAR(255) PRIMARY KEY, "
                 "applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)")
 SELECT_APPLIED = "SELECT version FROM schema_migrations"
-RECORD = "INSERT INTO schema_migrations (version) VALUES (?)"
+RECORD = Statement(sa.insert(sa.table("schema_migrations", sa.column("version")))
+                   .values(version=sa.bindparam("version")))
 SHARED = resources.files("adapters.sql") / "shared"
 
 

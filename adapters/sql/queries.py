@@ -1,13 +1,25 @@
-"""The SQL the index and counters share on SQLite and MySQL, written with `?` placeholders
-(`pyformat` turns them into PyMySQL's)."""
+"""The SQL the index and counters share on SQLite and MySQL (adapters.sql.statements), and the
+conversions of their rows."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
+import sqlalchemy as sa
+
+from adapters.sql.schema import (
+    ENTRY_COLUMNS,
+    INSERT_COLUMNS,
+    applied_events,
+    applied_offsets,
+    applied_ranges,
+    reports,
+    session_counts,
+)
+from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
 from ports import (
     Applied,
     Checkpoint,
@@ -19,25 +31,57 @@ from ports import (
     SkuSeen,
 )
 
-# IndexEntry's fields are the index's columns (its attachments, JSON in one): a field added there is
-# a column here, once a migration (adapters/sql/shared/) adds it
-ENTRY_COLUMNS = tuple(f.name for f in fields(IndexEntry) if f.name != "attachments")
-# written with the row, not read back with it: only a consumer compares it, by body_hashes()
-BODY_HASH = "body_hash"
-INSERT_COLUMNS = ("report_id", "submit_time", *ENTRY_COLUMNS, "attachments")
-SELECT_REPORTS = f"SELECT {', '.join(INSERT_COLUMNS)} FROM reports"
+_bind = sa.bindparam
+_SELECT_REPORTS = sa.select(*(reports.c[c] for c in INSERT_COLUMNS))
+GET_REPORT = Statement(_SELECT_REPORTS.where(reports.c.report_id == _bind("report_id")))
 
-SESSION_COUNTS = (
-    "SELECT minute - minute % ? AS bucket, SUM(count) FROM session_counts "
-    "WHERE sku = ? AND minute >= ? AND minute < ? GROUP BY bucket"
+_bucket = (session_counts.c.minute - session_counts.c.minute % _bind("bucket_ms")).label("bucket")
+SESSION_COUNTS = Statement(
+    sa.select(_bucket, sa.func.sum(session_counts.c.count))
+    .where(session_counts.c.sku == _bind("sku"), session_counts.c.minute >= _bind("from_ms"),
+           session_counts.c.minute < _bind("to_ms"))
+    .group_by(_bucket)
 )
-APPLIED_OFFSET = "SELECT applied, fingerprint FROM applied_offsets WHERE consumer = ? AND topic_partition = ?"
+INCREMENT_SESSIONS = insert(session_counts, ("sku", "minute", "kind", "count"), keys=("sku", "minute", "kind"),
+                            add=("count",))
+
+_applied = sa.select(applied_offsets.c.applied, applied_offsets.c.fingerprint).where(
+    applied_offsets.c.consumer == _bind("consumer"), applied_offsets.c.topic_partition == _bind("topic_partition"))
+APPLIED_OFFSET = Statement(_applied)
+# the compare of compare-and-set: MySQL locks the row (SQLite's write transaction holds the file)
+APPLIED_OFFSET_FOR_UPDATE = Statement(_applied.with_for_update())
+STORE_OFFSET = insert(applied_offsets, ("consumer", "topic_partition", "applied", "fingerprint"),
+                      keys=("consumer", "topic_partition"), replace=("applied", "fingerprint"))
+STORE_EVENTS = insert(applied_events, ("consumer", "event_id", "applied_at", "body_hash"),
+                      keys=("consumer", "event_id"))
+EXTEND_RANGE = Statement(
+    sa.update(applied_ranges)
+    .where(applied_ranges.c.consumer == _bind("consumer"), applied_ranges.c.topic_partition == _bind("topic_partition"),
+           applied_ranges.c.last_offset == _bind("before"))
+    .values(last_offset=_bind("last_offset"), applied_at=_bind("applied_at"))
+)
+# a row that starts at the same offset, left by a log that was reset without deleting its ranges,
+# gives way (ForeignOffset says to delete them with the offset)
+ADD_RANGE = insert(applied_ranges, ("consumer", "topic_partition", "first_offset", "last_offset", "applied_at"),
+                   keys=("consumer", "topic_partition", "first_offset"), replace=("last_offset", "applied_at"))
+
+# MySQL deletes this many rows a statement, a transaction each, so that a purge holds few locks
+PURGE_CHUNK = 5_000
+
+
+def purge(table: sa.Table, column: str) -> Statement:
+    """Deletes rows of `table` whose `column` is below `before`: all of them on SQLite, PURGE_CHUNK
+    on MySQL (run it until it deletes fewer)."""
+    return Statement(sa.delete(table).where(table.c[column] < _bind("before"))
+                     .with_dialect_options(mysql_limit=PURGE_CHUNK))
+
+
 # retention (DESIGN §3.6): what the purge job deletes, oldest first
-PURGE_REPORTS = "DELETE FROM reports WHERE submit_time < ?"
+PURGE_REPORTS = purge(reports, "submit_time")
 PURGE_COUNTERS = (
-    "DELETE FROM session_counts WHERE minute < ?",
-    "DELETE FROM applied_events WHERE applied_at < ?",
-    "DELETE FROM applied_ranges WHERE applied_at < ?",
+    purge(session_counts, "minute"),
+    purge(applied_events, "applied_at"),
+    purge(applied_ranges, "applied_at"),
 )
 
 
@@ -54,22 +98,42 @@ def check_offset(row: Any, checkpoint: Checkpoint) -> None:
         )
 
 
-def seen_events(consumer: str, event_ids: Sequence[str]) -> tuple[str, list[str]]:
-    marks = ", ".join("?" * len(event_ids)) or "NULL"
-    return (f"SELECT event_id, body_hash FROM applied_events WHERE consumer = ? AND event_id IN ({marks})",
-            [consumer, *event_ids])
+def offset_values(checkpoint: Checkpoint) -> dict[str, Any]:
+    return {"consumer": checkpoint.consumer, "topic_partition": checkpoint.topic_partition}
 
 
-def applied_events(checkpoint: Checkpoint, applied_at: int) -> list[tuple[str, str, int, str | None]]:
-    """Rows of applied_events (consumer, event_id, applied_at, body_hash) for a checkpoint."""
+def stored_offset(checkpoint: Checkpoint) -> tuple[Any, ...]:
+    """The row of STORE_OFFSET for a checkpoint."""
+    c = checkpoint
+    return c.consumer, c.topic_partition, c.new_offset, c.fingerprint
+
+
+@functools.cache
+def _seen_events(count: int) -> Statement:
+    return Statement(sa.select(applied_events.c.event_id, applied_events.c.body_hash).where(
+        applied_events.c.consumer == _bind("consumer"), applied_events.c.event_id.in_(marks("event", count))))
+
+
+def seen_events(consumer: str, event_ids: Sequence[str]) -> Query:
+    # no ids: the query matches nothing (an id no event has; padded() asks for one)
+    ids = list(event_ids) or [""]
+    return _seen_events(padded(len(ids))), {"consumer": consumer, **listed("event", ids)}
+
+
+def applied_events_rows(checkpoint: Checkpoint, applied_at: int) -> list[tuple[str, str, int, str | None]]:
+    """Rows of STORE_EVENTS (consumer, event_id, applied_at, body_hash) for a checkpoint."""
     return [(checkpoint.consumer, event_id, applied_at, body_hash) for event_id, body_hash in checkpoint.events.items()]
 
 
-def covered_query(consumer: str, topic_partition: str, offsets: Sequence[int]) -> tuple[str, list[Any]]:
+_COVERED = Statement(sa.select(applied_ranges.c.first_offset, applied_ranges.c.last_offset).where(
+    applied_ranges.c.consumer == _bind("consumer"), applied_ranges.c.topic_partition == _bind("topic_partition"),
+    applied_ranges.c.first_offset <= _bind("greatest"), applied_ranges.c.last_offset >= _bind("least")))
+
+
+def covered_query(consumer: str, topic_partition: str, offsets: Sequence[int]) -> Query:
     """The stored ranges that overlap from the least to the greatest of `offsets` (none for none)."""
-    return ("SELECT first_offset, last_offset FROM applied_ranges "
-            "WHERE consumer = ? AND topic_partition = ? AND first_offset <= ? AND last_offset >= ?",
-            [consumer, topic_partition, max(offsets, default=-1), min(offsets, default=0)])
+    return _COVERED, {"consumer": consumer, "topic_partition": topic_partition,
+                      "greatest": max(offsets, default=-1), "least": min(offsets, default=0)}
 
 
 def covered(rows: Iterable[tuple[Any, Any]], offsets: Sequence[int]) -> set[int]:
@@ -78,34 +142,28 @@ def covered(rows: Iterable[tuple[Any, Any]], offsets: Sequence[int]) -> set[int]
     return {offset for offset in offsets if any(first <= offset <= last for first, last in ranges)}
 
 
-Statement = tuple[str, tuple[Any, ...]]
-
-
-def applied_range(checkpoint: Checkpoint, applied_at: int) -> tuple[Statement, Statement]:
+def applied_range(checkpoint: Checkpoint, applied_at: int) -> tuple[Query, Query]:
     """The statements that store the offsets a checkpoint covers: the first extends the range that
     ends right before them (so a partition read without a gap stays one row, and a replay's lookup
-    reads few), and when it changed no row, the second adds one. REPLACE: a row that starts at the
-    same offset, left by a log that was reset without deleting its ranges, gives way (ForeignOffset
-    says to delete them with the offset)."""
+    reads few), and when it changed no row, the second adds one."""
     c = checkpoint
     first = c.new_offset if c.first_offset is None else c.first_offset
+    partition = offset_values(c)
     return (
-        ("UPDATE applied_ranges SET last_offset = ?, applied_at = ? "
-         "WHERE consumer = ? AND topic_partition = ? AND last_offset = ?",
-         (c.new_offset, applied_at, c.consumer, c.topic_partition, first - 1)),
-        ("REPLACE INTO applied_ranges (consumer, topic_partition, first_offset, last_offset, applied_at) "
-         "VALUES (?, ?, ?, ?, ?)",
-         (c.consumer, c.topic_partition, first, c.new_offset, applied_at)),
+        (EXTEND_RANGE, {**partition, "before": first - 1, "last_offset": c.new_offset, "applied_at": applied_at}),
+        (ADD_RANGE, {**partition, "first_offset": first, "last_offset": c.new_offset, "applied_at": applied_at}),
     )
 
 
-def body_hashes(table: str, report_keys: Sequence[str]) -> tuple[str, list[str]]:
-    marks = ", ".join("?" * len(report_keys)) or "NULL"
-    return f"SELECT report_key, body_hash FROM {table} WHERE report_key IN ({marks})", list(report_keys)
+@functools.cache
+def _body_hashes(table: sa.Table, count: int) -> Statement:
+    return Statement(sa.select(table.c.report_key, table.c.body_hash).where(
+        table.c.report_key.in_(marks("key", count))))
 
 
-def pyformat(sql: str) -> str:
-    return sql.replace("%", "%%").replace("?", "%s")
+def body_hashes(table: sa.Table, report_keys: Sequence[str]) -> Query:
+    keys = list(report_keys) or [""]  # no report has the empty key
+    return _body_hashes(table, padded(len(keys))), listed("key", keys)
 
 
 def entry_values(entry: IndexEntry, report_id: int | None, submit_time: int) -> tuple[Any, ...]:
@@ -119,61 +177,87 @@ def report_from_row(row: Iterable[Any]) -> IndexedReport:
     return IndexedReport(int(report_id), int(submit_time), entry)
 
 
-def _equal_to(equals: Mapping[str, str], clauses: list[str], params: list[Any]) -> None:
-    """Adds the exact-match filters (IndexEntry field → value) to a WHERE clause's parts."""
-    for name, value in sorted(equals.items()):
+def _equal_to(names: Iterable[str]) -> list[sa.ColumnElement[bool]]:
+    """The exact-match filters on the named IndexEntry fields (values by the same names)."""
+    clauses: list[sa.ColumnElement[bool]] = []
+    for name in names:
         if name not in ENTRY_COLUMNS:  # a name goes into the statement: only a column's
             raise ValueError(f"not a column of the index: {name}")
+        column, value = reports.c[name], _bind(f"equals_{name}", type_=sa.String)
         # MySQL's utf8mb4_bin pads the shorter side with spaces ('pc' = 'pc '); at equal lengths
         # (bytes there, characters in SQLite) both engines compare exactly
-        clauses.append(f"{name} = ? AND LENGTH({name}) = LENGTH(?)")
-        params += [value, value]
+        clauses += [column == value, sa.func.length(column) == sa.func.length(value)]
+    return clauses
 
 
-def find_query(query: ReportFilter, sku_order_index: str) -> tuple[str, list[Any]]:
-    """`sku_order_index` is the engine's hint for the (sku, report_id) index, read forwards or
-    backwards. Left to choose, MySQL walked the primary key through other skus' reports for a small
-    LIMIT, or read every report of the sku to sort them; SQLite sorted them all."""
-    clauses = ["sku = ?"]
-    params: list[Any] = [query.sku]
-    if query.after_id is not None:
-        clauses.append("report_id < ?" if query.newest_first else "report_id > ?")
-        params.append(query.after_id)
-    if query.from_ms is not None:
-        clauses.append("submit_time >= ?")
-        params.append(query.from_ms)
-    if query.to_ms is not None:
-        clauses.append("submit_time < ?")
-        params.append(query.to_ms)
-    _equal_to(query.equals, clauses, params)
-    direction = "DESC" if query.newest_first else "ASC"
-    sql = (f"{SELECT_REPORTS} {sku_order_index} WHERE {' AND '.join(clauses)} "
-           f"ORDER BY report_id {direction} LIMIT ? OFFSET ?")
-    return sql, [*params, query.limit, query.offset]
+def _equal_values(equals: Mapping[str, str] | None) -> tuple[tuple[str, ...], dict[str, str]]:
+    names = tuple(sorted(equals or {}))
+    return names, {f"equals_{name}": (equals or {})[name] for name in names}
 
 
-def crash_groups_query(
-    sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None
-) -> tuple[str, list[Any]]:
-    clauses = ["sku = ?", "received_at >= ?", "received_at < ?", "signature IS NOT NULL"]
-    params: list[Any] = [sku, from_ms, to_ms]
-    _equal_to(equals or {}, clauses, params)
-    sql = (
-        "SELECT signature, COUNT(*) AS n, MIN(received_at), MAX(received_at), MIN(report_id) FROM reports "
-        f"WHERE {' AND '.join(clauses)} GROUP BY signature ORDER BY n DESC, signature LIMIT ?"
+@functools.cache
+def _find(newest_first: bool, after: bool, since: bool, until: bool, equals: tuple[str, ...]) -> Statement:
+    """Left to choose, MySQL walked the primary key through other skus' reports for a small LIMIT,
+    or read every report of the sku to sort them; SQLite sorted them all: each is told to read the
+    (sku, report_id) index, forwards or backwards."""
+    c = reports.c
+    clauses = [c.sku == _bind("sku"), *_equal_to(equals)]
+    if after:
+        clauses.append(c.report_id < _bind("after") if newest_first else c.report_id > _bind("after"))
+    if since:
+        clauses.append(c.submit_time >= _bind("from_ms"))
+    if until:
+        clauses.append(c.submit_time < _bind("to_ms"))
+    return Statement(
+        _SELECT_REPORTS.where(*clauses)
+        .with_hint(reports, "FORCE INDEX (reports_sku_id)", "mysql")
+        .with_hint(reports, "INDEXED BY reports_sku_id", "sqlite")
+        .order_by(c.report_id.desc() if newest_first else c.report_id.asc())
+        .limit(_bind("limit")).offset(_bind("offset"))
     )
-    return sql, [*params, limit]
 
 
-def crash_counts_query(
-    sku: str, from_ms: int, to_ms: int, bucket_ms: int, equals: Mapping[str, str] | None
-) -> tuple[str, list[Any]]:
-    clauses = ["sku = ?", "received_at >= ?", "received_at < ?"]
-    params: list[Any] = [bucket_ms, sku, from_ms, to_ms]
-    _equal_to(equals or {}, clauses, params)
-    sql = (f"SELECT received_at - received_at % ? AS bucket, COUNT(*) FROM reports "
-           f"WHERE {' AND '.join(clauses)} GROUP BY bucket")
-    return sql, params
+def find_query(query: ReportFilter) -> Query:
+    names, values = _equal_values(query.equals)
+    statement = _find(query.newest_first, query.after_id is not None, query.from_ms is not None,
+                      query.to_ms is not None, names)
+    return statement, {"sku": query.sku, "after": query.after_id, "from_ms": query.from_ms, "to_ms": query.to_ms,
+                       "limit": query.limit, "offset": query.offset, **values}
+
+
+def _received_between() -> list[sa.ColumnElement[bool]]:
+    c = reports.c
+    return [c.sku == _bind("sku"), c.received_at >= _bind("from_ms"), c.received_at < _bind("to_ms")]
+
+
+@functools.cache
+def _crash_groups(equals: tuple[str, ...]) -> Statement:
+    c = reports.c
+    n = sa.func.count().label("n")
+    return Statement(
+        sa.select(c.signature, n, sa.func.min(c.received_at), sa.func.max(c.received_at), sa.func.min(c.report_id))
+        .where(*_received_between(), c.signature.is_not(None), *_equal_to(equals))
+        .group_by(c.signature).order_by(n.desc(), c.signature).limit(_bind("limit"))
+    )
+
+
+def crash_groups_query(sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None) -> Query:
+    names, values = _equal_values(equals)
+    return _crash_groups(names), {"sku": sku, "from_ms": from_ms, "to_ms": to_ms, "limit": limit, **values}
+
+
+@functools.cache
+def _crash_counts(equals: tuple[str, ...]) -> Statement:
+    c = reports.c
+    bucket = (c.received_at - c.received_at % _bind("bucket_ms")).label("bucket")
+    return Statement(sa.select(bucket, sa.func.count()).where(*_received_between(), *_equal_to(equals))
+                     .group_by(bucket))
+
+
+def crash_counts_query(sku: str, from_ms: int, to_ms: int, bucket_ms: int,
+                       equals: Mapping[str, str] | None) -> Query:
+    names, values = _equal_values(equals)
+    return _crash_counts(names), {"sku": sku, "from_ms": from_ms, "to_ms": to_ms, "bucket_ms": bucket_ms, **values}
 
 
 def bucket_counts(rows: Iterable[tuple[Any, Any]]) -> dict[int, int]:

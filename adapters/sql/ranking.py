@@ -1,51 +1,86 @@
-"""The ranking SQL that SQLite and MySQL share (`?` placeholders; see queries.pyformat)."""
+"""The ranking SQL that SQLite and MySQL share (adapters.sql.statements)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
 from typing import Any
 
-from ports import Entry, NodeRange, Order
+import sqlalchemy as sa
+
+from adapters.sql.schema import boards, rank_nodes, rank_scores
+from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
+from ports import BoardSettings, Entry, NodeRange, Order
+
+_bind = sa.bindparam
+_board = rank_scores.c.board == _bind("board")
 
 
-def sum_counts(board: str, ranges: Sequence[NodeRange]) -> tuple[str, list[Any]]:
-    clauses = " OR ".join("(level = ? AND prefix BETWEEN ? AND ?)" for _ in ranges)
-    params: list[Any] = [board]
-    for r in ranges:
-        params += [r.level, r.first, r.last]
-    return f"SELECT COALESCE(SUM(count), 0) FROM rank_nodes WHERE board = ? AND ({clauses})", params
+@functools.cache
+def _sum_counts(ranges: int) -> Statement:
+    n = rank_nodes.c
+    return Statement(sa.select(sa.func.coalesce(sa.func.sum(n.count), 0)).where(n.board == _bind("board"), sa.or_(*(
+        sa.and_(n.level == _bind(f"level_{i}"), n.prefix.between(_bind(f"first_{i}"), _bind(f"last_{i}")))
+        for i in range(ranges)))))
 
 
-NODE_COUNTS = (
-    "SELECT prefix, count FROM rank_nodes WHERE board = ? AND level = ? AND prefix BETWEEN ? AND ? AND count > 0"
-)
-GET_BOARD = "SELECT board, sort_order, operator FROM boards WHERE board = ?"
-BOARDS = "SELECT board, sort_order, operator FROM boards WHERE board > ? ORDER BY board LIMIT ?"
-TIED = (
-    "SELECT player_id, score FROM rank_scores WHERE board = ? AND score = ? AND player_id > ? "
-    "ORDER BY player_id LIMIT ? OFFSET ?"
-)
-TIED_BEFORE = (
-    "SELECT player_id, score FROM rank_scores WHERE board = ? AND score = ? AND player_id < ? "
-    "ORDER BY player_id DESC LIMIT ?"
-)
+def sum_counts(board: str, ranges: list[NodeRange]) -> Query:
+    values: dict[str, Any] = {"board": board}
+    for i, r in enumerate(ranges):
+        values |= {f"level_{i}": r.level, f"first_{i}": r.first, f"last_{i}": r.last}
+    return _sum_counts(len(ranges)), values
 
 
-def scores(board: str, player_ids: Sequence[str]) -> tuple[str, list[Any]]:
-    marks = ", ".join("?" * len(player_ids))
-    return f"SELECT player_id, score FROM rank_scores WHERE board = ? AND player_id IN ({marks})", [board, *player_ids]
+_n = rank_nodes.c
+NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
+    _n.board == _bind("board"), _n.level == _bind("level"), _n.prefix.between(_bind("first"), _bind("last")),
+    _n.count > 0))
+_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator)
+GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
+BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
+_entries = sa.select(rank_scores.c.player_id, rank_scores.c.score)
+_tied = (_board, rank_scores.c.score == _bind("score"))
+TIED = Statement(_entries.where(*_tied, rank_scores.c.player_id > _bind("player"))
+                 .order_by(rank_scores.c.player_id).limit(_bind("limit")).offset(_bind("skip")))
+TIED_BEFORE = Statement(_entries.where(*_tied, rank_scores.c.player_id < _bind("player"))
+                        .order_by(rank_scores.c.player_id.desc()).limit(_bind("limit")))
+
+PUT_BOARD = insert(boards, ("board", "sort_order", "operator"), keys=("board",), replace=("sort_order", "operator"))
+ADD_BOARD = insert(boards, ("board", "sort_order", "operator"), keys=("board",))
+SET_SCORES = insert(rank_scores, ("board", "player_id", "score"), keys=("board", "player_id"), replace=("score",))
 
 
-def beyond(board: str, order: Order, score: int, worse: bool, limit: int) -> tuple[str, list[Any]]:
-    # going down a desc board means lower scores; the nearest come first either way
-    downwards = worse == (order == "desc")
-    comparison, direction = ("<", "DESC") if downwards else (">", "ASC")
-    ties = "ASC" if worse else "DESC"
-    sql = (
-        f"SELECT player_id, score FROM rank_scores WHERE board = ? AND score {comparison} ? "
-        f"ORDER BY score {direction}, player_id {ties} LIMIT ?"
+def board_row(settings: BoardSettings) -> tuple[str, str, str]:
+    """The values of PUT_BOARD and ADD_BOARD."""
+    return settings.board, settings.order, settings.operator
+
+
+ADD_COUNTS = insert(rank_nodes, ("board", "level", "prefix", "count"), keys=("board", "level", "prefix"),
+                    add=("count",))
+
+
+@functools.cache
+def _scores(count: int) -> Statement:
+    return Statement(_entries.where(_board, rank_scores.c.player_id.in_(marks("player", count))))
+
+
+def scores(board: str, player_ids: list[str]) -> Query:
+    return _scores(padded(len(player_ids))), {"board": board, **listed("player", player_ids)}
+
+
+@functools.cache
+def _beyond(downwards: bool, worse: bool) -> Statement:
+    s = rank_scores.c
+    # the nearest come first either way; among ties, the way the board lists them
+    return Statement(
+        _entries.where(_board, s.score < _bind("score") if downwards else s.score > _bind("score"))
+        .order_by(s.score.desc() if downwards else s.score.asc(), s.player_id.asc() if worse else s.player_id.desc())
+        .limit(_bind("limit"))
     )
-    return sql, [board, score, limit]
+
+
+def beyond(board: str, order: Order, score: int, worse: bool, limit: int) -> Query:
+    # going down a desc board means lower scores
+    return _beyond(worse == (order == "desc"), worse), {"board": board, "score": score, "limit": limit}
 
 
 def entries(rows: Any) -> list[Entry]:

@@ -1,45 +1,127 @@
-"""What the SQL adapters read alike on SQLite and MySQL, written once: each engine's database gives
-`rows` (statements with `?` placeholders), and its adapters add only what differs, their writes
-and the statements an engine plans its own way."""
+"""What the SQL adapters read alike on SQLite and MySQL, written once: each engine's database runs
+a statement (adapters.sql.statements) in its own SQL, and its adapters add only what differs, their
+transactions and the statements an engine plans its own way."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, ClassVar, Protocol
+
+import sqlalchemy as sa
 
 from adapters.sql import ranking as ranking_sql
 from adapters.sql.queries import (
     APPLIED_OFFSET,
-    SELECT_REPORTS,
+    APPLIED_OFFSET_FOR_UPDATE,
+    GET_REPORT,
     SESSION_COUNTS,
+    STORE_EVENTS,
+    STORE_OFFSET,
     applied,
+    applied_events_rows,
+    applied_range,
     body_hashes,
     bucket_counts,
+    check_offset,
     covered,
     covered_query,
     crash_counts_query,
     crash_groups,
     crash_groups_query,
     find_query,
+    offset_values,
     report_from_row,
     seen_events,
     skus_seen,
+    stored_offset,
 )
-from ports import Applied, BoardSettings, CrashGroup, Entry, IndexedReport, NodeRange, Order, ReportFilter, SkuSeen
+from adapters.sql.statements import Engine, Statement
+from ports import (
+    Applied,
+    BoardSettings,
+    Checkpoint,
+    CrashGroup,
+    Entry,
+    IndexedReport,
+    NodeRange,
+    Order,
+    ReportFilter,
+    SkuSeen,
+)
+from ports.timeutil import now_ms
 
 Rows = list[tuple[Any, ...]]
 
 
+class Cursor(Protocol):
+    """What sqlite3's and PyMySQL's cursors both do (DB-API 2)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def execute(self, query: Any, args: Any = ..., /) -> Any: ...
+    def executemany(self, query: Any, args: Any, /) -> Any: ...
+    def fetchall(self) -> Any: ...
+
+
+class Transaction:
+    """Statements run in one of an engine's transactions."""
+
+    def __init__(self, cursor: Cursor, engine: Engine) -> None:
+        self.cursor = cursor
+        self._engine = engine
+
+    def execute(self, statement: Statement, values: Mapping[str, Any]) -> int:
+        """Runs it; the rows it changed."""
+        compiled = statement.on(self._engine)
+        self.cursor.execute(compiled.text, compiled.params(values))
+        return self.cursor.rowcount
+
+    def rows(self, statement: Statement, values: Mapping[str, Any]) -> Rows:
+        self.execute(statement, values)
+        return list(self.cursor.fetchall())
+
+    def execute_rows(self, statement: Statement, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Runs it once for each row of values, in the order of its `in_order` (an insert's columns)."""
+        if rows:
+            self.cursor.executemany(statement.on(self._engine).text, rows)
+
+
 class SqlDatabase(ABC):
-    """An engine's database: its reads, and the consumers' bookkeeping read through them."""
+    """An engine's database: its reads, its transactions, and the consumers' bookkeeping in them."""
+
+    ENGINE: ClassVar[Engine]
 
     @abstractmethod
-    def rows(self, query: str, params: Sequence[Any] = ()) -> Rows:
-        """`query` with `?` placeholders, run on this thread's connection."""
+    def run(self, sql: str, params: Sequence[Any]) -> Rows:
+        """Runs SQL text of this engine's on this thread's connection."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """A write transaction, committed when the block ends and rolled back when it raises."""
+
+    def rows(self, statement: Statement, values: Mapping[str, Any]) -> Rows:
+        compiled = statement.on(self.ENGINE)
+        return self.run(compiled.text, compiled.params(values))
+
+    @contextmanager
+    def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[Transaction]:
+        """A transaction that also records the checkpoint, if nobody moved the offset first."""
+        c = checkpoint
+        with self.transaction() as t:
+            found = t.rows(APPLIED_OFFSET_FOR_UPDATE, offset_values(c))
+            check_offset(found[0] if found else None, c)
+            yield t
+            t.execute_rows(STORE_OFFSET, [stored_offset(c)])
+            t.execute_rows(STORE_EVENTS, applied_events_rows(c, now_ms()))
+            extend, add = applied_range(c, now_ms())
+            if t.execute(*extend) == 0:
+                t.execute(*add)
 
     def applied(self, consumer: str, topic_partition: str) -> Applied:
-        found = self.rows(APPLIED_OFFSET, (consumer, topic_partition))
+        found = self.rows(APPLIED_OFFSET, {"consumer": consumer, "topic_partition": topic_partition})
         return applied(found[0] if found else None)
 
     def seen_events(self, consumer: str, event_ids: Sequence[str]) -> dict[str, str | None]:
@@ -66,20 +148,18 @@ class Checkpointed:
 
 class CrashIndexReads:
     _database: SqlDatabase
-    # the engine's hint for the (sku, report_id) index (queries.find_query), its statement for the
-    # skus, and the table a report's body hash is read from
-    SKU_ORDER_INDEX: ClassVar[str]
-    SKUS: ClassVar[str]
-    BODY_HASHES: ClassVar[str]
+    # the engine's statement for the skus (after, limit), and the table a report's body hash is read from
+    SKUS: ClassVar[Statement]
+    BODY_HASHES: ClassVar[sa.Table]
 
     def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
         return dict(self._database.rows(*body_hashes(self.BODY_HASHES, report_keys)))
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
-        return [report_from_row(row) for row in self._database.rows(*find_query(query, self.SKU_ORDER_INDEX))]
+        return [report_from_row(row) for row in self._database.rows(*find_query(query))]
 
     def get(self, report_id: int) -> IndexedReport | None:
-        found = self._database.rows(f"{SELECT_REPORTS} WHERE report_id = ?", (report_id,))
+        found = self._database.rows(GET_REPORT, {"report_id": report_id})
         return report_from_row(found[0]) if found else None
 
     def crash_groups(
@@ -88,7 +168,7 @@ class CrashIndexReads:
         return crash_groups(self._database.rows(*crash_groups_query(sku, from_ms, to_ms, limit, equals)))
 
     def skus(self, after: str, limit: int) -> list[SkuSeen]:
-        return skus_seen(self._database.rows(self.SKUS, (after, limit)))
+        return skus_seen(self._database.rows(self.SKUS, {"after": after, "limit": limit}))
 
     def crash_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int,
                      equals: Mapping[str, str] | None = None) -> dict[int, int]:
@@ -96,13 +176,14 @@ class CrashIndexReads:
 
 
 class SessionCounterReads(Checkpointed):
-    SKUS: ClassVar[str]
+    SKUS: ClassVar[Statement]
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]:
-        return bucket_counts(self._database.rows(SESSION_COUNTS, (bucket_ms, sku, from_ms, to_ms)))
+        return bucket_counts(self._database.rows(
+            SESSION_COUNTS, {"bucket_ms": bucket_ms, "sku": sku, "from_ms": from_ms, "to_ms": to_ms}))
 
     def skus(self, after: str, limit: int) -> list[SkuSeen]:
-        return skus_seen(self._database.rows(self.SKUS, (after, limit)))
+        return skus_seen(self._database.rows(self.SKUS, {"after": after, "limit": limit}))
 
 
 class RankingReads(Checkpointed):
@@ -110,31 +191,35 @@ class RankingReads(Checkpointed):
     SCORES_AT_ONCE: ClassVar[int]
 
     def get_board(self, board: str) -> BoardSettings | None:
-        found = self._database.rows(ranking_sql.GET_BOARD, (board,))
+        found = self._database.rows(ranking_sql.GET_BOARD, {"board": board})
         return BoardSettings(*found[0]) if found else None
 
     def boards(self, after: str, limit: int) -> list[BoardSettings]:
-        return [BoardSettings(*row) for row in self._database.rows(ranking_sql.BOARDS, (after, limit))]
+        found = self._database.rows(ranking_sql.BOARDS, {"after": after, "limit": limit})
+        return [BoardSettings(*row) for row in found]
 
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
         for start in range(0, len(player_ids), self.SCORES_AT_ONCE):
-            query, params = ranking_sql.scores(board, player_ids[start : start + self.SCORES_AT_ONCE])
-            found.update((e.player_id, e.score) for e in ranking_sql.entries(self._database.rows(query, params)))
+            query = ranking_sql.scores(board, list(player_ids[start : start + self.SCORES_AT_ONCE]))
+            found.update((e.player_id, e.score) for e in ranking_sql.entries(self._database.rows(*query)))
         return found
 
     def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
-        return int(self._database.rows(*ranking_sql.sum_counts(board, ranges))[0][0]) if ranges else 0
+        return int(self._database.rows(*ranking_sql.sum_counts(board, list(ranges)))[0][0]) if ranges else 0
 
     def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
-        rows = self._database.rows(ranking_sql.NODE_COUNTS, (board, nodes.level, nodes.first, nodes.last))
+        rows = self._database.rows(ranking_sql.NODE_COUNTS, {
+            "board": board, "level": nodes.level, "first": nodes.first, "last": nodes.last})
         return {int(prefix): int(count) for prefix, count in rows}
 
     def tied(self, board: str, score: int, after_player: str, limit: int, skip: int = 0) -> list[Entry]:
-        return ranking_sql.entries(self._database.rows(ranking_sql.TIED, (board, score, after_player, limit, skip)))
+        return ranking_sql.entries(self._database.rows(ranking_sql.TIED, {
+            "board": board, "score": score, "player": after_player, "limit": limit, "skip": skip}))
 
     def tied_before(self, board: str, score: int, before_player: str, limit: int) -> list[Entry]:
-        return ranking_sql.entries(self._database.rows(ranking_sql.TIED_BEFORE, (board, score, before_player, limit)))
+        return ranking_sql.entries(self._database.rows(ranking_sql.TIED_BEFORE, {
+            "board": board, "score": score, "player": before_player, "limit": limit}))
 
     def beyond(self, board: str, order: Order, score: int, worse: bool, limit: int) -> list[Entry]:
         return ranking_sql.entries(self._database.rows(*ranking_sql.beyond(board, order, score, worse, limit)))

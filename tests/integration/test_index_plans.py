@@ -14,7 +14,8 @@ import pytest
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
-from adapters.sql.queries import find_query, pyformat
+from adapters.sql.queries import find_query
+from adapters.sql.statements import Engine
 from ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
 from tests.services import mysql_database, namespace
 
@@ -36,11 +37,17 @@ def _load(index: SqliteCrashIndex | MysqlCrashIndex) -> ReportFilter:
     return ReportFilter(sku="quiet:pc", limit=1)
 
 
+def _page(query: ReportFilter, engine: Engine) -> tuple[str, tuple[Any, ...]]:
+    statement, values = find_query(query)
+    compiled = statement.on(engine)
+    return compiled.text, compiled.params(values)
+
+
 @pytest.mark.parametrize("newest_first", [False, True])
 def test_sqlite_pages_through_the_sku_index_without_sorting(tmp_path: Path, newest_first: bool) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     query = dataclasses.replace(_load(SqliteCrashIndex(database)), newest_first=newest_first)
-    sql, params = find_query(query, SqliteCrashIndex.SKU_ORDER_INDEX)
+    sql, params = _page(query, "sqlite")
     plan = " | ".join(row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {sql}", params))
     assert "USING INDEX reports_sku_id" in plan
     assert "TEMP B-TREE" not in plan
@@ -66,11 +73,11 @@ def _table(node: Any) -> dict[str, Any]:
 def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
     with mysql_database(namespace()) as database:
         query = dataclasses.replace(_load(MysqlCrashIndex(database)), newest_first=newest_first)
-        sql, params = find_query(query, MysqlCrashIndex.SKU_ORDER_INDEX)
+        sql, params = _page(query, "mysql")
         with database.connection().cursor() as cursor:
             cursor.execute("ANALYZE TABLE reports")  # the statistics a table in use has
             cursor.fetchall()
-            cursor.execute(f"ANALYZE FORMAT=JSON {pyformat(sql)}", params)
+            cursor.execute(f"ANALYZE FORMAT=JSON {sql}", params)
             (analysis,) = cursor.fetchone()
         table = _table(json.loads(analysis))
         assert table["key"] == "reports_sku_id"
@@ -81,7 +88,8 @@ def test_sqlite_steps_from_sku_to_sku_by_index_seeks(tmp_path: Path) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     _load(SqliteCrashIndex(database))
     for query in (SqliteCrashIndex.SKUS, SqliteSessionCounters.SKUS):
-        plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {query}", ("", 10))]
+        plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {query.on('sqlite').text}",
+                                                                   ("", 10))]
         reads = [step for step in plan if step.startswith(("SCAN", "SEARCH")) and "found" not in step]
         # every read of the table is a seek on the sku (sku>? to the next, sku=? for its latest)
         assert reads and all(step.startswith("SEARCH") and "(sku" in step for step in reads), plan
@@ -99,7 +107,7 @@ def test_mysql_lists_skus_with_a_loose_index_scan() -> None:
             for query in (MysqlCrashIndex.SKUS, MysqlSessionCounters.SKUS):
                 cursor.execute("ANALYZE TABLE reports, session_counts")
                 cursor.fetchall()
-                cursor.execute(f"ANALYZE FORMAT=JSON {pyformat(query)}", ("", 10))
+                cursor.execute(f"ANALYZE FORMAT=JSON {query.on('mysql').text}", ("", 10))
                 (analysis,) = cursor.fetchone()
                 table = _table(json.loads(analysis))
                 # one index entry a sku ("Using index for group-by"), not every report or minute of it

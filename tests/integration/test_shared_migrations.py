@@ -24,9 +24,9 @@ def test_a_shared_migration_is_applied_once_and_again_when_cut_off(tmp_path: Pat
         monkeypatch.setattr(migrations, "SHARED", shared)
         assert database.migrate() == ["shared/0001_gpu.sql"]
         assert database.migrate() == []
-        assert ("gpu",) in database.rows("SELECT column_name FROM information_schema.columns "
-                                         "WHERE table_schema = DATABASE() AND table_name = 'reports'")
+        assert ("gpu",) in database.run("SELECT column_name FROM information_schema.columns "
+                                        "WHERE table_schema = DATABASE() AND table_name = 'reports'", ())
         # cut off after its statements, before its record: the next run finishes it
-        database.rows("DELETE FROM schema_migrations WHERE version = ?", ("shared/0001_gpu.sql",))
+        database.run("DELETE FROM schema_migrations WHERE version = %s", ("shared/0001_gpu.sql",))
         database.connection().commit()
         assert database.migrate() == ["shared/0001_gpu.sql"]

@@ -1,0 +1,36 @@
+"""The tables the SQL adapters share, as SQLAlchemy Core sees them to write statements: names only
+(the migrations create them, with each engine's types and indexes)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import sqlalchemy as sa
+
+from ports import IndexEntry
+
+# IndexEntry's fields are the index's columns (its attachments, JSON in one): a field added there is
+# a column here, once a migration (adapters/sql/shared/) adds it
+ENTRY_COLUMNS = tuple(f.name for f in fields(IndexEntry) if f.name != "attachments")
+# written with the row, not read back with it: only a consumer compares it, by body_hashes()
+BODY_HASH = "body_hash"
+INSERT_COLUMNS = ("report_id", "submit_time", *ENTRY_COLUMNS, "attachments")
+
+_metadata = sa.MetaData()
+
+
+def _table(name: str, *columns: str) -> sa.Table:
+    return sa.Table(name, _metadata, *(sa.Column(c) for c in columns))
+
+
+# its body_hash is SQLite's: MySQL keeps it with the key, in report_keys
+reports = _table("reports", *INSERT_COLUMNS, BODY_HASH)
+# MySQL's: a report's key and id, unpartitioned (the reports table is partitioned by day)
+report_keys = _table("report_keys", "report_key", "report_id", BODY_HASH)
+session_counts = _table("session_counts", "sku", "minute", "kind", "count")
+applied_offsets = _table("applied_offsets", "consumer", "topic_partition", "applied", "fingerprint")
+applied_events = _table("applied_events", "consumer", "event_id", "applied_at", BODY_HASH)
+applied_ranges = _table("applied_ranges", "consumer", "topic_partition", "first_offset", "last_offset", "applied_at")
+boards = _table("boards", "board", "sort_order", "operator")
+rank_scores = _table("rank_scores", "board", "player_id", "score")
+rank_nodes = _table("rank_nodes", "board", "level", "prefix", "count")

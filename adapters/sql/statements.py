@@ -1,0 +1,130 @@
+"""Statements written once with SQLAlchemy Core and compiled to each engine's SQL text: once per
+statement and engine, or once per shape for those built from a request (functools.cache on the
+builder). The text then runs on the engine's own DB-API connection (sqlite3, PyMySQL), so a call
+pays for a dictionary lookup, not for compiling (100 to 400 µs a statement)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql, sqlite
+from sqlalchemy.dialects.mysql.pymysql import MySQLDialect_pymysql
+from sqlalchemy.dialects.sqlite.base import SQLiteCompiler
+from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
+from sqlalchemy.engine.interfaces import Dialect
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
+
+Engine = Literal["sqlite", "mysql"]
+
+
+class _SqliteCompiler(SQLiteCompiler):
+    def get_from_hint_text(self, table: Any, text: str | None) -> str | None:
+        # SQLite's dialect drops table hints; its INDEXED BY is one, written where MySQL's go
+        return text
+
+
+class _Sqlite(SQLiteDialect_pysqlite):
+    statement_compiler = _SqliteCompiler
+
+
+# positional placeholders, as sqlite3 and PyMySQL's cursor take them
+_DIALECTS: dict[Engine, Dialect] = {
+    "sqlite": _Sqlite(paramstyle="qmark"),
+    "mysql": MySQLDialect_pymysql(paramstyle="format"),
+}
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A statement's text for one engine, the names of its values in placeholder order, and the
+    values it was written with (SQLite's dialect writes OFFSET 0 as a placeholder)."""
+
+    text: str
+    names: tuple[str, ...]
+    fixed: Mapping[str, Any]
+
+    def params(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        given = {**self.fixed, **values} if self.fixed else values
+        return tuple(given[name] for name in self.names)
+
+
+class Statement:
+    """One statement for both engines (or one clause each, where they spell it differently),
+    compiled on first use by each."""
+
+    def __init__(self, clause: ClauseElement | Mapping[Engine, ClauseElement], *, in_order: Sequence[str] = ()) -> None:
+        """`in_order`: the names its values must come in, checked when compiled, so that rows of
+        values (executemany) go in as tuples without a dictionary each."""
+        self._clauses = clause if isinstance(clause, Mapping) else dict.fromkeys(_DIALECTS, clause)
+        self._in_order = tuple(in_order)
+        self._compiled: dict[Engine, Compiled] = {}
+
+    def on(self, engine: Engine) -> Compiled:
+        found = self._compiled.get(engine)
+        if found is None:
+            compiled = self._clauses[engine].compile(dialect=_DIALECTS[engine])
+            assert isinstance(compiled, SQLCompiler)  # statements only, never DDL
+            names = tuple(compiled.positiontup or ())
+            fixed = {name: compiled.binds[name].value for name in names if compiled.binds[name].value is not None}
+            found = Compiled(str(compiled), names, fixed)
+            if self._in_order and found.names != self._in_order:
+                raise AssertionError(f"{engine} takes {found.names}, not {self._in_order}")
+            self._compiled[engine] = found
+        return found
+
+
+# a statement with the values it runs with
+Query = tuple[Statement, Mapping[str, Any]]
+
+
+def text(sql: str) -> Statement:
+    """A statement only one engine runs, or one SQLAlchemy cannot say (`:name` placeholders)."""
+    return Statement(sa.text(sql))
+
+
+def marks(name: str, count: int) -> list[sa.BindParameter[Any]]:
+    """`count` placeholders name_0, name_1, … for an IN list (see padded)."""
+    return [sa.bindparam(n) for n in _names(name, count)]
+
+
+def padded(count: int) -> int:
+    """The IN-list size a statement is compiled for: the next power of two, so that lists of any
+    length share a dozen compiled shapes (the list is padded with its last value)."""
+    return 1 if count <= 1 else 1 << (count - 1).bit_length()
+
+
+@functools.cache
+def _names(name: str, count: int) -> tuple[str, ...]:
+    return tuple(f"{name}_{i}" for i in range(count))
+
+
+def listed(name: str, items: Sequence[Any]) -> dict[str, Any]:
+    """The values of marks(name, padded(len(items))): the items, the last repeated."""
+    values = itertools.chain(items, itertools.repeat(items[-1]))
+    return dict(zip(_names(name, padded(len(items))), values, strict=False))  # the values never end
+
+
+def insert(table: sa.Table, columns: Sequence[str], *, keys: Sequence[str] = (), replace: Iterable[str] = (),
+           add: Iterable[str] = ()) -> Statement:
+    """INSERT of `columns`, values in that order. With `keys`, a row whose key is taken instead
+    sets the `replace` columns to the new values and adds the new to the `add` columns; or, with
+    neither, is left as it was."""
+    values: dict[str, Any] = {c: sa.bindparam(c) for c in columns}
+    lite = sqlite.insert(table).values(values)
+    my = mysql.insert(table).values(values)
+    replace, add = list(replace), list(add)
+    if keys and (replace or add):
+        lite = lite.on_conflict_do_update(index_elements=list(keys), set_={
+            **{c: lite.excluded[c] for c in replace}, **{c: table.c[c] + lite.excluded[c] for c in add}})
+        my = my.on_duplicate_key_update({
+            **{c: my.inserted[c] for c in replace}, **{c: table.c[c] + my.inserted[c] for c in add}})
+    elif keys:
+        lite = lite.on_conflict_do_nothing(index_elements=list(keys))
+        my = my.prefix_with("IGNORE")
+    return Statement({"sqlite": lite, "mysql": my}, in_order=columns)

@@ -48,13 +48,12 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# rust-minidump's stack walker, for adapters/stackwalk.py: built from crates.io (2½ min on 2 cores,
-# once; a no-op when this version is there)
-.tools/bin/minidump-stackwalk: Makefile
-	cargo install --quiet --locked --root .tools minidump-stackwalk --version 0.27.0
+# rust-minidump's stack walker for adapters/stackwalk.py (stackwalk/; half a minute on 2 cores)
+.tools/bin/blackbox-stackwalk: stackwalk/Cargo.toml stackwalk/Cargo.lock stackwalk/src/main.rs
+	cargo install --quiet --locked --force --root .tools --target-dir .tools/target --path stackwalk
 	touch $@
 
-pytest: $(call STAMP,dev) node_modules/.installed .tools/bin/minidump-stackwalk
+pytest: $(call STAMP,dev) node_modules/.installed .tools/bin/blackbox-stackwalk
 	$(BIN)/pytest
 
 synth: $(call STAMP,dev) node_modules/.installed

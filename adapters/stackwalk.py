@@ -1,5 +1,6 @@
-"""Minidumps read by rust-minidump's `minidump-stackwalk` (the stack walker Socorro and Sentry run),
-symbolicated with Breakpad `.sym` files kept in the symbol-server layout
+"""Minidumps read by rust-minidump (the stack walker Socorro and Sentry run): `blackbox-stackwalk`
+(stackwalk/, its minidump-processor behind a small main, printing `minidump-stackwalk --json`'s
+report), symbolicated with Breakpad `.sym` files kept in the symbol-server layout
 (`<debug file>/<debug id>/<debug file less .pdb>.sym`).
 
 The walker is a separate process on purpose: a minidump is untrusted input, so it runs with a
@@ -23,9 +24,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ports.errors import InvalidField
 
-# `make test` installs it here (the Makefile's .tools/bin/minidump-stackwalk)
-_REPO_WALKER = Path(__file__).resolve().parents[1] / ".tools" / "bin" / "minidump-stackwalk"
-WALKER_ENV = "BLACKBOX_MINIDUMP_STACKWALK"
+WALKER = "blackbox-stackwalk"
+# `make test` builds it here (the Makefile's .tools/bin/blackbox-stackwalk)
+_REPO_WALKER = Path(__file__).resolve().parents[1] / ".tools" / "bin" / WALKER
+WALKER_ENV = "BLACKBOX_STACKWALK"
 
 
 def _hex(value: object) -> object:
@@ -110,7 +112,7 @@ class WalkFailed:
 
 
 class Stackwalker:
-    """Runs `minidump-stackwalk --json` on one minidump at a time."""
+    """Runs the walker on one minidump at a time."""
 
     def __init__(self, binary: Path, *, timeout_s: float = 30.0, max_output_bytes: int = 32 << 20) -> None:
         self.binary = binary
@@ -119,18 +121,16 @@ class Stackwalker:
 
     @classmethod
     def installed(cls) -> Stackwalker:
-        """The walker named by BLACKBOX_MINIDUMP_STACKWALK, else the repository's (`make test`
-        installs it), else the one on PATH."""
+        """The walker named by BLACKBOX_STACKWALK, else the repository's (`make test` builds it),
+        else the one on PATH."""
         named = os.environ.get(WALKER_ENV)
         if named:
             return cls(Path(named))
         if _REPO_WALKER.exists():
             return cls(_REPO_WALKER)
-        on_path = shutil.which("minidump-stackwalk")
+        on_path = shutil.which(WALKER)
         if on_path is None:
-            raise FileNotFoundError(
-                f"minidump-stackwalk: set {WALKER_ENV}, or run `make .tools/bin/minidump-stackwalk`"
-            )
+            raise FileNotFoundError(f"{WALKER}: set {WALKER_ENV}, or run `make .tools/bin/{WALKER}`")
         return cls(Path(on_path))
 
     def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:
@@ -139,20 +139,18 @@ class Stackwalker:
         with tempfile.TemporaryDirectory(prefix="blackbox-stackwalk-") as scratch:
             dump = Path(scratch) / "crash.dmp"
             dump.write_bytes(minidump)
-            command = [str(self.binary), "--json", "--no-color", "--no-interactive", "--verbose=error"]
-            command += ["--symbols-path", str(symbols), str(dump)]
-            ran = self._run(command)
+            ran = self._run([str(self.binary), str(dump), str(symbols)])
         if isinstance(ran, WalkFailed):
             return ran
         code, out, err = ran
         if code != 0:
-            return WalkFailed(_last_line(err) or f"minidump-stackwalk exited with {code}")
+            return WalkFailed(_last_line(err) or f"{WALKER} exited with {code}")
         try:
             report = _Report.model_validate_json(out)
         except ValidationError as invalid:
-            return WalkFailed(f"minidump-stackwalk printed an unexpected report: {invalid.errors()[0]['msg']}")
+            return WalkFailed(f"{WALKER} printed an unexpected report: {invalid.errors()[0]['msg']}")
         if report.status not in (None, "OK"):
-            return WalkFailed(f"minidump-stackwalk: {report.status}")
+            return WalkFailed(f"{WALKER}: {report.status}")
         if report.crashing_thread is None:
             return WalkFailed("the minidump names no crashing thread")
         return Walked(
@@ -179,7 +177,7 @@ class Stackwalker:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         walker.kill()
-                        return WalkFailed(f"minidump-stackwalk took longer than {self.timeout_s:g} s")
+                        return WalkFailed(f"{WALKER} took longer than {self.timeout_s:g} s")
                     for key, _ in selector.select(left):
                         chunk = os.read(key.fd, 1 << 16)
                         if not chunk:
@@ -187,12 +185,12 @@ class Stackwalker:
                         output[key.fd] += chunk
                     if len(output[out]) + len(output[err]) > self.max_output_bytes:
                         walker.kill()
-                        return WalkFailed(f"minidump-stackwalk printed more than {self.max_output_bytes} bytes")
+                        return WalkFailed(f"{WALKER} printed more than {self.max_output_bytes} bytes")
             try:
                 code = walker.wait(max(deadline - time.monotonic(), 0))
             except subprocess.TimeoutExpired:
                 walker.kill()
-                return WalkFailed(f"minidump-stackwalk took longer than {self.timeout_s:g} s")
+                return WalkFailed(f"{WALKER} took longer than {self.timeout_s:g} s")
             return code, bytes(output[out]), bytes(output[err])
 
 

@@ -1,5 +1,5 @@
 """adapters.stackwalk on real minidumps of a real crashing program (tests/fixtures/minidumps, made by
-scripts/make-minidump-fixtures) with rust-minidump's minidump-stackwalk, as `make test` installs it."""
+scripts/make-minidump-fixtures) with rust-minidump (stackwalk/), as `make test` builds it."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_a_walk_past_its_deadline_is_a_failure(walker):
 
     failed = slow.walk((FIXTURES / "level-magic.dmp").read_bytes(), FIXTURES)
 
-    assert failed == WalkFailed("minidump-stackwalk took longer than 0.001 s")
+    assert failed == WalkFailed("blackbox-stackwalk took longer than 0.001 s")
 
 
 def test_a_walk_printing_past_its_cap_is_a_failure(walker):
@@ -134,7 +134,7 @@ def test_a_walk_printing_past_its_cap_is_a_failure(walker):
 
     failed = chatty.walk((FIXTURES / "level-magic.dmp").read_bytes(), FIXTURES)
 
-    assert failed == WalkFailed("minidump-stackwalk printed more than 1000 bytes")
+    assert failed == WalkFailed("blackbox-stackwalk printed more than 1000 bytes")
 
 
 def test_a_symbol_files_identity_is_its_module_line():

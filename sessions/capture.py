@@ -15,15 +15,20 @@ from sessions.model import SessionCount, SessionEnvelope, SessionEvent, sessions
 
 def capture_sessions(log: EventLog, spill: SpillStore, events: Sequence[SessionEvent], *,
                      idempotency_key: str | None = None, scope: SkuScope = ANY_SKU) -> int:
-    scope.check(e.sku for e in events)
-    counts = [SessionCount(sku=e.sku, kind=e.kind) for e in events]
+    capture_counts(log, spill, [SessionCount(sku=e.sku, kind=e.kind) for e in events],
+                   idempotency_key=idempotency_key, scope=scope)
+    return len(events)
+
+
+def capture_counts(log: EventLog, spill: SpillStore, counts: Sequence[SessionCount], *,
+                   idempotency_key: str | None = None, scope: SkuScope = ANY_SKU) -> None:
+    scope.check(c.sku for c in counts)
     received = now_ms()
     records = [
         OutgoingRecord(value=SessionEnvelope(eventId=s.event_id, receivedAt=received, sessions=s.items,
-                                             bodyHash=s.body_hash).model_dump_json().encode(),
+                                             bodyHash=s.body_hash).model_dump_json(exclude_defaults=True).encode(),
                        key=s.event_id.encode())
         for s in per_scope("sessions", counts, lambda c: c.sku, idempotency_key, sessions_json)
     ]
     if records:
         publish(log, spill, SESSIONS, records)
-    return len(events)

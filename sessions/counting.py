@@ -30,9 +30,10 @@ def _count(records: Sequence[LogRecord], counters: SessionCounters, log: EventLo
     for part in fresh_by_partition(records, counters, CONSUMER, log):
         envelopes = parse_each(part.records, SessionEnvelope.model_validate_json, "session")
         fresh = part.unseen(counters, CONSUMER, envelopes)
-        increments: Counter[SessionBucket] = Counter(
-            SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind) for e in fresh for s in e.sessions
-        )
+        increments: Counter[SessionBucket] = Counter()
+        for e in fresh:
+            for s in e.sessions:
+                increments[SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind)] += s.count
         counters.apply(part.checkpoint(CONSUMER, fresh), increments)
         counted += sum(increments.values())
     return counted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ports.limits import Identifier, Sku
 
@@ -21,10 +21,14 @@ class SessionEvent(BaseModel):
 
 
 class SessionCount(BaseModel):
+    """`count` sessions of a sku and kind: one for an event of /v1/sessions, a Sentry SDK's
+    aggregate many (reporters.sentry)."""
+
     model_config = ConfigDict(strict=True)
 
     sku: str
     kind: str
+    count: int = Field(default=1, ge=1)
 
 
 class SessionEnvelope(BaseModel):
@@ -42,5 +46,6 @@ _SESSIONS = TypeAdapter(list[SessionCount])
 
 
 def sessions_json(sessions: list[SessionCount]) -> bytes:
-    """What a session record carries, as the text its body hash is taken of."""
-    return _SESSIONS.dump_json(sessions)
+    """What a session record carries, as the text its body hash is taken of (a count of one left
+    out, as records carried it before counts)."""
+    return _SESSIONS.dump_json(sessions, exclude_defaults=True)

@@ -18,7 +18,9 @@ from pipeline.msk import from_msk_event
 from pipeline.offsets import ForeignOffset
 from pipeline.topics import DEADLETTER
 from ports import LogRecord, OutgoingRecord, ReportFilter
+from sessions.capture import capture_counts
 from sessions.counting import CONSUMER, count_sessions
+from sessions.model import SessionCount, sessions_json
 from tests.conftest import load_event
 
 
@@ -246,3 +248,15 @@ def test_retriable_is_exactly_uuid_version_5():
     assert retriable(str(uuid.uuid5(uuid.NAMESPACE_URL, "k")))
     assert not retriable(str(uuid.uuid4()))
     assert not retriable("5" * 36) and not retriable("")
+
+
+def test_a_count_of_many_sessions_counts_them_all_once_and_a_count_of_one_is_written_as_before(
+        adapters: Adapters):
+    # a Sentry SDK's aggregate (reporters.capture): one record, many sessions
+    many = [SessionCount(sku="g", kind="client", count=250)]
+    for _ in range(2):  # the same upload twice
+        capture_counts(adapters.log, adapters.spill, many, idempotency_key="aggregate-1")
+    records = consume(adapters, "sessions")
+    assert count_sessions(records, adapters.counters, adapters.log) == 250 and total(adapters) == 250
+    # the body hash of single sessions is taken of the text releases before counts wrote
+    assert sessions_json([SessionCount(sku="g", kind="client")]) == b'[{"sku":"g","kind":"client"}]'

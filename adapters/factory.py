@@ -9,13 +9,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from adapters.settings import Settings
-from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
+from ports import CrashIndex, DocumentStore, EventLog, ProjectStore, RankingStore, SessionCounters, SpillStore
 
 if TYPE_CHECKING:
     from adapters.embedded.index import SqliteIndexDatabase
     from adapters.mysql.database import MysqlDatabase, MysqlTarget
 
-Port = Literal["log", "documents", "index", "counters", "ranking", "spill"]
+Port = Literal["log", "documents", "index", "counters", "ranking", "spill", "projects"]
 PORTS: tuple[Port, ...] = get_args(Port)
 
 T = TypeVar("T")
@@ -58,6 +58,7 @@ class Wiring(Protocol):
     def counters(self) -> SessionCounters: ...
     def ranking(self) -> RankingStore: ...
     def spill(self) -> SpillStore: ...
+    def projects(self) -> ProjectStore: ...
 
 
 class Adapters:
@@ -72,6 +73,7 @@ class Adapters:
     counters: _Port[SessionCounters] = _Port()
     ranking: _Port[RankingStore] = _Port()
     spill: _Port[SpillStore] = _Port()
+    projects: _Port[ProjectStore] = _Port()
 
     def __init__(self, settings: Settings, wiring: Wiring) -> None:
         self.settings = settings
@@ -150,6 +152,11 @@ class _Embedded:
     def spill(self) -> SpillStore:
         return _spill_directory(self._settings)
 
+    def projects(self) -> ProjectStore:
+        from adapters.embedded.index import SqliteProjectStore
+
+        return SqliteProjectStore(self._sql.get())
+
 
 class Endpoints(Protocol):
     """Where the engines are and how to sign in: settings on one machine, MSK IAM and Secrets
@@ -199,7 +206,7 @@ class _Engines:
     def __init__(self, settings: Settings, endpoints: Endpoints) -> None:
         self._settings = settings
         self._endpoints = endpoints
-        # the index, the counters and the leaderboards share one database and its connections
+        # the index, the counters, the leaderboards and the projects share one database and its connections
         self._sql = Once(self._open_sql)
 
     def _open_sql(self) -> MysqlDatabase:
@@ -240,6 +247,11 @@ class _Engines:
 
     def spill(self) -> SpillStore:
         return self._endpoints.spill()
+
+    def projects(self) -> ProjectStore:
+        from adapters.mysql.index import MysqlProjectStore
+
+        return MysqlProjectStore(self._sql.get())
 
 
 def migrate(settings: Settings) -> list[str]:

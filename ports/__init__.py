@@ -373,3 +373,27 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Project:
+    """What a native crash reporter names in its upload URL (a Sentry DSN's last part): a number
+    that stands for one sku."""
+
+    project_id: int
+    sku: str
+    updated_at: int
+
+
+class ProjectStore(Protocol):
+    def put(self, project: Project) -> bool:
+        """Creates the project or points it at another sku; True when it is new."""
+        ...
+
+    def get(self, project_id: int) -> Project | None: ...
+
+    def projects(self, after: int, limit: int) -> list[Project]:
+        """The projects by id, after `after`."""
+        ...
+
+    def close(self) -> None: ...

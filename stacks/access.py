@@ -21,7 +21,7 @@ from stacks.network import NetworkStack
 from stacks.streaming import StreamingStack
 
 # the ports on MySQL (RDS through RDS Proxy)
-SQL_PORTS: frozenset[Port] = frozenset({"index", "counters", "ranking"})
+SQL_PORTS: frozenset[Port] = frozenset({"index", "counters", "ranking", "projects"})
 
 
 @dataclass(frozen=True)

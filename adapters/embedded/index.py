@@ -9,6 +9,7 @@ from typing import Any
 
 from adapters.embedded.sqlite import INDEX, SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
+from adapters.sql.projects import SqlProjectStore
 from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_COUNTERS, PURGE_REPORTS, entry_values
 from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase, Transaction
 from adapters.sql.schema import BODY_HASH, INSERT_COLUMNS, reports
@@ -59,6 +60,9 @@ class SqliteIndexDatabase(SqlDatabase):
         with self.db.write() as conn:
             yield Transaction(conn.cursor(), self.ENGINE)
 
+    def close(self) -> None:
+        self.db.close()
+
 
 @port_errors("index", sqlite_meaning)
 class SqliteCrashIndex(CrashIndexReads):
@@ -107,3 +111,8 @@ class SqliteSessionCounters(SessionCounterReads):
 
     def close(self) -> None:
         self._db.close()
+
+
+@port_errors("projects", sqlite_meaning)
+class SqliteProjectStore(SqlProjectStore):
+    """Beside the crash index, in its file."""

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from adapters.errors import port_errors
 from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase, mysql_meaning
+from adapters.sql.projects import SqlProjectStore
 from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_COUNTERS, PURGE_REPORTS, entry_values, purge
 from adapters.sql.reads import CrashIndexReads, SessionCounterReads
 from adapters.sql.schema import INSERT_COLUMNS, report_keys, reports
@@ -103,3 +104,8 @@ class MysqlSessionCounters(SessionCounterReads):
 
     def close(self) -> None:
         self._database.close()
+
+
+@port_errors("projects", mysql_meaning)
+class MysqlProjectStore(SqlProjectStore):
+    """In the crash index's schema."""

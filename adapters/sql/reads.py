@@ -102,6 +102,10 @@ class SqlDatabase(ABC):
     def transaction(self) -> AbstractContextManager[Transaction]:
         """A write transaction, committed when the block ends and rolled back when it raises."""
 
+    @abstractmethod
+    def close(self) -> None:
+        """Closes this process's connections (a later call opens new ones)."""
+
     def rows(self, statement: Statement, values: Mapping[str, Any]) -> Rows:
         compiled = statement.on(self.ENGINE)
         return self.run(compiled.text, compiled.params(values))

@@ -34,3 +34,5 @@ applied_ranges = _table("applied_ranges", "consumer", "topic_partition", "first_
 boards = _table("boards", "board", "sort_order", "operator")
 rank_scores = _table("rank_scores", "board", "player_id", "score")
 rank_nodes = _table("rank_nodes", "board", "level", "prefix", "count")
+# a shared migration's (adapters/sql/shared/0001_projects.sql)
+projects = _table("projects", "project_id", "sku", "updated_at")

@@ -10,14 +10,14 @@ import pytest
 
 from adapters.couchbase.documents import CouchbaseDocumentStore
 from adapters.embedded.documents import SqliteDocumentStore
-from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
+from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteProjectStore, SqliteSessionCounters
 from adapters.embedded.log import SqliteEventLog
 from adapters.embedded.ranking import SqliteRankingStore
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
-from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from adapters.mysql.index import MysqlCrashIndex, MysqlProjectStore, MysqlSessionCounters
 from adapters.mysql.ranking import MysqlRankingStore
-from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters
+from ports import CrashIndex, DocumentStore, EventLog, ProjectStore, RankingStore, SessionCounters
 from tests.services import mysql_database, namespace, settings
 
 ENGINES = ["embedded", "services"]
@@ -70,3 +70,12 @@ def ranking_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ra
         return
     with mysql_database(namespace()) as database:
         yield MysqlRankingStore(database)
+
+
+@pytest.fixture(params=ENGINES)
+def project_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ProjectStore]:
+    if request.param == "embedded":
+        yield SqliteProjectStore(SqliteIndexDatabase(tmp_path / "index.sqlite"))
+        return
+    with mysql_database(namespace()) as database:
+        yield MysqlProjectStore(database)

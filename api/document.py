@@ -62,6 +62,13 @@ SECURITY_SCHEMES = {
         "type": "apiKey", "in": "header", "name": API_KEY_HEADER,
         "description": "a server key under `blackbox serve`; in AWS these routes take IAM (SigV4) instead",
     },
+    # where Sentry SDKs put the key of a DSN (also `Authorization: Sentry …` or `Basic`)
+    "sentryAuth": {
+        "type": "apiKey", "in": "header", "name": "X-Sentry-Auth",
+        "description": "`Sentry sentry_key=<ingest key>, sentry_version=7, sentry_client=…`: an ingest key, as "
+                       "the DSN `http://<ingest key>@<host>/<projectId>` gives it to the SDK",
+    },
+    "sentryKey": {"type": "apiKey", "in": "query", "name": "sentry_key", "description": "the same, in the URL"},
 }
 
 IDEMPOTENCY_KEY = {
@@ -140,13 +147,19 @@ class RouteFacts(Protocol):
     @property
     def ingest(self) -> bool: ...
 
+    @property
+    def credential(self) -> str: ...
+
 
 def unnamed(path: str) -> str:
-    """A route template with its parameters unnamed: /v1/crashes/{reportId} → /v1/crashes/{}."""
-    return re.sub(r"\{[^}]+\}", "{}", path)
+    """A route template with its parameters unnamed: /v1/crashes/{reportId} → /v1/crashes/{}; and
+    without a trailing slash, which Powertools' document leaves out (Sentry's /api/{}/envelope/)."""
+    return re.sub(r"\{[^}]+\}", "{}", path).rstrip("/")
 
 
 def security(route: RouteFacts) -> list[dict[str, list[str]]]:
+    if route.credential == "sentry":
+        return [{"sentryAuth": []}, {"sentryKey": []}]
     if route.ingest:
         return [{"apiKey": []}]
     if route.roles is None:

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from api.document import build
-from lambdas import capture, leaderboards, reporter
+from lambdas import capture, leaderboards, native, projects, reporter
 from lambdas.functions import API_ROUTES
 
 HEADER = """\
@@ -19,7 +19,8 @@ HEADER = """\
 
 
 def document() -> dict[str, Any]:
-    return build((capture.app, reporter.app, leaderboards.app), {(r.method, r.path): r for r in API_ROUTES})
+    apps = (capture.app, reporter.app, leaderboards.app, projects.app, native.app)
+    return build(apps, {(r.method, r.path): r for r in API_ROUTES})
 
 
 def render() -> str:

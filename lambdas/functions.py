@@ -6,13 +6,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from adapters.factory import Port
 from api.access import READERS, SERVER, WRITERS, Role
 from pipeline.topics import CRASHES, DEADLETTER, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
+Credential = Literal["api-key", "sentry"]
 
 FUNCTIONS = {
     "capture": "lambdas.capture",
@@ -23,6 +24,8 @@ FUNCTIONS = {
     "ranking-worker": "lambdas.ranking_worker",
     "purge": "lambdas.purge",
     "replay": "lambdas.replay",
+    "projects": "lambdas.projects",
+    "native": "lambdas.native",
 }
 
 @dataclass(frozen=True)
@@ -34,6 +37,9 @@ class ApiRoute:
     path: str
     function: str
     roles: frozenset[Role] | None
+    # where the caller's key is: the x-api-key header, or where a Sentry SDK puts it
+    # (reporters.sentry.parse_auth)
+    credential: Credential = "api-key"
 
     @property
     def ingest(self) -> bool:
@@ -63,6 +69,11 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/leaderboards/{board}/top", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/rank", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/projects", "projects", READERS),
+    ApiRoute("PUT", "/v1/projects/{projectId}", "projects", SERVER),
+    ApiRoute("GET", "/v1/projects/{projectId}", "projects", READERS),
+    ApiRoute("POST", "/api/{projectId}/envelope/", "native", WRITERS, "sentry"),
+    ApiRoute("POST", "/api/{projectId}/store/", "native", WRITERS, "sentry"),
 )
 
 # consumer function → the topic its event source mapping reads
@@ -80,6 +91,9 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "ranking-worker": frozenset({"ranking", "log"}),
     "purge": frozenset({"spill", "documents", "index", "counters"}),  # MSK expires the log itself
     "replay": frozenset({"log", "spill"}),  # and, in AWS, the failed-batch bucket (pipeline.replay)
+    "projects": frozenset({"projects"}),
+    # capture's, and the projects read (cached: reporters.projects.Skus)
+    "native": frozenset({"log", "spill", "projects"}),
 }
 
 
@@ -95,6 +109,7 @@ class TopicAccess:
 CAPTURED = frozenset({CRASHES, SESSIONS, SCORES})
 FUNCTION_TOPICS: dict[str, TopicAccess] = {
     "capture": TopicAccess(writes=CAPTURED),
+    "native": TopicAccess(writes=frozenset({CRASHES, SESSIONS})),
     # /v1/health lists the cluster's topics, which takes a connection and no topic
     "reporter": TopicAccess(),
     # a consumer reads its topic (and a record at a stored offset) and sets bad records aside

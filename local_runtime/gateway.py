@@ -43,6 +43,8 @@ from ports.errors import (
 )
 from ports.limits import MAX_BODY_BYTES
 from ports.timeutil import now_ms
+from reporters.sentry import AUTH_HEADERS as SENTRY_AUTH_HEADERS
+from reporters.sentry import parse_auth
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -80,6 +82,7 @@ class Overloaded(Unavailable):
     retry_after_s = RETRY_AFTER_S
 
 
+_KEY_HEADERS = {API_KEY_HEADER, *SENTRY_AUTH_HEADERS}
 _ROUTES = [(re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", route.path) + "$"), route) for route in API_ROUTES]
 
 
@@ -107,7 +110,7 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
     headers: dict[str, list[str]] = {}
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").lower()
-        if name != API_KEY_HEADER:  # checked by the gateway; no handler needs it, and none can leak it
+        if name not in _KEY_HEADERS:  # checked by the gateway; no handler needs them, and none can leak them
             headers.setdefault(name, []).append(raw_value.decode("latin-1"))
     query: dict[str, list[str]] = {}
     for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
@@ -221,8 +224,8 @@ class Gateway:
             if matched is None:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
             function = matched.function
-            caller = self._keys.authorize(_header(scope, API_KEY_HEADER), matched.roles,
-                                          f"{matched.method} {matched.path}")
+            caller = self._keys.authorize(_presented_key(scope, matched) if self._keys.configured else None,
+                                          matched.roles, f"{matched.method} {matched.path}")
             self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
             body = await self._read_body(scope, receive)
             # and again once it has arrived: a slow body holds no place, but may find none left
@@ -323,6 +326,14 @@ class Gateway:
             "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, vs in headers.items() for v in vs],
         })
         await send({"type": "http.response.body", "body": payload})
+
+
+def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
+    """The key the caller presents, where its route's clients put it."""
+    if route.credential == "api-key":
+        return _header(scope, API_KEY_HEADER)
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+    return parse_auth(headers, dict(parse_qsl(scope["query_string"].decode("latin-1")))).key
 
 
 def _header(scope: Scope, name: str) -> str | None:

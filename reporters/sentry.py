@@ -113,6 +113,8 @@ MAX_HEADER_BYTES = 64 << 10
 # what Sentry's SDKs speak today; Relay refuses a newer protocol rather than misread it
 PROTOCOL_VERSION = 7
 MAX_KEY_CHARS = 128
+# the headers a Sentry SDK may authenticate with (or the query's sentry_key)
+AUTH_HEADERS = ("x-sentry-auth", "authorization")
 # the event is kept one level down in the report, whose JSON is held to MAX_JSON_DEPTH
 EVENT_DEPTH = MAX_JSON_DEPTH - 1
 MINIDUMP = "event.minidump"
@@ -246,7 +248,7 @@ def parse_auth(headers: Mapping[str, str], query: Mapping[str, str]) -> SentryAu
     """The public key a request authenticates with; `headers` in any case, `query` parsed."""
     by_name = {name.lower(): value for name, value in headers.items()}
     found: list[SentryAuth] = []
-    for name in ("x-sentry-auth", "authorization"):
+    for name in AUTH_HEADERS:
         value = by_name.get(name, "")
         if value[:7].lower() == "sentry ":
             found.append(_auth_from_pairs(_header_pairs(value[7:])))

@@ -11,7 +11,17 @@ import pytest
 
 from adapters.factory import Adapters, build, install
 from adapters.settings import Settings
-from lambdas import capture, crash_consumer, leaderboards, purge, ranking_worker, reporter, session_counter
+from lambdas import (
+    capture,
+    crash_consumer,
+    leaderboards,
+    native,
+    projects,
+    purge,
+    ranking_worker,
+    reporter,
+    session_counter,
+)
 from lambdas.functions import FUNCTIONS
 from local_runtime.context import LocalContext
 from pipeline.msk import from_msk_event, to_msk_event
@@ -290,3 +300,24 @@ def test_consumers_take_the_clusters_prefixed_topic_names(tmp_path):
     finally:
         install(None)
         built.close()
+
+
+def test_the_native_samples_land_a_report_and_a_session_of_the_projects_sku_once(adapters: Adapters):
+    assert call(projects.handler, "projects-put.json")["statusCode"] == 201
+    assert call(projects.handler, "projects-put.json")["statusCode"] == 200  # the same sku again
+    first, again = call(native.handler, "native-envelope.json"), call(native.handler, "native-envelope.json")
+    assert first["statusCode"] == again["statusCode"] == 200
+    assert body(first) == body(again) == {"id": "9f3c2a51d0e44b7fa1c2b3d4e5f60718"}
+    crashes = adapters.log.consumer("test", "crashes").poll(10, 1 << 30, 0.1)
+    assert crash_consumer.handler(to_msk_event(crashes, "arn", "local"), LocalContext("crash-consumer")) == \
+        {"persisted": 1}  # the retry is the same event
+    sessions = adapters.log.consumer("test", "sessions").poll(10, 1 << 30, 0.1)
+    assert session_counter.handler(to_msk_event(sessions, "arn", "local"), LocalContext("session-counter")) == \
+        {"counted": 1}
+    [report] = body(call(reporter.handler, "reporter-list-crashes.json", queryStringParameters={
+        "sku": "skyrift:pc", "fields": "full"}, multiValueQueryStringParameters={
+        "sku": ["skyrift:pc"], "fields": ["full"]}))["reports"]
+    assert (report["crashType"], report["errorCode"], report["platform"], report["buildVersion"]) == (
+        "EXCEPTION_ACCESS_VIOLATION_READ", "SIGSEGV", "Windows", "skyrift@1.4.3")
+    assert report["payload"]["stackTrace"].splitlines()[0].startswith("#0") and "Renderer::Draw" in \
+        report["payload"]["stackTrace"].splitlines()[0]

@@ -26,6 +26,8 @@ FUNCTIONS = {
     "replay": "lambdas.replay",
     "projects": "lambdas.projects",
     "native": "lambdas.native",
+    # not a route's: API Gateway's authorizer for native's routes, in AWS only (stacks/api.py)
+    "key-source": "lambdas.key_source",
 }
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "projects": frozenset({"projects"}),
     # capture's, and the projects read (cached: reporters.projects.Skus)
     "native": frozenset({"log", "spill", "projects"}),
+    "key-source": frozenset(),
 }
 
 

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from aws_cdk import CfnOutput
+from aws_cdk import CfnOutput, Duration
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
@@ -100,12 +100,13 @@ GATEWAY_ERRORS = {
 # is set) would not before its period ends. By the type's name: jsii's objects for it differ
 RETRY_AFTER = {apigateway.ResponseType.THROTTLED.response_type: "1",
                apigateway.ResponseType.QUOTA_EXCEEDED.response_type: "60"}
-# not yet the routes of Sentry SDKs (lambdas.native): their key comes in X-Sentry-Auth or the
-# query, which API Gateway's key check does not read; they wait for an authorizer that does
-DEPLOYED_ROUTES = tuple(route for route in API_ROUTES if route.credential == "api-key")
-API_FUNCTIONS = sorted({route.function for route in DEPLOYED_ROUTES})
-# the functions of those routes alone, not deployed either
-UNDEPLOYED_FUNCTIONS = frozenset(route.function for route in API_ROUTES) - set(API_FUNCTIONS)
+API_FUNCTIONS = sorted({route.function for route in API_ROUTES})
+# A Sentry SDK's key comes in X-Sentry-Auth, `Authorization: Sentry …` or the query, which API
+# Gateway's key check does not read (it reads x-api-key, or an authorizer's answer, API-wide): its
+# routes are an API of their own, whose authorizer (lambdas.key_source) hands API Gateway the key,
+# under the same usage plans, so capture's routes keep the header check and no authorizer's call
+SENTRY_ROUTES = tuple(route for route in API_ROUTES if route.credential == "sentry")
+KEY_SOURCE = "key-source"
 
 
 class ApiStack(ApplicationStack):
@@ -113,30 +114,30 @@ class ApiStack(ApplicationStack):
         super().__init__(scope, construct_id, platform, **kwargs)
         config = platform.config
         self.functions = {name: self.adapter_function(name) for name in API_FUNCTIONS}
-
-        access_logs = logs.LogGroup(self, "AccessLogs", retention=logs.RetentionDays.THREE_MONTHS)
-        self.api = apigateway.RestApi(
-            self, "Api",
-            rest_api_name=config.prefix,
-            description="Blackbox: crash reports, sessions, scores and their queries",
-            cloud_watch_role=True,
-            deploy_options=apigateway.StageOptions(
-                stage_name="v1-stage",
-                access_log_destination=apigateway.LogGroupLogDestination(access_logs),
-                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
-                    caller=False, http_method=True, ip=True, protocol=True, request_time=True, resource_path=True,
-                    response_length=True, status=True, user=True),
-                logging_level=apigateway.MethodLoggingLevel.ERROR,
-                metrics_enabled=True,
-                tracing_enabled=True,
-            ),
-            api_key_source_type=apigateway.ApiKeySourceType.HEADER,
-            binary_media_types=["application/octet-stream", "image/*"],
-        )
+        self.api = self._rest_api("Api", config.prefix, "Blackbox: crash reports, sessions, scores and their queries",
+                                  apigateway.ApiKeySourceType.HEADER, ["application/octet-stream", "image/*"])
+        # every body as bytes: an envelope may be gzip, whatever its Content-Type says
+        self.native_api = self._rest_api("NativeApi", f"{config.prefix}-native",
+                                         "Blackbox: the uploads of crash reporters studios ship (Sentry SDKs)",
+                                         apigateway.ApiKeySourceType.AUTHORIZER, ["*/*"])
+        self.functions[KEY_SOURCE] = self.adapter_function(KEY_SOURCE, timeout_s=5)
+        key_source = apigateway.RequestAuthorizer(
+            self, "SentryKeySource", handler=self.functions[KEY_SOURCE], authorizer_name="sentry-key",
+            # no cache: the key may be in a header or the query, and a cache needs one place for it
+            identity_sources=[], results_cache_ttl=Duration.seconds(0))
         validator = self.api.add_request_validator("Validator", validate_request_body=True,
                                                    validate_request_parameters=True)
-        for route in DEPLOYED_ROUTES:
+        # an upload's body is bytes no model gates (lambdas.native reads it, within bounds)
+        native_validator = self.native_api.add_request_validator("NativeValidator", validate_request_body=True,
+                                                                 validate_request_parameters=True)
+        for route in API_ROUTES:
             method, path = route.method, route.path
+            integration = apigateway.LambdaIntegration(self.functions[route.function])
+            if route.credential == "sentry":
+                self.native_api.root.resource_for_path(path).add_method(
+                    method, integration, api_key_required=True, authorizer=key_source,
+                    authorization_type=apigateway.AuthorizationType.CUSTOM, request_validator=native_validator)
+                continue
             operation = OPERATIONS[method, path]
             gate = _body_gate(operation)
             models = None if gate is None else {"application/json": self.api.add_model(
@@ -147,24 +148,12 @@ class ApiStack(ApplicationStack):
             # settings, is signed by an IAM principal
             keyed = route.ingest
             self.api.root.resource_for_path(path).add_method(
-                method, apigateway.LambdaIntegration(self.functions[route.function]),
+                method, integration,
                 api_key_required=keyed or None,
                 authorization_type=None if keyed else apigateway.AuthorizationType.IAM,
                 request_validator=validator, request_models=models,
                 request_parameters={f"method.request.querystring.{name}": True
                                     for name in _required_query(operation)} or None,
-            )
-        for response_type, (status, code) in GATEWAY_ERRORS.items():
-            self.api.add_gateway_response(
-                f"Error{code.title().replace('_', '')}{status}{response_type.response_type}",
-                type=response_type, status_code=status,
-                response_headers={name: f"'{value}'" for name, value in {
-                    "Content-Type": "application/json", **NOSNIFF,
-                    **({"Retry-After": RETRY_AFTER[response_type.response_type]}
-                       if response_type.response_type in RETRY_AFTER else {}),
-                }.items()},
-                templates={"application/json":
-                           f'{{"error": "{code}", "message": $context.error.messageString}}'},
             )
         self.ingest_key = self._plan("Ingest", config.ingest_throttle)
         self.server_key = self._plan("Server", config.server_throttle)
@@ -172,13 +161,15 @@ class ApiStack(ApplicationStack):
         self.title_keys = {name: self._plan(f"Title{pascal_case(name)}", title.throttle, f"title-{name}")
                            for name, title in config.titles.items()}
         # API Gateway checks that a key is valid; capture checks that scores come with a server key,
-        # and that a title's key posts only its title's skus
-        capture = self.functions["capture"]
-        capture.add_environment("BLACKBOX_SERVER_KEY_IDS", json.dumps([self.server_key.key_id]))
-        capture.add_environment("BLACKBOX_KEY_SKUS", json.dumps(
-            {self.title_keys[name].key_id: title.skus for name, title in config.titles.items()}))
+        # and each capturing function that a title's key posts only its title's skus
+        self.functions["capture"].add_environment("BLACKBOX_SERVER_KEY_IDS", json.dumps([self.server_key.key_id]))
+        key_skus = json.dumps({self.title_keys[name].key_id: title.skus for name, title in config.titles.items()})
+        for name in ("capture", "native"):
+            self.functions[name].add_environment("BLACKBOX_KEY_SKUS", key_skus)
         self.web_acl = self._firewall(config.waf)
         CfnOutput(self, "ApiUrl", value=self.api.url, description="the API's base URL (paths start with v1/)")
+        CfnOutput(self, "NativeApiUrl", value=self.native_api.url,
+                  description="a Sentry DSN's host and path: http(s)://<ingest key>@<this host>/<stage>/<projectId>")
         key_value = "aws apigateway get-api-key --include-value --query value --output text --api-key <id>"
         CfnOutput(self, "IngestKeyId", value=self.ingest_key.key_id,
                   description=f"{key_value}: any sku, on the shared ingest plan (tools, smoke tests)")
@@ -190,11 +181,51 @@ class ApiStack(ApplicationStack):
 
         acknowledge(self.api, "AwsSolutions-APIG4", (
             "POST routes take API keys: game clients cannot hold IAM credentials; every other route is IAM"))
-        acknowledge(self.api, "AwsSolutions-COG4", (
-            "no Cognito: ingest uses API keys with usage plans, queries use IAM (DESIGN §5)"))
-        acknowledge(self.api, "AwsSolutions-IAM4", (
-            "API Gateway's CloudWatch role uses AmazonAPIGatewayPushToCloudWatchLogs, the documented policy"),
-            ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"])
+        acknowledge(self.native_api, "AwsSolutions-APIG4", (
+            "Sentry SDKs' uploads take the SDK's key, checked by API Gateway against the usage plans"))
+        for api in (self.api, self.native_api):
+            acknowledge(api, "AwsSolutions-COG4", (
+                "no Cognito: ingest uses API keys with usage plans, queries use IAM (DESIGN §5)"))
+            acknowledge(api, "AwsSolutions-IAM4", (
+                "API Gateway's CloudWatch role uses AmazonAPIGatewayPushToCloudWatchLogs, the documented policy"),
+                ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"])
+
+    def _rest_api(self, construct_id: str, name: str, description: str, key_source: apigateway.ApiKeySourceType,
+                  binary_media_types: list[str]) -> apigateway.RestApi:
+        """A REST API with access logs, tracing, metrics and the contract's error bodies."""
+        access_logs = logs.LogGroup(self, f"{construct_id.removesuffix('Api')}AccessLogs",
+                                    retention=logs.RetentionDays.THREE_MONTHS)
+        api = apigateway.RestApi(
+            self, construct_id,
+            rest_api_name=name,
+            description=description,
+            cloud_watch_role=True,
+            deploy_options=apigateway.StageOptions(
+                stage_name="v1-stage",
+                access_log_destination=apigateway.LogGroupLogDestination(access_logs),
+                access_log_format=apigateway.AccessLogFormat.json_with_standard_fields(
+                    caller=False, http_method=True, ip=True, protocol=True, request_time=True, resource_path=True,
+                    response_length=True, status=True, user=True),
+                logging_level=apigateway.MethodLoggingLevel.ERROR,
+                metrics_enabled=True,
+                tracing_enabled=True,
+            ),
+            api_key_source_type=key_source,
+            binary_media_types=binary_media_types,
+        )
+        for response_type, (status, code) in GATEWAY_ERRORS.items():
+            api.add_gateway_response(
+                f"Error{code.title().replace('_', '')}{status}{response_type.response_type}",
+                type=response_type, status_code=status,
+                response_headers={name: f"'{value}'" for name, value in {
+                    "Content-Type": "application/json", **NOSNIFF,
+                    **({"Retry-After": RETRY_AFTER[response_type.response_type]}
+                       if response_type.response_type in RETRY_AFTER else {}),
+                }.items()},
+                templates={"application/json":
+                           f'{{"error": "{code}", "message": $context.error.messageString}}'},
+            )
+        return api
 
     def _plan(self, name: str, throttle: Throttle, plan_name: str | None = None) -> apigateway.IApiKey:
         # not bound to the stage itself (the usage plan does that): the capture function needs the
@@ -206,7 +237,8 @@ class ApiStack(ApplicationStack):
             throttle=apigateway.ThrottleSettings(rate_limit=throttle.rate, burst_limit=throttle.burst),
         )
         plan.add_api_key(key)
-        plan.add_api_stage(stage=self.api.deployment_stage)
+        for api in (self.api, self.native_api):
+            plan.add_api_stage(stage=api.deployment_stage)
         return key
 
     def _firewall(self, waf: Waf) -> wafv2.CfnWebACL:
@@ -235,8 +267,9 @@ class ApiStack(ApplicationStack):
                     ))),
             )],
         )
-        wafv2.CfnWebACLAssociation(self, "WebAclAssociation", resource_arn=self.api.deployment_stage.stage_arn,
-                                   web_acl_arn=acl.attr_arn)
+        for construct_id, api in (("WebAclAssociation", self.api), ("NativeWebAclAssociation", self.native_api)):
+            wafv2.CfnWebACLAssociation(self, construct_id, resource_arn=api.deployment_stage.stage_arn,
+                                       web_acl_arn=acl.attr_arn)
         return acl
 
 

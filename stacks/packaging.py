@@ -30,7 +30,7 @@ LOCK = LAYER_SOURCE / "requirements.txt"
 CODE_EXCLUDES = [
     ".*", "cdk.out", "tests", "events", "stacks", "app.py", "cdk.json", "*.md", "Makefile", "pyproject.toml",
     "blackbox-data", "**/__pycache__", "*.egg-info", "build", "node_modules", "package*.json", "benchmarks",
-    "local_runtime", "cli", "scripts", "services", "test-artifacts", "docker-compose.yml",
+    "local_runtime", "cli", "scripts", "services", "test-artifacts", "docker-compose.yml", "stackwalk",
 ]
 
 

@@ -53,13 +53,16 @@ def test_the_stage_has_a_web_acl_that_answers_429_with_retry_after_per_ip(templa
     assert headers == {"Retry-After": str(DEV.waf.window_s), "X-Content-Type-Options": "nosniff"}
     body = acl["CustomResponseBodies"][response["CustomResponseBodyKey"]]
     assert json.loads(body["Content"])["error"] == "throttled" and body["ContentType"] == "APPLICATION_JSON"
-    # associated with the API's own stage
-    [association] = resources(api, "AWS::WAFv2::WebACLAssociation")
-    [stage] = [k for k, r in api.to_json()["Resources"].items() if r["Type"] == "AWS::ApiGateway::Stage"]
-    arn = json.dumps(association["ResourceArn"])
-    assert "/stages/" in arn and json.dumps({"Ref": stage}) in arn
-    assert association["WebACLArn"] == {"Fn::GetAtt": [next(k for k, r in api.to_json()["Resources"].items()
-                                                            if r["Type"] == "AWS::WAFv2::WebACL"), "Arn"]}
+    # associated with each API's own stage (the query and capture API's, the Sentry SDKs')
+    associations = resources(api, "AWS::WAFv2::WebACLAssociation")
+    stages = [k for k, r in api.to_json()["Resources"].items() if r["Type"] == "AWS::ApiGateway::Stage"]
+    assert len(stages) == 2
+    assert sorted(next(s for s in stages if json.dumps({"Ref": s}) in json.dumps(a["ResourceArn"]))
+                  for a in associations) == sorted(stages)
+    for association in associations:
+        assert "/stages/" in json.dumps(association["ResourceArn"])
+        assert association["WebACLArn"] == {"Fn::GetAtt": [next(k for k, r in api.to_json()["Resources"].items()
+                                                                if r["Type"] == "AWS::WAFv2::WebACL"), "Arn"]}
 
 
 def test_gateway_429s_say_when_to_retry_and_every_gateway_answer_is_nosniff(templates: dict[str, Template]):

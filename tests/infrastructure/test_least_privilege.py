@@ -15,13 +15,12 @@ from aws_cdk.assertions import Template
 from lambdas.functions import CONSUMERS, FUNCTION_PORTS, FUNCTION_TOPICS
 from pipeline.topics import ALL_TOPICS, READ_GROUP
 from stacks.access import SQL_PORTS
-from stacks.api import UNDEPLOYED_FUNCTIONS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context
 
 DEV = DeployConfig.model_validate(cdk_json_context()["environments"]["dev"])
 CLUSTER = "cluster"
-DEPLOYED_FUNCTIONS = sorted(set(FUNCTION_PORTS) - UNDEPLOYED_FUNCTIONS)
+
 Grant = tuple[str, str]
 
 
@@ -92,7 +91,7 @@ def test_the_topic_table_covers_every_function_of_the_log():
     assert sorted(FUNCTION_TOPICS) == sorted(f for f, ports in FUNCTION_PORTS.items() if "log" in ports)
 
 
-@pytest.mark.parametrize("function", DEPLOYED_FUNCTIONS)
+@pytest.mark.parametrize("function", sorted(FUNCTION_PORTS))
 def test_a_function_may_touch_its_own_topics_and_group_only(function: str, dev: Blackbox,
                                                              templates: dict[str, Template]):
     assert kafka_grants(statements(deployed(dev)[function], templates)) == expected_kafka_grants(function)
@@ -101,7 +100,7 @@ def test_a_function_may_touch_its_own_topics_and_group_only(function: str, dev: 
 def test_every_producer_may_write_idempotently(dev: Blackbox, templates: dict[str, Template]):
     """The producer sets enable.idempotence: MSK refuses its InitProducerId without this, and
     capture would spill every event."""
-    writers = [f for f, access in FUNCTION_TOPICS.items() if access.writes and f not in UNDEPLOYED_FUNCTIONS]
+    writers = [f for f, access in FUNCTION_TOPICS.items() if access.writes]
     assert {"capture", "crash-consumer", "replay"} <= set(writers)
     for function in writers:
         grants = kafka_grants(statements(deployed(dev)[function], templates))
@@ -115,7 +114,7 @@ def test_a_consumer_cannot_publish_to_the_topic_it_reads(dev: Blackbox, template
         assert ("kafka-cluster:WriteData", topic("deadletter")) in grants
 
 
-@pytest.mark.parametrize("function", DEPLOYED_FUNCTIONS)
+@pytest.mark.parametrize("function", sorted(FUNCTION_PORTS))
 def test_a_function_may_read_the_secrets_of_its_own_ports_only(function: str, dev: Blackbox,
                                                                templates: dict[str, Template]):
     data = dev.data

@@ -15,10 +15,10 @@ from pydantic import ValidationError
 from adapters.kafka.log import ADMIN_TIMEOUT_S, PROVISION_WITHIN_S, PUBLISH_TIMEOUT_S
 from adapters.settings import Settings
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
-from lambdas.functions import CONSUMERS, FUNCTION_PORTS
+from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
 from pipeline.topics import ALL_TOPICS, DEADLETTER
 from stacks.access import SQL_PORTS
-from stacks.api import DEPLOYED_ROUTES, UNDEPLOYED_FUNCTIONS
+from stacks.api import SENTRY_ROUTES
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context
 from tests.infrastructure.conftest import blackbox, resources
@@ -106,14 +106,28 @@ def test_data(templates: dict[str, Template]):
 def test_api(dev: Blackbox, templates: dict[str, Template]):
     api = templates["api"]
     methods = resources(api, "AWS::ApiGateway::Method")
-    assert sorted(m["HttpMethod"] for m in methods) == sorted(r.method for r in DEPLOYED_ROUTES)
+    assert sorted(m["HttpMethod"] for m in methods) == sorted(r.method for r in API_ROUTES)
+    native_api = {"Ref": dev.api.get_logical_id(dev.api.native_api.node.default_child)}  # type: ignore[arg-type]
     for method in methods:
-        if method["HttpMethod"] == "POST":
+        if method["RestApiId"] == native_api:  # a Sentry SDK's: its key from the authorizer
+            assert method["ApiKeyRequired"] is True and method["AuthorizationType"] == "CUSTOM"
+            assert "AuthorizerId" in method
+        elif method["HttpMethod"] == "POST":
             assert method["ApiKeyRequired"] is True and method["AuthorizationType"] == "NONE"
             assert "application/json" in method["RequestModels"]
+            assert "RequestValidatorId" in method
         else:
-            assert method["AuthorizationType"] == "AWS_IAM"
-        assert "RequestValidatorId" in method
+            assert method["AuthorizationType"] == "AWS_IAM" and "RequestValidatorId" in method
+    assert len([m for m in methods if m["RestApiId"] == native_api]) == len(SENTRY_ROUTES) >= 2
+    apis = {a["Name"]: a for a in resources(api, "AWS::ApiGateway::RestApi")}
+    assert apis[DEV.prefix]["ApiKeySourceType"] == "HEADER"
+    assert apis[f"{DEV.prefix}-native"]["ApiKeySourceType"] == "AUTHORIZER"
+    assert apis[f"{DEV.prefix}-native"]["BinaryMediaTypes"] == ["*/*"]  # a gzip body arrives as sent
+    [authorizer] = resources(api, "AWS::ApiGateway::Authorizer")
+    assert authorizer["Type"] == "REQUEST" and authorizer["AuthorizerResultTtlInSeconds"] == 0
+    # every plan throttles its key on both APIs
+    for plan in resources(api, "AWS::ApiGateway::UsagePlan"):
+        assert len(plan["ApiStages"]) == 2
     api.has_resource_properties("AWS::ApiGateway::Method", {
         "HttpMethod": "GET", "RequestParameters": {"method.request.querystring.sku": True}})
     api.resource_count_is("AWS::ApiGateway::ApiKey", 2 + len(DEV.titles))  # ingest, server, a key per title
@@ -127,7 +141,7 @@ def test_api(dev: Blackbox, templates: dict[str, Template]):
     assert '"error": "payload_too_large"' in responses["REQUEST_TOO_LARGE"]["ResponseTemplates"]["application/json"]
     # a body model per route with a body, from the contract's schemas, as a first gate
     models = [m["Schema"] for m in resources(api, "AWS::ApiGateway::Model")]
-    assert len(models) == len([r for r in DEPLOYED_ROUTES if r.method in ("POST", "PUT")])
+    assert len(models) == len([r for r in API_ROUTES if r.method in ("POST", "PUT") and r not in SENTRY_ROUTES])
     assert any(s.get("required") == ["sku"] for s in models)  # a crash report, its schema at the root
     definitions = {name: d for schema in models for name, d in schema.get("definitions", {}).items()}
     assert definitions["Score"]["additionalProperties"] is False
@@ -141,7 +155,7 @@ def test_api(dev: Blackbox, templates: dict[str, Template]):
     api.has_resource_properties("AWS::ApiGateway::Stage", {"AccessLogSetting": Match.any_value(),
                                                            "TracingEnabled": True})
     # each route's integration invokes the function that owns it locally
-    for method, function in ((r.method, r.function) for r in DEPLOYED_ROUTES):
+    for method, function in ((r.method, r.function) for r in API_ROUTES):
         logical_id = dev.api.get_logical_id(dev.api.functions[function].node.default_child)  # type: ignore[arg-type]
         api.has_resource_properties("AWS::ApiGateway::Method", {
             "HttpMethod": method,
@@ -187,7 +201,7 @@ PORT_TRACES = {
 def test_each_function_is_granted_and_told_of_its_own_ports_only(dev: Blackbox, templates: dict[str, Template]):
     deployed = {**dev.api.functions, **dev.processing.functions, "purge": dev.processing.purge,
                 "replay": dev.processing.replay}
-    assert {"native"} == UNDEPLOYED_FUNCTIONS and sorted(deployed) == sorted(set(FUNCTION_PORTS) - {"native"})
+    assert sorted(deployed) == sorted(FUNCTION_PORTS)
     policies: dict[str, str] = {}
     for name, function in deployed.items():
         stack = Stack.of(function)
@@ -229,7 +243,7 @@ def test_prod_is_sized_for_production():
 def test_every_deployed_handler_is_importable(templates: dict[str, Template]):
     handlers = {f["Handler"] for t in templates.values() for f in resources(t, "AWS::Lambda::Function")
                 if f.get("Handler", "").startswith("lambdas.")}
-    assert len(handlers) == 12  # nine functions, two deploy-time custom resources, the Couchbase rotation
+    assert len(handlers) == 14  # eleven functions, two deploy-time custom resources, the Couchbase rotation
     for handler in handlers:
         module, function = handler.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), function)), handler

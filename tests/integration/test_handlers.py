@@ -14,6 +14,7 @@ from adapters.settings import Settings
 from lambdas import (
     capture,
     crash_consumer,
+    key_source,
     leaderboards,
     native,
     projects,
@@ -321,3 +322,16 @@ def test_the_native_samples_land_a_report_and_a_session_of_the_projects_sku_once
         "EXCEPTION_ACCESS_VIOLATION_READ", "SIGSEGV", "Windows", "skyrift@1.4.3")
     assert report["payload"]["stackTrace"].splitlines()[0].startswith("#0") and "Renderer::Draw" in \
         report["payload"]["stackTrace"].splitlines()[0]
+
+
+def test_the_key_source_hands_api_gateway_a_sentry_sdks_key_wherever_the_sdk_put_it():
+    allowed = call(key_source.handler, "key-source.json")
+    assert allowed["usageIdentifierKey"] == "ingest-key"
+    [statement] = allowed["policyDocument"]["Statement"]
+    assert statement["Effect"] == "Allow" and statement["Resource"] == load_event("key-source.json")["methodArn"]
+    in_query = call(key_source.handler, "key-source.json", headers={},
+                    queryStringParameters={"sentry_key": "other-key", "sentry_version": "7"})
+    assert in_query["usageIdentifierKey"] == "other-key"
+    for headers in ({}, {"x-sentry-auth": "Sentry sentry_version=7"}, {"authorization": "Bearer x"}):
+        with pytest.raises(PermissionError, match=r"^Unauthorized$"):  # API Gateway's 401
+            call(key_source.handler, "key-source.json", headers=headers)

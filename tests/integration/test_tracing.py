@@ -41,7 +41,7 @@ SAMPLES = {
     "capture": "capture-crash.json", "reporter": "reporter-list-crashes.json", "crash-consumer": "crash-consumer.json",
     "session-counter": "session-counter.json", "leaderboards": "leaderboards-top.json",
     "ranking-worker": "ranking-worker.json", "purge": "purge-scheduled.json", "replay": "replay-scheduled.json",
-    "projects": "projects-put.json", "native": "native-envelope.json",
+    "projects": "projects-put.json", "native": "native-envelope.json", "key-source": "key-source.json",
 }
 
 

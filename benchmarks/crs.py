@@ -106,11 +106,12 @@ class Loop:
         return self.acknowledged / self.seconds
 
 
-async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency: int, seconds: float) -> Loop:
-    """Requests acknowledged with `concurrency` clients sending back to back."""
+async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], *, concurrency: int, seconds: float,
+                       content_type: str, accepted: int) -> Loop:
+    """Requests acknowledged (answered `accepted`) with `concurrency` clients sending back to back."""
     acknowledged = 0
     async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=concurrency),
-                                     headers={"content-type": "application/json"},
+                                     headers={"content-type": content_type},
                                      timeout=aiohttp.ClientTimeout(total=60)) as client:
         deadline = time.perf_counter() + seconds
 
@@ -120,7 +121,7 @@ async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency
             while time.perf_counter() < deadline:
                 async with client.post(path, data=bodies[i % len(bodies)]) as response:
                     await response.read()
-                    acknowledged += response.status == 202
+                    acknowledged += response.status == accepted
                 i += concurrency
 
         started = time.perf_counter()
@@ -128,8 +129,32 @@ async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], concurrency
         return Loop(acknowledged, time.perf_counter() - started)
 
 
-def closed_loop(url: str, path: str, bodies: Sequence[bytes], plan: Plan) -> Loop:
-    return asyncio.run(_closed_loop(url, path, bodies, plan.concurrency, plan.capture_seconds))
+def closed_loop(url: str, path: str, bodies: Sequence[bytes], plan: Plan, *, content_type: str = "application/json",
+                accepted: int = 202) -> Loop:
+    return asyncio.run(_closed_loop(url, path, bodies, concurrency=plan.concurrency, seconds=plan.capture_seconds,
+                                    content_type=content_type, accepted=accepted))
+
+
+# a Sentry SDK's crash as large as the JSON ones: an event (exception, frames) and an attachment
+# whose base64 brings the report to about CRASH_BYTES
+SENTRY_ATTACHMENT_BYTES = 72 * 1024
+BENCH_PROJECT = 1
+
+
+def sentry_envelopes(count: int) -> list[bytes]:
+    rng = random.Random(5)
+    bodies = []
+    for _ in range(count):
+        frames = [{"function": f"Game::System{n}::Update", "filename": f"system{n}.cpp",
+                   "lineno": rng.randrange(1, 900), "instruction_addr": hex(rng.getrandbits(40))} for n in range(30)]
+        event = json.dumps({"platform": "native", "release": "bench@1.0", "level": "fatal",
+                            "exception": {"values": [{"type": "EXCEPTION_ACCESS_VIOLATION_READ",
+                                                      "stacktrace": {"frames": frames}}]}}).encode()
+        attachment = rng.randbytes(SENTRY_ATTACHMENT_BYTES)
+        bodies.append(b"{}\n" + json.dumps({"type": "event", "length": len(event)}).encode() + b"\n" + event + b"\n"
+                      + json.dumps({"type": "attachment", "length": len(attachment),
+                                    "filename": "save.dat"}).encode() + b"\n" + attachment + b"\n")
+    return bodies
 
 
 def raw_producer_rate(settings: Settings, bodies: Sequence[bytes], seconds: float) -> float:
@@ -277,7 +302,12 @@ def capture_section(serve: Serve, settings: Settings, plan: Plan, results: Resul
     progress(f"{settings.profile}: capture with {workers}, 100 KB crash reports")
     loop = closed_loop(serve.url, "/v1/crashes", crashes, plan)
     results.capture[f"crashes{at}"] = loop.rate
-    return loop.acknowledged
+    progress(f"{settings.profile}: capture with {workers}, 100 KB Sentry envelopes")
+    httpx.put(f"{serve.url}/v1/projects/{BENCH_PROJECT}", json={"sku": CAPTURE_SKU}).raise_for_status()
+    envelopes = closed_loop(serve.url, f"/api/{BENCH_PROJECT}/envelope/", sentry_envelopes(16), plan,
+                            content_type="application/x-sentry-envelope", accepted=200)
+    results.capture[f"sentryEnvelopes{at}"] = envelopes.rate
+    return loop.acknowledged + envelopes.acknowledged
 
 
 def raw_producer_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:

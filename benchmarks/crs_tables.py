@@ -63,6 +63,8 @@ def capture(results: Sequence[Results]) -> list[str]:
              ("bare", "bare ASGI endpoint (parse, 202), one event a request", False),
              ("sessionsBatched", "session events, 500 a request", True),
              ("crashes", "100 KB crash reports (Blackbox: 202 once on the log)", True),
+             ("sentryEnvelopes", "100 KB Sentry envelopes (an event, a 72 KB attachment; 200 once on the log)",
+              True),
              ("legacy", "100 KB crash reports, Legacy CRS (202 once inserted)", False)]
     for key, label, by_role in names:
         lines.append(f"| {label} | " + " | ".join(
@@ -89,6 +91,10 @@ def capture(results: Sequence[Results]) -> list[str]:
                                                            for w, (ours, bare) in single.items())
                       + f" of the bare endpoint with as many processes (target ≥ 40% with {_processes(top)}): "
                       f"{_verdict(single[top][0] >= 0.4 * single[top][1])}")
+        if f"sentryEnvelopes@{WORKER_COUNTS[0]}" in c:
+            checks.append("Sentry envelopes " + ", ".join(
+                f"{_share(c[f'sentryEnvelopes@{w}'], c[f'crashes@{w}'])} ({_processes(w)})" for w in WORKER_COUNTS)
+                + " of JSON crash reports of the same size")
         batched = max(c[f"sessionsBatched@{w}"] for w in WORKER_COUNTS)
         checks.append(f"batched session events {batched:,.0f}/s (target ≥ 50,000): {_verdict(batched >= 50_000)}")
         low, high = WORKER_COUNTS[0], WORKER_COUNTS[-1]

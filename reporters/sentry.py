@@ -363,6 +363,14 @@ def _payload_end(data: bytes, start: int, length: Any, what: str, limits: Envelo
     return end
 
 
+def event_object(data: bytes, what: str) -> dict[str, Any]:
+    """JSON text that must be a Sentry event: a JSON object, strict, within `EVENT_DEPTH`."""
+    event = _json(data, what, EVENT_DEPTH)
+    if not isinstance(event, dict):
+        raise ReporterError("invalid", f"{what} is not a JSON object")
+    return event
+
+
 def _json(data: bytes, what: str, depth: int = MAX_JSON_DEPTH) -> Any:
     try:
         value = pydantic_core.from_json(data, allow_inf_nan=False)
@@ -387,13 +395,11 @@ def parse_envelope(data: bytes, sku: str, limits: EnvelopeLimits = LIMITS) -> Se
     attachments = [item for item in items if item.type == "attachment"]
     if len(events) > 1:
         raise ReporterError("invalid", "an envelope holds at most one event")
-    event_id = _event_id(header.get("event_id"))
+    event_id = sentry_event_id(header.get("event_id"))
     crash = None
     if events:
-        event = _json(events[0].payload, "the event", EVENT_DEPTH)
-        if not isinstance(event, dict):
-            raise ReporterError("invalid", "the event is not a JSON object")
-        crash = _report(event, sku, event_id or _event_id(event.get("event_id")), attachments, discarded)
+        event = event_object(events[0].payload, "the event")
+        crash = _report(event, sku, event_id or sentry_event_id(event.get("event_id")), attachments, discarded)
     elif any(item.text("attachment_type") == MINIDUMP for item in attachments):
         crash = _report({}, sku, event_id, attachments, discarded)
     elif attachments:
@@ -428,14 +434,13 @@ def parse_store(data: bytes, sku: str, limits: EnvelopeLimits = LIMITS) -> Sentr
     """A `/store/` body: one JSON event."""
     if len(data) > limits.max_item_bytes:
         raise ReporterError("too_large", f"the event is {len(data)} bytes; the limit is {limits.max_item_bytes}")
-    event = _json(data, "the event", EVENT_DEPTH)
-    if not isinstance(event, dict):
-        raise ReporterError("invalid", "the event is not a JSON object")
-    event_id = _event_id(event.get("event_id"))
+    event = event_object(data, "the event")
+    event_id = sentry_event_id(event.get("event_id"))
     return SentryEnvelope(event_id=event_id, crash=_report(event, sku, event_id, [], Counter()))
 
 
-def _event_id(value: Any) -> str | None:
+def sentry_event_id(value: Any) -> str | None:
+    """A UUID in any of its spellings as Sentry's event id (32 hex digits); None for anything else."""
     if not isinstance(value, str):
         return None
     try:
@@ -456,7 +461,7 @@ def _report(event: dict[str, Any], sku: str, event_id: str | None, items: list[I
     minidumps = []
     for item in kept:
         kind = item.text("attachment_type") or "event.attachment"
-        name = _unique(attachment_name(item.text("filename"), kind == MINIDUMP), attachments)
+        name = unique_attachment_name(item.text("filename"), attachments, kind == MINIDUMP)
         attachments[name] = item.payload
         facts = {"name": name, "filename": item.text("filename"), "attachmentType": kind,
                  "contentType": item.text("content_type")}
@@ -578,6 +583,11 @@ def attachment_name(filename: str | None, minidump: bool = False) -> str:
         return _ATTACHMENT_NAME.validate_python(name)
     except ValidationError:  # nothing left, or "." / ".."
         return "minidump.dmp" if minidump else "attachment"
+
+
+def unique_attachment_name(filename: str | None, taken: Mapping[str, bytes], minidump: bool = False) -> str:
+    """`attachment_name`, made unique among `taken` (the report's attachments so far)."""
+    return _unique(attachment_name(filename, minidump), taken)
 
 
 def _unique(name: str, taken: Mapping[str, bytes]) -> str:

@@ -34,7 +34,7 @@ parts, part headers and part sizes, where python-multipart leaves every bound to
 | parts | `MAX_PARTS` = 64 (a report keeps at most 64 attachments) | 400 |
 | a part's header line, headers per part | 4 KiB, 8 | 400 |
 | a field's name | `MAX_NAME_CHARS` = 256 characters | 400 |
-| a text field's value | `MAX_VALUE_BYTES` = 64 KiB (Crashpad's largest annotation is 5 KiB) | 400 |
+| a text field's value | `MAX_VALUE_BYTES` = 64 KiB (a Crashpad annotation holds at most 20 KiB) | 400 |
 | `upload_file_minidump` | exactly one, starting with `MDMP` (big-endian: `PMDM`) | 400 |
 
 A gzip-wrapped dump (a `.gz`, as Relay takes one) is inflated within the body's limit.

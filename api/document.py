@@ -160,6 +160,8 @@ def unnamed(path: str) -> str:
 def security(route: RouteFacts) -> list[dict[str, list[str]]]:
     if route.credential == "sentry":
         return [{"sentryAuth": []}, {"sentryKey": []}]
+    if route.credential == "path":  # no scheme says a path holds a key: its parameter does
+        return []
     if route.ingest:
         return [{"apiKey": []}]
     if route.roles is None:

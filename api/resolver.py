@@ -33,6 +33,11 @@ def json_response(status: int, body: Any) -> Response[str]:
     return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=NOSNIFF)
 
 
+def text_response(status: int, text: str) -> Response[str]:
+    """Plain text, for the clients that read nothing else (Crashpad's report id, Socorro's CrashID)."""
+    return Response(status_code=status, content_type="text/plain; charset=utf-8", body=text, headers=NOSNIFF)
+
+
 def answer(kind: object, description: str) -> OpenAPIResponse:
     """A route's answer for the OpenAPI document: the type its JSON body has (a TypedDict or a model),
     from which the document's schema is generated."""

@@ -13,7 +13,7 @@ from api.access import READERS, SERVER, WRITERS, Role
 from pipeline.topics import CRASHES, DEADLETTER, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
-Credential = Literal["api-key", "sentry"]
+Credential = Literal["api-key", "sentry", "path"]
 
 FUNCTIONS = {
     "capture": "lambdas.capture",
@@ -39,8 +39,8 @@ class ApiRoute:
     path: str
     function: str
     roles: frozenset[Role] | None
-    # where the caller's key is: the x-api-key header, or where a Sentry SDK puts it
-    # (reporters.sentry.parse_auth)
+    # where the caller's key is: the x-api-key header, where a Sentry SDK puts it
+    # (reporters.sentry.parse_auth), or the path's last part (CrashReportClient's URL can hold no other)
     credential: Credential = "api-key"
 
     @property
@@ -76,6 +76,9 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/projects/{projectId}", "projects", READERS),
     ApiRoute("POST", "/api/{projectId}/envelope/", "native", WRITERS, "sentry"),
     ApiRoute("POST", "/api/{projectId}/store/", "native", WRITERS, "sentry"),
+    ApiRoute("POST", "/api/{projectId}/minidump/", "native", WRITERS, "sentry"),
+    ApiRoute("POST", "/submit", "native", WRITERS, "sentry"),
+    ApiRoute("POST", "/api/{projectId}/unreal/{key}/", "native", WRITERS, "path"),
 )
 
 # consumer function → the topic its event source mapping reads

@@ -17,8 +17,10 @@ from reporters.sentry import parse_auth
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # CrashReportClient's URL holds the key in its path (…/unreal/{key}/)
+    key: str | None = (event.get("pathParameters") or {}).get("key")
     try:
-        key = parse_auth(event.get("headers") or {}, event.get("queryStringParameters") or {}).key
+        key = key or parse_auth(event.get("headers") or {}, event.get("queryStringParameters") or {}).key
     except ReporterError:
         # the message Lambda authorizers answer 401 with
         raise PermissionError("Unauthorized") from None

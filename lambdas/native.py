@@ -1,5 +1,7 @@
-"""Native crash reporters' uploads, unchanged clients: Sentry SDKs' envelopes and store bodies.
-Answers as Sentry does once what they carried is durable (DESIGN §3.1), through the capture path."""
+"""Native crash reporters' uploads, unchanged clients: Sentry SDKs' envelopes and store bodies,
+Crashpad's and Breakpad's minidump uploads (Sentry's route and Socorro's `/submit`) and Unreal's
+CrashReportClient. Each answers as its client expects once what it carried is durable (DESIGN
+§3.1), through the capture path."""
 
 from __future__ import annotations
 
@@ -9,28 +11,34 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from adapters.factory import current
-from api.requests import BODY_EXTENSION, Posted
-from api.resolver import answer, create_resolver, json_response, posted
+from api.requests import BODY_EXTENSION
+from api.resolver import answer, create_resolver, json_response, posted, text_response
 from ports import ProjectStore
-from ports.errors import NotFound
+from ports.errors import InvalidField, NotFound
 from ports.limits import MAX_BODY_BYTES
 from ports.scopes import SkuScope
 from ports.telemetry import instrumented
+from reporters.breakpad import parse_minidump_upload, socorro_answer
 from reporters.capture import capture_envelope
 from reporters.encoding import decode_body
 from reporters.projects import MAX_PROJECT_ID, Skus
 from reporters.sentry import SentryEnvelope, parse_envelope, parse_store
+from reporters.unreal import parse_unreal_crash
 
 # the hot path's choice (lambdas.capture): each route reads its body itself
 app = create_resolver(typed=False)
 
-ProjectId = Annotated[str, Path(pattern=r"^[1-9][0-9]{0,15}$", description="the project of the DSN")]
+PROJECT_PATTERN = r"^[1-9][0-9]{0,15}$"
+ProjectId = Annotated[str, Path(pattern=PROJECT_PATTERN, description="the project of the DSN")]
+# (body, its Content-Type, the project's sku) → what the upload carried
+Reader = Callable[[bytes, str | None, str], SentryEnvelope]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -44,54 +52,105 @@ _skus: weakref.WeakKeyDictionary[ProjectStore, Skus] = weakref.WeakKeyDictionary
 _skus_lock = threading.Lock()
 
 
-def _sku(project_id: str) -> str:
-    number = int(project_id) if project_id.isdigit() and len(project_id) <= 16 else 0
+def _sku(project_id: str | None) -> str:
+    number = int(project_id) if project_id and project_id.isdigit() and len(project_id) <= 16 else 0
     if not 1 <= number <= MAX_PROJECT_ID:
-        raise NotFound(f"no project {project_id[:32]}")
+        raise NotFound(f"no project {(project_id or '')[:32]}", "project")
     store = current().projects
     with _skus_lock:
         skus = _skus.get(store) or _skus.setdefault(store, Skus(store))
     return skus.of(number)
 
 
-def _upload() -> tuple[Posted, bytes]:
-    """The request, and its body with its Content-Encoding undone (within the contract's limit)."""
-    request = posted(app.current_event)
-    return request, decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)
-
-
-def _capture(project_id: str, read: Callable[[bytes, str], SentryEnvelope]) -> Response[str]:
+def _capture(project_id: str | None, read: Reader) -> str | None:
+    """Captures the request's upload for the project's sku; the Sentry event id of its report."""
     sku = _sku(project_id)
-    request, body = _upload()
-    reading = read(body, sku)
+    request = posted(app.current_event)
+    # Content-Encoding undone within the contract's limit
+    body = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)
+    reading = read(body, request.content_type, sku)
     a = current()
     scope = SkuScope.of(app.current_event.request_context.identity.api_key_id, a.key_skus)
-    event_id = capture_envelope(a.log, a.spill, reading, sku, size_bytes=len(request.body), scope=scope)
-    return json_response(200, SentryAnswer(id=event_id) if event_id else SentryAnswer())
+    return capture_envelope(a.log, a.spill, reading, sku, size_bytes=len(request.body), scope=scope)
 
 
-_SENTRY = ("as a Sentry SDK sends it (any media type): auth by `X-Sentry-Auth`, `Authorization: Sentry` or "
-           "`?sentry_key=` (an ingest key), `Content-Encoding` identity, gzip or deflate; at most 1 MiB as sent "
-           "and as decoded. The contract's errors; an unknown project is 404")
+_SENTRY_AUTH = ("auth by `X-Sentry-Auth`, `Authorization: Sentry` or `?sentry_key=` (an ingest key); "
+                "`Content-Encoding` identity, gzip or deflate; at most 1 MiB as sent and as decoded. The "
+                "contract's errors")
+_UNKNOWN = "an unknown project is 404"
 _BINARY = {"schema": {"type": "string", "format": "binary"}}
-ENVELOPE = {BODY_EXTENSION: {"required": True, "content": {"application/x-sentry-envelope": _BINARY}}}
-EVENT = {BODY_EXTENSION: {"required": True, "content": {"application/json": {"schema": {
-    "type": "object", "description": "a Sentry event"}}}}}
+_MINIDUMP_FORM = {"multipart/form-data": {"schema": {
+    "type": "object", "required": ["upload_file_minidump"],
+    "properties": {"upload_file_minidump": {"type": "string", "format": "binary"}},
+    "description": "the minidump (starting MDMP) and the reporter's annotations as text fields; other files "
+                   "are attachments"}}}
 
 
-def _upload_route(path: str, operation_id: str, summary: str, body: dict[str, Any],
-                  read: Callable[[bytes, str], SentryEnvelope]) -> None:
+def _body(content: dict[str, Any]) -> dict[str, Any]:
+    return {BODY_EXTENSION: {"required": True, "content": content}}
+
+
+def _text(description: str) -> dict[int, OpenAPIResponse]:
+    return {200: {"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}}}
+
+
+def _sentry_route(path: str, operation_id: str, summary: str, body: dict[str, Any], read: Reader) -> None:
     def upload(project_id: ProjectId) -> Response[str]:
-        return _capture(project_id, read)
+        event_id = _capture(project_id, read)
+        return json_response(200, SentryAnswer(id=event_id) if event_id else SentryAnswer())
 
-    app.post(path, operation_id=operation_id, summary=summary, description=_SENTRY, openapi_extensions=body,
+    app.post(path, operation_id=operation_id, summary=summary, description="as a Sentry SDK sends it (any "
+             f"media type): {_SENTRY_AUTH}; {_UNKNOWN}", openapi_extensions=_body(body),
              responses={200: answer(SentryAnswer, "durable")})(upload)
 
 
-_upload_route("/api/<project_id>/envelope/", "postSentryEnvelope",
-              "A Sentry SDK's envelope (200 once what it carries is durable)", ENVELOPE, parse_envelope)
-_upload_route("/api/<project_id>/store/", "postSentryEvent", "An older Sentry SDK's event (200 once it is durable)",
-              EVENT, parse_store)
+_sentry_route("/api/<project_id>/envelope/", "postSentryEnvelope",
+              "A Sentry SDK's envelope (200 once what it carries is durable)",
+              {"application/x-sentry-envelope": _BINARY}, lambda body, _, sku: parse_envelope(body, sku))
+_sentry_route("/api/<project_id>/store/", "postSentryEvent", "An older Sentry SDK's event (200 once it is durable)",
+              {"application/json": {"schema": {"type": "object", "description": "a Sentry event"}}},
+              lambda body, _, sku: parse_store(body, sku))
+
+
+@app.post("/api/<project_id>/minidump/", operation_id="postMinidump",
+          summary="A Crashpad or Breakpad minidump upload (200 once it is durable)",
+          description="as Crashpad sends it to Sentry (multipart `upload_file_minidump` and annotations, or the "
+                      f"bare dump), the whole body perhaps gzipped: {_SENTRY_AUTH}; {_UNKNOWN}. Answers the event id "
+                      "as text",
+          openapi_extensions=_body({**_MINIDUMP_FORM, "application/octet-stream": _BINARY}),
+          responses=_text("the report's event id"))
+def post_minidump(project_id: ProjectId) -> Response[str]:
+    return text_response(200, _capture(project_id, parse_minidump_upload) or "")
+
+
+@app.post("/submit", operation_id="postBreakpadSubmit",
+          summary="A Breakpad upload as Socorro takes it (200 once it is durable)",
+          description="for Breakpad clients, which take any upload URL: `/submit?project=<project>&sentry_key="
+                      "<ingest key>`, multipart as on the minidump route; "
+                      f"{_SENTRY_AUTH}; an unknown or missing project is 400 naming `project`. Answers "
+                      "`CrashID=bp-<event id>` as Socorro does",
+          openapi_extensions=_body(_MINIDUMP_FORM), responses=_text("`CrashID=bp-<uuid>`"))
+def post_submit(project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, description="the project")] = None,
+                ) -> Response[str]:
+    # untyped routes are handed their path alone: the query is read here; a project it does not name
+    # is a value of the query, refused as one
+    try:
+        event_id = _capture(app.current_event.get_query_string_value("project"), parse_minidump_upload)
+    except NotFound as missing:
+        raise InvalidField(str(missing), "project") from None
+    return text_response(200, socorro_answer(event_id) if event_id else "")
+
+
+@app.post("/api/<project_id>/unreal/<key>/", operation_id="postUnrealCrash",
+          summary="Unreal's CrashReportClient upload (200 once it is durable)",
+          description="its compressed crash container (context XML, minidump, logs), as CrashReportClient posts it "
+                      "to a DataRouterUrl of `…/api/<project>/unreal/<ingest key>/`; at most 1 MiB as sent and "
+                      f"inflated; {_UNKNOWN}. Answers the event id as text",
+          openapi_extensions=_body({"application/octet-stream": _BINARY}), responses=_text("the report's event id"))
+def post_unreal(project_id: ProjectId,
+                key: Annotated[str, Path(description="an ingest key, where CrashReportClient can put one")],
+                ) -> Response[str]:
+    return text_response(200, _capture(project_id, lambda body, _, sku: parse_unreal_crash(body, sku)) or "")
 
 
 @instrumented

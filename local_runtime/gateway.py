@@ -332,6 +332,8 @@ def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
     """The key the caller presents, where its route's clients put it."""
     if route.credential == "api-key":
         return _header(scope, API_KEY_HEADER)
+    if route.credential == "path":
+        return str(scope["path"]).rstrip("/").rsplit("/", 1)[-1]
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
     return parse_auth(headers, dict(parse_qsl(scope["query_string"].decode("latin-1")))).key
 

@@ -105,7 +105,7 @@ API_FUNCTIONS = sorted({route.function for route in API_ROUTES})
 # Gateway's key check does not read (it reads x-api-key, or an authorizer's answer, API-wide): its
 # routes are an API of their own, whose authorizer (lambdas.key_source) hands API Gateway the key,
 # under the same usage plans, so capture's routes keep the header check and no authorizer's call
-SENTRY_ROUTES = tuple(route for route in API_ROUTES if route.credential == "sentry")
+SENTRY_ROUTES = tuple(route for route in API_ROUTES if route.credential != "api-key")
 KEY_SOURCE = "key-source"
 
 
@@ -133,7 +133,7 @@ class ApiStack(ApplicationStack):
         for route in API_ROUTES:
             method, path = route.method, route.path
             integration = apigateway.LambdaIntegration(self.functions[route.function])
-            if route.credential == "sentry":
+            if route in SENTRY_ROUTES:
                 self.native_api.root.resource_for_path(path).add_method(
                     method, integration, api_key_required=True, authorizer=key_source,
                     authorization_type=apigateway.AuthorizationType.CUSTOM, request_validator=native_validator)

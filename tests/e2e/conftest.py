@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
@@ -30,6 +31,12 @@ def running(profile: str, base: Path, env: dict[str, str] | None = None) -> Iter
         assert server.stop() == 0
     if profile == "services":
         drop_database(name)
+
+
+def put_project(server: Serve, project: int, sku: str, server_key: str) -> None:
+    """Creates a project of native uploads (what a studio does once)."""
+    created = httpx.put(f"{server.url}/v1/projects/{project}", json={"sku": sku}, headers={"x-api-key": server_key})
+    assert created.status_code == 201, created.text
 
 
 @pytest.fixture(scope="module", params=["embedded", "services"])

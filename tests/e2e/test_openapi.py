@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 import yaml
@@ -25,16 +24,17 @@ from crashes.stats import MAX_BUCKETS
 from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
 from ports.timeutil import now_ms, parse_epoch_ms
-from tests.e2e.conftest import running
+from tests.e2e.conftest import put_project, running
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "api" / "openapi.yaml"
 schema = schemathesis.openapi.from_path(DOCUMENT)
 CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
           checks.response_schema_conformance, checks.negative_data_rejection, checks.positive_data_acceptance]
 KEYS = {Role.INGEST: "ingest-Op3n", Role.SERVER: "server-Ap1s", Role.READ: "read-D0cs"}
-# the project a Sentry SDK's upload names. An envelope's framing is prose to a schema (a binary
-# body), which can say neither what is valid nor what is not: those routes are held to the checks
-# but those two (tests/e2e/test_sentry.py and tests/unit/test_sentry_envelopes.py say the rest)
+# the project a native reporter's upload names. An envelope's, a minidump's or an Unreal
+# container's framing is prose to a schema (a binary body), which can say neither what is valid nor
+# what is not: those routes are held to the checks but those two (tests/e2e/test_sentry.py,
+# test_native_uploads.py and their unit tests say the rest)
 PROJECT = 1
 SENTRY_AUTH = "X-Sentry-Auth"
 FRAMED_IN_PROSE = CHECKS[:-2]
@@ -44,15 +44,14 @@ FRAMED_IN_PROSE = CHECKS[:-2]
 def _envelope(_: Any, value: Any) -> bytes:
     return value if isinstance(value, bytes) else json.dumps(value).encode()
 ROLES = {(r.method, r.path): r.roles for r in API_ROUTES}
+NATIVE = {(r.method, r.path) for r in API_ROUTES if r.credential != "api-key"}
 
 
 @pytest.fixture(scope="module", params=["embedded", "services"])
 def keyed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     env = {f"BLACKBOX_API_KEYS__{role.value.upper()}": json.dumps([key]) for role, key in KEYS.items()}
     with running(request.param, tmp_path_factory.mktemp(f"openapi-{request.param}"), env) as server:
-        created = httpx.put(f"{server.url}/v1/projects/{PROJECT}", json={"sku": "openapi:pc"},
-                            headers={API_KEY_HEADER: KEYS[Role.SERVER]})
-        assert created.status_code == 201, created.text
+        put_project(server, PROJECT, "openapi:pc", KEYS[Role.SERVER])
         yield server
 
 
@@ -96,7 +95,7 @@ def test_serve_keeps_to_the_document(keyed: Serve, case: Case):
         case.query["sentry_key"] = KEYS[Role.INGEST]
     if case.meta is not None and case.meta.generation.mode.is_positive and case.query:
         within_the_prose(case.query)
-    native = case.operation.path.startswith("/api/")
+    native = (case.operation.method.upper(), case.operation.path) in NATIVE
     if native and case.path_parameters and case.path_parameters.get("projectId", "").isdigit():
         case.path_parameters["projectId"] = str(PROJECT)  # a known project: the upload is read
     case.call_and_validate(base_url=keyed.url, checks=FRAMED_IN_PROSE if native else CHECKS, timeout=30)

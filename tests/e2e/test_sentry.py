@@ -19,7 +19,7 @@ from sentry_sdk.transport import HttpTransport
 
 from local_runtime.process import Serve
 from reporters.sentry import dsn
-from tests.e2e.conftest import running
+from tests.e2e.conftest import put_project, running
 
 INGEST, TITLE, SERVER, READ = "ingest-Se9t", "title-Tt4x", "server-Sv2k", "read-Rd8m"
 KEYS = {
@@ -49,8 +49,7 @@ def render_frame() -> None:
 @pytest.fixture(scope="module", params=["embedded", "services"])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     with running(request.param, tmp_path_factory.mktemp(f"sentry-{request.param}"), KEYS) as serve:
-        created = httpx.put(f"{serve.url}/v1/projects/{PROJECT}", json={"sku": SKU}, headers={"x-api-key": SERVER})
-        assert created.status_code == 201, created.text
+        put_project(serve, PROJECT, SKU, SERVER)
         yield serve
 
 

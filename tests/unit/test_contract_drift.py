@@ -61,7 +61,8 @@ def test_the_document_asks_each_route_for_the_keys_of_its_roles():
     for route in API_ROUTES:
         security = GENERATED["paths"][route.path][route.method.lower()]["security"]
         schemes = {name for requirement in security for name in requirement}
-        expected = ({"sentryAuth", "sentryKey"} if route.credential == "sentry" else {"apiKey"} if route.ingest
+        expected = ({"sentryAuth", "sentryKey"} if route.credential == "sentry" else set() if route.credential == "path"
+                    else {"apiKey"} if route.ingest
                     else set() if route.roles is None else {"readKey"} if route.roles == READERS else {"serverKey"})
         assert schemes == expected, (route.method, route.path)
         headers = {p["name"] for p in GENERATED["paths"][route.path][route.method.lower()].get("parameters", [])

@@ -27,6 +27,7 @@ from reporters.encoding import decode_body
 from reporters.errors import ReporterError
 from reporters.sentry import (
     MAX_ITEMS,
+    CrashReport,
     EnvelopeLimits,
     attachment_name,
     dsn,
@@ -428,3 +429,14 @@ def test_any_bytes_read_or_raise_the_readers_error(mutation: bytes | list[tuple[
     for coding in ("gzip", "deflate"):
         with contextlib.suppress(ReporterError):
             decode_body(data, coding, 1000)
+
+
+@settings(max_examples=60)
+@given(fields=st.dictionaries(st.text(max_size=8).filter(lambda k: k != "attachments"),
+                              st.one_of(st.none(), st.integers(), st.text(max_size=20)), max_size=5),
+       files=st.dictionaries(st.text(min_size=1, max_size=12), st.binary(max_size=64), max_size=4))
+def test_a_reports_json_text_is_its_submission_as_json_writes_it(fields: dict[str, Any],
+                                                                 files: dict[str, bytes]) -> None:
+    # written by hand around the base64 (reporters.sentry.CrashReport.json_text), byte for byte
+    report = CrashReport(None, fields, files)
+    assert report.json_text() == json.dumps(report.submission(), ensure_ascii=False, separators=(",", ":")).encode()

@@ -80,15 +80,16 @@ class ApiKeys(BaseModel):
                 found = caller
         return found
 
-    def authorize(self, presented: str | None, roles: frozenset[Role] | None, what: str) -> Caller | None:
+    def authorize(self, presented: str | None, roles: frozenset[Role] | None, what: str,
+                  where: str = f"the {API_KEY_HEADER} header") -> Caller | None:
         """The caller, or the contract's 401 (no or unknown key) or 403 (a key whose role is not
-        among `roles`, those of the route `what`, e.g. "POST /v1/scores"). None where no key is
-        needed: roles None is a route open to anyone."""
+        among `roles`, those of the route `what`, e.g. "POST /v1/scores", whose key is in `where`). None
+        where no key is needed: roles None is a route open to anyone."""
         if not self.configured or roles is None:
             return None
         caller = self.identify(presented)
         if caller is None:
-            raise Unauthorized(f"{what} needs an API key in the {API_KEY_HEADER} header")
+            raise Unauthorized(f"{what} needs an API key in {where}")
         if caller.role not in roles:
             raise Forbidden(f"a {caller.role.value} key may not {what}")
         return caller

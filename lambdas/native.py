@@ -5,6 +5,7 @@ CrashReportClient. Each answers as its client expects once what it carried is du
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from adapters.factory import current
 from api.requests import BODY_EXTENSION
 from api.resolver import answer, create_resolver, json_response, posted, text_response
 from ports import ProjectStore
-from ports.errors import InvalidField, NotFound
+from ports.errors import InvalidField, NotFound, PayloadTooLarge
 from ports.limits import MAX_BODY_BYTES
 from ports.scopes import SkuScope
 from ports.telemetry import instrumented
@@ -53,7 +54,7 @@ _skus_lock = threading.Lock()
 
 
 def _sku(project_id: str | None) -> str:
-    number = int(project_id) if project_id and project_id.isdigit() and len(project_id) <= 16 else 0
+    number = int(project_id) if project_id and re.fullmatch(PROJECT_PATTERN, project_id, re.ASCII) else 0
     if not 1 <= number <= MAX_PROJECT_ID:
         raise NotFound(f"no project {(project_id or '')[:32]}", "project")
     store = current().projects
@@ -65,12 +66,15 @@ def _sku(project_id: str | None) -> str:
 def _capture(project_id: str | None, read: Reader) -> str | None:
     """Captures the request's upload for the project's sku; the Sentry event id of its report."""
     sku = _sku(project_id)
-    request = posted(app.current_event)
-    # Content-Encoding undone within the contract's limit
-    body = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)
-    reading = read(body, request.content_type, sku)
     a = current()
     scope = SkuScope.of(app.current_event.request_context.identity.api_key_id, a.key_skus)
+    scope.check([sku])  # before a byte of the body is read
+    request = posted(app.current_event)
+    # the contract's limit as sent (API Gateway lets more through) and, undone, as decoded
+    if len(request.body) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"body is {len(request.body)} bytes; the limit is {MAX_BODY_BYTES}")
+    body = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)
+    reading = read(body, request.content_type, sku)
     return capture_envelope(a.log, a.spill, reading, sku, size_bytes=len(request.body), scope=scope)
 
 

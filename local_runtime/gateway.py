@@ -83,7 +83,9 @@ class Overloaded(Unavailable):
 
 
 _KEY_HEADERS = {API_KEY_HEADER, *SENTRY_AUTH_HEADERS}
-_ROUTES = [(re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", route.path) + "$"), route) for route in API_ROUTES]
+# \Z, not $: a path may not end in a newline ($ would take /v1/crashes\n, and the path's last part
+# is the key of a route whose credential is there)
+_ROUTES = [(re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", route.path) + r"\Z"), route) for route in API_ROUTES]
 
 
 def return_freed_buffers() -> None:
@@ -225,7 +227,8 @@ class Gateway:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
             function = matched.function
             caller = self._keys.authorize(_presented_key(scope, matched) if self._keys.configured else None,
-                                          matched.roles, f"{matched.method} {matched.path}")
+                                          matched.roles, f"{matched.method} {matched.path}",
+                                          KEY_PLACES[matched.credential])
             self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
             body = await self._read_body(scope, receive)
             # and again once it has arrived: a slow body holds no place, but may find none left
@@ -326,6 +329,11 @@ class Gateway:
             "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, vs in headers.items() for v in vs],
         })
         await send({"type": "http.response.body", "body": payload})
+
+
+# where a route's clients put the key, as a 401 tells them
+KEY_PLACES = {"api-key": f"the {API_KEY_HEADER} header", "sentry": "X-Sentry-Auth or sentry_key (a Sentry DSN's key)",
+              "path": "the path's last part"}
 
 
 def _presented_key(scope: Scope, route: ApiRoute) -> str | None:

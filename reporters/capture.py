@@ -16,6 +16,7 @@ from ports.limits import MAX_BODY_BYTES
 from ports.scopes import ANY_SKU, SkuScope
 from reporters.sentry import SentryEnvelope
 from sessions.capture import capture_counts
+from sessions.model import MAX_BATCH as MAX_SESSIONS
 from sessions.model import SessionCount
 
 
@@ -40,10 +41,22 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
                                 idempotency_key=reading.crash.event_id, scope=scope)
         # Sentry's form of an id (32 hex digits): the client's own, else the one given here
         event_id = reading.crash.event_id or receipt.event_id.replace("-", "")
-    started = reading.sessions_started
-    if started:
-        # no id says a session update was sent before; the same updates are the same upload, sent again
-        again = hashlib.sha256(repr((reading.sessions, reading.aggregates)).encode()).hexdigest()
-        capture_counts(log, spill, [SessionCount(sku=sku, kind="client", count=started)],
-                       idempotency_key=f"sentry-sessions:{again}", scope=scope)
+    _capture_sessions(log, spill, reading, sku, scope)
     return event_id
+
+
+def _capture_sessions(log: EventLog, spill: SpillStore, reading: SentryEnvelope, sku: str, scope: SkuScope) -> None:
+    opened = sorted(s.sid for s in reading.sessions if s.init)
+    aggregated = sum(a.total for a in reading.aggregates)
+    if len(opened) + aggregated > MAX_SESSIONS:
+        raise InvalidField(f"an upload starts at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "
+                           f"{len(opened) + aggregated}", "sessions")
+    if opened:
+        # a session is opened once: the same sids are the same upload, sent again
+        again = hashlib.sha256("\x00".join(opened).encode()).hexdigest()
+        capture_counts(log, spill, [SessionCount(sku=sku, kind="client", count=len(opened))],
+                       idempotency_key=f"sentry-sessions:{again}", scope=scope)
+    if aggregated:
+        # two servers' aggregates may be alike to the byte: nothing tells a retry from another, and
+        # they are counted each time they come (as Relay does)
+        capture_counts(log, spill, [SessionCount(sku=sku, kind="client", count=aggregated)], scope=scope)

@@ -72,7 +72,7 @@ def get(store: ProjectStore, project_id: int) -> Project:
 
 def listing(store: ProjectStore, *, limit: int = 100, cursor: str | None = None) -> ProjectPage:
     position = decode_cursor(cursor, _CURSOR_KIND)
-    if position is not None and not position.isdigit():
+    if position is not None and not (position.isascii() and position.isdigit() and int(position) <= MAX_PROJECT_ID):
         raise InvalidField("cursor is not one this listing gave out", "cursor")
     found = store.projects(int(position or 0), limit + 1)
     page = found[:limit]
@@ -84,22 +84,25 @@ class Skus:
     """Each project's sku as an upload needs it: read from the store at most once a FRESH_S per
     project and process (a missing one once a MISSING_FRESH_S). While the store is away, a project
     read before keeps its last sku (an upload is not refused because a store it barely needs is
-    down); one never read is 503."""
+    down); one never read is 503. Projects found and projects missing are remembered apart, so
+    uploads to made-up ids push out only other made-up ids."""
 
     def __init__(self, store: ProjectStore, fresh_s: float = FRESH_S, missing_fresh_s: float = MISSING_FRESH_S,
                  max_known: int = MAX_KNOWN) -> None:
         self._store = store
         self._fresh_s, self._missing_fresh_s = fresh_s, missing_fresh_s
         self._max_known = max_known
-        self._known: OrderedDict[int, tuple[str | None, float]] = OrderedDict()
+        # project id → (its sku, or None when missing; when read), least recently used first
+        self._found: OrderedDict[int, tuple[str | None, float]] = OrderedDict()
+        self._missing: OrderedDict[int, tuple[str | None, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def of(self, project_id: int) -> str:
         """The project's sku, or the contract's 404 (no such project)."""
         with self._lock:
-            known = self._known.get(project_id)
-            if known is not None:
-                self._known.move_to_end(project_id)
+            known = self._found.get(project_id) or self._missing.get(project_id)
+            if project_id in self._found:
+                self._found.move_to_end(project_id)
         now = time.monotonic()
         if known is None or now - known[1] >= (self._fresh_s if known[0] else self._missing_fresh_s):
             try:
@@ -109,12 +112,17 @@ class Skus:
                     raise
             else:
                 known = (None if found is None else found.sku, now)
-                with self._lock:
-                    self._known[project_id] = known
-                    self._known.move_to_end(project_id)
-                    while len(self._known) > self._max_known:
-                        self._known.popitem(last=False)
+                self._remember(project_id, known)
         sku = known[0]
         if sku is None:
             raise NotFound(f"no project {project_id}; a server key creates it with PUT /v1/projects/{project_id}")
         return sku
+
+    def _remember(self, project_id: int, known: tuple[str | None, float]) -> None:
+        keep, other = (self._missing, self._found) if known[0] is None else (self._found, self._missing)
+        with self._lock:
+            other.pop(project_id, None)
+            keep[project_id] = known
+            keep.move_to_end(project_id)
+            while len(keep) > self._max_known:
+                keep.popitem(last=False)

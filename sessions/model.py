@@ -28,7 +28,7 @@ class SessionCount(BaseModel):
 
     sku: str
     kind: str
-    count: int = Field(default=1, ge=1)
+    count: int = Field(default=1, ge=1, le=MAX_BATCH)
 
 
 class SessionEnvelope(BaseModel):

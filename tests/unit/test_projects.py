@@ -68,18 +68,28 @@ def test_an_unknown_project_is_404_until_it_is_created_and_a_period_passes(store
     assert skus.of(9) == "ember:pc"
 
 
-def test_made_up_project_ids_do_not_grow_what_a_process_remembers(store: SqliteProjectStore) -> None:
-    store.put(Project(1, "a:pc", 0))
+def test_made_up_project_ids_neither_grow_what_a_process_remembers_nor_push_out_real_ones(
+        store: SqliteProjectStore) -> None:
+    for project_id in (1, 2, 3):
+        store.put(Project(project_id, "a:pc", 0))
     counting = Away(store)
-    skus = Skus(counting, max_known=3)  # type: ignore[arg-type]
+    skus = Skus(counting, max_known=2)  # type: ignore[arg-type]
     skus.of(1)
+    skus.of(2)
     for made_up in range(100, 110):
         with pytest.raises(NotFound):
             skus.of(made_up)
-    assert len(skus._known) == 3
     reads = counting.reads
-    skus.of(1)  # let go long ago: read again
-    assert counting.reads == reads + 1
+    assert (skus.of(1), skus.of(2), counting.reads) == ("a:pc", "a:pc", reads)  # still remembered
+    counting.away = True
+    assert skus.of(2) == "a:pc"  # the store away: what was read before serves
+    counting.away = False
+    skus.of(3)  # a third real one: the least recently used real one is let go
+    counting.away = True
+    with pytest.raises(StoreUnavailable):
+        skus.of(1)
+    with pytest.raises(StoreUnavailable):
+        skus.of(100)  # and the made-up ones were let go long ago
 
 
 def test_the_listing_pages_by_id_and_refuses_a_cursor_it_did_not_give(store: SqliteProjectStore) -> None:

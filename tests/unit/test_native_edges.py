@@ -1,0 +1,99 @@
+"""Native uploads at their edges, each found by a review from outside: sessions an upload may claim,
+aggregates alike to the byte from two servers, the body's limit as sent, project ids and cursors
+that are not ASCII digits, a title key checked before the body is read."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+import pytest
+
+from adapters.factory import Adapters
+from lambdas import native, projects
+from local_runtime.context import LocalContext
+from ports.errors import InvalidField
+from ports.limits import MAX_BODY_BYTES
+from reporters import projects as project_listing
+from reporters.capture import capture_envelope
+from reporters.encoding import MAX_GZIP_MEMBERS, decode_body
+from reporters.errors import ReporterError
+from reporters.sentry import parse_envelope
+from sessions.counting import count_sessions
+from tests.conftest import load_event
+
+SKU = "skyrift:pc"
+
+
+def aggregates(*counts: int) -> bytes:
+    buckets = [{"started": f"2026-11-24T05:{n:02d}:00Z", "exited": count} for n, count in enumerate(counts)]
+    item = json.dumps({"attrs": {"release": "skyrift@1.0"}, "aggregates": buckets}).encode()
+    return b'{}\n{"type":"sessions"}\n' + item + b"\n"
+
+
+def counted(adapters: Adapters) -> int:
+    records = adapters.log.consumer("test", "sessions").poll(100, 1 << 30, 0.1)
+    count_sessions(records, adapters.counters, adapters.log)
+    return sum(adapters.counters.session_counts(SKU, 0, 2**62, 2**61).values())
+
+
+def test_an_upload_claims_at_most_the_sessions_of_one_sessions_post(adapters: Adapters) -> None:
+    with pytest.raises(InvalidField, match="at most 500"):
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(2**32 - 1, 2**32 - 1), SKU), SKU,
+                         size_bytes=1)
+    capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(300, 200), SKU), SKU, size_bytes=1)
+    assert counted(adapters) == 500
+
+
+def test_two_servers_alike_aggregates_count_twice_and_a_sessions_retry_once(adapters: Adapters) -> None:
+    for _ in range(2):  # two servers, the same minute and release, one exited session each
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(1), SKU), SKU, size_bytes=1)
+    opened = (b'{}\n{"type":"session"}\n{"sid":"5e1c5cbf-3c5b-4f0a-9d7c-0c1c2d3e4f50","init":true,'
+              b'"started":"2026-11-24T05:00:00Z","status":"ok"}\n')
+    for _ in range(2):  # one session's opening, sent again
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(opened, SKU), SKU, size_bytes=1)
+    assert counted(adapters) == 3
+
+
+def upload(path: str, body: bytes, **headers: str) -> dict[str, Any]:
+    event = load_event("native-envelope.json") | {
+        "path": path, "body": base64.b64encode(body).decode(), "isBase64Encoded": True,
+        "headers": {"content-type": "application/x-sentry-envelope", **headers}}
+    response: dict[str, Any] = native.handler(event, LocalContext("native"))
+    return response
+
+
+def test_a_body_over_the_limit_as_sent_is_413_whatever_it_decodes_to(adapters: Adapters) -> None:
+    projects.handler(load_event("projects-put.json"), LocalContext("projects"))
+    padded = gzip.compress(b"{}\n") + b"\0" * MAX_BODY_BYTES  # gzip's trailing zeros: small once decoded
+    assert upload("/api/42/envelope/", padded, **{"content-encoding": "gzip"})["statusCode"] == 413
+    members = gzip.compress(b"") * (MAX_GZIP_MEMBERS + 1)
+    with pytest.raises(ReporterError, match="members"):
+        decode_body(members, "gzip", MAX_BODY_BYTES)
+
+
+@pytest.mark.parametrize("project", ["%C2%B2", "²", "١٢", "0", "12345678901234567"])
+def test_a_project_id_that_is_not_ascii_digits_is_404_not_a_crash(adapters: Adapters, project: str) -> None:
+    projects.handler(load_event("projects-put.json"), LocalContext("projects"))
+    answer = upload(f"/api/{project}/envelope/", b"{}\n")
+    assert answer["statusCode"] == 404, answer
+
+
+@pytest.mark.parametrize("position", ["²", "9" * 30, "", "-1"])
+def test_a_forged_project_cursor_is_refused(adapters: Adapters, position: str) -> None:
+    cursor = base64.urlsafe_b64encode(f"p{position}".encode()).decode().rstrip("=")
+    with pytest.raises(InvalidField):
+        project_listing.listing(adapters.projects, cursor=cursor)
+
+
+def test_a_title_key_for_another_sku_is_403_before_the_body_is_read(adapters: Adapters,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    projects.handler(load_event("projects-put.json"), LocalContext("projects"))
+    monkeypatch.setattr(type(adapters), "key_skus", {"title-ember": ["ember:pc"]})
+    event = load_event("native-envelope.json")
+    event["requestContext"]["identity"]["apiKeyId"] = "title-ember"
+    event["body"] = "not an envelope at all"
+    answer = native.handler(event, LocalContext("native"))
+    assert answer["statusCode"] == 403, answer  # not 400: the project's existence is all it learns

@@ -13,9 +13,13 @@ _OFFSET = re.compile(r"\s*\+\s*(?:0x)?[0-9a-f]+\b", re.IGNORECASE)
 _ADDRESS = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{8,16}\b", re.IGNORECASE)
 _LINE = re.compile(r"(?::\d+)+(?=\)?\s*$)|\bline\s+\d+", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
-# frames of the crash reporter itself or the OS's signal delivery: the same in every crash
+# frames of the crash reporter itself or the OS's signal delivery: the same in every crash. Named
+# by the reporters' namespaces and prefixes, and raise/abort only unqualified: a game's
+# SentryTurret::Fire, Quest::abort or MinidumpViewer is its own code, and its crash
 _HANDLER_FRAMES = re.compile(
-    r"crashhandler|crash_handler|breakpad|crashpad|sentry|minidump|__gi_raise|\braise\b|\babort\b"
+    r"\b(?:google_breakpad|breakpad|crashpad|sentry|crashhandler)::|\bcrash_?handler\b|\bminidump_writer\b"
+    r"|\bsentry_sdk\b|\bsentry__|\bsentry_(?:capture|handle)|\bsentry\.(?:unity|native|unreal)\b"
+    r"|__gi_raise|(?<![\w:.])(?:raise|abort)\b"
     r"|_sigtramp|__restore_rt|kiuserexceptiondispatcher|rtldispatchexception|unhandledexceptionfilter",
     re.IGNORECASE,
 )

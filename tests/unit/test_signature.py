@@ -42,3 +42,14 @@ def test_no_trace_no_signature():
     assert signature(None) is None
     assert signature("") is None
     assert signature("\n  \n") is None
+
+
+def test_a_games_own_frames_that_name_a_sentry_or_an_abort_are_its_crash():
+    # a sentry turret, a quest aborted, a minidump viewer: the game's code, not a crash reporter's
+    game = "#0 0x1 in SentryTurret::Fire()\n#1 0x2 in Quest::abort()\n#2 0x3 in MinidumpViewer::Open()\n" + TRACE
+    assert top_frames(game)[:3] == ["in SentryTurret::Fire", "in Quest::abort", "in MinidumpViewer::Open"]
+    reporters = ("#0 0x1 in google_breakpad::ExceptionHandler::WriteMinidump()\n"
+                 "#1 0x2 in crashpad::CrashpadClient::DumpWithoutCrash()\n#2 0x3 in sentry__backtrace\n"
+                 "#3 0x4 in sentry_sdk.integrations.threading.run at threading.py:99\n#4 0x5 in abort\n"
+                 "#5 0x6 in Sentry.Unity.UnityLogHandler.Capture\n")
+    assert signature(reporters + TRACE) == signature(TRACE)

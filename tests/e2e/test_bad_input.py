@@ -237,7 +237,8 @@ ROUTES = [(r.method, r.path) for r in API_ROUTES]
 def test_fuzzing_never_gets_a_server_error(serve: Serve, route, body, raw, use_raw, params, segment):
     method, template = route
     segment = quote(segment, safe="")
-    path = template.format(reportId=segment, name=segment, board=segment, playerId=segment)
+    path = template.format(reportId=segment, name=segment, board=segment, playerId=segment, projectId=segment,
+                           key=segment)
     content = raw if use_raw else json.dumps(body).encode()
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         response = client.request(method, path, params=params, content=content if method != "GET" else None,

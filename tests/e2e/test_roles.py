@@ -22,6 +22,7 @@ BODIES = {
     "/v1/sessions": {"sku": "roles:pc", "kind": "client"},
     "/v1/scores": {"board": "roles", "playerId": "p1", "score": 5},
     "/v1/leaderboards/{board}": {"order": "desc", "operator": "best"},
+    "/v1/projects/{projectId}": {"sku": "roles:pc"},
 }
 PARAMS = {"/v1/crashes": {"sku": "roles:pc"}, "/v1/stats": {"sku": "roles:pc"},
           "/v1/crash-groups": {"sku": "roles:pc"}, "/v1/alerts": {"sku": "roles:pc"},
@@ -38,8 +39,15 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     assert server.stop() == 0
 
 
-def call(client: httpx.Client, method: str, template: str, key: str | None) -> httpx.Response:
-    path = template.format(reportId="1", name="a.txt", board="roles", playerId="p1")
+def call(client: httpx.Client, route: ApiRoute, key: str | None) -> httpx.Response:
+    """The route called with `key` where its clients put one (a native reporter's upload: an empty
+    envelope, which names no project that exists)."""
+    method, template = route.method, route.path
+    path = template.format(reportId="1", name="a.txt", board="roles", playerId="p1", projectId="7", key=key)
+    if route.credential != "api-key":
+        auth = {"X-Sentry-Auth": f"Sentry sentry_key={key}"} if key and route.credential == "sentry" else {}
+        return client.request(method, path, content=b"{}\n",
+                              headers={"Content-Type": "application/x-sentry-envelope", **auth})
     headers = {"x-api-key": key} if key else {}
     return client.request(method, path, json=BODIES.get(template) if method in ("POST", "PUT") else None,
                           params=PARAMS.get(template), headers=headers)
@@ -47,16 +55,17 @@ def call(client: httpx.Client, method: str, template: str, key: str | None) -> h
 
 @pytest.mark.parametrize("route", API_ROUTES, ids=[f"{r.method} {r.path}" for r in API_ROUTES])
 def test_each_key_can_do_exactly_what_its_role_allows(keyed: Serve, route: ApiRoute):
-    method, template = route.method, route.path
     with httpx.Client(base_url=keyed.url, timeout=30) as client:
-        if template == "/v1/health":
-            assert all(call(client, method, template, k).status_code == 200 for k in [None, "bogus", *KEYS.values()])
+        if route.path == "/v1/health":
+            assert all(call(client, route, k).status_code == 200 for k in [None, "bogus", *KEYS.values()])
             return
-        for key in (None, "bogus", KEYS[Role.READ] + "x", KEYS[Role.READ][:-1]):
-            response = call(client, method, template, key)
+        # a key in the path cannot be left out: a path without it is another, with no route
+        missing = [] if route.credential == "path" else [None]
+        for key in (*missing, "bogus", KEYS[Role.READ] + "x", KEYS[Role.READ][:-1]):
+            response = call(client, route, key)
             assert (response.status_code, response.json()["error"]) == (401, "unauthorized"), key
         for role, key in KEYS.items():
-            response = call(client, method, template, key)
+            response = call(client, route, key)
             if role in (route.roles or ()):
                 assert response.status_code not in (401, 403), (role, response.text)
             else:

@@ -27,6 +27,7 @@ from adapters.settings import Settings
 from lambdas import capture
 from lambdas.functions import FUNCTION_PORTS, FUNCTIONS
 from local_runtime.context import LocalContext
+from stacks.access import SQL_PORTS
 from tests.conftest import load_event
 from tests.infrastructure.conftest import blackbox
 from tests.services import mysql_database, namespace
@@ -210,6 +211,7 @@ PROBES: dict[str, Callable[[Adapters], object]] = {
     "counters": lambda a: a.counters.session_counts("none", 0, 60_000, 60_000),
     "ranking": lambda a: a.ranking.get_board("none"),
     "documents": lambda a: a.documents.ping(),
+    "projects": lambda a: a.projects.get(1),
 }
 
 
@@ -257,7 +259,7 @@ def test_every_function_builds_its_ports_from_the_environment_the_stacks_give_it
                 for port in sorted(ports):
                     PROBES[port](adapters)
                 assert sorted(adapters.built) == sorted(ports), name
-                expected = [db["ARN"]] * bool(ports & {"index", "counters", "ranking"}) + [cb["ARN"]] * (
+                expected = [db["ARN"]] * bool(ports & SQL_PORTS) + [cb["ARN"]] * (
                     "documents" in ports)
                 assert sorted(secrets_read) == sorted(expected), name
             finally:

@@ -161,7 +161,7 @@ class Item:
         return kind
 
     def text(self, name: str) -> str | None:
-        return _text(self.headers.get(name))
+        return text_value(self.headers.get(name))
 
 
 @dataclass(frozen=True)
@@ -411,7 +411,7 @@ def parse_envelope(data: bytes, sku: str, limits: EnvelopeLimits = LIMITS) -> Se
         crash = _report({}, sku, event_id, attachments, discarded)
     elif attachments:
         discarded["attachment"] += len(attachments)
-    return SentryEnvelope(event_id=event_id, dsn=_text(header.get("dsn")), crash=crash, sessions=sessions,
+    return SentryEnvelope(event_id=event_id, dsn=text_value(header.get("dsn")), crash=crash, sessions=sessions,
                           aggregates=aggregates, discarded=discarded)
 
 
@@ -488,14 +488,14 @@ def submission_fields(event: Mapping[str, Any], sku: str) -> dict[str, Any]:
     exceptions = [value for value in _values(event.get("exception")) if isinstance(value, dict)]
     crash = exceptions[-1] if exceptions else None
     user_id = _obj(event.get("user")).get("id")
-    player = str(user_id) if isinstance(user_id, int) and not isinstance(user_id, bool) else _text(user_id)
+    player = str(user_id) if isinstance(user_id, int) and not isinstance(user_id, bool) else text_value(user_id)
     candidates: dict[str, Any] = {
         "sku": sku,
-        "crashType": _indexed(crash.get("type") if crash is not None else _message(event)),
+        "crashType": indexed_text(crash.get("type") if crash is not None else _message(event)),
         "errorCode": _error_code(crash) if crash is not None else None,
-        "platform": _indexed(_obj(_obj(event.get("contexts")).get("os")).get("name"))
-                    or _indexed(event.get("platform")),
-        "buildVersion": _indexed(event.get("release")),
+        "platform": indexed_text(_obj(_obj(event.get("contexts")).get("os")).get("name"))
+                    or indexed_text(event.get("platform")),
+        "buildVersion": indexed_text(event.get("release")),
         "playerId": player if player is not None and len(player) <= MAX_ID_CHARS else None,
         "clientTime": _client_time(event.get("timestamp")),
         "stackTrace": stack_trace(_frames(event, crash)),
@@ -510,7 +510,7 @@ def _message(event: Mapping[str, Any]) -> str | None:
     message = event.get("message")
     for text in (logentry.get("message"), logentry.get("formatted"), message,
                  _obj(message).get("message"), _obj(message).get("formatted")):
-        line = _text(text)
+        line = text_value(text)
         if line is not None:
             return line.strip().splitlines()[0]
     return None
@@ -520,7 +520,7 @@ def _error_code(crash: Mapping[str, Any]) -> str | int | None:
     meta = _obj(_obj(crash.get("mechanism")).get("meta"))
     for key, number in (("signal", "number"), ("mach_exception", "exception"), ("errno", "number")):
         part = _obj(meta.get(key))
-        name = _indexed(part.get("name"))
+        name = indexed_text(part.get("name"))
         if name is not None:
             return name
         code = part.get(number)
@@ -619,15 +619,15 @@ def _session(payload: bytes) -> SessionUpdate | None:
         return None
     if not isinstance(value, dict):
         return None
-    sid, status, started = _text(value.get("sid")), value.get("status", "ok"), _epoch_ms(value.get("started"))
+    sid, status, started = text_value(value.get("sid")), value.get("status", "ok"), _epoch_ms(value.get("started"))
     errors = _count(value.get("errors", 0))
     if sid is None or status not in SESSION_STATUSES or started is None or errors is None:
         return None
     attrs = _obj(value.get("attrs"))
     return SessionUpdate(sid=sid, status=status, started_ms=started, init=value.get("init") is True,
                          did=_identity(value.get("did")), timestamp_ms=_epoch_ms(value.get("timestamp")),
-                         errors=errors, release=_text(attrs.get("release")),
-                         environment=_text(attrs.get("environment")))
+                         errors=errors, release=text_value(attrs.get("release")),
+                         environment=text_value(attrs.get("environment")))
 
 
 def _aggregates(payload: bytes) -> list[SessionAggregate] | None:
@@ -649,8 +649,8 @@ def _aggregates(payload: bytes) -> list[SessionAggregate] | None:
             return None
         buckets.append(SessionAggregate(started_ms=started, did=_identity(bucket.get("did")), exited=exited,
                                         errored=errored, abnormal=abnormal, crashed=crashed,
-                                        release=_text(attrs.get("release")),
-                                        environment=_text(attrs.get("environment"))))
+                                        release=text_value(attrs.get("release")),
+                                        environment=text_value(attrs.get("environment"))))
     return buckets
 
 
@@ -688,22 +688,24 @@ def _values(value: Any) -> list[Any]:
     return _list(value.get("values")) if isinstance(value, dict) else _list(value)
 
 
-def _text(value: Any) -> str | None:
+def text_value(value: Any) -> str | None:
+    """A JSON value that is text with something in it, else None."""
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _indexed(value: Any) -> str | None:
-    text = _text(value)
+def indexed_text(value: Any) -> str | None:
+    """text_value cut to what the index holds (a crash is never refused for an optional field)."""
+    text = text_value(value)
     return text[:MAX_INDEXED_CHARS] if text is not None else None
 
 
 def _identity(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return _text(value)
+    return text_value(value)
 
 
 def _one_line(value: Any) -> str | None:
     """Text for one line of a stack trace: a newline in a name would split its frame in two."""
-    text = _text(value)
+    text = text_value(value)
     return " ".join(text.split()) if text is not None else None

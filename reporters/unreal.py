@@ -66,11 +66,11 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException  # type: ignore[import-untyped]
 from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped]
 
-from crashes.model import MAX_ATTACHMENTS, MAX_INDEXED_CHARS
+from crashes.model import MAX_ATTACHMENTS
 from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
-from reporters.sentry import MINIDUMP, CrashReport, SentryEnvelope, unique_attachment_name
+from reporters.sentry import MINIDUMP, CrashReport, SentryEnvelope, indexed_text, text_value, unique_attachment_name
 
 MAX_CRASH_BYTES = MAX_BODY_BYTES
 MAX_FILES = MAX_ATTACHMENTS
@@ -198,19 +198,19 @@ def _report(crash: UnrealCrash, sku: str) -> CrashReport:
     context = context_values(contexts[0].data) if contexts else {}
     runtime = context.get("RuntimeProperties")
     runtime = runtime if isinstance(runtime, dict) else {}
-    guid = _value(runtime, "CrashGUID")
+    guid = text_value(runtime.get("CrashGUID"))
     event_id = uuid.uuid5(_CRASH_GUIDS, guid).hex if guid is not None else None
-    error = _value(runtime, "ErrorMessage")
+    error = text_value(runtime.get("ErrorMessage"))
     player = next((value for key in _PLAYER_KEYS
-                   if (value := _value(runtime, key)) is not None and len(value) <= MAX_ID_CHARS), None)
+                   if (value := text_value(runtime.get(key))) is not None and len(value) <= MAX_ID_CHARS), None)
     candidates: dict[str, Any] = {
         "sku": sku,
-        "crashType": _indexed(error.splitlines()[0] if error is not None else None)
-                     or _indexed(_value(runtime, "CrashType")) or "minidump",
-        "platform": _indexed(_value(runtime, "PlatformName")),
-        "buildVersion": _indexed(_value(runtime, "BuildVersion") or _value(runtime, "EngineVersion")),
+        "crashType": indexed_text(error.splitlines()[0] if error is not None else None)
+                     or indexed_text(runtime.get("CrashType")) or "minidump",
+        "platform": indexed_text(runtime.get("PlatformName")),
+        "buildVersion": indexed_text(text_value(runtime.get("BuildVersion")) or runtime.get("EngineVersion")),
         "playerId": player,
-        "stackTrace": _value(runtime, "CallStack"),
+        "stackTrace": text_value(runtime.get("CallStack")),
         "unrealContext": context or None,
         "unrealCrash": {"directoryName": crash.directory_name, "fileName": crash.file_name},
     }
@@ -259,11 +259,3 @@ def _element(element: Element, depth: int) -> Any:
         groups.setdefault(child.tag, []).append(_element(child, depth + 1))
     return {tag: values[0] if len(values) == 1 else values for tag, values in groups.items()}
 
-
-def _value(section: dict[str, Any], key: str) -> str | None:
-    value = section.get(key)
-    return value if isinstance(value, str) and value.strip() else None
-
-
-def _indexed(text: str | None) -> str | None:
-    return text[:MAX_INDEXED_CHARS] if text else None

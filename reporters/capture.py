@@ -25,6 +25,12 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
     """Captures what an envelope carried for `sku`; the Sentry event id of its crash report, if any.
     `size_bytes`: the upload's size as sent."""
     scope.check([sku])
+    opened = sorted(s.sid for s in reading.sessions if s.init)
+    aggregated = sum(a.total for a in reading.aggregates)
+    # refused before anything is published: a 400 must mean nothing of the upload was kept
+    if len(opened) + aggregated > MAX_SESSIONS:
+        raise InvalidField(f"an upload starts at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "
+                           f"{len(opened) + aggregated}", "sessions")
     event_id = None
     if reading.crash is not None:
         text = reading.crash.json_text()
@@ -41,16 +47,13 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
                                 idempotency_key=reading.crash.event_id, scope=scope)
         # Sentry's form of an id (32 hex digits): the client's own, else the one given here
         event_id = reading.crash.event_id or receipt.event_id.replace("-", "")
-    _capture_sessions(log, spill, reading, sku, scope)
+    _capture_sessions(log, spill, sku, opened=opened, aggregated=aggregated, scope=scope)
     return event_id
 
 
-def _capture_sessions(log: EventLog, spill: SpillStore, reading: SentryEnvelope, sku: str, scope: SkuScope) -> None:
-    opened = sorted(s.sid for s in reading.sessions if s.init)
-    aggregated = sum(a.total for a in reading.aggregates)
-    if len(opened) + aggregated > MAX_SESSIONS:
-        raise InvalidField(f"an upload starts at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "
-                           f"{len(opened) + aggregated}", "sessions")
+def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, opened: list[str], aggregated: int,
+                      scope: SkuScope) -> None:
+    """`opened`: the sids of the sessions the upload opens; `aggregated`: its aggregates' sessions."""
     if opened:
         # a session is opened once: the same sids are the same upload, sent again
         again = hashlib.sha256("\x00".join(opened).encode()).hexdigest()

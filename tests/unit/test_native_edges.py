@@ -97,3 +97,11 @@ def test_a_title_key_for_another_sku_is_403_before_the_body_is_read(adapters: Ad
     event["body"] = "not an envelope at all"
     answer = native.handler(event, LocalContext("native"))
     assert answer["statusCode"] == 403, answer  # not 400: the project's existence is all it learns
+
+
+def test_an_upload_refused_for_its_sessions_keeps_nothing_of_its_crash(adapters: Adapters) -> None:
+    event = json.dumps({"exception": {"values": [{"type": "ShaderError"}]}}).encode()
+    crash_and_too_many = aggregates(400, 200).replace(b"{}\n", b'{}\n{"type":"event"}\n' + event + b"\n", 1)
+    with pytest.raises(InvalidField, match="at most 500"):
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(crash_and_too_many, SKU), SKU, size_bytes=1)
+    assert adapters.log.consumer("test", "crashes").poll(10, 1 << 30, 0.1) == []

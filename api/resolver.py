@@ -19,8 +19,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from api.requests import Posted, contract_error
-from ports.errors import BlackboxError, InvalidField, NotFound, StoreUnavailable, UnsupportedMediaType
-from ports.limits import MAX_IDEMPOTENCY_KEY_CHARS
+from ports.errors import BlackboxError, InvalidField, NotFound, PayloadTooLarge, StoreUnavailable, UnsupportedMediaType
+from ports.limits import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_CHARS
 from ports.telemetry import logger
 
 # on every answer: a browser never guesses a type, so no answer runs as a page it was not meant to be
@@ -190,6 +190,9 @@ def create_resolver(typed: bool = True) -> APIGatewayRestResolver:
 def posted(event: APIGatewayProxyEvent) -> Posted:
     body = event.body or ""
     raw = pybase64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
+    # the contract's limit as sent: `blackbox serve` stops reading there, API Gateway lets 10 MB through
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
     key = event.headers.get("idempotency-key")
     if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")

@@ -12,12 +12,13 @@ from adapters.settings import Settings
 from local_runtime.context import LocalContext
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
-# fixtures that only scripts/services provides: Chromium for the dashboard's tests
-ENGINE_FIXTURES = {"browser"}
+# fixtures only `make test` provides: Chromium for the dashboard's tests (scripts/services installs
+# it), the stack walker for the minidumps' (built from stackwalk/ with cargo)
+ENGINE_FIXTURES = {"browser", "walker"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark `services` every test that needs what `scripts/services start` runs: those on a fixture
+    """Mark `services` every test that needs what `make test` sets up beyond Python: those on a fixture
     parametrized with the services profile (the contract suites, the end-to-end serves), on an engine
     fixture, or marked in their module; `pytest -m "not services"` runs the rest on any machine."""
     for item in items:

@@ -23,6 +23,9 @@ def test_the_services_cases_are_deselected_and_the_embedded_kept():
     # Chromium comes with scripts/services: the browser's tests go, the dashboard's others stay
     assert not any("test_dashboard_first_triage" in test for test in kept)
     assert any("test_dashboard.py" in test for test in kept)
+    # the stack walker comes with `make test` (cargo): the walks go, the symbol files' reading stays
+    kept = collected("tests/unit/test_stackwalk.py", "-m", "not services")
+    assert kept and not any("test_with_symbols_the_frames_name_the_programs_functions" in test for test in kept)
 
 
 def test_marked_alone_they_are_what_make_test_adds():

@@ -18,7 +18,9 @@ from reporters.projects import MAX_PROJECT_ID, MAX_PROJECTS, Project, ProjectBod
 
 app = create_resolver()
 PROJECT = JsonBody(ProjectBody)
-ProjectId = Annotated[int, Path(ge=1, le=MAX_PROJECT_ID, description="a Sentry DSN's last part"), DIGITS]
+# named as the contract names it, so that an error's field is `projectId`
+ProjectId = Annotated[int, Path(alias="projectId", ge=1, le=MAX_PROJECT_ID, description="a Sentry DSN's last part"),
+                      DIGITS]
 
 
 @app.get("/v1/projects", operation_id="listProjects", summary="The projects by id, with their skus",
@@ -28,7 +30,7 @@ def list_projects(limit: Annotated[int, Query(ge=1, le=MAX_PROJECTS), DIGITS] = 
     return json_response(200, projects.listing(current().projects, limit=limit, cursor=cursor))
 
 
-@app.put("/v1/projects/<project_id>", operation_id="putProject", summary="Create a project or move it to a sku",
+@app.put("/v1/projects/<projectId>", operation_id="putProject", summary="Create a project or move it to a sku",
          description="needs a server key; the uploads of native crash reporters (a Sentry DSN "
                      "`http://<ingest key>@<host>/<projectId>`) land as reports of its sku",
          openapi_extensions=PROJECT.openapi,
@@ -38,7 +40,7 @@ def put_project(project_id: ProjectId) -> Response[str]:
     return json_response(201 if created else 200, project)
 
 
-@app.get("/v1/projects/<project_id>", operation_id="getProject", responses={200: answer(Project, "the project")})
+@app.get("/v1/projects/<projectId>", operation_id="getProject", responses={200: answer(Project, "the project")})
 def get_project(project_id: ProjectId) -> Response[str]:
     return json_response(200, projects.get(current().projects, project_id))
 

@@ -105,3 +105,10 @@ def test_an_upload_refused_for_its_sessions_keeps_nothing_of_its_crash(adapters:
     with pytest.raises(InvalidField, match="at most 500"):
         capture_envelope(adapters.log, adapters.spill, parse_envelope(crash_and_too_many, SKU), SKU, size_bytes=1)
     assert adapters.log.consumer("test", "crashes").poll(10, 1 << 30, 0.1) == []
+
+
+@pytest.mark.parametrize("project", ["9007199254740992", "0"])
+def test_a_project_id_out_of_bounds_is_refused_under_the_contracts_name(adapters: Adapters, project: str) -> None:
+    event = load_event("projects-put.json") | {"path": f"/v1/projects/{project}"}
+    answer = projects.handler(event, LocalContext("projects"))
+    assert (answer["statusCode"], json.loads(answer["body"])["field"]) == (400, "projectId")

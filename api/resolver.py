@@ -199,6 +199,6 @@ def posted(event: APIGatewayProxyEvent) -> Posted:
     content_type = event.headers.get("content-type")
     # a cross-site form or a fetch without CORS can post a body with no type, never with this one
     if content_type is None:
-        raise UnsupportedMediaType("a body needs Content-Type: application/json")
+        raise UnsupportedMediaType("a body needs a Content-Type (application/json on the /v1 routes)")
     return Posted(raw, content_type, key)
 

@@ -56,7 +56,7 @@ _skus_lock = threading.Lock()
 def _sku(project_id: str | None) -> str:
     number = int(project_id) if project_id and re.fullmatch(PROJECT_PATTERN, project_id, re.ASCII) else 0
     if not 1 <= number <= MAX_PROJECT_ID:
-        raise NotFound(f"no project {(project_id or '')[:32]}", "project")
+        raise NotFound(f"no project {project_id[:32]}" if project_id else "the upload names no project", "project")
     store = current().projects
     with _skus_lock:
         skus = _skus.get(store) or _skus.setdefault(store, Skus(store))
@@ -101,7 +101,7 @@ def _sentry_route(path: str, operation_id: str, summary: str, body: dict[str, An
         return json_response(200, SentryAnswer(id=event_id) if event_id else SentryAnswer())
 
     app.post(path, operation_id=operation_id, summary=summary, description="as a Sentry SDK sends it (any "
-             f"media type): {_SENTRY_AUTH}; {_UNKNOWN}", openapi_extensions=_body(body),
+             f"Content-Type, but one): {_SENTRY_AUTH}; {_UNKNOWN}", openapi_extensions=_body(body),
              responses={200: answer(SentryAnswer, "durable")})(upload)
 
 

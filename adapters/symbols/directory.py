@@ -1,0 +1,69 @@
+"""Symbol files in a local directory, in the symbol-server layout itself: the stack walker reads
+the store's own root."""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from adapters.symbols.layout import SUFFIX, checked, fsync_directory, staged
+from ports import SymbolFile
+
+
+class DirectorySymbolStore:
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def put(self, path: str, data: bytes, uploaded_at: int) -> bool:
+        target = self._root / checked(path)
+        partial = staged(target, [data])
+        ns = uploaded_at * 1_000_000
+        os.utime(partial, ns=(ns, ns))  # the mtime is the file's uploaded_at
+        try:
+            # a link fails where a file is: of two puts of a new path, exactly one is told it is new
+            os.link(partial, target)
+            partial.unlink()
+            new = True
+        except FileExistsError:
+            os.replace(partial, target)  # a reader has the old file open or the new one, never half
+            new = False
+        fsync_directory(target.parent)
+        return new
+
+    def files(self, after: str, limit: int) -> list[SymbolFile]:
+        # all the paths in memory: one entry per symbol file, which are thousands, not millions
+        found = []
+        for path in heapq.nsmallest(limit, (path for path in self._paths() if path > after)):
+            try:
+                stat = (self._root / path).stat()
+            except FileNotFoundError:
+                continue  # deleted since listed
+            found.append(SymbolFile(path, stat.st_size, stat.st_mtime_ns // 1_000_000))
+        return found
+
+    def _paths(self) -> Iterator[str]:
+        for file in self._root.glob("*/*/*"):
+            if file.name.endswith(SUFFIX) and file.is_file():
+                yield file.relative_to(self._root).as_posix()
+
+    def delete(self, path: str) -> bool:
+        target = self._root / checked(path)
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            return False
+        for directory in (target.parent, target.parent.parent):
+            try:
+                directory.rmdir()
+            except OSError:
+                break  # another file's directory too
+        return True
+
+    def local(self, paths: Sequence[str]) -> tuple[Path, bool]:
+        """The root itself: a walk of it already reads the store as it is, so nothing is ever made."""
+        for path in paths:
+            checked(path)
+        return self._root, False

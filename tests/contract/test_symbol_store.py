@@ -1,0 +1,199 @@
+"""The symbol store's contract, on a local directory and on S3 (moto: no S3 runs here), against a
+dict as the model."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
+from adapters.symbols.directory import DirectorySymbolStore
+from adapters.symbols.s3 import S3SymbolStore
+from ports import SymbolFile, SymbolStore
+
+BUCKET = "blackbox-spill"
+
+
+@pytest.fixture(params=["directory", "s3"])
+def symbol_store(request: pytest.FixtureRequest, tmp_path: Path,
+                 monkeypatch: pytest.MonkeyPatch) -> Iterator[SymbolStore]:
+    if request.param == "directory":
+        yield DirectorySymbolStore(tmp_path / "symbols")
+        return
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        client = boto3.client("s3", region_name="eu-west-1")
+        client.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        # the bucket is shared: keys on either side of the prefix are none of the store's
+        for key in ("spill/1.json", "symbols", "tmp/x/y/z.sym"):
+            client.put_object(Bucket=BUCKET, Key=key, Body=b"not a symbol file")
+        yield S3SymbolStore(client, BUCKET, tmp_path / "cache")
+
+
+GAME = "game.pdb/0123456789ABCDEF0123456789ABCDEF1/game.sym"
+LIBC = "libc.so.6/0A1B2C3D4E5F60718293A4B5C6D7E8F90/libc.so.6.sym"
+
+
+def copies(store: SymbolStore) -> bool:
+    """Whether `local` makes a copy, and so can change it: the directory store hands out its own
+    root, which a walk reads as the store is, and so never changes anything."""
+    return not isinstance(store, DirectorySymbolStore)
+
+
+def held(directory: Path, paths: Sequence[str]) -> dict[str, bytes]:
+    """What the directory holds of these paths."""
+    return {path: (directory / path).read_bytes() for path in paths if (directory / path).is_file()}
+
+
+def test_a_put_is_new_once_then_replaces(symbol_store: SymbolStore):
+    assert symbol_store.files("", 10) == []
+    assert symbol_store.put(GAME, b"MODULE windows x86_64 0123 game.pdb\n", 1_700_000_000_123) is True
+    assert symbol_store.files("", 10) == [SymbolFile(GAME, 36, 1_700_000_000_123)]
+    assert symbol_store.put(GAME, b"MODULE v2\n", 1_700_000_000_456) is False
+    assert symbol_store.files("", 10) == [SymbolFile(GAME, 10, 1_700_000_000_456)]
+    directory, _ = symbol_store.local([GAME])
+    assert held(directory, [GAME]) == {GAME: b"MODULE v2\n"}
+
+
+def test_files_page_by_path_after_the_last_one(symbol_store: SymbolStore):
+    # '.' sorts before '/': a.x/… comes before a/…, which a walk of the tree level by level would reverse
+    paths = [GAME, LIBC, "a/B/a.sym", "a.x/B/a.sym", "a/A/a.sym", "Z/1/Z.sym", "é.pdb/1/é.sym"]
+    for n, path in enumerate(paths):
+        symbol_store.put(path, bytes(n), n)
+    everything = symbol_store.files("", 100)
+    assert [f.path for f in everything] == sorted(paths)
+    assert [(f.size_bytes, f.uploaded_at) for f in everything] == [(paths.index(f.path),) * 2 for f in everything]
+    sizes, paged, after = [], [], ""
+    while page := symbol_store.files(after, 3):
+        sizes.append(len(page))
+        paged += page
+        after = page[-1].path
+    assert sizes == [3, 3, 1] and paged == everything
+    assert symbol_store.files("b", 100) == [f for f in everything if f.path > "b"]
+    assert symbol_store.files("", 0) == []
+
+
+def test_delete_says_whether_there_was_a_file(symbol_store: SymbolStore):
+    symbol_store.put(GAME, b"a", 1)
+    symbol_store.put(LIBC, b"b", 2)
+    assert symbol_store.delete(GAME) is True
+    assert symbol_store.delete(GAME) is False
+    assert symbol_store.delete("never.pdb/1/never.sym") is False
+    assert [f.path for f in symbol_store.files("", 10)] == [LIBC]
+    assert symbol_store.put(GAME, b"again", 3) is True
+
+
+def test_local_holds_the_asked_files_as_stored_and_says_when_that_changed(symbol_store: SymbolStore):
+    asked, news = [GAME, LIBC], copies(symbol_store)
+    directory, changed = symbol_store.local(asked)
+    assert held(directory, asked) == {} and changed is False
+    symbol_store.put(GAME, b"game v1", 1)
+    assert symbol_store.local(asked) == (directory, news)
+    assert held(directory, asked) == {GAME: b"game v1"}
+    assert symbol_store.local(asked) == (directory, False)
+    symbol_store.put(LIBC, b"libc", 2)
+    assert symbol_store.local([GAME]) == (directory, False)  # not asked: no news
+    assert symbol_store.local(asked) == (directory, news)
+    symbol_store.put(GAME, b"game v2", 3)
+    assert symbol_store.local(asked) == (directory, news)
+    assert held(directory, asked) == {GAME: b"game v2", LIBC: b"libc"}
+    assert symbol_store.local(asked) == (directory, False)
+    symbol_store.delete(GAME)
+    assert symbol_store.local(asked) == (directory, news)
+    assert held(directory, asked) == {LIBC: b"libc"}
+    assert symbol_store.local(asked) == (directory, False)
+    assert symbol_store.local([]) == (directory, False)
+
+
+def test_a_reader_of_the_local_copy_sees_one_whole_file_or_the_other(symbol_store: SymbolStore):
+    versions = [b"A" * 300_000, b"B" * 200_000]
+    symbol_store.put(GAME, versions[0], 0)
+    done = threading.Event()
+
+    def replace() -> None:
+        for n in range(30):
+            symbol_store.put(GAME, versions[n % 2], n)
+        done.set()
+
+    writer = threading.Thread(target=replace)
+    writer.start()
+    reads = 0
+    while not done.is_set() or reads == 0:
+        directory, _ = symbol_store.local([GAME])
+        assert (directory / GAME).read_bytes() in versions
+        reads += 1
+    writer.join()
+
+
+BAD_PATHS = ["", "/etc/x/passwd.sym", "../x/y.sym", "a/../y.sym", "a/./y.sym", "a//y.sym", "a\\b/c/d.sym",
+             "a/b/c\0.sym", "a/b.sym", "a/b/c/d.sym", "a/b/c.txt", "a/b/"]
+
+
+@pytest.mark.parametrize("path", BAD_PATHS)
+def test_a_path_outside_the_layout_is_refused(symbol_store: SymbolStore, path: str):
+    with pytest.raises(ValueError, match="not a symbol file path"):
+        symbol_store.put(path, b"x", 1)
+    with pytest.raises(ValueError, match="not a symbol file path"):
+        symbol_store.delete(path)
+    with pytest.raises(ValueError, match="not a symbol file path"):
+        symbol_store.local([GAME, path])
+    assert symbol_store.files("", 10) == []
+
+
+def test_a_delete_leaves_no_empty_directory(tmp_path: Path):
+    """The directory store's own layout: the walker and a listing find nothing left behind."""
+    store = DirectorySymbolStore(tmp_path)
+    other = "game.pdb/FEDCBA/game.sym"
+    store.put(GAME, b"a", 1)
+    store.put(other, b"b", 2)
+    store.delete(GAME)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "game.pdb", "game.pdb/FEDCBA", other]
+    store.delete(other)
+    assert list(tmp_path.iterdir()) == []
+
+
+PATHS = [GAME, LIBC, "a/A/a.sym", "a/B/a.sym", "a.x/A/a.sym"]
+Op = tuple[str, str, int]  # put, delete or local; the path; the size put
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.sampled_from(["put", "delete", "local"]), st.sampled_from(PATHS),
+                              st.integers(0, 64)), max_size=25),
+       after=st.sampled_from(["", *PATHS]), limit=st.integers(1, 6))
+def test_puts_and_deletes_behave_like_a_dict(symbol_store: SymbolStore, ops: list[Op], after: str, limit: int):
+    # the store outlives examples: empty it, and make the local copy agree
+    for file in symbol_store.files("", 100):
+        symbol_store.delete(file.path)
+    symbol_store.local(PATHS)
+    model: dict[str, tuple[bytes, int]] = {}
+    seen: dict[str, bytes] = {}  # what the last local() held
+
+    def check_local() -> None:
+        nonlocal seen
+        directory, changed = symbol_store.local(PATHS)
+        now = {path: data for path, (data, _) in model.items()}
+        assert held(directory, PATHS) == now
+        assert changed is (copies(symbol_store) and now != seen)
+        seen = now
+
+    for n, (op, path, size) in enumerate(ops):
+        if op == "put":
+            data = f"{n}:".encode() + b"x" * size  # each put's bytes its own: a replace is a change
+            assert symbol_store.put(path, data, n) is (path not in model)
+            model[path] = (data, n)
+        elif op == "delete":
+            assert symbol_store.delete(path) is (model.pop(path, None) is not None)
+        else:
+            check_local()
+    expected = [SymbolFile(path, len(data), at) for path, (data, at) in sorted(model.items())]
+    assert symbol_store.files("", 100) == expected
+    assert symbol_store.files(after, limit) == [f for f in expected if f.path > after][:limit]
+    check_local()

@@ -10,105 +10,21 @@ gets a `WalkFailed` with the reason instead of a crash or a hang."""
 from __future__ import annotations
 
 import os
-import re
 import selectors
 import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Annotated
+from pathlib import Path
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from ports.errors import InvalidField
+from ports.minidumps import Walked, WalkerReport, WalkFailed
 
 WALKER = "blackbox-stackwalk"
 # `make test` builds it here (the Makefile's .tools/bin/blackbox-stackwalk)
 _REPO_WALKER = Path(__file__).resolve().parents[1] / ".tools" / "bin" / WALKER
 WALKER_ENV = "BLACKBOX_STACKWALK"
-
-
-def _hex(value: object) -> object:
-    return int(value, 16) if isinstance(value, str) else value
-
-
-Hex = Annotated[int, BeforeValidator(_hex)]
-
-
-class _Json(BaseModel):
-    # the walker's schema: every field may be absent or null, and it grows fields we do not read
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
-
-
-class Frame(_Json):
-    """One frame of the crashing thread, innermost first."""
-
-    instruction: Hex = Field(alias="offset")
-    module: str | None = None
-    module_offset: Hex | None = None
-    function: str | None = None
-    function_offset: Hex | None = None
-    file: str | None = None
-    line: int | None = None
-    # context, cfi, frame_pointer or scan: how the walker found this frame, best first
-    trust: str
-    missing_symbols: bool = False
-
-
-class Module(_Json):
-    name: str = Field(alias="filename")
-    base_address: Hex = Field(alias="base_addr")
-    debug_file: str | None = None
-    debug_id: str | None = None
-    code_id: str | None = None
-    missing_symbols: bool = False
-
-
-class _CrashInfo(_Json):
-    type: str | None = None
-    address: Hex | None = None
-
-
-class _Thread(_Json):
-    frames: tuple[Frame, ...] = ()
-
-
-class _Report(_Json):
-    status: str | None = None
-    crash_info: _CrashInfo = _CrashInfo()
-    crashing_thread: _Thread | None = None
-    modules: tuple[Module, ...] = ()
-
-
-@dataclass(frozen=True)
-class Walked:
-    """What a minidump says about its crash."""
-
-    # e.g. "SIGSEGV /SEGV_MAPERR", "EXCEPTION_ACCESS_VIOLATION_READ"; None for a dump written without a crash
-    crash_reason: str | None
-    crash_address: int | None
-    frames: tuple[Frame, ...]
-    modules: tuple[Module, ...]
-
-    @property
-    def modules_missing_symbols(self) -> tuple[Module, ...]:
-        """The modules of the crashing thread's frames that had no symbols: when theirs arrive,
-        the report is worth walking again."""
-        names = {frame.module for frame in self.frames if frame.missing_symbols}
-        return tuple(module for module in self.modules if module.name in names)
-
-    @property
-    def missing_symbols(self) -> bool:
-        return any(frame.missing_symbols for frame in self.frames)
-
-
-@dataclass(frozen=True)
-class WalkFailed:
-    """The minidump could not be read (truncated, not a minidump, or the walker gave up)."""
-
-    reason: str
 
 
 class Stackwalker:
@@ -146,7 +62,7 @@ class Stackwalker:
         if code != 0:
             return WalkFailed(_last_line(err) or f"{WALKER} exited with {code}")
         try:
-            report = _Report.model_validate_json(out)
+            report = WalkerReport.model_validate_json(out)
         except ValidationError as invalid:
             return WalkFailed(f"{WALKER} printed an unexpected report: {invalid.errors()[0]['msg']}")
         if report.status not in (None, "OK"):
@@ -197,49 +113,3 @@ class Stackwalker:
 def _last_line(stderr: bytes) -> str:
     lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
     return lines[-1][:500] if lines else ""
-
-
-class SymbolFileRefused(InvalidField):
-    """An upload that is not a Breakpad symbol file."""
-
-
-# Breakpad's first line: MODULE <os> <arch> <debug id> <debug file>; the id is a GUID or build id
-# and an age, in hex; the file is the rest of the line (a PDB's name may hold spaces)
-_MODULE_LINE = re.compile(r"MODULE (\S+) (\S+) ([0-9A-Fa-f]{33,40}) (.+)")
-_FIRST_LINE_MAX = 4096
-
-
-@dataclass(frozen=True)
-class SymbolFileId:
-    os: str
-    arch: str
-    debug_id: str
-    debug_file: str
-
-    @property
-    def path(self) -> PurePosixPath:
-        """Where a symbol server (and the walker) looks for it: a PDB's `.sym` drops the `.pdb`."""
-        stem = self.debug_file[:-4] if self.debug_file.lower().endswith(".pdb") else self.debug_file
-        return PurePosixPath(self.debug_file, self.debug_id, f"{stem}.sym")
-
-
-def symbol_file_id(sym: bytes) -> SymbolFileId:
-    """The identity of a Breakpad `.sym` file, from its first line; SymbolFileRefused when that
-    line is not a MODULE record with a plain file name (it becomes a path)."""
-    first, newline, _ = sym[:_FIRST_LINE_MAX].partition(b"\n")
-    if not newline and len(sym) > _FIRST_LINE_MAX:
-        raise SymbolFileRefused("a Breakpad symbol file's first line is a short MODULE record", field="file")
-    try:
-        line = first.decode("utf-8").rstrip("\r")
-    except UnicodeDecodeError:
-        raise SymbolFileRefused("a Breakpad symbol file starts with a UTF-8 MODULE line", field="file") from None
-    match = _MODULE_LINE.fullmatch(line)
-    if match is None:
-        raise SymbolFileRefused(
-            "not a Breakpad symbol file: the first line must be MODULE <os> <arch> <debug id> <debug file>",
-            field="file",
-        )
-    os_name, arch, debug_id, debug_file = match.groups()
-    if debug_file in (".", "..") or any(character in debug_file for character in "/\\\0"):
-        raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name", field="file")
-    return SymbolFileId(os=os_name, arch=arch, debug_id=debug_id.upper(), debug_file=debug_file)

@@ -8,14 +8,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from adapters.stackwalk import (
-    Stackwalker,
-    SymbolFileId,
-    SymbolFileRefused,
-    Walked,
-    WalkFailed,
-    symbol_file_id,
-)
+from adapters.stackwalk import Stackwalker
+from crashes.symbols import SymbolFileId, SymbolFileRefused, symbol_file_id
+from ports.minidumps import Walked, WalkFailed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
 [SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")

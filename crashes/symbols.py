@@ -1,0 +1,62 @@
+"""Breakpad symbol files: their identity, read from their first line, names the path a symbol
+server (and the stack walker) finds them at."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from ports.errors import InvalidField
+
+
+class SymbolFileRefused(InvalidField):
+    """An upload that is not a Breakpad symbol file."""
+
+
+# Breakpad's first line: MODULE <os> <arch> <debug id> <debug file>; the id is a GUID or build id
+# and an age, in hex; the file is the rest of the line (a PDB's name may hold spaces)
+_MODULE_LINE = re.compile(r"MODULE (\S+) (\S+) ([0-9A-Fa-f]{33,40}) (.+)")
+_FIRST_LINE_MAX = 4096
+
+
+@dataclass(frozen=True)
+class SymbolFileId:
+    os: str
+    arch: str
+    debug_id: str
+    debug_file: str
+
+    @property
+    def path(self) -> PurePosixPath:
+        return symbol_path(self.debug_file, self.debug_id)
+
+
+def symbol_path(debug_file: str, debug_id: str) -> PurePosixPath:
+    """Where a symbol server (and the walker) looks for a module's symbols: a PDB's `.sym` drops
+    the `.pdb`; a module's file may be named by its full path (a Linux module's is)."""
+    name = PurePosixPath(debug_file.replace("\\", "/")).name
+    stem = name[:-4] if name.lower().endswith(".pdb") else name
+    return PurePosixPath(name, debug_id.upper(), f"{stem}.sym")
+
+
+def symbol_file_id(sym: bytes) -> SymbolFileId:
+    """The identity of a Breakpad `.sym` file, from its first line; SymbolFileRefused when that
+    line is not a MODULE record with a plain file name (it becomes a path)."""
+    first, newline, _ = sym[:_FIRST_LINE_MAX].partition(b"\n")
+    if not newline and len(sym) > _FIRST_LINE_MAX:
+        raise SymbolFileRefused("a Breakpad symbol file's first line is a short MODULE record", field="file")
+    try:
+        line = first.decode("utf-8").rstrip("\r")
+    except UnicodeDecodeError:
+        raise SymbolFileRefused("a Breakpad symbol file starts with a UTF-8 MODULE line", field="file") from None
+    match = _MODULE_LINE.fullmatch(line)
+    if match is None:
+        raise SymbolFileRefused(
+            "not a Breakpad symbol file: the first line must be MODULE <os> <arch> <debug id> <debug file>",
+            field="file",
+        )
+    os_name, arch, debug_id, debug_file = match.groups()
+    if debug_file in (".", "..") or any(character in debug_file for character in "/\\\0"):
+        raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name", field="file")
+    return SymbolFileId(os=os_name, arch=arch, debug_id=debug_id.upper(), debug_file=debug_file)

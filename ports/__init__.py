@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
 Headers = tuple[tuple[str, bytes], ...]
@@ -130,6 +131,27 @@ class IndexEntry:
     build_version: str | None = None
     signature: str | None = None
     attachments: tuple[str, ...] = ()
+    processing: ProcessingState | None = None
+    """Of a report with a minidump: where its walk stands (None: nothing to walk)."""
+
+
+ProcessingState = Literal["pending", "processed", "failed"]
+# the crash_type of a native upload until its walk names the crash
+UNNAMED_CRASH_TYPE = "minidump"
+
+
+@dataclass(frozen=True)
+class Processed:
+    """What walking a report's minidump gave its index row: a state, the signature of the crashing
+    thread and the crash reason (its crash_type when the report named none, or UNNAMED_CRASH_TYPE), and the
+    symbol files it lacked (paths in the symbol-server layout), whose arrival walks it again."""
+
+    report_key: str
+    state: ProcessingState
+    signature: str | None = None
+    crash_type: str | None = None
+    missing_symbols: tuple[str, ...] = ()
+    at: int = 0
 
 
 @dataclass(frozen=True)
@@ -190,6 +212,16 @@ class CrashIndex(Protocol):
 
     def get(self, report_id: int) -> IndexedReport | None: ...
 
+    def processed(self, results: Sequence[Processed]) -> None:
+        """Sets each indexed report's processing state and signature (and its crash_type, where it
+        had none), and replaces the symbol files it awaits; a report no longer indexed (purged) is
+        passed over. Idempotent: the same results again change nothing."""
+        ...
+
+    def awaiting_symbols(self, path: str, after_key: str, limit: int) -> list[str]:
+        """The report keys, ascending after `after_key`, whose last walk lacked this symbol file."""
+        ...
+
     def crash_groups(
         self, sku: str, from_ms: int, to_ms: int, limit: int, equals: Mapping[str, str] | None = None
     ) -> list[CrashGroup]:
@@ -210,7 +242,8 @@ class CrashIndex(Protocol):
         ...
 
     def purge(self, before_ms: int) -> int:
-        """Drops the reports that became readable (submit_time) before `before_ms`; returns how many."""
+        """Drops the reports that became readable (submit_time) before `before_ms`, and what they
+        awaited of symbols recorded before it; returns how many reports."""
         ...
 
     def ping(self) -> None: ...
@@ -397,3 +430,34 @@ class ProjectStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SymbolFile:
+    path: str
+    """In the symbol-server layout: `<debug file>/<debug id>/<debug file, less .pdb>.sym`."""
+    size_bytes: int
+    uploaded_at: int
+
+
+class SymbolStore(Protocol):
+    """Breakpad symbol files by their symbol-server path, and a copy on this machine for the stack
+    walker, which reads a directory."""
+
+    def put(self, path: str, data: bytes, uploaded_at: int) -> bool:
+        """Stores the file whole (a reader sees the old one or the new one); True when it is new."""
+        ...
+
+    def files(self, after: str, limit: int) -> list[SymbolFile]:
+        """The files by path, after `after`."""
+        ...
+
+    def delete(self, path: str) -> bool:
+        """True when there was a file to delete."""
+        ...
+
+    def local(self, paths: Sequence[str]) -> tuple[Path, bool]:
+        """A directory on this machine in the symbol-server layout in which those of `paths` that
+        the store holds are as they are in the store now, and the others absent; and whether making
+        it so changed any of them (a walk made before then is worth making again)."""
+        ...

@@ -10,7 +10,7 @@ from typing import Any
 from adapters.embedded.sqlite import INDEX, SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
 from adapters.sql.projects import SqlProjectStore
-from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_COUNTERS, PURGE_REPORTS, entry_values
+from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_AWAITING, PURGE_COUNTERS, PURGE_REPORTS, entry_values
 from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase, Transaction
 from adapters.sql.schema import BODY_HASH, INSERT_COLUMNS, reports
 from adapters.sql.statements import Statement, insert, text
@@ -83,6 +83,7 @@ class SqliteCrashIndex(CrashIndexReads):
     def purge(self, before_ms: int) -> int:
         # AUTOINCREMENT: a purged reportId is never handed out again
         with self._database.transaction() as t:
+            t.execute(PURGE_AWAITING, {"before": before_ms})
             return t.execute(PURGE_REPORTS, {"before": before_ms})
 
     def ping(self) -> None:

@@ -10,7 +10,14 @@ import sqlalchemy as sa
 from adapters.errors import port_errors
 from adapters.mysql.database import DAYS_AHEAD, MysqlDatabase, mysql_meaning
 from adapters.sql.projects import SqlProjectStore
-from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_COUNTERS, PURGE_REPORTS, entry_values, purge
+from adapters.sql.queries import (
+    INCREMENT_SESSIONS,
+    PURGE_AWAITING,
+    PURGE_COUNTERS,
+    PURGE_REPORTS,
+    entry_values,
+    purge,
+)
 from adapters.sql.reads import CrashIndexReads, SessionCounterReads
 from adapters.sql.schema import INSERT_COLUMNS, report_keys, reports
 from adapters.sql.statements import Statement, insert, listed, marks, padded, text
@@ -77,6 +84,7 @@ class MysqlCrashIndex(CrashIndexReads):
         if oldest is None:
             (oldest,) = self._database.rows(_NEXT_REPORT, {})[0]
         self._database.delete_in_chunks(_PURGE_KEYS, oldest)
+        self._database.delete_in_chunks(PURGE_AWAITING, before_ms)
         self._database.ensure_day_partitions(DAYS_AHEAD)
         return purged
 

@@ -16,17 +16,20 @@ from adapters.sql.schema import (
     applied_events,
     applied_offsets,
     applied_ranges,
+    awaiting_symbols,
     reports,
     session_counts,
 )
 from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
 from ports import (
+    UNNAMED_CRASH_TYPE,
     Applied,
     Checkpoint,
     CrashGroup,
     IndexedReport,
     IndexEntry,
     OffsetConflict,
+    Processed,
     ReportFilter,
     SkuSeen,
 )
@@ -78,6 +81,7 @@ def purge(table: sa.Table, column: str) -> Statement:
 
 # retention (DESIGN §3.6): what the purge job deletes, oldest first
 PURGE_REPORTS = purge(reports, "submit_time")
+PURGE_AWAITING = purge(awaiting_symbols, "added_at")
 PURGE_COUNTERS = (
     purge(session_counts, "minute"),
     purge(applied_events, "applied_at"),
@@ -164,6 +168,50 @@ def _body_hashes(table: sa.Table, count: int) -> Statement:
 def body_hashes(table: sa.Table, report_keys: Sequence[str]) -> Query:
     keys = list(report_keys) or [""]  # no report has the empty key
     return _body_hashes(table, padded(len(keys))), listed("key", keys)
+
+
+@functools.cache
+def _report_ids(table: sa.Table, count: int) -> Statement:
+    return Statement(sa.select(table.c.report_key, table.c.report_id).where(
+        table.c.report_key.in_(marks("key", count))))
+
+
+def report_ids(table: sa.Table, report_keys: Sequence[str]) -> Query:
+    """Those of these report keys that are indexed, with their report ids (rows of key, id)."""
+    keys = list(report_keys) or [""]
+    return _report_ids(table, padded(len(keys))), listed("key", keys)
+
+
+_c = reports.c
+# a walk's signature replaces the report's (when it found one), and its crash reason names a
+# crash the report did not (a native upload's placeholder included)
+SET_PROCESSED = Statement(sa.update(reports).where(_c.report_id == _bind("report_id")).values(
+    processing=_bind("processing"),
+    signature=sa.func.coalesce(_bind("signature"), _c.signature),
+    crash_type=sa.case((sa.or_(_c.crash_type.is_(None), _c.crash_type == UNNAMED_CRASH_TYPE),
+                        sa.func.coalesce(_bind("crash_type"), _c.crash_type)), else_=_c.crash_type),
+))
+AWAIT_SYMBOLS = insert(awaiting_symbols, ("symbol_path", "report_key", "added_at"), keys=("symbol_path", "report_key"),
+                       replace=("added_at",))
+AWAITING = Statement(sa.select(awaiting_symbols.c.report_key).where(
+    awaiting_symbols.c.symbol_path == _bind("path"), awaiting_symbols.c.report_key > _bind("after"))
+    .order_by(awaiting_symbols.c.report_key).limit(_bind("limit")))
+
+
+@functools.cache
+def _forget_awaiting(count: int) -> Statement:
+    return Statement(sa.delete(awaiting_symbols).where(awaiting_symbols.c.report_key.in_(marks("key", count))))
+
+
+def processed_values(result: Processed, report_id: int) -> dict[str, Any]:
+    return {"report_id": report_id, "processing": result.state, "signature": result.signature,
+            "crash_type": result.crash_type}
+
+
+def forget_awaiting(report_keys: Sequence[str]) -> Query:
+    """Deletes what these reports awaited (their walk says it again)."""
+    keys = list(report_keys) or [""]
+    return _forget_awaiting(padded(len(keys))), listed("key", keys)
 
 
 def entry_values(entry: IndexEntry, report_id: int | None, submit_time: int) -> tuple[Any, ...]:

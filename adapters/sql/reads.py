@@ -15,8 +15,11 @@ from adapters.sql import ranking as ranking_sql
 from adapters.sql.queries import (
     APPLIED_OFFSET,
     APPLIED_OFFSET_FOR_UPDATE,
+    AWAIT_SYMBOLS,
+    AWAITING,
     GET_REPORT,
     SESSION_COUNTS,
+    SET_PROCESSED,
     STORE_EVENTS,
     STORE_OFFSET,
     applied,
@@ -31,8 +34,11 @@ from adapters.sql.queries import (
     crash_groups,
     crash_groups_query,
     find_query,
+    forget_awaiting,
     offset_values,
+    processed_values,
     report_from_row,
+    report_ids,
     seen_events,
     skus_seen,
     stored_offset,
@@ -47,6 +53,7 @@ from ports import (
     IndexedReport,
     NodeRange,
     Order,
+    Processed,
     ReportFilter,
     SkuSeen,
 )
@@ -161,6 +168,22 @@ class CrashIndexReads:
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         return [report_from_row(row) for row in self._database.rows(*find_query(query))]
+
+    def processed(self, results: Sequence[Processed]) -> None:
+        latest = {result.report_key: result for result in results}
+        if not latest:
+            return
+        with self._database.transaction() as t:
+            ids = {str(key): int(report_id) for key, report_id in t.rows(*report_ids(self.BODY_HASHES, list(latest)))}
+            known = [result for key, result in latest.items() if key in ids]
+            for result in known:
+                t.execute(SET_PROCESSED, processed_values(result, ids[result.report_key]))
+            t.execute(*forget_awaiting([result.report_key for result in known]))
+            t.execute_rows(AWAIT_SYMBOLS, [(path, r.report_key, r.at) for r in known for path in r.missing_symbols])
+
+    def awaiting_symbols(self, path: str, after_key: str, limit: int) -> list[str]:
+        return [str(key) for (key,) in self._database.rows(AWAITING, {"path": path, "after": after_key,
+                                                                       "limit": limit})]
 
     def get(self, report_id: int) -> IndexedReport | None:
         found = self._database.rows(GET_REPORT, {"report_id": report_id})

@@ -34,5 +34,6 @@ applied_ranges = _table("applied_ranges", "consumer", "topic_partition", "first_
 boards = _table("boards", "board", "sort_order", "operator")
 rank_scores = _table("rank_scores", "board", "player_id", "score")
 rank_nodes = _table("rank_nodes", "board", "level", "prefix", "count")
-# a shared migration's (adapters/sql/shared/0001_projects.sql)
+# shared migrations' (adapters/sql/shared/)
 projects = _table("projects", "project_id", "sku", "updated_at")
+awaiting_symbols = _table("awaiting_symbols", "symbol_path", "report_key", "added_at")

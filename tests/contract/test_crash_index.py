@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashes.model import MAX_INDEXED_CHARS
-from ports import CrashIndex, IndexEntry, ReportFilter, SkuSeen
+from ports import CrashIndex, IndexEntry, Processed, ReportFilter, SkuSeen
 from ports.timeutil import now_ms
 
 
@@ -223,3 +223,56 @@ def test_purge_of_everything_leaves_an_index_that_takes_new_reports(crash_index:
     assert crash_index.find(ReportFilter(sku="game:pc", limit=10)) == []
     crash_index.insert_many([entry(1), entry(9)])
     assert [r.report_id > highest for r in crash_index.find(ReportFilter(sku="game:pc", limit=10))] == [True, True]
+
+
+def test_a_walk_sets_state_and_signature_and_names_a_crash_only_where_none_was(crash_index: CrashIndex):
+    crash_index.insert_many([
+        entry(1, crash_type="minidump", signature="client", processing="pending"),
+        entry(2, crash_type="EXCEPTION_STACK_OVERFLOW", processing="pending"),
+        entry(3, processing="pending"),
+        entry(4, signature="client", processing="pending"),
+    ])
+    crash_index.processed([
+        Processed(entry(1).report_key, "processed", signature="walked", crash_type="SIGSEGV"),
+        Processed(entry(2).report_key, "processed", signature="walked", crash_type="SIGSEGV"),
+        Processed(entry(3).report_key, "processed", crash_type=None),
+        # a failed walk names nothing, and the client's signature stays
+        Processed(entry(4).report_key, "failed"),
+        Processed(f"{99:032x}", "processed", signature="gone"),  # not indexed (purged): passed over
+    ])
+    found = {r.entry.event_id: r.entry for r in crash_index.find(ReportFilter(sku="game:pc", limit=10))}
+    assert (found["event-1"].processing, found["event-1"].signature, found["event-1"].crash_type) == \
+        ("processed", "walked", "SIGSEGV")
+    assert (found["event-2"].signature, found["event-2"].crash_type) == ("walked", "EXCEPTION_STACK_OVERFLOW")
+    assert (found["event-3"].processing, found["event-3"].signature, found["event-3"].crash_type) == \
+        ("processed", None, None)
+    assert (found["event-4"].processing, found["event-4"].signature) == ("failed", "client")
+    assert len(found) == 4
+
+
+def test_what_a_report_awaits_is_what_its_last_walk_lacked(crash_index: CrashIndex):
+    libc, game = "libc.so.6/AB/libc.so.6.sym", "game/CD/game.sym"
+    crash_index.insert_many([entry(n, processing="pending") for n in range(1, 5)])
+    crash_index.processed([Processed(entry(n).report_key, "processed", missing_symbols=(libc, game), at=n)
+                           for n in range(1, 4)])
+    keys = [entry(n).report_key for n in range(1, 4)]
+    assert crash_index.awaiting_symbols(game, "", 10) == keys
+    # paged by key
+    assert crash_index.awaiting_symbols(game, "", 2) == keys[:2]
+    assert crash_index.awaiting_symbols(game, keys[1], 2) == keys[2:]
+    # walked again with the game's symbols: it awaits libc's alone, and the same again changes nothing
+    again = Processed(keys[0], "processed", missing_symbols=(libc,), at=5)
+    crash_index.processed([again])
+    crash_index.processed([again])
+    assert crash_index.awaiting_symbols(game, "", 10) == keys[1:]
+    assert crash_index.awaiting_symbols(libc, "", 10) == keys
+    assert crash_index.awaiting_symbols("other/EF/other.sym", "", 10) == []
+
+
+def test_purge_forgets_what_was_awaited_before_the_cut(crash_index: CrashIndex):
+    path = "game/CD/game.sym"
+    crash_index.insert_many([entry(1, processing="pending"), entry(2, processing="pending")])
+    crash_index.processed([Processed(entry(1).report_key, "processed", missing_symbols=(path,), at=1_000),
+                           Processed(entry(2).report_key, "processed", missing_symbols=(path,), at=3_000)])
+    crash_index.purge(2_000)
+    assert crash_index.awaiting_symbols(path, "", 10) == [entry(2).report_key]

@@ -53,7 +53,26 @@ node_modules/.installed: package.json package-lock.json
 	cargo install --quiet --locked --force --root .tools --target-dir .tools/target --path stackwalk
 	touch $@
 
-pytest: $(call STAMP,dev) node_modules/.installed .tools/bin/blackbox-stackwalk
+# the walker again for the Lambda functions (stacks/packaging.py's layer): arm64 and no glibc newer than
+# Amazon Linux 2023's 2.34, cross-built without Docker by cargo-zigbuild with the dev extra's ziglang as
+# C compiler and linker. It runs `python3 -m ziglang` with the PATH's python3 unless told ours
+LAMBDA_TARGET := aarch64-unknown-linux-gnu
+LAMBDA_GLIBC := 2.34
+ZIGBUILD_VERSION := 0.24.1
+LAMBDA_WALKER := .tools/lambda/stackwalk/bin/blackbox-stackwalk
+
+.tools/cargo-zigbuild-$(ZIGBUILD_VERSION):
+	cargo install --quiet --locked --force --root .tools --target-dir .tools/target --version $(ZIGBUILD_VERSION) cargo-zigbuild
+	touch $@
+
+$(LAMBDA_WALKER): stackwalk/Cargo.toml stackwalk/Cargo.lock stackwalk/src/main.rs .tools/cargo-zigbuild-$(ZIGBUILD_VERSION) | $(call STAMP,dev)
+	rustup target add $(LAMBDA_TARGET)
+	CARGO_ZIGBUILD_PYTHON_PATH=$(abspath $(BIN)/python) .tools/bin/cargo-zigbuild zigbuild --quiet --locked --release \
+	  --manifest-path stackwalk/Cargo.toml --target-dir .tools/target --target $(LAMBDA_TARGET).$(LAMBDA_GLIBC)
+	install -D .tools/target/$(LAMBDA_TARGET)/release/blackbox-stackwalk $@
+
+# the walker layer's test bundles it (tests/infrastructure/test_walker_layer.py)
+pytest: $(call STAMP,dev) node_modules/.installed .tools/bin/blackbox-stackwalk $(LAMBDA_WALKER)
 	$(BIN)/pytest
 
 synth: $(call STAMP,dev) node_modules/.installed

@@ -1,10 +1,12 @@
-"""How every Blackbox function is deployed: the shared code asset and dependency layer, in the
-VPC's private subnets, a log group with retention, X-Ray, and the aws profile's settings."""
+"""How every Blackbox function is deployed: the shared code asset and dependency layer (and the
+stack walker's layer for those that walk minidumps), in the VPC's private subnets, a log group with
+retention, X-Ray, and the aws profile's settings."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -19,6 +21,11 @@ from stacks.nag import acknowledge
 LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 LAMBDA_MSK = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaMSKExecutionRole"
 LAMBDA_VPC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
+# the functions that run the stack walker (adapters/stackwalk.py), which its layer puts on their PATH
+WALKERS = frozenset({"minidump-processor"})
+# a walk is single-threaded and CPU-bound, up to seconds: Lambda gives a whole vCPU from 1769 MB, and
+# more memory would add a second one the walker does not use
+WALKER_MEMORY_MB = 1769
 
 
 @dataclass(frozen=True)
@@ -83,11 +90,20 @@ class Functions(Construct):
         acknowledge(self, "AwsSolutions-IAM5", (
             "X-Ray's PutTraceSegments/PutTelemetryRecords take no resource"), ["Resource::*"])
 
+    @cached_property
+    def _walker(self) -> lambda_.LayerVersion:
+        """Made with the first function of WALKERS: a stack without one bundles no walker."""
+        return lambda_.LayerVersion(
+            self, "Walker", code=packaging.walker(), compatible_architectures=[packaging.ARCHITECTURE],
+            description="Blackbox's stack walker, bin/blackbox-stackwalk (stackwalk/), for arm64 and glibc 2.34",
+        )
+
     def function(
         self, name: str, handler: str, *, timeout_s: int = 30, environment: Mapping[str, str] | None = None,
         memory_mb: int | None = None,
     ) -> lambda_.Function:
         config = self._config
+        walks = name in WALKERS
         log_group = logs.LogGroup(
             self, f"{name}-logs", retention=logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN,
@@ -100,8 +116,9 @@ class Functions(Construct):
             architecture=packaging.ARCHITECTURE,
             handler=handler,
             code=self._code,
-            layers=[self._layer],
-            memory_size=memory_mb or config.lambda_memory_mb,
+            layers=[self._layer, self._walker] if walks else [self._layer],
+            memory_size=memory_mb or (max(config.lambda_memory_mb, WALKER_MEMORY_MB) if walks
+                                      else config.lambda_memory_mb),
             timeout=Duration.seconds(timeout_s),
             vpc=self._placement.vpc,
             vpc_subnets=self._placement.subnets,

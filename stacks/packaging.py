@@ -1,12 +1,16 @@
 """Lambda packaging without Docker: the code asset is the project's runtime packages; the
 dependency layer is pip-installed locally from the lock (layer/requirements.txt: every version
 pinned, every file's hash checked) for the Lambda platform (binary wheels only, for the runtime's
-CPython, glibc and arm64), at synth time, cached by CDK under the lock's hash."""
+CPython, glibc and arm64), at synth time, cached by CDK under the lock's hash. The stack walker's
+layer is the Makefile's cross-build of stackwalk/ for the same platform, cached under its sources'
+hash."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import jsii
@@ -25,6 +29,10 @@ PYTHON_VERSION = "3.12"
 ARCHITECTURE = lambda_.Architecture.ARM_64
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
 LOCK = LAYER_SOURCE / "requirements.txt"
+STACKWALK_SOURCE = PROJECT_ROOT / "stackwalk"
+# the Makefile's build of it for ARCHITECTURE and the runtime's glibc (Amazon Linux 2023's 2.34); the
+# layer puts it in /opt/bin, on the functions' PATH, where adapters/stackwalk.py finds it
+WALKER_BUILD = ".tools/lambda/stackwalk/bin/blackbox-stackwalk"
 
 # only the packages the handlers import go into the code asset
 CODE_EXCLUDES = [
@@ -44,13 +52,36 @@ def pip_command(target: Path) -> list[str]:
     ]
 
 
+def pip_install(output: Path) -> None:
+    subprocess.run(pip_command(output), check=True)
+
+
+def make_walker(output: Path) -> None:
+    """Builds the walker if its sources changed since (make installs the toolchain on first use)."""
+    subprocess.run(["make", "--silent", "-C", str(PROJECT_ROOT), WALKER_BUILD], check=True)
+    (output / "bin").mkdir()
+    shutil.copy2(PROJECT_ROOT / WALKER_BUILD, output / "bin")
+
+
 @jsii.implements(ILocalBundling)
-class LocalPip:
-    """Bundles on this machine; CDK would fall back to Docker only if this returned False."""
+class Local:
+    """Bundles on this machine with `build(output_dir)`; CDK would fall back to Docker only if
+    this returned False."""
+
+    def __init__(self, build: Callable[[Path], None]) -> None:
+        self._build = build
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
-        subprocess.run(pip_command(Path(output_dir)), check=True)
+        self._build(Path(output_dir))
         return True
+
+
+def bundled(source: Path, build: Callable[[Path], None], exclude: list[str] | None = None) -> lambda_.Code:
+    """What `build` makes on this machine, rebuilt only when a file of `source` changes."""
+    return lambda_.Code.from_asset(
+        str(source), asset_hash_type=AssetHashType.SOURCE, exclude=exclude,
+        bundling=BundlingOptions(image=RUNTIME.bundling_image, local=Local(build), command=["false"]),
+    )
 
 
 def code() -> lambda_.Code:
@@ -58,8 +89,9 @@ def code() -> lambda_.Code:
 
 
 def dependencies() -> lambda_.Code:
-    return lambda_.Code.from_asset(
-        str(LAYER_SOURCE),
-        asset_hash_type=AssetHashType.SOURCE,
-        bundling=BundlingOptions(image=RUNTIME.bundling_image, local=LocalPip(), command=["false"]),
-    )
+    return bundled(LAYER_SOURCE, pip_install)
+
+
+def walker() -> lambda_.Code:
+    """A layer's: bin/blackbox-stackwalk, from stackwalk/'s sources and Cargo.lock."""
+    return bundled(STACKWALK_SOURCE, make_walker, exclude=["target"])

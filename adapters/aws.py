@@ -6,7 +6,9 @@ new connection, and fetches afresh when the server refuses the cached password (
 
 from __future__ import annotations
 
+import tempfile
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
@@ -15,11 +17,12 @@ from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
 from adapters.kafka.auth import msk_iam
 from adapters.spill.s3 import S3SpillStore
+from adapters.symbols.s3 import S3SymbolStore
 
 if TYPE_CHECKING:
     from adapters.mysql.database import MysqlTarget
     from adapters.settings import Settings
-    from ports import SpillStore
+    from ports import SpillStore, SymbolStore
 
 # how long a container trusts a secret it read: past it, the next new connection reads it again,
 # so a rotated password is picked up without a refused connection first
@@ -37,8 +40,8 @@ def mysql_url(secret: dict[str, Any], proxy_host: str | None) -> str:
 
 class AwsEndpoints:
     """The engines of the aws profile (adapters.factory.Endpoints): MSK with IAM auth, RDS Proxy and
-    Couchbase with credentials from Secrets Manager, the S3 spill bucket. Every call reads what it
-    needs then, and nothing before."""
+    Couchbase with credentials from Secrets Manager, the S3 spill and symbols buckets. Every call
+    reads what it needs then, and nothing before."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
@@ -71,3 +74,8 @@ class AwsEndpoints:
 
     def spill(self) -> SpillStore:
         return S3SpillStore(boto3.client("s3", region_name=self._settings.aws_region), self._settings.spill_bucket)
+
+    def symbols(self) -> SymbolStore:
+        # the walker's copies: a container's /tmp, kept across its invocations
+        return S3SymbolStore(boto3.client("s3", region_name=self._settings.aws_region),
+                             self._settings.symbols_bucket, Path(tempfile.gettempdir()) / "blackbox-symbols")

@@ -9,14 +9,25 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from adapters.settings import Settings
-from ports import CrashIndex, DocumentStore, EventLog, ProjectStore, RankingStore, SessionCounters, SpillStore
+from ports import (
+    CrashIndex,
+    DocumentStore,
+    EventLog,
+    ProjectStore,
+    RankingStore,
+    SessionCounters,
+    SpillStore,
+    SymbolStore,
+)
 
 if TYPE_CHECKING:
     from adapters.embedded.index import SqliteIndexDatabase
     from adapters.mysql.database import MysqlDatabase, MysqlTarget
 
-Port = Literal["log", "documents", "index", "counters", "ranking", "spill", "projects"]
+Port = Literal["log", "documents", "index", "counters", "ranking", "spill", "projects", "symbols"]
 PORTS: tuple[Port, ...] = get_args(Port)
+# files and objects, no connection: nothing to close
+UNCLOSED: frozenset[Port] = frozenset({"spill", "symbols"})
 
 T = TypeVar("T")
 
@@ -59,6 +70,7 @@ class Wiring(Protocol):
     def ranking(self) -> RankingStore: ...
     def spill(self) -> SpillStore: ...
     def projects(self) -> ProjectStore: ...
+    def symbols(self) -> SymbolStore: ...
 
 
 class Adapters:
@@ -74,6 +86,7 @@ class Adapters:
     ranking: _Port[RankingStore] = _Port()
     spill: _Port[SpillStore] = _Port()
     projects: _Port[ProjectStore] = _Port()
+    symbols: _Port[SymbolStore] = _Port()
 
     def __init__(self, settings: Settings, wiring: Wiring) -> None:
         self.settings = settings
@@ -94,7 +107,7 @@ class Adapters:
 
     def close(self) -> None:
         for port in self.built:
-            if port != "spill":  # a spill store holds nothing open
+            if port not in UNCLOSED:
                 self._ports[port].get().close()
 
 
@@ -109,6 +122,12 @@ def _spill_directory(settings: Settings) -> SpillStore:
     from adapters.spill.directory import DirectorySpillStore
 
     return DirectorySpillStore(settings.data_dir / "spill")
+
+
+def _symbols_directory(settings: Settings) -> SymbolStore:
+    from adapters.symbols.directory import DirectorySymbolStore
+
+    return DirectorySymbolStore(settings.data_dir / "symbols")
 
 
 # imports per port and profile: a Lambda package carries only the clients its profile needs, and a
@@ -157,6 +176,9 @@ class _Embedded:
 
         return SqliteProjectStore(self._sql.get())
 
+    def symbols(self) -> SymbolStore:
+        return _symbols_directory(self._settings)
+
 
 class Endpoints(Protocol):
     """Where the engines are and how to sign in: settings on one machine, MSK IAM and Secrets
@@ -167,6 +189,7 @@ class Endpoints(Protocol):
     def mysql_target(self, *, force: bool = False) -> MysqlTarget: ...
     def couchbase_credentials(self) -> tuple[str, str]: ...
     def spill(self) -> SpillStore: ...
+    def symbols(self) -> SymbolStore: ...
 
 
 class _LocalEndpoints:
@@ -190,6 +213,9 @@ class _LocalEndpoints:
 
     def spill(self) -> SpillStore:
         return _spill_directory(self._settings)
+
+    def symbols(self) -> SymbolStore:
+        return _symbols_directory(self._settings)
 
 
 def _endpoints(settings: Settings) -> Endpoints:
@@ -252,6 +278,9 @@ class _Engines:
         from adapters.mysql.index import MysqlProjectStore
 
         return MysqlProjectStore(self._sql.get())
+
+    def symbols(self) -> SymbolStore:
+        return self._endpoints.symbols()
 
 
 def migrate(settings: Settings) -> list[str]:

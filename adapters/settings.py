@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     couchbase_admin_secret_arn: str = ""
     couchbase_rest_url: str = ""
     spill_bucket: str = ""
+    # where the symbol files are, under symbols/ (the spill bucket, in the stacks)
+    symbols_bucket: str = ""
     # where the MSK event source mappings put the batches they gave up on (pipeline.replay)
     failed_batches_bucket: str = ""
     # only `blackbox bench` uses Redis: the sorted-set baseline for leaderboards

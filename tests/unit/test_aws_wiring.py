@@ -212,6 +212,7 @@ PROBES: dict[str, Callable[[Adapters], object]] = {
     "ranking": lambda a: a.ranking.get_board("none"),
     "documents": lambda a: a.documents.ping(),
     "projects": lambda a: a.projects.get(1),
+    "symbols": lambda a: a.symbols.local(["game.pdb/0123/game.sym"]),
 }
 
 
@@ -245,7 +246,7 @@ def test_every_function_builds_its_ports_from_the_environment_the_stacks_give_it
                 monkeypatch.setenv(variable, resolve(variable, value, substitutes, region))
             if "BLACKBOX_COUCHBASE_URL" in os.environ:  # the nodes' private DNS name: the local mock instead
                 monkeypatch.setenv("BLACKBOX_COUCHBASE_URL", engines.couchbase_url)
-            for variable in ("BLACKBOX_SPILL_BUCKET", "BLACKBOX_FAILED_BATCHES_BUCKET"):
+            for variable in ("BLACKBOX_SPILL_BUCKET", "BLACKBOX_FAILED_BATCHES_BUCKET", "BLACKBOX_SYMBOLS_BUCKET"):
                 if variable in os.environ:
                     boto3.client("s3", region_name=region).create_bucket(Bucket=os.environ[variable])
             secrets_read.clear()

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from adapters.factory import Port
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
+from adapters.symbols.s3 import PREFIX as SYMBOLS_PREFIX
 from lambdas.functions import FUNCTION_PORTS, FUNCTION_TOPICS, FUNCTIONS
 from stacks.config import DeployConfig
 from stacks.data import DataStack
@@ -55,9 +56,9 @@ class ApplicationStack(Stack):
 
 def wire(function: lambda_.Function, name: str, streaming: StreamingStack, data: DataStack) -> None:
     """Where the stores of the function `name`'s ports are, and the least on each: its own topics
-    (lambdas.functions.FUNCTION_TOPICS), the MySQL or the Couchbase credentials, the spill
-    prefix. Nothing for a port it does not use (FUNCTION_PORTS), so capture cannot read a database
-    secret, and a consumer cannot publish to the topic it reads."""
+    (lambdas.functions.FUNCTION_TOPICS), the MySQL or the Couchbase credentials, the spill and the
+    symbols prefixes. Nothing for a port it does not use (FUNCTION_PORTS), so capture cannot read a
+    database secret, and a consumer cannot publish to the topic it reads."""
     ports = FUNCTION_PORTS[name]
     environment: dict[str, str] = {}
     if "log" in ports:
@@ -71,14 +72,27 @@ def wire(function: lambda_.Function, name: str, streaming: StreamingStack, data:
         data.couchbase_app.grant_read(function)
     if "spill" in ports:
         environment["BLACKBOX_SPILL_BUCKET"] = data.spill_bucket_name
-        # the spill store's four calls, on its prefix only
-        bucket = f"arn:{Aws.PARTITION}:s3:::{data.spill_bucket_name}"
-        function.add_to_role_policy(iam.PolicyStatement(
-            actions=["s3:PutObject", "s3:GetObject", "s3:DeleteObject"], resources=[f"{bucket}/{SPILL_PREFIX}*"]))
-        function.add_to_role_policy(iam.PolicyStatement(
-            actions=["s3:ListBucket"], resources=[bucket],
-            conditions={"StringLike": {"s3:prefix": [f"{SPILL_PREFIX}*"]}}))
-        acknowledge(function, "AwsSolutions-IAM5", "the spill store's objects: any key under the spill/ prefix",
-                    [data.objects_finding(data.spill_bucket_name, f"{SPILL_PREFIX}*")])
+        _grant_objects(function, data, data.spill_bucket_name, SPILL_PREFIX,
+                       listing={"StringLike": {"s3:prefix": [f"{SPILL_PREFIX}*"]}})
+    if "symbols" in ports:
+        environment["BLACKBOX_SYMBOLS_BUCKET"] = data.symbols_bucket_name
+        # the bucket, which holds symbol files alone, listed without a condition: S3 answers a get of a
+        # missing key 404 only to a role that may list the bucket (403 else), and the walker asks for
+        # missing files all the time
+        _grant_objects(function, data, data.symbols_bucket_name, SYMBOLS_PREFIX, listing=None)
     for key, value in environment.items():
         function.add_environment(key, value)
+
+
+def _grant_objects(function: lambda_.Function, data: DataStack, bucket_name: str, prefix: str, *,
+                   listing: dict[str, object] | None) -> None:
+    """A store's calls on S3: put, get (and head) and delete under its prefix only, and list the
+    bucket where the `listing` conditions hold."""
+    bucket = f"arn:{Aws.PARTITION}:s3:::{bucket_name}"
+    function.add_to_role_policy(iam.PolicyStatement(
+        actions=["s3:PutObject", "s3:GetObject", "s3:DeleteObject"], resources=[f"{bucket}/{prefix}*"]))
+    function.add_to_role_policy(iam.PolicyStatement(
+        actions=["s3:ListBucket"], resources=[bucket], conditions=listing))
+    acknowledge(function, "AwsSolutions-IAM5",
+                f"the {prefix.removesuffix('/')} store's objects: any key under the {prefix} prefix",
+                [data.objects_finding(bucket_name, f"{prefix}*")])

@@ -1,7 +1,7 @@
 """The stores: RDS MySQL behind RDS Proxy (credentials in Secrets Manager, rotated by Secrets
 Manager's hosted rotation, migrations applied on deploy by a custom resource), a Couchbase Server
 cluster on EC2 (one node per private subnet, each named in a private DNS zone, backed up daily to
-S3), and the S3 buckets for spill and archives."""
+S3), and the S3 buckets for spill and archives, and for symbol files."""
 
 from __future__ import annotations
 
@@ -238,6 +238,15 @@ class DataStack(Stack):
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(config.retention_days))],
             **common,  # type: ignore[arg-type]
         )
+        # the symbol files the stack walker reads (adapters.symbols.s3), kept until deleted: a bucket of
+        # their own, so that a role may list it whole (stacks/access.py) and nothing else with it
+        self.symbols = s3.Bucket(
+            self, "Symbols", bucket_name=self.symbols_bucket_name, server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="symbols-bucket/",
+            lifecycle_rules=[
+                s3.LifecycleRule(id="abort-uploads", abort_incomplete_multipart_upload_after=Duration.days(7))],
+            **common,  # type: ignore[arg-type]
+        )
         # the Couchbase cluster's daily full backups (cbbackupmgr archives), one prefix per day
         self.couchbase_backups = s3.Bucket(
             self, "CouchbaseBackups", server_access_logs_bucket=access_logs,
@@ -263,9 +272,14 @@ class DataStack(Stack):
     def failed_batches_name(self) -> str:
         return self._bucket_name("failed-batches")
 
+    @property
+    def symbols_bucket_name(self) -> str:
+        return self._bucket_name("symbols")
+
     def objects_finding(self, bucket_name: str, pattern: str) -> str:
         """cdk-nag's IAM5 finding for a grant on `pattern` objects of a bucket named here."""
-        purpose = {self.spill_bucket_name: "spill", self.failed_batches_name: "failed-batches"}[bucket_name]
+        purpose = {self.spill_bucket_name: "spill", self.failed_batches_name: "failed-batches",
+                   self.symbols_bucket_name: "symbols"}[bucket_name]
         name = self._bucket_name(purpose, "<AWS::AccountId>")
         return f"Resource::arn:<AWS::Partition>:s3:::{name}/{pattern}"
 

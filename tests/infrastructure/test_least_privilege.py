@@ -12,11 +12,13 @@ from aws_cdk import Stack
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
+from adapters.symbols.s3 import PREFIX as SYMBOLS_PREFIX
 from lambdas.functions import CONSUMERS, FUNCTION_PORTS, FUNCTION_TOPICS
 from pipeline.topics import ALL_TOPICS, READ_GROUP
 from stacks.access import SQL_PORTS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context
+from tests.infrastructure.test_durability import flat, listed
 
 DEV = DeployConfig.model_validate(cdk_json_context()["environments"]["dev"])
 CLUSTER = "cluster"
@@ -127,6 +129,30 @@ def test_a_function_may_read_the_secrets_of_its_own_ports_only(function: str, de
     assert granted == {name for name, used in (("mysql", ports & SQL_PORTS), ("couchbase", "documents" in ports))
                        if used}
     assert len(readable) == len(granted), readable  # no secret besides those
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTION_PORTS))
+def test_a_function_of_the_symbols_port_may_use_the_symbols_bucket_and_no_other(function: str, dev: Blackbox,
+                                                                               templates: dict[str, Template]):
+    """Put, get and delete under symbols/, and list the bucket, which holds nothing else: S3 answers
+    a get of a missing file 404 only to a role that may list the bucket, and 403 to any other."""
+    name = f"{DEV.prefix}-symbols-<AWS::AccountId>-{DEV.region}"
+    bucket, objects = f"arn:<AWS::Partition>:s3:::{name}", f"arn:<AWS::Partition>:s3:::{name}/{SYMBOLS_PREFIX}*"
+    lambda_function = deployed(dev)[function]
+    grants = {(action, flat(resource), json.dumps(s.get("Condition")))
+              for s in statements(lambda_function, templates)
+              for action in listed(s["Action"]) for resource in listed(s["Resource"])
+              if "-symbols-" in flat(resource)}
+    stack = Stack.of(lambda_function)
+    found = templates[stack.node.id.removeprefix("BlackboxDev").lower()].to_json()["Resources"]
+    told = found[stack.get_logical_id(lambda_function.node.default_child)]["Properties"]["Environment"]["Variables"]
+    if "symbols" in FUNCTION_PORTS[function]:
+        unconditioned = "null"
+        assert grants == {("s3:PutObject", objects, unconditioned), ("s3:GetObject", objects, unconditioned),
+                          ("s3:DeleteObject", objects, unconditioned), ("s3:ListBucket", bucket, unconditioned)}
+        assert flat(told["BLACKBOX_SYMBOLS_BUCKET"]) == name
+    else:
+        assert grants == set() and "BLACKBOX_SYMBOLS_BUCKET" not in told
 
 
 def test_the_topics_custom_resource_may_create_and_configure_the_topics_only(dev: Blackbox,

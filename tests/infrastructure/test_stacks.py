@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from adapters.kafka.log import ADMIN_TIMEOUT_S, PROVISION_WITHIN_S, PUBLISH_TIMEOUT_S
 from adapters.settings import Settings
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
+from adapters.symbols.s3 import PREFIX as SYMBOLS_PREFIX
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
 from pipeline.topics import ALL_TOPICS, DEADLETTER
 from stacks.access import SQL_PORTS
@@ -195,6 +196,7 @@ PORT_TRACES = {
     SQL_PORTS: ("MysqlSecret", "BLACKBOX_MYSQL_SECRET_ARN"),
     frozenset({"documents"}): ("CouchbaseApp", "BLACKBOX_COUCHBASE_SECRET_ARN"),
     frozenset({"spill"}): (f"/{SPILL_PREFIX}*", "BLACKBOX_SPILL_BUCKET"),
+    frozenset({"symbols"}): (f"/{SYMBOLS_PREFIX}*", "BLACKBOX_SYMBOLS_BUCKET"),
 }
 
 

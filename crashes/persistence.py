@@ -1,7 +1,8 @@
 """The crash consumer's work: a batch of log records becomes documents (report bodies and, apart
 from them, attachments) and index rows. Every write is idempotent by reportKey, so a redelivered
 batch changes nothing (DESIGN §3.3); the first report under a key is kept, and another body under
-a reused key goes to the dead letters (DESIGN §3.9), as does a record no store takes (§3.8)."""
+a reused key goes to the dead letters (DESIGN §3.9), as does a record no store takes (§3.8). A
+report with a minidump is indexed `pending` and its walk asked of the processor (crashes.processing)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from crashes.model import CrashEnvelope, CrashSubmission, attachment_key, decode_attachment
+from crashes.processing import minidump_of, walk_request
 from crashes.signature import signature
 from pipeline.failures import land
 from pipeline.idempotency import conflicts, retriable
 from pipeline.offsets import IDEMPOTENCY_CONFLICT
-from pipeline.topics import Refused, parse_each
+from pipeline.topics import MINIDUMPS, Refused, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, IndexEntry, LogRecord
 
 
@@ -39,7 +41,7 @@ def persist_crashes(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
 ) -> list[IndexEntry]:
     """Returns the index entries of the newly persisted reports."""
-    persisted = land(records, lambda part: _persist(part, documents, index, ttl_seconds), log)
+    persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds), log)
     return [entry for entries in persisted for entry in entries]
 
 
@@ -49,7 +51,7 @@ def _parse(value: bytes) -> tuple[CrashEnvelope, CrashSubmission]:
 
 
 def _persist(
-    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, ttl_seconds: int
+    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
 ) -> list[IndexEntry]:
     parsed = parse_each(records, _parse, "crash")
     # a keyed report (an Idempotency-Key) may be here already: a retry is skipped, another body
@@ -59,8 +61,14 @@ def _persist(
     new_hashes: dict[str, str | None] = {}
     bodies: dict[str, bytes] = {}
     entries: list[IndexEntry] = []
+    # report key → its minidump: asked to be walked once the report is indexed
+    minidumps: dict[str, str] = {}
     for envelope, submission in parsed:
         key = envelope.reportKey
+        attachments = {name: decode_attachment(data) for name, data in (submission.attachments or {}).items()}
+        if (minidump := minidump_of(attachments)) is not None:
+            # a retry too: the first may have been indexed by a batch cut off before it asked
+            minidumps[key] = minidump
         if key in first_hashes:
             if conflicts(first_hashes[key], envelope.bodyHash):
                 raise Refused(f"{IDEMPOTENCY_CONFLICT}: report {key} was accepted before with another body under "
@@ -69,9 +77,8 @@ def _persist(
         if retriable(envelope.eventId):
             first_hashes[key] = new_hashes[key] = envelope.bodyHash
         payload = dict(envelope.payload)
-        attachments = submission.attachments or {}
         for name, data in attachments.items():
-            bodies[attachment_key(envelope.reportKey, name)] = decode_attachment(data)
+            bodies[attachment_key(envelope.reportKey, name)] = data
         if submission.attachments is not None:
             payload["attachments"] = dict.fromkeys(attachments)
         bodies[envelope.reportKey] = ReportDocument(
@@ -90,6 +97,7 @@ def _persist(
                 build_version=submission.buildVersion,
                 signature=signature(submission.stackTrace),
                 attachments=tuple(attachments),
+                processing="pending" if minidump is not None else None,
             )
         )
     # documents first: an index row is what makes a report visible, so its body must exist by then
@@ -97,4 +105,7 @@ def _persist(
         documents.upsert_many(bodies, ttl_seconds)
     if entries:
         index.insert_many(entries, new_hashes)
+    # after the index: the processor updates the row, which must be there
+    if minidumps:
+        log.publish(MINIDUMPS, [walk_request(key, name) for key, name in minidumps.items()])
     return entries

@@ -15,7 +15,8 @@ from typing_extensions import TypedDict
 
 from crashes.model import attachment_key
 from crashes.persistence import ReportDocument
-from ports import CrashIndex, DocumentStore, IndexedReport, ReportFilter
+from crashes.processing import ProcessedReport, processed_key, read_processed
+from ports import CrashIndex, DocumentStore, IndexedReport, ProcessingState, ReportFilter
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, Sku, ascii_int
@@ -91,6 +92,12 @@ class Report(TypedDict):
     signature: str | None
     sizeBytes: Annotated[int, Field(ge=0)]
     attachments: list[str]
+    processing: Annotated[ProcessingState | None, Field(description=(
+        "of a report with a minidump: pending until the processor walked it, then processed or failed (the "
+        "reason in `processed`); null without a minidump"))]
+    processed: NotRequired[Annotated[ProcessedReport | None, Field(description=(
+        "full reports only: the minidump's last walk (its crashing thread, modules and the symbol files it "
+        "lacked); null until there is one"))]]
     # null when the document store no longer holds the body
     payload: NotRequired[Annotated[dict[str, Any] | None, Field(description=(
         "full reports only: the submitted object exactly as it came in, every value of the JSON type it "
@@ -119,6 +126,7 @@ def summary(report: IndexedReport) -> Report:
         "signature": e.signature,
         "sizeBytes": e.size_bytes,
         "attachments": list(e.attachments),
+        "processing": e.processing,
     }
 
 
@@ -136,12 +144,16 @@ def _full(reports: Sequence[IndexedReport], documents: DocumentStore) -> list[Re
     """Summary plus the payload exactly as submitted: body and attachments in one multi-get."""
     keys = [r.entry.report_key for r in reports]
     keys += [attachment_key(r.entry.report_key, name) for r in reports for name in r.entry.attachments]
+    keys += [processed_key(r.entry.report_key) for r in reports if r.entry.processing is not None]
     found = documents.get_many(keys)
     full = []
     for report in reports:
         item = summary(report)
         raw = found.get(report.entry.report_key)
         item["payload"] = None if raw is None else _payload(ReportDocument.model_validate_json(raw), found)
+        if report.entry.processing is not None:
+            walked = found.get(processed_key(report.entry.report_key))
+            item["processed"] = None if walked is None else read_processed(walked)
         full.append(item)
     return full
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 
 TOP_FRAMES = 5
 
@@ -47,7 +48,14 @@ def top_frames(stack_trace: str, count: int = TOP_FRAMES) -> list[str]:
 def signature(stack_trace: str | None) -> str | None:
     if not stack_trace:
         return None
-    frames = top_frames(stack_trace)
-    if not frames:
-        return None
-    return hashlib.sha256("\n".join(frames).encode()).hexdigest()[:16]
+    return _digest(top_frames(stack_trace))
+
+
+def frames_signature(frames: Sequence[str]) -> str | None:
+    """The signature of frames already reduced to what groups them (a walked minidump's
+    functions, or module@offset without symbols), innermost first; the crash handler's skipped."""
+    return _digest([frame for frame in frames if not _HANDLER_FRAMES.search(frame)][:TOP_FRAMES])
+
+
+def _digest(frames: Sequence[str]) -> str | None:
+    return hashlib.sha256("\n".join(frames).encode()).hexdigest()[:16] if frames else None

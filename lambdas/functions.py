@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from adapters.factory import Port
 from api.access import READERS, SERVER, WRITERS, Role
-from pipeline.topics import CRASHES, DEADLETTER, SCORES, SESSIONS
+from pipeline.topics import CONSUMED, CRASHES, DEADLETTER, MINIDUMPS, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
 Credential = Literal["api-key", "sentry", "path"]
@@ -26,6 +26,8 @@ FUNCTIONS = {
     "replay": "lambdas.replay",
     "projects": "lambdas.projects",
     "native": "lambdas.native",
+    "symbols": "lambdas.symbols",
+    "minidump-processor": "lambdas.minidump_processor",
     # not a route's: API Gateway's authorizer for native's routes, in AWS only (stacks/api.py)
     "key-source": "lambdas.key_source",
 }
@@ -79,10 +81,14 @@ API_ROUTES = (
     ApiRoute("POST", "/api/{projectId}/minidump/", "native", WRITERS, "sentry"),
     ApiRoute("POST", "/submit", "native", WRITERS, "sentry"),
     ApiRoute("POST", "/api/{projectId}/unreal/{key}/", "native", WRITERS, "path"),
+    ApiRoute("GET", "/v1/symbols", "symbols", READERS),
+    ApiRoute("POST", "/v1/symbols", "symbols", SERVER),
+    ApiRoute("DELETE", "/v1/symbols/{debugFile}/{debugId}", "symbols", SERVER),
 )
 
 # consumer function → the topic its event source mapping reads
-CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-worker": SCORES}
+CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-worker": SCORES,
+             "minidump-processor": MINIDUMPS}
 
 # function → the ports its handler reaches (the log of a consumer: its dead letters). A function
 # builds only these (adapters.factory builds a port on first use), and in AWS is told where these
@@ -100,6 +106,9 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     # capture's, and the projects read (cached: reporters.projects.Skus)
     "native": frozenset({"log", "spill", "projects"}),
     "key-source": frozenset(),
+    # an upload asks for the reports that lacked the file to be walked again (the log, or spill)
+    "symbols": frozenset({"symbols", "log", "spill"}),
+    "minidump-processor": frozenset({"documents", "index", "symbols", "log"}),
 }
 
 
@@ -121,8 +130,13 @@ FUNCTION_TOPICS: dict[str, TopicAccess] = {
     # a consumer reads its topic (and a record at a stored offset) and sets bad records aside
     **{name: TopicAccess(writes=frozenset({DEADLETTER}), reads=frozenset({topic}))
        for name, topic in CONSUMERS.items()},
+    # it asks for the minidumps of what it persisted to be walked
+    "crash-consumer": TopicAccess(writes=frozenset({DEADLETTER, MINIDUMPS}), reads=frozenset({CRASHES})),
+    # and it, for the reports that awaited a symbol file, in pages
+    "minidump-processor": TopicAccess(writes=frozenset({DEADLETTER, MINIDUMPS}), reads=frozenset({MINIDUMPS})),
+    "symbols": TopicAccess(writes=frozenset({MINIDUMPS})),
     # a failed batch goes back to its topic, read back by offset when its object lacks the records
-    "replay": TopicAccess(writes=CAPTURED, reads=CAPTURED),
+    "replay": TopicAccess(writes=frozenset(CONSUMED), reads=frozenset(CONSUMED)),
 }
 
 

@@ -24,11 +24,9 @@ from typing import Any, Protocol
 
 from pipeline.msk import from_msk_event
 from pipeline.offsets import failed_batch_origin
-from pipeline.topics import CRASHES, SCORES, SESSIONS, marked_replayed, replay_spilled
+from pipeline.topics import CONSUMED, marked_replayed, replay_spilled
 from ports import EventLog, LogRecord, OutgoingRecord, SpillStore
 from ports.telemetry import FAILED_BATCHES, emit, logger
-
-CONSUMED = (CRASHES, SESSIONS, SCORES)
 
 
 class FailedBatchStore(Protocol):

@@ -16,8 +16,12 @@ from ports.telemetry import CORRELATION_HEADER, DEAD_LETTERS, SPILLED_EVENTS, co
 CRASHES = "crashes"
 SESSIONS = "sessions"
 SCORES = "scores"
+# the minidumps to walk: written by the crash consumer and by symbol uploads, not by capture
+MINIDUMPS = "minidumps"
 DEADLETTER = "deadletter"
-ALL_TOPICS = (CRASHES, SESSIONS, SCORES, DEADLETTER)
+# the topics a consumer reads, to which their dead letters and failed batches go back
+CONSUMED = (CRASHES, SESSIONS, SCORES, MINIDUMPS)
+ALL_TOPICS = (*CONSUMED, DEADLETTER)
 # the header on what `blackbox replay` publishes again: consumers look up its eventIds (pipeline.offsets)
 REPLAYED = "replayed"
 _DEAD_LETTER_HEADERS = {"reason", "sourceTopic", "sourcePartition", "sourceOffset", REPLAYED}
@@ -162,7 +166,7 @@ def replay_dead_letters(
             by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)
             for record in records:
                 source = dict(record.headers).get("sourceTopic", b"").decode("utf-8", "replace")
-                if source not in (CRASHES, SESSIONS, SCORES):
+                if source not in CONSUMED:
                     # not ours to send anywhere (published there by hand?): it stays where it is,
                     # and the replay goes on past it rather than stall on it every time
                     logger.warning("a dead letter names no source topic; left in place",

@@ -40,6 +40,9 @@ DEAD_LETTERS = "DeadLetters"
 FAILED_BATCHES = "FailedBatches"
 # a consumer stopped: its stored offset belongs to another log (pipeline.offsets)
 FOREIGN_OFFSET = "ForeignOffset"
+# minidumps walked, and those that could not be (unreadable, or the walker gave up on them)
+MINIDUMPS_PROCESSED = "MinidumpsProcessed"
+MINIDUMPS_FAILED = "MinidumpsFailed"
 # events capture put in the spill store because the log did not take them in time
 SPILLED_EVENTS = "SpilledEvents"
 VISIBILITY_LATENCY = "VisibilityLatency"

@@ -61,7 +61,8 @@ def test_a_gzipped_crashpad_upload_is_one_report_and_its_retry_the_same(server: 
         assert (answer.status_code, answer.text) == (200, REPORT_UUID.replace("-", "")), answer.text
         assert answer.headers["content-type"].startswith("text/plain")
     [report] = reports(server, 1, buildVersion="1.4.2")
-    assert (report["crashType"], report["platform"]) == ("minidump", "Win64")
+    # its crashType is the walk's once processed (tests/e2e/test_minidump_processing.py)
+    assert report["platform"] == "Win64"
     assert attachment(server, report, f"{REPORT_UUID}.dmp") == DUMP
     assert attachment(server, report, "game.log") == LOG
 

@@ -59,7 +59,8 @@ def test_summary_has_the_contract_fields_and_no_payload(adapters: Adapters):
                        "stackTrace": "#0 0x1 in f()", "attachments": {"a.txt": "aGk="}}])
     [report] = listing(adapters, sku="g")["reports"]
     assert set(report) == {"reportId", "reportKey", "eventId", "sku", "submitTime", "receivedAt", "crashType",
-                           "errorCode", "platform", "buildVersion", "signature", "sizeBytes", "attachments"}
+                           "errorCode", "platform", "buildVersion", "signature", "sizeBytes", "attachments",
+                           "processing"}
     assert report["errorCode"] == "7" and report["attachments"] == ["a.txt"]
     assert report["submitTime"].endswith("Z") and parse_time(report["submitTime"], "t") >= parse_time(
         report["receivedAt"], "t")

@@ -1,0 +1,268 @@
+"""Minidump processing: the stage after the crash consumer. Each report with a minidump is walked
+by the stack walker (rust-minidump) with the symbol files Blackbox holds; the crashing thread
+becomes the report's stack trace and signature, and its crash reason the crashType a native upload
+could not name. The walk is kept as a document of its own (`<reportKey>:processed`), and the
+index row says where it stands: `pending`, `processed`, or `failed` with the reason.
+
+Requests come on the `minidumps` topic, keyed by report, so one report's walks happen in order.
+A walk is a function of the dump and the symbols held, and every write is an upsert by report
+key: a request that comes twice writes the same again (effectively once, DESIGN §3.3). A report's
+walk names the symbol files it lacked; when one arrives (`POST /v1/symbols`), a request names the
+file, and the processor asks, a page at a time, for the reports that awaited it to be walked again,
+which moves them to the group their symbolicated frames make."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator, with_config
+from typing_extensions import TypedDict
+
+from crashes.model import attachment_key
+from crashes.signature import frames_signature
+from crashes.symbols import symbol_path
+from pipeline.failures import land
+from pipeline.topics import MINIDUMPS, parse_each
+from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord, Processed, SymbolStore
+from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed
+from ports.timeutil import now_ms
+
+# a minidump starts with its signature and the low half of its version (MINIDUMP_VERSION, 0xA793),
+# little-endian or, written on a big-endian machine, not
+MINIDUMP_HEADERS = (b"MDMP\x93\xa7", b"PMDM\x00\x00\xa7\x93")
+# reports that awaited a symbol file, asked to be walked again per request of the topic
+AWAITING_PAGE = 500
+# the frames a walk keeps in its document: a runaway scan of a corrupt stack finds thousands
+MAX_FRAMES = 256
+REPORT_KEY = r"^[0-9a-f]{32}$"
+
+
+def processed_key(report_key: str) -> str:
+    return f"{report_key}:processed"
+
+
+def minidump_of(attachments: Mapping[str, bytes]) -> str | None:
+    """The first attachment that is a minidump (a report is one crash: the others are not walked)."""
+    return next((name for name, data in attachments.items() if data.startswith(MINIDUMP_HEADERS)), None)
+
+
+class WalkRequest(BaseModel):
+    """A record of the minidumps topic: walk one report's minidump (named by its attachment, or,
+    walking it again, by its last walk), or find the reports that awaited a symbol file."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    reportKey: Annotated[str, Field(pattern=REPORT_KEY)] | None = None
+    attachment: str | None = None
+    symbols: str | None = None
+    after: str = ""
+    last: bool = False
+    """Asked because a symbol file the walk lacked arrived during it: not asked again for that."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WalkRequest:
+        if (self.reportKey is None) == (self.symbols is None):
+            raise ValueError("a request names a reportKey or a symbol file")
+        return self
+
+
+def walk_request(report_key: str, attachment: str | None = None, *, last: bool = False) -> OutgoingRecord:
+    request = WalkRequest(reportKey=report_key, attachment=attachment, last=last)
+    return OutgoingRecord(request.model_dump_json(exclude_none=True, exclude_defaults=True).encode(),
+                          report_key.encode())
+
+
+def symbols_arrived(path: str, after: str = "") -> OutgoingRecord:
+    return OutgoingRecord(WalkRequest(symbols=path, after=after).model_dump_json(exclude_none=True).encode(),
+                          path.encode())
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ProcessedFrame(TypedDict):
+    module: str | None
+    moduleOffset: Annotated[str | None, Field(description="hex, from the module's base")]
+    function: str | None
+    file: str | None
+    line: int | None
+    trust: Annotated[str, Field(description="how the walker found it: context, cfi, frame_pointer or scan")]
+    missingSymbols: bool
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ProcessedModule(TypedDict):
+    name: str
+    debugFile: str | None
+    debugId: str | None
+    codeId: str | None
+    missingSymbols: bool
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ProcessedReport(TypedDict):
+    """A report's last walk; `reason` says why one failed."""
+
+    state: Literal["processed", "failed"]
+    reason: str | None
+    attachment: str
+    processedAt: int
+    crashReason: Annotated[str | None, Field(description=(
+        'e.g. "SIGSEGV / SEGV_MAPERR", "EXCEPTION_ACCESS_VIOLATION_READ"; null for a dump written without a crash'))]
+    crashAddress: Annotated[str | None, Field(description="hex")]
+    stackTrace: Annotated[str | None, Field(description="the crashing thread, innermost frame first, a line each")]
+    signature: str | None
+    frames: list[ProcessedFrame]
+    modules: list[ProcessedModule]
+    missingSymbols: Annotated[list[str], Field(description=(
+        "the symbol files (debug file/debug id/name.sym) the crashing thread's frames lacked; uploading one "
+        "walks the report again"))]
+
+
+_DOCUMENT = TypeAdapter(ProcessedReport)
+
+
+def read_processed(raw: bytes) -> ProcessedReport:
+    return _DOCUMENT.validate_json(raw)
+
+
+def _hex(value: int | None) -> str | None:
+    return None if value is None else hex(value)
+
+
+def frame_line(frame: Frame) -> str:
+    """A stack trace's line: `function (file:line) [module +0xoffset]`, or without symbols
+    `module +0xoffset` (Socorro's `module@0x…` is what signature_frame keys it by)."""
+    where = f"{frame.module or '?'} +{_hex(frame.module_offset if frame.module else frame.instruction)}"
+    if frame.function is None:
+        return where
+    source = f" ({frame.file}:{frame.line})" if frame.file and frame.line is not None else ""
+    return f"{frame.function}{source} [{where}]"
+
+
+def signature_frame(frame: Frame) -> str:
+    """What groups a frame: its function, else where it is in its module (stable across runs of one
+    build, where an address is not)."""
+    if frame.function is not None:
+        return frame.function
+    return f"{frame.module}@{_hex(frame.module_offset)}" if frame.module else f"@{_hex(frame.instruction)}"
+
+
+def module_symbols(module: Module) -> str | None:
+    """Where the module's symbol file is in the symbol-server layout."""
+    if not module.debug_file or not module.debug_id:
+        return None
+    return str(symbol_path(module.debug_file, module.debug_id))
+
+
+def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at: int) -> tuple[ProcessedReport,
+                                                                                               Processed]:
+    if isinstance(walked, WalkFailed):
+        failed: ProcessedReport = {
+            "state": "failed", "reason": walked.reason, "attachment": attachment, "processedAt": at,
+            "crashReason": None, "crashAddress": None, "stackTrace": None, "signature": None, "frames": [],
+            "modules": [], "missingSymbols": []}
+        return failed, Processed(report_key, "failed", at=at)
+    frames = walked.frames[:MAX_FRAMES]
+    # frames found by scanning the stack are guesses that differ between runs of one crash
+    signature = frames_signature([signature_frame(f) for f in frames if f.trust != "scan"])
+    missing = sorted({path for m in walked.modules_missing_symbols if (path := module_symbols(m)) is not None})
+    document: ProcessedReport = {
+        "state": "processed", "reason": None, "attachment": attachment, "processedAt": at,
+        "crashReason": walked.crash_reason, "crashAddress": _hex(walked.crash_address),
+        "stackTrace": "\n".join(frame_line(f) for f in frames) or None, "signature": signature,
+        "frames": [{"module": f.module, "moduleOffset": _hex(f.module_offset), "function": f.function, "file": f.file,
+                    "line": f.line, "trust": f.trust, "missingSymbols": f.missing_symbols} for f in frames],
+        "modules": [{"name": m.name, "debugFile": m.debug_file, "debugId": m.debug_id, "codeId": m.code_id,
+                     "missingSymbols": m.missing_symbols} for m in walked.modules],
+        "missingSymbols": missing,
+    }
+    return document, Processed(report_key, "processed", signature=signature, crash_type=walked.crash_reason,
+                               missing_symbols=tuple(missing), at=at)
+
+
+def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked | WalkFailed:
+    """The walk with every symbol file the store holds for the crashing thread's modules: a store
+    away from this machine (S3) is asked for those the first walk named, and walked again if that
+    brought any."""
+    root, _ = symbols.local(())
+    walked = walker.walk(minidump, root)
+    if isinstance(walked, Walked):
+        named = {module.name for module in walked.modules if any(f.module == module.name for f in walked.frames)}
+        wanted = [p for m in walked.modules if m.name in named and (p := module_symbols(m)) is not None]
+        _, changed = symbols.local(wanted)
+        if changed:
+            walked = walker.walk(minidump, root)
+    return walked
+
+
+@dataclass(frozen=True, kw_only=True)
+class Processor:
+    """The minidump processor's ports."""
+
+    documents: DocumentStore
+    index: CrashIndex
+    symbols: SymbolStore
+    walker: StackWalker
+    log: EventLog
+    ttl_seconds: int
+
+    def process(self, records: Sequence[LogRecord]) -> list[Processed]:
+        """Walks the batch's requests; returns the reports' new states."""
+        return [result for results in land(records, self._process, self.log) for result in results]
+
+    def _process(self, records: Sequence[LogRecord]) -> list[Processed]:
+        requests = parse_each(records, WalkRequest.model_validate_json, "minidump request")
+        for request in requests:
+            if request.symbols is not None:
+                self._ask_again(request.symbols, request.after)
+        walks = self._attachments([r for r in requests if r.reportKey is not None])
+        dumps = self.documents.get_many([attachment_key(key, name) for key, name in walks.items()])
+        documents: dict[str, bytes] = {}
+        results: list[Processed] = []
+        for key, name in walks.items():
+            dump = dumps.get(attachment_key(key, name))
+            if dump is None:  # expired or purged with its report: nothing left to walk
+                continue
+            document, result = _processed(key, name, walk(self.walker, self.symbols, dump), now_ms())
+            documents[processed_key(key)] = _DOCUMENT.dump_json(document)
+            results.append(result)
+        # the document first: a state the index shows has its walk to read
+        if documents:
+            self.documents.upsert_many(documents, self.ttl_seconds)
+            self.index.processed(results)
+            self._walk_again_if_raced(requests, results)
+        return results
+
+    def _walk_again_if_raced(self, requests: Sequence[WalkRequest], results: Sequence[Processed]) -> None:
+        """A symbol file uploaded while a report was walked without it may have had its reports
+        asked for before this walk recorded that it awaits the file: the report asks for itself
+        once more. (Either its arrival's request read the awaited file, or it was stored before
+        this check, which sees it.)"""
+        final = {r.reportKey for r in requests if r.last} - {r.reportKey for r in requests if not r.last}
+        raced = [r.report_key for r in results if r.missing_symbols and r.report_key not in final
+                 and self._held(r.missing_symbols)]
+        if raced:
+            self.log.publish(MINIDUMPS, [walk_request(key, last=True) for key in raced])
+
+    def _held(self, paths: Sequence[str]) -> bool:
+        root, _ = self.symbols.local(paths)
+        return any((root / path).is_file() for path in paths)
+
+    def _attachments(self, requests: Sequence[WalkRequest]) -> dict[str, str]:
+        """Report key → the attachment to walk: the request's, else the one the last walk read."""
+        named = {r.reportKey: r.attachment for r in requests if r.reportKey is not None}
+        again = [key for key, name in named.items() if name is None]
+        last = self.documents.get_many([processed_key(key) for key in again]) if again else {}
+        for key in again:
+            raw = last.get(processed_key(key))
+            named[key] = None if raw is None else read_processed(raw)["attachment"]
+        return {key: name for key, name in named.items() if name is not None}
+
+    def _ask_again(self, path: str, after: str) -> None:
+        """Asks for a page of the reports that awaited this symbol file to be walked again, and, if
+        the page was full, for the next page."""
+        keys = self.index.awaiting_symbols(path, after, AWAITING_PAGE)
+        more = [symbols_arrived(path, keys[-1])] if len(keys) == AWAITING_PAGE else []
+        if keys:
+            self.log.publish(MINIDUMPS, [*(walk_request(key) for key in keys), *more])

@@ -1,0 +1,33 @@
+"""Minidump processor: MSK batch from `minidumps` → each report's minidump walked with the symbols
+held, its walk stored and its index row updated (crashes.processing)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from adapters.stackwalk import Stackwalker
+from crashes.processing import Processor
+from pipeline.msk import from_msk_event
+from ports.telemetry import MINIDUMPS_FAILED, MINIDUMPS_PROCESSED, emit, instrumented
+
+
+@functools.cache
+def _walker() -> Stackwalker:
+    # not found: the batch fails and is retried, nothing is marked failed for a deployment's fault
+    return Stackwalker.installed()
+
+
+@instrumented
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    a = current()
+    processor = Processor(documents=a.documents, index=a.index, symbols=a.symbols, walker=_walker(), log=a.log,
+                          ttl_seconds=a.retention_seconds)
+    results = processor.process(from_msk_event(event, a.settings.kafka_topic_prefix))
+    for metric, state in ((MINIDUMPS_PROCESSED, "processed"), (MINIDUMPS_FAILED, "failed")):
+        if count := sum(result.state == state for result in results):
+            emit(metric, count)
+    return {"processed": len(results)}

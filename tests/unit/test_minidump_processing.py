@@ -1,0 +1,175 @@
+"""crashes.processing on the embedded adapters with the real stack walker and real minidumps
+(tests/fixtures/minidumps): requests walked once in effect, however often they come; a symbol
+file's arrival asks for every report that awaited it, a page at a time; a bad request is set aside
+alone; a store away from this machine (S3) is asked for what the first walk lacked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from adapters.factory import Adapters
+from adapters.stackwalk import Stackwalker
+from adapters.symbols.s3 import S3SymbolStore
+from crashes import processing
+from crashes.model import attachment_key
+from crashes.processing import Processor, minidump_of, processed_key, read_processed, symbols_arrived, walk_request
+from pipeline.topics import DEADLETTER, MINIDUMPS
+from ports import IndexEntry, LogRecord, OutgoingRecord, ReportFilter
+from ports.minidumps import StackWalker, Walked, WalkFailed
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
+[SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")
+SYMBOL_PATH = str(SYMBOL_FILE.relative_to(FIXTURES))
+SKU = "emberfall:linux"
+
+
+@pytest.fixture(scope="module")
+def walker() -> Stackwalker:
+    return Stackwalker.installed()
+
+
+def processor(adapters: Adapters, walker: StackWalker, **ports: Any) -> Processor:
+    return Processor(**{"documents": adapters.documents, "index": adapters.index, "symbols": adapters.symbols,
+                        "walker": walker, "log": adapters.log, "ttl_seconds": 3600, **ports})
+
+
+def indexed(adapters: Adapters, n: int, dump: str = "level-magic") -> str:
+    """A report with this minidump, as the crash consumer leaves it; its key."""
+    key = f"{n:032x}"
+    adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): (FIXTURES / f"{dump}.dmp").read_bytes()}, 3600)
+    adapters.index.insert_many([IndexEntry(report_key=key, event_id=f"e{n}", sku=SKU, received_at=n, size_bytes=1,
+                                           attachments=("crash.dmp",), processing="pending")])
+    return key
+
+
+def records(values: list[OutgoingRecord]) -> list[LogRecord]:
+    return [LogRecord(MINIDUMPS, 0, offset, r.value, r.key, r.headers, 0) for offset, r in enumerate(values)]
+
+
+def entries(adapters: Adapters) -> dict[str, IndexEntry]:
+    return {r.entry.report_key: r.entry for r in adapters.index.find(ReportFilter(sku=SKU, limit=1000))}
+
+
+def published(adapters: Adapters, group: str, topic: str = MINIDUMPS) -> list[LogRecord]:
+    consumer = adapters.log.consumer(group, topic)
+    found = consumer.poll(10_000, 1 << 30, 0.1)
+    consumer.commit(found)
+    consumer.close()
+    return found
+
+
+def test_the_first_minidump_is_the_one_walked():
+    assert minidump_of({"log.txt": b"MDMP? no", "a.dmp": b"MDMP\x93\xa7", "b.dmp": b"MDMP"}) == "a.dmp"
+    assert minidump_of({"big-endian.dmp": b"PMDM\x00\x00\xa7\x93"}) == "big-endian.dmp"
+    assert minidump_of({"shot.png": b"\x89PNG"}) is None
+
+
+def test_a_request_that_comes_again_walks_to_the_same_state(adapters: Adapters, walker: Stackwalker):
+    key = indexed(adapters, 1)
+    batch = records([walk_request(key, "crash.dmp")] * 2)
+    process = processor(adapters, walker)
+    first = process.process(batch)
+    walked_once = entries(adapters)[key], read_processed(adapters.documents.get_many([processed_key(key)])
+                                                          [processed_key(key)])
+    again = process.process(batch)
+    walked_twice = entries(adapters)[key], read_processed(adapters.documents.get_many([processed_key(key)])
+                                                           [processed_key(key)])
+    assert [r.state for r in first] == [r.state for r in again] == ["processed"]
+    assert walked_once[0] == walked_twice[0]
+    assert {**walked_once[1], "processedAt": 0} == {**walked_twice[1], "processedAt": 0}
+    assert walked_once[0].processing == "processed" and SYMBOL_PATH in walked_once[1]["missingSymbols"]
+
+
+def test_a_symbol_files_arrival_asks_for_every_report_that_awaited_it_a_page_at_a_time(
+        adapters: Adapters, walker: Stackwalker, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(processing, "AWAITING_PAGE", 2)
+    keys = [indexed(adapters, n) for n in range(1, 6)]
+    process = processor(adapters, walker)
+    process.process(records([walk_request(key, "crash.dmp") for key in keys]))
+    adapters.symbols.put(SYMBOL_PATH, SYMBOL_FILE.read_bytes(), 1)
+    asked: list[str] = []
+    pending = [symbols_arrived(SYMBOL_PATH)]
+    published(adapters, "pages")  # what came before
+    while pending:
+        assert process.process(records(pending)) == []  # a page of requests, and perhaps the next page's
+        out = published(adapters, "pages")
+        asked += [r.key.decode() for r in out if b'"reportKey"' in r.value]
+        pending = [OutgoingRecord(r.value, r.key) for r in out if b'"symbols"' in r.value]
+    assert sorted(asked) == keys  # each once (keyed by report: partitions interleave them)
+    # walked again, each awaits the file no more, and names the program's functions
+    process.process(records([walk_request(key) for key in asked]))
+    assert adapters.index.awaiting_symbols(SYMBOL_PATH, "", 10) == []
+    assert len({entry.signature for entry in entries(adapters).values()}) == 1
+
+
+def test_a_bad_request_is_set_aside_alone(adapters: Adapters, walker: Stackwalker):
+    key = indexed(adapters, 1)
+    bad = [OutgoingRecord(b'{"reportKey": "../x"}'), OutgoingRecord(b"not json"),
+           OutgoingRecord(b'{"reportKey": "%s", "symbols": "a/b/c.sym"}' % key.encode())]
+    results = processor(adapters, walker).process(records([*bad[:2], walk_request(key, "crash.dmp"), bad[2]]))
+    assert [r.report_key for r in results] == [key]
+    dead = published(adapters, "dead", DEADLETTER)
+    assert len(dead) == 3 and all(dict(r.headers)["reason"].startswith(b"malformed minidump request") for r in dead)
+
+
+def test_an_unreadable_dump_is_failed_with_its_reason_and_keeps_the_clients_crash(adapters: Adapters,
+                                                                                   walker: Stackwalker):
+    key = f"{9:032x}"
+    adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): b"MDMP\x93\xa7" + b"\xff" * 64}, 3600)
+    adapters.index.insert_many([IndexEntry(report_key=key, event_id="e9", sku=SKU, received_at=9, size_bytes=1,
+                                           crash_type="minidump", signature="client", processing="pending")])
+    [result] = processor(adapters, walker).process(records([walk_request(key, "crash.dmp")]))
+    entry = entries(adapters)[key]
+    assert (result.state, entry.processing, entry.crash_type, entry.signature) == (
+        "failed", "failed", "minidump", "client")
+    assert read_processed(adapters.documents.get_many([processed_key(key)])[processed_key(key)])["reason"]
+
+
+@pytest.fixture
+def s3_symbols(tmp_path: Path) -> Iterator[S3SymbolStore]:
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket="symbols")
+        yield S3SymbolStore(client, "symbols", tmp_path / "cache")
+
+
+def test_a_store_away_from_this_machine_is_asked_for_what_the_first_walk_lacked(
+        adapters: Adapters, walker: Stackwalker, s3_symbols: S3SymbolStore):
+    key = indexed(adapters, 1)
+    process = processor(adapters, walker, symbols=s3_symbols)
+    [bare] = process.process(records([walk_request(key, "crash.dmp")]))
+    s3_symbols.put(SYMBOL_PATH, SYMBOL_FILE.read_bytes(), 1)
+    [named] = process.process(records([walk_request(key)]))
+    walked = read_processed(adapters.documents.get_many([processed_key(key)])[processed_key(key)])
+    assert walked["frames"][0]["function"] == "blackbox_crasher::parse_level_header"
+    assert bare.signature != named.signature
+    # deleted from the store, the next walk has it no more, whatever the cache held
+    s3_symbols.delete(SYMBOL_PATH)
+    [bare_again] = process.process(records([walk_request(key)]))
+    assert bare_again.signature == bare.signature
+
+
+
+def test_a_symbol_file_stored_during_a_walk_has_the_report_walked_once_more(adapters: Adapters, walker: Stackwalker):
+    """The file's arrival asked for the reports awaiting it before this walk said it awaits it."""
+    key = indexed(adapters, 1)
+
+    class Uploading:
+        def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:  # the file comes after the read
+            walked = walker.walk(minidump, symbols)
+            adapters.symbols.put(SYMBOL_PATH, SYMBOL_FILE.read_bytes(), 1)
+            return walked
+
+    published(adapters, "race")
+    processor(adapters, Uploading()).process(records([walk_request(key, "crash.dmp")]))
+    [again] = published(adapters, "race")
+    assert again.key == key.encode() and b'"last":true' in again.value
+    [named] = processor(adapters, walker).process(records([OutgoingRecord(again.value, again.key)]))
+    assert named.missing_symbols and SYMBOL_PATH not in named.missing_symbols
+    assert published(adapters, "race") == []  # libc's are still missing, and not held: no more

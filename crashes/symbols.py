@@ -45,18 +45,18 @@ def symbol_file_id(sym: bytes) -> SymbolFileId:
     line is not a MODULE record with a plain file name (it becomes a path)."""
     first, newline, _ = sym[:_FIRST_LINE_MAX].partition(b"\n")
     if not newline and len(sym) > _FIRST_LINE_MAX:
-        raise SymbolFileRefused("a Breakpad symbol file's first line is a short MODULE record", field="file")
+        raise SymbolFileRefused("a Breakpad symbol file's first line is a short MODULE record", field="body")
     try:
         line = first.decode("utf-8").rstrip("\r")
     except UnicodeDecodeError:
-        raise SymbolFileRefused("a Breakpad symbol file starts with a UTF-8 MODULE line", field="file") from None
+        raise SymbolFileRefused("a Breakpad symbol file starts with a UTF-8 MODULE line", field="body") from None
     match = _MODULE_LINE.fullmatch(line)
     if match is None:
         raise SymbolFileRefused(
             "not a Breakpad symbol file: the first line must be MODULE <os> <arch> <debug id> <debug file>",
-            field="file",
+            field="body",
         )
     os_name, arch, debug_id, debug_file = match.groups()
     if debug_file in (".", "..") or any(character in debug_file for character in "/\\\0"):
-        raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name", field="file")
+        raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name", field="body")
     return SymbolFileId(os=os_name, arch=arch, debug_id=debug_id.upper(), debug_file=debug_file)

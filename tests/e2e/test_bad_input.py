@@ -238,7 +238,7 @@ def test_fuzzing_never_gets_a_server_error(serve: Serve, route, body, raw, use_r
     method, template = route
     segment = quote(segment, safe="")
     path = template.format(reportId=segment, name=segment, board=segment, playerId=segment, projectId=segment,
-                           key=segment)
+                           key=segment, debugFile=segment, debugId=segment)
     content = raw if use_raw else json.dumps(body).encode()
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         response = client.request(method, path, params=params, content=content if method != "GET" else None,

@@ -43,7 +43,8 @@ def call(client: httpx.Client, route: ApiRoute, key: str | None) -> httpx.Respon
     """The route called with `key` where its clients put one (a native reporter's upload: an empty
     envelope, which names no project that exists)."""
     method, template = route.method, route.path
-    path = template.format(reportId="1", name="a.txt", board="roles", playerId="p1", projectId="7", key=key)
+    path = template.format(reportId="1", name="a.txt", board="roles", playerId="p1", projectId="7", key=key,
+                           debugFile="game.pdb", debugId="0" * 33)
     if route.credential != "api-key":
         auth = {"X-Sentry-Auth": f"Sentry sentry_key={key}"} if key and route.credential == "sentry" else {}
         return client.request(method, path, content=b"{}\n",

@@ -16,12 +16,14 @@ from lambdas import (
     crash_consumer,
     key_source,
     leaderboards,
+    minidump_processor,
     native,
     projects,
     purge,
     ranking_worker,
     reporter,
     session_counter,
+    symbols,
 )
 from lambdas.functions import FUNCTIONS
 from local_runtime.context import LocalContext
@@ -30,6 +32,8 @@ from pipeline.topics import replay_spilled
 from ports import BoardSettings
 from ports.errors import StoreUnavailable
 from tests.conftest import EVENTS, load_event
+
+MINIDUMPS = EVENTS.parent / "tests" / "fixtures" / "minidumps"
 
 
 def call(handler, name: str, **changes) -> dict:
@@ -335,3 +339,51 @@ def test_the_key_source_hands_api_gateway_a_sentry_sdks_key_wherever_the_sdk_put
     for headers in ({}, {"x-sentry-auth": "Sentry sentry_version=7"}, {"authorization": "Bearer x"}):
         with pytest.raises(PermissionError, match=r"^Unauthorized$"):  # API Gateway's 401
             call(key_source.handler, "key-source.json", headers=headers)
+
+
+def _consume(adapters: Adapters, topic: str, handler, name: str) -> dict:
+    consumer = adapters.log.consumer(f"test-{topic}", topic)
+    records = consumer.poll(100, 1 << 30, 0.1)
+    answer = handler(to_msk_event(records, "arn", "local"), LocalContext(name))
+    consumer.commit(records)
+    consumer.close()
+    return answer
+
+
+def test_a_reports_minidump_is_walked_and_walked_again_when_its_symbols_arrive(adapters: Adapters):
+    """capture → crash consumer → processor → symbols → processor: the handlers as Lambda runs them."""
+    dump = (MINIDUMPS / "level-magic.dmp").read_bytes()
+    crash = {"sku": "skyrift:pc", "attachments": {"crash.dmp": base64.b64encode(dump).decode()}}
+    assert call(capture.handler, "capture-crash.json", body=json.dumps(crash), headers={
+        "Content-Type": "application/json", "Idempotency-Key": "walk-1"})["statusCode"] == 202
+    assert _consume(adapters, "crashes", crash_consumer.handler, "crash-consumer") == {"persisted": 1}
+    [pending] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
+    assert (pending["processing"], pending["crashType"]) == ("pending", None)
+
+    assert _consume(adapters, "minidumps", minidump_processor.handler, "minidump-processor") == {"processed": 1}
+    [report] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
+    assert (report["processing"], report["crashType"]) == ("processed", "SIGSEGV / SEGV_MAPERR")
+    unnamed = report["signature"]
+
+    sym = next(MINIDUMPS.glob("*/*/*.sym")).read_bytes()
+    stored = call(symbols.handler, "symbols-post.json", body=base64.b64encode(sym).decode())
+    assert stored["statusCode"] == 201, stored["body"]
+    # the upload's request names the file; the processor asks for its reports, then walks them
+    assert _consume(adapters, "minidumps", minidump_processor.handler, "minidump-processor") == {"processed": 0}
+    assert _consume(adapters, "minidumps", minidump_processor.handler, "minidump-processor") == {"processed": 1}
+    [named] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
+    assert named["processing"] == "processed" and named["signature"] not in (None, unnamed)
+
+
+def test_the_symbols_sample_stores_a_file_and_a_bad_one_is_refused(adapters: Adapters):
+    first, again = call(symbols.handler, "symbols-post.json"), call(symbols.handler, "symbols-post.json")
+    assert (first["statusCode"], again["statusCode"]) == (201, 200)
+    assert body(first)["path"] == "skyrift/2F966FB1AC189D7DF9DAA8B85E40D1B90/skyrift.sym"
+    refused = call(symbols.handler, "symbols-post.json", body=base64.b64encode(b"MODULE nonsense\n").decode())
+    assert (refused["statusCode"], body(refused)["error"]) == (400, "invalid_field")
+    typed = call(symbols.handler, "symbols-post.json", headers={"content-type": "application/json"})
+    assert typed["statusCode"] == 415
+
+
+def test_the_processor_sample_passes_over_a_report_it_does_not_hold(adapters: Adapters):
+    assert call(minidump_processor.handler, "minidump-processor.json") == {"processed": 0}

@@ -42,6 +42,7 @@ SAMPLES = {
     "session-counter": "session-counter.json", "leaderboards": "leaderboards-top.json",
     "ranking-worker": "ranking-worker.json", "purge": "purge-scheduled.json", "replay": "replay-scheduled.json",
     "projects": "projects-put.json", "native": "native-envelope.json", "key-source": "key-source.json",
+    "symbols": "symbols-post.json", "minidump-processor": "minidump-processor.json",
 }
 
 

@@ -1,0 +1,67 @@
+"""Symbols: the Breakpad symbol files minidumps are walked with."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from api.params import DIGITS, Cursor
+from api.requests import BODY_EXTENSION
+from api.resolver import answer, create_resolver, json_response, posted
+from crashes import symbol_files
+from crashes.symbol_files import MAX_LISTED, MAX_SYMBOL_FILE_BYTES, SymbolPage, SymbolUpload
+from ports.errors import UnsupportedMediaType
+from ports.telemetry import instrumented
+from reporters.encoding import decode_body
+
+app = create_resolver()
+# bytes, perhaps gzip: API Gateway passes this type through as bytes (its binary media types), and
+# a browser's form cannot send it
+SYMBOL_TYPE = "application/octet-stream"
+_SYM = {"schema": {"type": "string", "format": "binary"}}
+# a plain file name, as a MODULE line names it (crashes.symbols): it becomes a path
+DebugFile = Annotated[str, Path(alias="debugFile", description="the module's debug file (a MODULE line's last part)",
+                                pattern=r"^[^/\\\x00]{1,255}$")]
+DebugId = Annotated[str, Path(alias="debugId", description="the module's debug id", pattern=r"^[0-9A-Fa-f]{33,40}$")]
+
+
+@app.get("/v1/symbols", operation_id="listSymbols", summary="The symbol files held, by path",
+         responses={200: answer(SymbolPage, "a page of symbol files")})
+def list_symbols(limit: Annotated[int, Query(ge=1, le=MAX_LISTED), DIGITS] = 100,
+                 cursor: Cursor = None) -> Response[str]:
+    return json_response(200, symbol_files.listing(current().symbols, limit=limit, cursor=cursor))
+
+
+@app.post("/v1/symbols", operation_id="postSymbols", summary="Upload a Breakpad symbol file",
+          description="needs a server key. The body is the `.sym` file (from `dump_syms`), `Content-Type: "
+                      "application/octet-stream`, perhaps `Content-Encoding: gzip` or `deflate`: "
+                      f"at most 1 MiB as sent and {MAX_SYMBOL_FILE_BYTES >> 20} MiB as decoded. Stored by the debug "
+                      "file and id of its MODULE line (one already there is replaced); the reports whose walk "
+                      "lacked it are walked again",
+          openapi_extensions={BODY_EXTENSION: {"required": True, "content": {SYMBOL_TYPE: _SYM}}},
+          responses={200: answer(SymbolUpload, "replaced"), 201: answer(SymbolUpload, "stored")})
+def post_symbols() -> Response[str]:
+    request = posted(app.current_event)
+    if (request.content_type or "").split(";")[0].strip().lower() != SYMBOL_TYPE:
+        raise UnsupportedMediaType(f"a symbol file is sent as {SYMBOL_TYPE}")
+    sym = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_SYMBOL_FILE_BYTES)
+    a = current()
+    created, stored = symbol_files.upload(a.symbols, a.log, a.spill, sym)
+    return json_response(201 if created else 200, stored)
+
+
+@app.delete("/v1/symbols/<debugFile>/<debugId>", operation_id="deleteSymbols",
+            summary="Delete a symbol file", description="needs a server key; 404 when there is none",
+            responses={204: {"description": "deleted"}})
+def delete_symbols(debug_file: DebugFile, debug_id: DebugId) -> Response[str]:
+    symbol_files.delete(current().symbols, debug_file, debug_id)
+    return Response(status_code=204, body="")
+
+
+@instrumented
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

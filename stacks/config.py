@@ -101,6 +101,9 @@ class DeployConfig(BaseModel):
     crash_consumer: Consumer = Consumer(batch_size=500, batching_window_s=1, retries=-1)
     session_counter: Consumer = Consumer(batch_size=5000, batching_window_s=1, retries=-1)
     ranking_worker: Consumer = Consumer(batch_size=10_000, batching_window_s=1, retries=-1)
+    # a walk takes milliseconds for a small program and seconds for a game's dump with large
+    # symbol files: a batch of 20 stays well inside the function's timeout either way
+    minidump_processor: Consumer = Consumer(batch_size=20, batching_window_s=1, retries=-1)
     retention_days: int = Field(default=90, ge=1)
     # what the consumed topics keep (the dead letters keep retention_days)
     log_retention_days: int = Field(default=7, ge=1)

@@ -39,6 +39,7 @@ class ProcessingStack(ApplicationStack):
             "crash-consumer": config.crash_consumer,
             "session-counter": config.session_counter,
             "ranking-worker": config.ranking_worker,
+            "minidump-processor": config.minidump_processor,
         }
         failed = s3.Bucket.from_bucket_name(self, "FailedBatches", data.failed_batches_name)
         self.functions: dict[str, lambda_.Function] = {}

@@ -11,7 +11,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
 from lambdas.functions import CONSUMERS
-from pipeline.topics import CRASHES, READ_GROUP, SCORES, SESSIONS
+from pipeline.topics import CONSUMED, READ_GROUP
 from ports.telemetry import DEAD_LETTERS, FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
 from stacks.app import Blackbox
 from stacks.processing import REPLAY_TIMEOUT_S
@@ -96,7 +96,7 @@ def test_the_replay_has_exactly_its_grants(dev: Blackbox, templates: dict[str, T
     # (only the group a read by offset names, described and never joined), no secret
     assert {"kafka-cluster:WriteData", "kafka-cluster:ReadData", "kafka-cluster:DescribeTopic"} <= set(actions)
     for action in ("kafka-cluster:WriteData", "kafka-cluster:ReadData"):
-        consumed = sorted(f"{DEV.prefix}.{t}" for t in (CRASHES, SESSIONS, SCORES))
+        consumed = sorted(f"{DEV.prefix}.{t}" for t in CONSUMED)
         assert sorted(r.rsplit("/", 1)[1] for r in actions[action]) == consumed
     assert [r.rsplit("/", 1)[1] for r in actions["kafka-cluster:DescribeGroup"]] == [f"{DEV.prefix}.{READ_GROUP}"]
     assert "AlterGroup" not in text and "secretsmanager" not in text

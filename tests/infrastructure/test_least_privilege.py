@@ -109,10 +109,15 @@ def test_every_producer_may_write_idempotently(dev: Blackbox, templates: dict[st
         assert ("kafka-cluster:WriteDataIdempotently", CLUSTER) in grants, function
 
 
+# the minidump processor asks for walks on its own topic: a page of the reports that awaited a symbol
+# file, and the next page only when this one was full; a report raced by its symbols, once
+FEEDS_ITSELF = {"minidump-processor"}
+
+
 def test_a_consumer_cannot_publish_to_the_topic_it_reads(dev: Blackbox, templates: dict[str, Template]):
     for function, consumed in CONSUMERS.items():
         grants = kafka_grants(statements(deployed(dev)[function], templates))
-        assert ("kafka-cluster:WriteData", topic(consumed)) not in grants
+        assert (("kafka-cluster:WriteData", topic(consumed)) in grants) == (function in FEEDS_ITSELF)
         assert ("kafka-cluster:WriteData", topic("deadletter")) in grants
 
 

@@ -113,13 +113,15 @@ def test_api(dev: Blackbox, templates: dict[str, Template]):
         if method["RestApiId"] == native_api:  # a Sentry SDK's: its key from the authorizer
             assert method["ApiKeyRequired"] is True and method["AuthorizationType"] == "CUSTOM"
             assert "AuthorizerId" in method
-        elif method["HttpMethod"] == "POST":
-            assert method["ApiKeyRequired"] is True and method["AuthorizationType"] == "NONE"
+        elif method.get("ApiKeyRequired"):  # capture's: game clients and servers
+            assert method["HttpMethod"] == "POST" and method["AuthorizationType"] == "NONE"
             assert "application/json" in method["RequestModels"]
             assert "RequestValidatorId" in method
         else:
             assert method["AuthorizationType"] == "AWS_IAM" and "RequestValidatorId" in method
     assert len([m for m in methods if m["RestApiId"] == native_api]) == len(SENTRY_ROUTES) >= 2
+    assert len([m for m in methods if m.get("ApiKeyRequired") and m["RestApiId"] != native_api]) == len(
+        [r for r in API_ROUTES if r.ingest]) >= 3
     apis = {a["Name"]: a for a in resources(api, "AWS::ApiGateway::RestApi")}
     assert apis[DEV.prefix]["ApiKeySourceType"] == "HEADER"
     assert apis[f"{DEV.prefix}-native"]["ApiKeySourceType"] == "AUTHORIZER"
@@ -140,9 +142,11 @@ def test_api(dev: Blackbox, templates: dict[str, Template]):
     assert responses["THROTTLED"]["StatusCode"] == "429"
     assert '"error": "throttled"' in responses["THROTTLED"]["ResponseTemplates"]["application/json"]
     assert '"error": "payload_too_large"' in responses["REQUEST_TOO_LARGE"]["ResponseTemplates"]["application/json"]
-    # a body model per route with a body, from the contract's schemas, as a first gate
+    # a body model per route with a JSON body, from the contract's schemas, as a first gate (a symbol
+    # file is bytes, read by its handler)
     models = [m["Schema"] for m in resources(api, "AWS::ApiGateway::Model")]
-    assert len(models) == len([r for r in API_ROUTES if r.method in ("POST", "PUT") and r not in SENTRY_ROUTES])
+    assert len(models) == len([r for r in API_ROUTES if r.method in ("POST", "PUT") and r not in SENTRY_ROUTES
+                               and r.path != "/v1/symbols"])
     assert any(s.get("required") == ["sku"] for s in models)  # a crash report, its schema at the root
     definitions = {name: d for schema in models for name, d in schema.get("definitions", {}).items()}
     assert definitions["Score"]["additionalProperties"] is False
@@ -245,7 +249,7 @@ def test_prod_is_sized_for_production():
 def test_every_deployed_handler_is_importable(templates: dict[str, Template]):
     handlers = {f["Handler"] for t in templates.values() for f in resources(t, "AWS::Lambda::Function")
                 if f.get("Handler", "").startswith("lambdas.")}
-    assert len(handlers) == 14  # eleven functions, two deploy-time custom resources, the Couchbase rotation
+    assert len(handlers) == 16  # thirteen functions, two deploy-time custom resources, the Couchbase rotation
     for handler in handlers:
         module, function = handler.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), function)), handler

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.factory import build, migrate
 from api.requests import Posted
-from benchmarks import crs, crs_tables, ranking, soak
+from benchmarks import crs, crs_tables, minidumps, ranking, soak
 from benchmarks.isolation import isolated
 from crashes.model import attachment_key
 from crashes.persistence import persist_crashes
@@ -32,6 +32,16 @@ def test_ranking_section_runs_on_a_tiny_plan():
     visible_row = next(line for line in lines if line.startswith("| 500/s"))
     assert visible_row.split("|")[4].strip() == "0"  # probes not seen
     assert any(m.startswith("rank: loading") for m in messages)
+
+
+@pytest.mark.services
+def test_minidump_section_walks_every_dump_on_both_profiles_with_and_without_symbols():
+    lines = minidumps.run(6, lambda _: None)
+    rows = [line.split("|") for line in lines if line.startswith(("| walker", "| processor"))]
+    assert [row[1].strip() for row in rows] == [
+        f"{who}, {held}" for held in ("without symbols", "with symbols")
+        for who in ("walker alone", "processor on embedded", "processor on services")]
+    assert all(float(row[2].replace(",", "")) > 0 for row in rows)
 
 
 @pytest.mark.services

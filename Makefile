@@ -26,7 +26,9 @@ $(VENV)/.installed-%: pyproject.toml
 # `make serve PORT=9000 HOST=0.0.0.0`: blackbox serve's --port and --host (default 127.0.0.1:8080).
 # Only from make's command line: shells export HOST (tcsh: this machine's name) and PORT for their own uses
 option = $(if $(filter command line,$(origin $(1))), $(2) $($(1)))
-serve: $(call STAMP,serve)
+# the stack walker minidump processing runs, where cargo can build it (without it, uploads are
+# taken and their minidumps wait, `pending`, for a serve that has it)
+serve: $(call STAMP,serve) $(if $(shell command -v cargo),.tools/bin/blackbox-stackwalk)
 	$(BIN)/blackbox serve$(call option,PORT,--port)$(call option,HOST,--host)
 
 test: lint typecheck services pytest

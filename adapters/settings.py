@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     couchbase_admin_secret_arn: str = ""
     couchbase_rest_url: str = ""
     spill_bucket: str = ""
-    # where the symbol files are, under symbols/ (the spill bucket, in the stacks)
+    # where the symbol files are, under symbols/ (a bucket of their own, in the stacks)
     symbols_bucket: str = ""
     # where the MSK event source mappings put the batches they gave up on (pipeline.replay)
     failed_batches_bucket: str = ""

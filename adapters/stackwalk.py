@@ -19,18 +19,24 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ports.minidumps import Walked, WalkerReport, WalkFailed
+from ports.minidumps import MAX_FRAMES, Walked, WalkerReport, WalkFailed
 
 WALKER = "blackbox-stackwalk"
 # `make test` builds it here (the Makefile's .tools/bin/blackbox-stackwalk)
 _REPO_WALKER = Path(__file__).resolve().parents[1] / ".tools" / "bin" / WALKER
 WALKER_ENV = "BLACKBOX_STACKWALK"
+# the walker's exit code for a minidump it cannot read or walk (stackwalk/src/main.rs)
+UNREADABLE = 3
+
+
+class WalkerBroken(RuntimeError):
+    """The walker could not run: no minidump's fault, so no report is marked failed for it."""
 
 
 class Stackwalker:
     """Runs the walker on one minidump at a time."""
 
-    def __init__(self, binary: Path, *, timeout_s: float = 30.0, max_output_bytes: int = 32 << 20) -> None:
+    def __init__(self, binary: Path, *, timeout_s: float = 20.0, max_output_bytes: int = 32 << 20) -> None:
         self.binary = binary
         self.timeout_s = timeout_s
         self.max_output_bytes = max_output_bytes
@@ -59,8 +65,14 @@ class Stackwalker:
         if isinstance(ran, WalkFailed):
             return ran
         code, out, err = ran
+        if code == UNREADABLE:
+            return WalkFailed(_last_line(err) or f"{WALKER}: the minidump could not be read")
+        if code < 0:  # a signal: a panic (abort) or the kernel's, on this dump
+            return WalkFailed(f"{WALKER} died on this minidump (signal {-code})")
         if code != 0:
-            return WalkFailed(_last_line(err) or f"{WALKER} exited with {code}")
+            # not the dump's doing (a walker that cannot load, or was called wrong): the batch is
+            # tried again rather than the report marked failed for a deployment's fault
+            raise WalkerBroken(f"{WALKER} exited with {code}: {_last_line(err)}")
         try:
             report = WalkerReport.model_validate_json(out)
         except ValidationError as invalid:
@@ -72,7 +84,7 @@ class Stackwalker:
         return Walked(
             crash_reason=report.crash_info.type,
             crash_address=report.crash_info.address,
-            frames=report.crashing_thread.frames,
+            frames=report.crashing_thread.frames[:MAX_FRAMES],
             modules=report.modules,
         )
 

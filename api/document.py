@@ -222,6 +222,11 @@ def _names(path: str) -> list[str]:
     return re.findall(r"\{([^}]+)\}", path)
 
 
+def _bodiless(status: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """204 has no body, whatever type the handler's signature names (Powertools writes one)."""
+    return {k: v for k, v in answer.items() if k != "content"} if status == "204" else answer
+
+
 def _operation(operation: dict[str, Any], names: Mapping[str, str], route: RouteFacts,
                schemas: dict[str, Any]) -> dict[str, Any]:
     """`names`: the handler's name of each path parameter → the contract's."""
@@ -236,7 +241,7 @@ def _operation(operation: dict[str, Any], names: Mapping[str, str], route: Route
         parameters.append(IDEMPOTENCY_KEY)
     if parameters:
         operation["parameters"] = parameters
-    answers = {status: _or_error(answer) if int(status) in ERRORS else answer
+    answers = {status: _or_error(answer) if int(status) in ERRORS else _bodiless(status, answer)
                for status, answer in operation["responses"].items() if status != "422"}
     statuses = ALWAYS + (WITH_PATH_PARAMETER if names else ()) + (WITH_BODY if body is not None else ())
     for status in sorted(statuses):

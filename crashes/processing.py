@@ -34,8 +34,6 @@ from ports.timeutil import now_ms
 MINIDUMP_HEADERS = (b"MDMP\x93\xa7", b"PMDM\x00\x00\xa7\x93")
 # reports that awaited a symbol file, asked to be walked again per request of the topic
 AWAITING_PAGE = 500
-# the frames a walk keeps in its document: a runaway scan of a corrupt stack finds thousands
-MAX_FRAMES = 256
 REPORT_KEY = r"^[0-9a-f]{32}$"
 
 
@@ -52,7 +50,8 @@ class WalkRequest(BaseModel):
     """A record of the minidumps topic: walk one report's minidump (named by its attachment, or,
     walking it again, by its last walk), or find the reports that awaited a symbol file."""
 
-    model_config = ConfigDict(strict=True, extra="forbid")
+    # a field a later version adds is passed over, not refused, while versions are mixed in a deploy
+    model_config = ConfigDict(strict=True, extra="ignore")
 
     reportKey: Annotated[str, Field(pattern=REPORT_KEY)] | None = None
     attachment: str | None = None
@@ -149,10 +148,15 @@ def signature_frame(frame: Frame) -> str:
 
 
 def module_symbols(module: Module) -> str | None:
-    """Where the module's symbol file is in the symbol-server layout."""
+    """Where the module's symbol file is in the symbol-server layout; None for a module that names
+    none a store could hold (a dump is the client's: `..` or a NUL may be what it names)."""
     if not module.debug_file or not module.debug_id:
         return None
-    return str(symbol_path(module.debug_file, module.debug_id))
+    path = symbol_path(module.debug_file, module.debug_id)
+    if len(path.parts) != 3 or any(part in (".", "..", ".sym") or "\0" in part or "\\" in part
+                                   for part in path.parts):
+        return None
+    return str(path)
 
 
 def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at: int) -> tuple[ProcessedReport,
@@ -163,7 +167,7 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
             "crashReason": None, "crashAddress": None, "stackTrace": None, "signature": None, "frames": [],
             "modules": [], "missingSymbols": []}
         return failed, Processed(report_key, "failed", at=at)
-    frames = walked.frames[:MAX_FRAMES]
+    frames = walked.frames
     # frames found by scanning the stack are guesses that differ between runs of one crash
     signature = frames_signature([signature_frame(f) for f in frames if f.trust != "scan"])
     missing = sorted({path for m in walked.modules_missing_symbols if (path := module_symbols(m)) is not None})
@@ -188,7 +192,7 @@ def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked |
     root, _ = symbols.local(())
     walked = walker.walk(minidump, root)
     if isinstance(walked, Walked):
-        named = {module.name for module in walked.modules if any(f.module == module.name for f in walked.frames)}
+        named = {frame.module for frame in walked.frames}
         wanted = [p for m in walked.modules if m.name in named and (p := module_symbols(m)) is not None]
         _, changed = symbols.local(wanted)
         if changed:
@@ -217,6 +221,9 @@ class Processor:
             if request.symbols is not None:
                 self._ask_again(request.symbols, request.after)
         walks = self._attachments([r for r in requests if r.reportKey is not None])
+        # a report purged since it was asked for is not walked again (nor its walk kept)
+        indexed = self.index.body_hashes(list(walks)) if walks else {}
+        walks = {key: name for key, name in walks.items() if key in indexed}
         dumps = self.documents.get_many([attachment_key(key, name) for key, name in walks.items()])
         documents: dict[str, bytes] = {}
         results: list[Processed] = []

@@ -20,7 +20,8 @@ from ports.timeutil import Time, now_ms, to_rfc3339
 # a symbol file as stored, inflated: a game's largest run to hundreds of MB, which a request of
 # the contract's 1 MiB (gzip) cannot carry anyway (a larger one: docs/api.md)
 MAX_SYMBOL_FILE_BYTES = 64 << 20
-MAX_LISTED = 1000
+# the S3 store reads each listed file's metadata: a page is that many requests
+MAX_LISTED = 200
 _CURSOR_KIND = "y"
 
 

@@ -18,6 +18,8 @@ class SymbolFileRefused(InvalidField):
 # and an age, in hex; the file is the rest of the line (a PDB's name may hold spaces)
 _MODULE_LINE = re.compile(r"MODULE (\S+) (\S+) ([0-9A-Fa-f]{33,40}) (.+)")
 _FIRST_LINE_MAX = 4096
+# a file name, as a file system and DELETE /v1/symbols/{debugFile}/{debugId} take one
+MAX_DEBUG_FILE_CHARS = 255
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ def symbol_file_id(sym: bytes) -> SymbolFileId:
             field="body",
         )
     os_name, arch, debug_id, debug_file = match.groups()
-    if debug_file in (".", "..") or any(character in debug_file for character in "/\\\0"):
+    if (debug_file in (".", "..") or len(debug_file) > MAX_DEBUG_FILE_CHARS
+            or any(character in debug_file for character in "/\\\0")):
         raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name", field="body")
     return SymbolFileId(os=os_name, arch=arch, debug_id=debug_id.upper(), debug_file=debug_file)

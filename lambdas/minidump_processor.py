@@ -17,7 +17,8 @@ from ports.telemetry import MINIDUMPS_FAILED, MINIDUMPS_PROCESSED, emit, instrum
 
 @functools.cache
 def _walker() -> Stackwalker:
-    # not found: the batch fails and is retried, nothing is marked failed for a deployment's fault
+    # not found (as WalkerBroken, when it cannot run): the batch fails and is retried, and nothing is
+    # marked failed for a deployment's fault
     return Stackwalker.installed()
 
 

@@ -93,8 +93,13 @@ class WalkFailed:
     reason: str
 
 
+# the crashing thread's frames a walk keeps: a runaway scan of a corrupt stack finds thousands
+MAX_FRAMES = 256
+
+
 class StackWalker(Protocol):
     def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:
-        """Walks the crashing thread of `minidump`, with the `.sym` files under `symbols`
-        (symbol-server layout; an empty or missing directory walks without symbols)."""
+        """Walks the crashing thread of `minidump` (its first MAX_FRAMES frames), with the `.sym`
+        files under `symbols` (symbol-server layout; an empty or missing directory walks without
+        symbols)."""
         ...

@@ -21,6 +21,8 @@ from stacks.nag import acknowledge
 from stacks.network import NetworkStack
 from stacks.streaming import StreamingStack
 
+# the functions that upload and delete symbol files; the processor only reads them
+SYMBOL_WRITERS = frozenset({"symbols"})
 # the ports on MySQL (RDS through RDS Proxy)
 SQL_PORTS: frozenset[Port] = frozenset({"index", "counters", "ranking", "projects"})
 
@@ -79,18 +81,19 @@ def wire(function: lambda_.Function, name: str, streaming: StreamingStack, data:
         # the bucket, which holds symbol files alone, listed without a condition: S3 answers a get of a
         # missing key 404 only to a role that may list the bucket (403 else), and the walker asks for
         # missing files all the time
-        _grant_objects(function, data, data.symbols_bucket_name, SYMBOLS_PREFIX, listing=None)
+        _grant_objects(function, data, data.symbols_bucket_name, SYMBOLS_PREFIX, listing=None,
+                       writes=name in SYMBOL_WRITERS)
     for key, value in environment.items():
         function.add_environment(key, value)
 
 
 def _grant_objects(function: lambda_.Function, data: DataStack, bucket_name: str, prefix: str, *,
-                   listing: dict[str, object] | None) -> None:
-    """A store's calls on S3: put, get (and head) and delete under its prefix only, and list the
-    bucket where the `listing` conditions hold."""
+                   listing: dict[str, object] | None, writes: bool = True) -> None:
+    """A store's calls on S3: get (and head), and unless it only reads, put and delete, under its
+    prefix only; and list the bucket where the `listing` conditions hold."""
     bucket = f"arn:{Aws.PARTITION}:s3:::{bucket_name}"
-    function.add_to_role_policy(iam.PolicyStatement(
-        actions=["s3:PutObject", "s3:GetObject", "s3:DeleteObject"], resources=[f"{bucket}/{prefix}*"]))
+    actions = ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"] if writes else ["s3:GetObject"]
+    function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=[f"{bucket}/{prefix}*"]))
     function.add_to_role_policy(iam.PolicyStatement(
         actions=["s3:ListBucket"], resources=[bucket], conditions=listing))
     acknowledge(function, "AwsSolutions-IAM5",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -26,6 +26,9 @@ WALKERS = frozenset({"minidump-processor"})
 # a walk is single-threaded and CPU-bound, up to seconds: Lambda gives a whole vCPU from 1769 MB, and
 # more memory would add a second one the walker does not use
 WALKER_MEMORY_MB = 1769
+# /tmp holds the S3 symbol store's copies (adapters.symbols.s3), a game's files tens of MB each;
+# nothing evicts them but the container's end
+WALKER_DISK_MB = 4096
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class Functions(Construct):
             memory_size=memory_mb or (max(config.lambda_memory_mb, WALKER_MEMORY_MB) if walks
                                       else config.lambda_memory_mb),
             timeout=Duration.seconds(timeout_s),
+            ephemeral_storage_size=Size.mebibytes(WALKER_DISK_MB) if walks else None,
             vpc=self._placement.vpc,
             vpc_subnets=self._placement.subnets,
             security_groups=[self._placement.security_group],

@@ -24,6 +24,9 @@ from stacks.nag import acknowledge
 S3_READ_WRITE = [f"Action::s3:{action}" for action in ("GetObject*", "GetBucket*", "List*", "DeleteObject*", "Abort*")]
 # a batch must finish inside the function timeout; the ranking worker's batches are the largest
 TIMEOUT_S = 120
+# the minidump processor's: a batch of `minidump_processor.batch_size` walks, each at most the
+# walker's deadline, twice when the first fetched symbols (crashes.processing.walk)
+WALKS_TIMEOUT_S = 300
 # the purge deletes a day's worth of rows in chunks; the first run after a long pause has more
 PURGE_TIMEOUT_S = 900
 REPLAY_INTERVAL = Duration.minutes(5)
@@ -45,7 +48,8 @@ class ProcessingStack(ApplicationStack):
         self.functions: dict[str, lambda_.Function] = {}
         for name, topic in CONSUMERS.items():
             group = f"{config.prefix}-{name}"
-            function = self.adapter_function(name, timeout_s=TIMEOUT_S, group=group)
+            function = self.adapter_function(name, timeout_s=WALKS_TIMEOUT_S if name == "minidump-processor"
+                                             else TIMEOUT_S, group=group)
             consumer = settings[name]
             function.add_event_source(sources.ManagedKafkaEventSource(
                 cluster_arn=streaming.cluster_arn,

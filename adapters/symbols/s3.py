@@ -77,7 +77,10 @@ class S3SymbolStore:
             if _status(error) == NOT_FOUND:
                 return None  # deleted since listed
             raise
-        return SymbolFile(key.removeprefix(self._prefix), size, int(head["Metadata"][UPLOADED_AT]))
+        # an object put by other means than put() (the console, a sync) has no such metadata
+        uploaded = head["Metadata"].get(UPLOADED_AT)
+        at = int(uploaded) if uploaded and uploaded.isdigit() else int(head["LastModified"].timestamp() * 1000)
+        return SymbolFile(key.removeprefix(self._prefix), size, at)
 
     def delete(self, path: str) -> bool:
         key = self._key(path)

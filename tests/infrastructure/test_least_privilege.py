@@ -15,7 +15,7 @@ from aws_cdk.assertions import Template
 from adapters.symbols.s3 import PREFIX as SYMBOLS_PREFIX
 from lambdas.functions import CONSUMERS, FUNCTION_PORTS, FUNCTION_TOPICS
 from pipeline.topics import ALL_TOPICS, READ_GROUP
-from stacks.access import SQL_PORTS
+from stacks.access import SQL_PORTS, SYMBOL_WRITERS
 from stacks.app import Blackbox
 from stacks.config import DeployConfig, cdk_json_context
 from tests.infrastructure.test_durability import flat, listed
@@ -139,8 +139,9 @@ def test_a_function_may_read_the_secrets_of_its_own_ports_only(function: str, de
 @pytest.mark.parametrize("function", sorted(FUNCTION_PORTS))
 def test_a_function_of_the_symbols_port_may_use_the_symbols_bucket_and_no_other(function: str, dev: Blackbox,
                                                                                templates: dict[str, Template]):
-    """Put, get and delete under symbols/, and list the bucket, which holds nothing else: S3 answers
-    a get of a missing file 404 only to a role that may list the bucket, and 403 to any other."""
+    """Get under symbols/ (put and delete too, for the function that uploads them), and list the
+    bucket, which holds nothing else: S3 answers a get of a missing file 404 only to a role that
+    may list the bucket, and 403 to any other."""
     name = f"{DEV.prefix}-symbols-<AWS::AccountId>-{DEV.region}"
     bucket, objects = f"arn:<AWS::Partition>:s3:::{name}", f"arn:<AWS::Partition>:s3:::{name}/{SYMBOLS_PREFIX}*"
     lambda_function = deployed(dev)[function]
@@ -153,8 +154,9 @@ def test_a_function_of_the_symbols_port_may_use_the_symbols_bucket_and_no_other(
     told = found[stack.get_logical_id(lambda_function.node.default_child)]["Properties"]["Environment"]["Variables"]
     if "symbols" in FUNCTION_PORTS[function]:
         unconditioned = "null"
-        assert grants == {("s3:PutObject", objects, unconditioned), ("s3:GetObject", objects, unconditioned),
-                          ("s3:DeleteObject", objects, unconditioned), ("s3:ListBucket", bucket, unconditioned)}
+        writes = {("s3:PutObject", objects, unconditioned), ("s3:DeleteObject", objects, unconditioned)}
+        assert grants == {("s3:GetObject", objects, unconditioned), ("s3:ListBucket", bucket, unconditioned),
+                          *(writes if function in SYMBOL_WRITERS else ())}
         assert flat(told["BLACKBOX_SYMBOLS_BUCKET"]) == name
     else:
         assert grants == set() and "BLACKBOX_SYMBOLS_BUCKET" not in told

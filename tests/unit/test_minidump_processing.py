@@ -18,10 +18,18 @@ from adapters.stackwalk import Stackwalker
 from adapters.symbols.s3 import S3SymbolStore
 from crashes import processing
 from crashes.model import attachment_key
-from crashes.processing import Processor, minidump_of, processed_key, read_processed, symbols_arrived, walk_request
+from crashes.processing import (
+    Processor,
+    minidump_of,
+    module_symbols,
+    processed_key,
+    read_processed,
+    symbols_arrived,
+    walk_request,
+)
 from pipeline.topics import DEADLETTER, MINIDUMPS
 from ports import IndexEntry, LogRecord, OutgoingRecord, ReportFilter
-from ports.minidumps import StackWalker, Walked, WalkFailed
+from ports.minidumps import Module, StackWalker, Walked, WalkFailed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
 [SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")
@@ -173,3 +181,21 @@ def test_a_symbol_file_stored_during_a_walk_has_the_report_walked_once_more(adap
     [named] = processor(adapters, walker).process(records([OutgoingRecord(again.value, again.key)]))
     assert named.missing_symbols and SYMBOL_PATH not in named.missing_symbols
     assert published(adapters, "race") == []  # libc's are still missing, and not held: no more
+
+
+@pytest.mark.parametrize("debug_file", ["..", "C:\\build\\..", "nul\0.pdb", ".", "/", ".pdb"])
+def test_a_module_naming_no_file_a_store_could_hold_awaits_none(debug_file: str):
+    """Found in review: a crafted dump's module named `..` made a path the stores refuse, so the
+    report's walk went to the dead letters and the report stayed pending."""
+    module = Module(filename="m", base_addr="0x1000", debug_file=debug_file, debug_id="A" * 33)
+    assert module_symbols(module) is None
+    assert module_symbols(Module(filename="m", base_addr="0x1000", debug_file="C:\\build\\game.pdb",
+                                 debug_id="a" * 33)) == f"game.pdb/{'A' * 33}/game.sym"
+
+
+def test_a_report_purged_since_it_was_asked_for_is_not_walked(adapters: Adapters, walker: Stackwalker):
+    """Found in review: a symbol file's arrival walked a purged report again and wrote its walk."""
+    key = f"{7:032x}"
+    adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): (FIXTURES / "patch.dmp").read_bytes()}, 3600)
+    assert processor(adapters, walker).process(records([walk_request(key, "crash.dmp")])) == []
+    assert adapters.documents.get_many([processed_key(key)]) == {}

@@ -8,7 +8,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from adapters.stackwalk import Stackwalker
+from adapters.stackwalk import Stackwalker, WalkerBroken
 from crashes.symbols import SymbolFileId, SymbolFileRefused, symbol_file_id
 from ports.minidumps import Walked, WalkFailed
 
@@ -167,3 +167,18 @@ def test_a_pdbs_symbol_file_drops_the_pdb_and_the_id_is_upper_case():
 def test_a_file_that_does_not_start_with_a_module_line_is_refused(sym):
     with pytest.raises(SymbolFileRefused):
         symbol_file_id(sym)
+
+
+def test_a_walker_that_cannot_run_is_raised_not_blamed_on_the_dump(tmp_path):
+    """A walker that fails for its own reasons (here, a loader's exit code) leaves the report as
+    it was, to be walked when the deployment is fixed; a walker killed on a dump is the dump's."""
+    broken = tmp_path / "walker"
+    broken.write_text("#!/bin/sh\necho 'version GLIBC_2.99 not found' >&2\nexit 127\n")
+    broken.chmod(0o755)
+    with pytest.raises(WalkerBroken, match=r"exited with 127: version GLIBC_2\.99 not found"):
+        Stackwalker(broken).walk(b"MDMP", tmp_path)
+    killed = tmp_path / "killed"
+    killed.write_text("#!/bin/sh\nkill -ABRT $$\n")
+    killed.chmod(0o755)
+    died = WalkFailed("blackbox-stackwalk died on this minidump (signal 6)")
+    assert Stackwalker(killed).walk(b"MDMP", tmp_path) == died

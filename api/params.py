@@ -44,3 +44,6 @@ From = Annotated[int | None, Query(alias="from", description="RFC 3339 with a zo
 To = Annotated[int | None, Query(description="RFC 3339 with a zone, or epoch ms; after from"), BeforeValidator(_time),
                _TIME]
 Cursor = Annotated[str | None, Query(description="nextCursor of the previous page")]
+Season = Annotated[int | None, Query(description=(
+    "a past season of a board that resets: its start, as GET .../seasons lists it (RFC 3339 with a zone, or "
+    "epoch ms); the current season when left out")), BeforeValidator(_time), _TIME]

@@ -70,6 +70,9 @@ API_ROUTES = (
     ApiRoute("PUT", "/v1/leaderboards/{board}", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/leaderboards/{board}", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", READERS),
+    ApiRoute("DELETE", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", SERVER),
+    ApiRoute("GET", "/v1/leaderboards/{board}/seasons", "leaderboards", READERS),
+    ApiRoute("POST", "/v1/leaderboards/{board}/players:ranks", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/top", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/rank", "leaderboards", READERS),
@@ -98,7 +101,8 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "reporter": frozenset({"index", "documents", "counters", "log"}),  # the log: /v1/health pings it
     "crash-consumer": frozenset({"documents", "index", "log"}),
     "session-counter": frozenset({"counters", "log"}),
-    "leaderboards": frozenset({"ranking"}),
+    # the log (or spill): a record's deletion goes to the board's worker, in order with its updates
+    "leaderboards": frozenset({"ranking", "log", "spill"}),
     "ranking-worker": frozenset({"ranking", "log"}),
     "purge": frozenset({"spill", "documents", "index", "counters"}),  # MSK expires the log itself
     "replay": frozenset({"log", "spill"}),  # and, in AWS, the failed-batch bucket (pipeline.replay)
@@ -125,6 +129,7 @@ CAPTURED = frozenset({CRASHES, SESSIONS, SCORES})
 FUNCTION_TOPICS: dict[str, TopicAccess] = {
     "capture": TopicAccess(writes=CAPTURED),
     "native": TopicAccess(writes=frozenset({CRASHES, SESSIONS})),
+    "leaderboards": TopicAccess(writes=frozenset({SCORES})),
     # /v1/health lists the cluster's topics, which takes a connection and no topic
     "reporter": TopicAccess(),
     # a consumer reads its topic (and a record at a stored offset) and sets bad records aside

@@ -11,14 +11,24 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from api.params import DIGITS, Cursor
+from api.params import DIGITS, Cursor, Season
 from api.requests import JsonBody
 from api.resolver import answer, create_resolver, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
 from ranking import leaderboard
-from ranking.leaderboard import Board, BoardPage, BoardSettings, Entries, RankedEntry, ScoreRank
-from ranking.model import NAME_PATTERN, BoardSettingsBody
+from ranking.capture import Removal, capture_removal
+from ranking.leaderboard import (
+    Board,
+    BoardPage,
+    BoardSettings,
+    Entries,
+    PlayerRanks,
+    RankedEntry,
+    ScoreRank,
+    Seasons,
+)
+from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, BoardSettingsBody, PlayerRanksBody
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
@@ -44,36 +54,71 @@ def put_board(board: Annotated[str, Path(pattern=NAME_PATTERN, description="1 to
 
 
 @app.get("/v1/leaderboards/<board>", operation_id="getBoard",
-         responses={200: answer(Board, "settings and player count")})
-def get_board(board: str) -> Response[str]:
-    return json_response(200, leaderboard.describe(current().ranking, DEFAULT_TREE, board))
+         responses={200: answer(Board, "settings, the season and its player count")})
+def get_board(board: str, season: Season = None) -> Response[str]:
+    return json_response(200, leaderboard.describe(current().ranking, DEFAULT_TREE, board, season))
+
+
+@app.get("/v1/leaderboards/<board>/seasons", operation_id="listSeasons",
+         summary="The seasons of a board that resets, newest first",
+         responses={200: answer(Seasons, "the starts of the seasons that hold scores")})
+def list_seasons(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DIGITS] = 100,
+                 cursor: Cursor = None) -> Response[str]:
+    return json_response(200, leaderboard.seasons(current().ranking, board, limit=limit, cursor=cursor))
 
 
 @app.get("/v1/leaderboards/<board>/players/<player_id>", operation_id="getPlayer",
          responses={200: answer(RankedEntry, "the player's score and exact rank (ties share a rank)")})
-def get_player(board: str, player_id: str) -> Response[str]:
-    return json_response(200, leaderboard.player(current().ranking, DEFAULT_TREE, board, player_id))
+def get_player(board: str, player_id: str, season: Season = None) -> Response[str]:
+    return json_response(200, leaderboard.player(current().ranking, DEFAULT_TREE, board, player_id, season))
+
+
+@app.delete("/v1/leaderboards/<board>/players/<player_id>", operation_id="deletePlayer",
+            summary="Delete a player's record from the board's current season",
+            description="needs a server key; applied by the board's worker in order with its updates (202 once "
+                        "the request is durable): the record leaves every rank and list, and a later update "
+                        "starts a new one",
+            responses={202: answer(Removal, "the deletion is durable")})
+def delete_player(board: str, player_id: str) -> Response[str]:
+    a = current()
+    return json_response(202, capture_removal(a.log, a.spill, leaderboard.settings_of(a.ranking, board), player_id))
+
+
+RANKS_OF = JsonBody(PlayerRanksBody)
+
+
+@app.post("/v1/leaderboards/<board>/players:ranks", operation_id="getPlayerRanks",
+          summary="Several players' records and exact ranks at once (a friends list)",
+          description=f"up to {MAX_PLAYER_RANKS} playerIds; those without a record are listed as missing",
+          openapi_extensions=RANKS_OF.openapi, responses={200: answer(PlayerRanks, _ENTRIES)})
+def post_player_ranks(board: str, season: Season = None) -> Response[str]:
+    body = RANKS_OF.one(posted(app.current_event))
+    return json_response(200, leaderboard.ranks_of(current().ranking, DEFAULT_TREE, board, body.playerIds, season))
 
 
 @app.get("/v1/leaderboards/<board>/top", operation_id="getTop", responses={200: answer(Entries, _ENTRIES)})
 def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP), DIGITS] = 10,
             offset: Annotated[int, Query(ge=0, le=INT64_MAX, description="entries to skip"), DIGITS] = 0,
-            ) -> Response[str]:
-    return json_response(200, leaderboard.top(current().ranking, DEFAULT_TREE, board, limit=limit, offset=offset))
+            season: Season = None) -> Response[str]:
+    return json_response(200, leaderboard.top(current().ranking, DEFAULT_TREE, board, limit=limit, offset=offset,
+                                              season=season))
 
 
 @app.get("/v1/leaderboards/<board>/around/<player_id>", operation_id="getAround",
          responses={200: answer(Entries, _ENTRIES)})
 def get_around(board: str, player_id: str,
                radius: Annotated[int, Query(ge=0, le=leaderboard.MAX_RADIUS,
-                                            description="entries above and below"), DIGITS] = 5) -> Response[str]:
-    return json_response(200, leaderboard.around(current().ranking, DEFAULT_TREE, board, player_id, radius=radius))
+                                            description="entries above and below"), DIGITS] = 5,
+               season: Season = None) -> Response[str]:
+    return json_response(200, leaderboard.around(current().ranking, DEFAULT_TREE, board, player_id, radius=radius,
+                                                 season=season))
 
 
 @app.get("/v1/leaderboards/<board>/rank", operation_id="getRankForScore",
          responses={200: answer(ScoreRank, "the rank that score would have")})
-def get_rank(board: str, score: Annotated[int, Query(ge=INT64_MIN, le=INT64_MAX), DIGITS]) -> Response[str]:
-    return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, score))
+def get_rank(board: str, score: Annotated[int, Query(ge=INT64_MIN, le=INT64_MAX), DIGITS],
+             season: Season = None) -> Response[str]:
+    return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, score, season))
 
 
 @instrumented

@@ -327,7 +327,7 @@ class SessionCounters(Checkpoints, Protocol):
 
 
 Order = Literal["desc", "asc"]
-Operator = Literal["best", "set", "incr"]
+Operator = Literal["best", "set", "incr", "decr"]
 
 
 @dataclass(frozen=True)
@@ -349,20 +349,35 @@ class NodeReader(Protocol):
         ...
 
 
+# the reset schedule of a board whose one season lasts for ever
+NEVER_RESETS = "never"
+
+
 @dataclass(frozen=True)
 class BoardSettings:
     board: str
     order: Order = "desc"
     operator: Operator = "best"
+    reset: str = NEVER_RESETS
+    """When a new season starts (ranking.seasons): never, or a cron expression in UTC."""
 
 
 @dataclass(frozen=True)
 class BoardUpdate:
-    """One board's share of a ranking batch: new scores and the node count changes they make."""
+    """One board season's share of a ranking batch: new scores, the players it removes, and the
+    node count changes they make, stored under `key` (ranking.seasons.season_key); `season` is the
+    season's start (None: a board that never resets)."""
 
     settings: BoardSettings
     scores: Mapping[str, int]
     deltas: Mapping[tuple[int, int], int]
+    key: str = ""
+    season: int | None = None
+    removed: Sequence[str] = ()
+
+    @property
+    def stored_as(self) -> str:
+        return self.key or self.settings.board
 
 
 @dataclass(frozen=True)
@@ -388,8 +403,13 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]: ...
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
-        """Creates missing boards, writes scores and node deltas, and records the checkpoint, all in
-        one transaction, only if the stored offset is still the expected one (else OffsetConflict)."""
+        """Creates missing boards (and records their seasons), writes scores, removes players and
+        adds node deltas, and records the checkpoint, all in one transaction, only if the stored
+        offset is still the expected one (else OffsetConflict)."""
+        ...
+
+    def seasons(self, board: str, before: int | None, limit: int) -> list[int]:
+        """The starts of the board's seasons that hold scores, newest first, before `before`."""
         ...
 
     def tied(self, board: str, score: int, after_player: str, limit: int, skip: int = 0) -> list[Entry]:

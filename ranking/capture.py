@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
-from pipeline.idempotency import per_scope
+from pydantic import ConfigDict, Field, ValidationError, with_config
+from typing_extensions import TypedDict
+
+from pipeline.idempotency import new_event_id, per_scope
 from pipeline.topics import SCORES, publish
-from ports import EventLog, OutgoingRecord, SpillStore
-from ports.timeutil import now_ms
-from ranking.model import Score, ScoreEnvelope, scores_json
+from ports import BoardSettings, EventLog, OutgoingRecord, SpillStore
+from ports.errors import InvalidField
+from ports.timeutil import Time, now_ms, to_rfc3339
+from ranking.model import PlayerRef, Score, ScoreEnvelope, scores_json
+from ranking.seasons import season_start
 
 
 def capture_scores(log: EventLog, spill: SpillStore, scores: Sequence[Score], *,
@@ -23,3 +29,25 @@ def capture_scores(log: EventLog, spill: SpillStore, scores: Sequence[Score], *,
     if records:
         publish(log, spill, SCORES, records)
     return len(scores)
+
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Removal(TypedDict):
+    board: str
+    playerId: str
+    season: Annotated[Time | None, Field(description="the season it is deleted from; null: a board that never resets")]
+
+
+def capture_removal(log: EventLog, spill: SpillStore, settings: BoardSettings, player_id: str) -> Removal:
+    """Asks the board's worker to delete the player's record from the season current now, in order
+    with the board's updates (its partition): an update received later makes a new record."""
+    try:
+        player = PlayerRef(board=settings.board, playerId=player_id)
+    except ValidationError as error:
+        raise InvalidField(f"playerId {error.errors()[0]['msg']}", "playerId") from None
+    received = now_ms()
+    removal = ScoreEnvelope(eventId=new_event_id("remove", None), receivedAt=received, scores=[], removed=[player])
+    publish(log, spill, SCORES, [OutgoingRecord(value=removal.model_dump_json().encode(), key=settings.board.encode())])
+    start = season_start(settings.reset, received)
+    return {"board": settings.board, "playerId": player_id, "season": None if start is None else to_rfc3339(start)}

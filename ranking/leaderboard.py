@@ -14,16 +14,19 @@ from typing_extensions import TypedDict
 from ports import BoardSettings as Stored  # BoardSettings here is the answer
 from ports import Entry, NodeRange, Operator, Order, RankingStore
 from ports.cursors import decode_cursor, encode_cursor
-from ports.errors import NotFound
-from ports.limits import Int64Answer
+from ports.errors import InvalidField, NotFound
+from ports.limits import INT64_MAX, Int64Answer, ascii_int
+from ports.timeutil import Time, now_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
 from ranking.queries import rank_of, score_at
+from ranking.seasons import NEVER, next_reset, season_key, season_start
 from ranking.tree import Tree
 
 MAX_TOP = 1000
 MAX_RADIUS = 100
 MAX_BOARDS = 1000
 _CURSOR_KIND = "b"
+_SEASONS_CURSOR = "s"
 
 Rank = Annotated[int, Field(ge=1)]
 
@@ -33,13 +36,24 @@ class BoardSettings(TypedDict):
     board: str
     order: Order
     operator: Operator
+    reset: Annotated[str, Field(description="never, daily, weekly, monthly or a cron expression in UTC")]
 
 
 @with_config(ConfigDict(extra="forbid"))
 class Board(BoardSettings):
-    """Settings and player count."""
+    """Settings, and the season asked for (the current one by default) with its player count."""
 
     players: Annotated[int, Field(ge=0)]
+    season: Annotated[Time | None, Field(description="the season's start; null for a board that never resets")]
+    nextReset: Annotated[Time | None, Field(description="when the current season ends; null: never")]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Seasons(TypedDict):
+    """A board's seasons that hold scores, newest first."""
+
+    seasons: list[Time]
+    nextCursor: str | None
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -88,18 +102,47 @@ def _one_state(read: Callable[Concatenate[RankingStore, P], R]) -> Callable[Conc
     return in_snapshot
 
 
-def _board(store: RankingStore, board: str) -> Stored:
+def settings_of(store: RankingStore, board: str) -> Stored:
     settings = store.get_board(board)
     if settings is None:
         raise NotFound(f"no leaderboard {board}")
     return settings
 
 
+def _season(settings: Stored, season: int | None) -> tuple[str, int | None]:
+    """Where the season asked for (by its start; None: the current one) is stored, and its start."""
+    if settings.reset == NEVER:
+        if season is not None:
+            raise NotFound(f"leaderboard {settings.board} never resets: it has no seasons", "season")
+        return settings.board, None
+    start = season_start(settings.reset, now_ms()) if season is None else season
+    return season_key(settings.board, start), start
+
+
+def _settings(settings: Stored) -> BoardSettings:
+    return {"board": settings.board, "order": settings.order, "operator": settings.operator, "reset": settings.reset}
+
+
 @_one_state
-def describe(store: RankingStore, tree: Tree, board: str) -> Board:
-    settings = _board(store, board)
-    players = store.sum_counts(board, [tree.top_range()])
-    return {"board": board, "order": settings.order, "operator": settings.operator, "players": players}
+def describe(store: RankingStore, tree: Tree, board: str, season: int | None = None) -> Board:
+    settings = settings_of(store, board)
+    key, start = _season(settings, season)
+    upcoming = next_reset(settings.reset, now_ms())
+    return {**_settings(settings), "players": store.sum_counts(key, [tree.top_range()]),
+            "season": None if start is None else to_rfc3339(start),
+            "nextReset": None if upcoming is None else to_rfc3339(upcoming)}
+
+
+def seasons(store: RankingStore, board: str, *, limit: int = 100, cursor: str | None = None) -> Seasons:
+    settings_of(store, board)
+    position = decode_cursor(cursor, _SEASONS_CURSOR)
+    before = None if position is None else ascii_int(position, 0, INT64_MAX)
+    if position is not None and before is None:
+        raise InvalidField("cursor is not one this listing gave out", "cursor")
+    found = store.seasons(board, before, limit + 1)
+    page = found[:limit]
+    return {"seasons": [to_rfc3339(start) for start in page],
+            "nextCursor": encode_cursor(_SEASONS_CURSOR, str(page[-1])) if len(found) > limit else None}
 
 
 def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) -> BoardPage:
@@ -107,25 +150,26 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
     found = store.boards(decode_cursor(cursor, _CURSOR_KIND) or "", limit + 1)
     page = found[:limit]
     return {
-        "boards": [{"board": b.board, "order": b.order, "operator": b.operator} for b in page],
+        "boards": [_settings(b) for b in page],
         "nextCursor": encode_cursor(_CURSOR_KIND, page[-1].board) if len(found) > limit else None,
     }
 
 
 def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> BoardSettings:
-    """`board` is a name the route took (ranking.model.NAME_PATTERN)."""
-    store.put_board(Stored(board, body.order, body.operator))
-    return {"board": board, "order": body.order, "operator": body.operator}
+    """`board` is a name the route took (ranking.model.NAME_PATTERN). A new schedule starts its
+    seasons from now on; the seasons stored under the old one stay listed and readable."""
+    settings = Stored(board, body.order, body.operator, body.reset)
+    store.put_board(settings)
+    return _settings(settings)
 
 
 def _ranked(
-    store: RankingStore, tree: Tree, settings: Stored, entries: Sequence[Entry]
+    store: RankingStore, tree: Tree, settings: Stored, board: str, entries: Sequence[Entry]
 ) -> list[RankedEntry]:
-    """Ranks for a contiguous run of the board: the first from the tree, the rest by adding the
-    leaf counts of the scores passed (ties share a rank: 1, 2, 2, 4)."""
+    """Ranks for a contiguous run of the board (stored under `board`): the first from the tree,
+    the rest by adding the leaf counts of the scores passed (ties share a rank: 1, 2, 2, 4)."""
     if not entries:
         return []
-    board = settings.board
     rank = rank_of(tree, store, board, settings.order, entries[0].score)
     scores = [e.score for e in entries]
     counts = store.node_counts(board, NodeRange(0, min(scores), max(scores)))
@@ -140,44 +184,73 @@ def _ranked(
 
 
 @_one_state
-def player(store: RankingStore, tree: Tree, board: str, player_id: str) -> RankedEntry:
-    settings = _board(store, board)
-    score = store.scores(board, [player_id]).get(player_id)
+def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: int | None = None) -> RankedEntry:
+    settings = settings_of(store, board)
+    key, _ = _season(settings, season)
+    score = store.scores(key, [player_id]).get(player_id)
     if score is None:
         raise NotFound(f"player {player_id} has no score on {board}")
-    return {"playerId": player_id, "score": score, "rank": rank_of(tree, store, board, settings.order, score)}
+    return {"playerId": player_id, "score": score, "rank": rank_of(tree, store, key, settings.order, score)}
 
 
 @_one_state
-def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int = 0) -> Entries:
-    settings = _board(store, board)
-    first = score_at(tree, store, board, settings.order, offset + 1)
+def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int = 0,
+        season: int | None = None) -> Entries:
+    settings = settings_of(store, board)
+    key, _ = _season(settings, season)
+    first = score_at(tree, store, key, settings.order, offset + 1)
     if first is None:
         return {"entries": []}
-    better = rank_of(tree, store, board, settings.order, first) - 1
-    entries = store.tied(board, first, "", limit, skip=offset - better)
+    better = rank_of(tree, store, key, settings.order, first) - 1
+    entries = store.tied(key, first, "", limit, skip=offset - better)
     if len(entries) < limit:
-        entries += store.beyond(board, settings.order, first, worse=True, limit=limit - len(entries))
-    return {"entries": _ranked(store, tree, settings, entries)}
+        entries += store.beyond(key, settings.order, first, worse=True, limit=limit - len(entries))
+    return {"entries": _ranked(store, tree, settings, key, entries)}
 
 
 @_one_state
-def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radius: int = 5) -> Entries:
-    settings = _board(store, board)
-    score = store.scores(board, [player_id]).get(player_id)
+def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radius: int = 5,
+           season: int | None = None) -> Entries:
+    settings = settings_of(store, board)
+    key, _ = _season(settings, season)
+    score = store.scores(key, [player_id]).get(player_id)
     if score is None:
         raise NotFound(f"player {player_id} has no score on {board}")
-    above = store.tied_before(board, score, player_id, radius)
+    above = store.tied_before(key, score, player_id, radius)
     if len(above) < radius:
-        above += store.beyond(board, settings.order, score, worse=False, limit=radius - len(above))
-    below = store.tied(board, score, player_id, radius)
+        above += store.beyond(key, settings.order, score, worse=False, limit=radius - len(above))
+    below = store.tied(key, score, player_id, radius)
     if len(below) < radius:
-        below += store.beyond(board, settings.order, score, worse=True, limit=radius - len(below))
+        below += store.beyond(key, settings.order, score, worse=True, limit=radius - len(below))
     entries = [*reversed(above), Entry(player_id, score), *below]
-    return {"entries": _ranked(store, tree, settings, entries)}
+    return {"entries": _ranked(store, tree, settings, key, entries)}
+
+
+@with_config(ConfigDict(extra="forbid"))
+class PlayerRanks(TypedDict):
+    """The players asked for with a record, best first (ties share a rank, by playerId), and those
+    without one."""
+
+    entries: list[RankedEntry]
+    missing: list[str]
 
 
 @_one_state
-def rank_for_score(store: RankingStore, tree: Tree, board: str, score: int) -> ScoreRank:
-    settings = _board(store, board)
-    return {"score": score, "rank": rank_of(tree, store, board, settings.order, score)}
+def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[str],
+             season: int | None = None) -> PlayerRanks:
+    """Each player's record and global rank (a friends list): a rank query per distinct score."""
+    settings = settings_of(store, board)
+    key, _ = _season(settings, season)
+    found = store.scores(key, list(dict.fromkeys(player_ids)))
+    desc = settings.order == "desc"
+    ordered = sorted(found.items(), key=lambda item: (-item[1] if desc else item[1], item[0]))
+    ranks = {score: rank_of(tree, store, key, settings.order, score) for score in set(found.values())}
+    return {"entries": [{"rank": ranks[score], "playerId": player, "score": score} for player, score in ordered],
+            "missing": [player for player in dict.fromkeys(player_ids) if player not in found]}
+
+
+@_one_state
+def rank_for_score(store: RankingStore, tree: Tree, board: str, score: int, season: int | None = None) -> ScoreRank:
+    settings = settings_of(store, board)
+    key, _ = _season(settings, season)
+    return {"score": score, "rank": rank_of(tree, store, key, settings.order, score)}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from ports import Operator, Order
 from ports.limits import Int64, PathSegment
+from ranking.seasons import NEVER, Schedule
 
 MAX_BATCH = 500
 NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
@@ -23,9 +24,17 @@ class Score(BaseModel):
     score: Int64
 
 
+class PlayerRef(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    board: Name
+    playerId: PlayerId
+
+
 class ScoreEnvelope(BaseModel):
     """One record per board of a request, keyed by board, so a board's updates stay in order in
-    one partition and only that partition's worker writes the board."""
+    one partition and only that partition's worker writes the board. `removed`: records deleted
+    (after the scores, in the season current at receivedAt)."""
 
     model_config = ConfigDict(strict=True)
 
@@ -33,6 +42,7 @@ class ScoreEnvelope(BaseModel):
     receivedAt: int
     scores: list[Score]
     bodyHash: str | None = None
+    removed: list[PlayerRef] = []
 
 
 _SCORES = TypeAdapter(list[Score])
@@ -47,4 +57,21 @@ class BoardSettingsBody(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     order: Order = "desc"
-    operator: Operator = "best"
+    operator: Operator = Field("best", description=(
+        "how an update combines with the player's score: best keeps the better, set replaces, incr adds, decr "
+        "subtracts (incr and decr saturate at the int64 bounds)"))
+    reset: Schedule = Field(NEVER, description=(
+        "when a new season starts: never, daily (00:00 UTC), weekly (Mondays 00:00 UTC), monthly (the 1st, "
+        "00:00 UTC), or a cron expression in UTC (`0 6 * * 5`: Fridays 06:00). A reset writes nothing: the new "
+        "season starts empty and every past one stays queryable (`season=`)"))
+
+
+MAX_PLAYER_RANKS = 1000
+
+
+class PlayerRanksBody(BaseModel):
+    """The players whose ranks are asked for at once (a friends list)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    playerIds: list[PlayerId] = Field(min_length=1, max_length=MAX_PLAYER_RANKS)

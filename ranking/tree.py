@@ -98,9 +98,11 @@ def best_first(order: Order, prefixes: Iterable[int]) -> list[int]:
 
 
 def combine(operator: Operator, order: Order, old: int | None, value: int) -> int:
-    """A player's score after one update; incr saturates at the int64 bounds rather than wrapping."""
+    """A player's score after one update; incr and decr count from 0 and saturate at the int64
+    bounds rather than wrapping."""
+    if operator in ("incr", "decr"):
+        total = (old or 0) + (value if operator == "incr" else -value)
+        return max(INT64_MIN, min(INT64_MAX, total))
     if operator == "set" or old is None:
         return value
-    if operator == "incr":
-        return max(INT64_MIN, min(INT64_MAX, old + value))
     return value if better(order, value, old) else old

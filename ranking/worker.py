@@ -14,6 +14,7 @@ from pipeline.offsets import fresh_by_partition, pass_over
 from pipeline.topics import parse_each
 from ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
 from ranking.model import ScoreEnvelope
+from ranking.seasons import season_key, season_start
 from ranking.tree import Tree, combine
 
 CONSUMER = "ranking-worker"
@@ -41,32 +42,47 @@ def _apply(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tre
 class _Event(NamedTuple):
     eventId: str
     bodyHash: str | None
-    scores: list[tuple[str, str, int]]
+    receivedAt: int
+    # (board, player, the update's value or None: the record removed), in the order they apply
+    scores: list[tuple[str, str, int | None]]
 
 
 def _event(value: bytes) -> _Event:
     # plain tuples: thousands of live pydantic objects per batch slowed the worker (GC)
     envelope = ScoreEnvelope.model_validate_json(value)
-    return _Event(envelope.eventId, envelope.bodyHash, [(s.board, s.playerId, s.score) for s in envelope.scores])
+    changes: list[tuple[str, str, int | None]] = [(s.board, s.playerId, s.score) for s in envelope.scores]
+    changes += [(r.board, r.playerId, None) for r in envelope.removed]
+    return _Event(envelope.eventId, envelope.bodyHash, envelope.receivedAt, changes)
 
 
 def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> list[BoardUpdate]:
-    # board → player → the values in log order
-    pending: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    settings: dict[str, BoardSettings] = {}
+    # (board, season start) → player → the values in log order (None: removed)
+    pending: dict[tuple[str, int | None], dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
     for event in events:
         for board, player, value in event.scores:
-            pending[board][player].append(value)
+            if board not in settings:
+                settings[board] = store.get_board(board) or BoardSettings(board)
+            season = season_start(settings[board].reset, event.receivedAt)
+            pending[board, season][player].append(value)
     updates = []
-    for board, players in pending.items():
-        settings = store.get_board(board) or BoardSettings(board)
-        current = store.scores(board, list(players))
+    for (board, season), players in pending.items():
+        board_settings = settings[board]
+        key = season_key(board, season)
+        current = store.scores(key, list(players))
         scores: dict[str, int] = {}
+        removed: list[str] = []
         for player, values in players.items():
             latest = current.get(player)
             for value in values:
-                latest = combine(settings.operator, settings.order, latest, value)
-            if latest is not None and latest != current.get(player):
+                latest = None if value is None else combine(board_settings.operator, board_settings.order, latest,
+                                                            value)
+            if latest is None:
+                if player in current:
+                    removed.append(player)
+            elif latest != current.get(player):
                 scores[player] = latest
-        deltas = tree.deltas((current.get(player), score) for player, score in scores.items())
-        updates.append(BoardUpdate(settings, scores, deltas))
+        moves = [(current.get(player), score) for player, score in scores.items()]
+        deltas = tree.deltas([*moves, *((current[player], None) for player in removed)])
+        updates.append(BoardUpdate(board_settings, scores, deltas, key, season, removed))
     return updates

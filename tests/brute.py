@@ -22,3 +22,6 @@ class BruteBoard:
         """Best first, ties by playerId ascending, with ranks (1, 2, 2, 4)."""
         items = sorted(self.scores.items(), key=lambda kv: (-kv[1] if self.order == "desc" else kv[1], kv[0]))
         return [{"rank": self.rank(s), "playerId": p, "score": s} for p, s in items]
+
+    def remove(self, player: str) -> None:
+        self.scores.pop(player, None)

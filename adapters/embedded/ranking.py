@@ -8,7 +8,17 @@ from contextlib import AbstractContextManager
 from adapters.embedded.index import SqliteIndexDatabase
 from adapters.embedded.sqlite import sqlite_meaning
 from adapters.errors import port_errors
-from adapters.sql.ranking import ADD_BOARD, ADD_COUNTS, PUT_BOARD, SET_SCORES, board_row
+from adapters.sql.ranking import (
+    ADD_BOARD,
+    ADD_COUNTS,
+    ADD_SEASON,
+    PUT_BOARD,
+    REMOVE_SCORE,
+    SET_SCORES,
+    board_row,
+    removed_rows,
+    season_rows,
+)
 from adapters.sql.reads import RankingReads
 from ports import BoardSettings, BoardUpdate, Checkpoint
 
@@ -32,9 +42,11 @@ class SqliteRankingStore(RankingReads):
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
         with self._database.checkpoint_transaction(checkpoint) as t:
             t.execute_rows(ADD_BOARD, [board_row(u.settings) for u in updates])
-            t.execute_rows(SET_SCORES, [(u.settings.board, player, score)
+            t.execute_rows(ADD_SEASON, season_rows(updates))
+            t.execute_rows(SET_SCORES, [(u.stored_as, player, score)
                                         for u in updates for player, score in u.scores.items()])
-            t.execute_rows(ADD_COUNTS, [(u.settings.board, level, prefix, delta)
+            t.execute_rows(REMOVE_SCORE, removed_rows(updates))
+            t.execute_rows(ADD_COUNTS, [(u.stored_as, level, prefix, delta)
                                         for u in updates for (level, prefix), delta in u.deltas.items()])
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager
 
 from adapters.errors import port_errors
 from adapters.mysql.database import MysqlDatabase, mysql_meaning
-from adapters.sql.ranking import ADD_BOARD, PUT_BOARD, board_row
+from adapters.sql.ranking import ADD_BOARD, ADD_SEASON, PUT_BOARD, REMOVE_SCORE, board_row, removed_rows, season_rows
 from adapters.sql.reads import RankingReads
 from ports import BoardSettings, BoardUpdate, Checkpoint
 
@@ -34,6 +34,8 @@ class MysqlRankingStore(RankingReads):
         with self._database.checkpoint_transaction(checkpoint) as t:
             # executemany folds these into one multi-row INSERT
             t.execute_rows(ADD_BOARD, [board_row(u.settings) for u in updates])
+            t.execute_rows(ADD_SEASON, season_rows(updates))
+            t.execute_rows(REMOVE_SCORE, removed_rows(updates))
             cursor = t.cursor
             escape = self._database.connection().escape
             for u in updates:
@@ -41,7 +43,7 @@ class MysqlRankingStore(RankingReads):
                 # the board escaped once and numbers through int(), instead of value by value (they
                 # say what ranking.SET_SCORES and ADD_COUNTS say; 66 ms against executemany's 94 for
                 # 20,000 scores on MariaDB here)
-                board = escape(u.settings.board)
+                board = escape(u.stored_as)
                 scores = [f"({board},{escape(player)},{int(score)})" for player, score in u.scores.items()]
                 nodes = [f"({board},{int(level)},{int(prefix)},{int(delta)})"
                          for (level, prefix), delta in u.deltas.items()]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
-from adapters.sql.schema import boards, rank_nodes, rank_scores
+from adapters.sql.schema import board_seasons, boards, rank_nodes, rank_scores
 from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
-from ports import BoardSettings, Entry, NodeRange, Order
+from ports import NEVER_RESETS, BoardSettings, BoardUpdate, Entry, NodeRange, Order
 
 _bind = sa.bindparam
 _board = rank_scores.c.board == _bind("board")
@@ -34,7 +35,7 @@ _n = rank_nodes.c
 NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
     _n.board == _bind("board"), _n.level == _bind("level"), _n.prefix.between(_bind("first"), _bind("last")),
     _n.count > 0))
-_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator)
+_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule)
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
 _entries = sa.select(rank_scores.c.player_id, rank_scores.c.score)
@@ -44,14 +45,36 @@ TIED = Statement(_entries.where(*_tied, rank_scores.c.player_id > _bind("player"
 TIED_BEFORE = Statement(_entries.where(*_tied, rank_scores.c.player_id < _bind("player"))
                         .order_by(rank_scores.c.player_id.desc()).limit(_bind("limit")))
 
-PUT_BOARD = insert(boards, ("board", "sort_order", "operator"), keys=("board",), replace=("sort_order", "operator"))
-ADD_BOARD = insert(boards, ("board", "sort_order", "operator"), keys=("board",))
+_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule")
+PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
+ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score"), keys=("board", "player_id"), replace=("score",))
+REMOVE_SCORE = Statement(sa.delete(rank_scores).where(_board, rank_scores.c.player_id == _bind("player")),
+                         in_order=("board", "player"))
+ADD_SEASON = insert(board_seasons, ("board", "season_start"), keys=("board", "season_start"))
+SEASONS = Statement(sa.select(board_seasons.c.season_start).where(
+    board_seasons.c.board == _bind("board"), board_seasons.c.season_start < _bind("before"))
+    .order_by(board_seasons.c.season_start.desc()).limit(_bind("limit")))
 
 
-def board_row(settings: BoardSettings) -> tuple[str, str, str]:
-    """The values of PUT_BOARD and ADD_BOARD."""
-    return settings.board, settings.order, settings.operator
+def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None]:
+    """The values of PUT_BOARD and ADD_BOARD (a board that never resets has no schedule)."""
+    return settings.board, settings.order, settings.operator, None if settings.reset == NEVER_RESETS else settings.reset
+
+
+def board_settings(row: Any) -> BoardSettings:
+    board, order, operator, reset = row
+    return BoardSettings(board, order, operator, reset or NEVER_RESETS)
+
+
+def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:
+    """The values of ADD_SEASON: each season an update writes to."""
+    return sorted({(u.settings.board, u.season) for u in updates if u.season is not None})
+
+
+def removed_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str]]:
+    """The values of REMOVE_SCORE."""
+    return [(u.stored_as, player) for u in updates for player in u.removed]
 
 
 ADD_COUNTS = insert(rank_nodes, ("board", "level", "prefix", "count"), keys=("board", "level", "prefix"),

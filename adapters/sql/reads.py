@@ -57,6 +57,7 @@ from ports import (
     ReportFilter,
     SkuSeen,
 )
+from ports.limits import INT64_MAX
 from ports.timeutil import now_ms
 
 Rows = list[tuple[Any, ...]]
@@ -219,11 +220,16 @@ class RankingReads(Checkpointed):
 
     def get_board(self, board: str) -> BoardSettings | None:
         found = self._database.rows(ranking_sql.GET_BOARD, {"board": board})
-        return BoardSettings(*found[0]) if found else None
+        return ranking_sql.board_settings(found[0]) if found else None
 
     def boards(self, after: str, limit: int) -> list[BoardSettings]:
         found = self._database.rows(ranking_sql.BOARDS, {"after": after, "limit": limit})
-        return [BoardSettings(*row) for row in found]
+        return [ranking_sql.board_settings(row) for row in found]
+
+    def seasons(self, board: str, before: int | None, limit: int) -> list[int]:
+        found = self._database.rows(ranking_sql.SEASONS, {
+            "board": board, "before": INT64_MAX if before is None else before, "limit": limit})
+        return [int(start) for (start,) in found]
 
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}

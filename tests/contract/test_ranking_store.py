@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from adapters.embedded.log import SqliteEventLog
 from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, RankingStore
+from ports.errors import NotFound
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking import leaderboard
 from ranking.queries import score_at
@@ -165,3 +166,81 @@ def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: 
     ranking_store.apply(Checkpoint("w", partition, -1, 2, first_offset=1), [])
     assert ranking_store.covered("w", partition, [0, 1, 2, 3]) == {1, 2}
     assert ranking_store.covered("other", partition, [1]) == set()
+
+
+# a season every ten minutes: a stream over forty minutes crosses four resets
+EVERY_TEN_MINUTES = "*/10 * * * *"
+T0 = 1_795_000_200_000  # 2026-11-17T11:50:00Z, a reset
+changes = st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(PLAYERS[:6]),
+                             st.none() | scores), min_size=1, max_size=40)
+
+
+def timed_records(board: str, stream: list[tuple[int, str, int | None]], offsets: itertools.count) -> list[LogRecord]:
+    """A record per change as capture publishes them, received `at` ms after T0: a score, or
+    (None) the player's record deleted."""
+    return [
+        LogRecord(f"scores.{board}", 0, next(offsets), json.dumps({
+            "eventId": str(uuid.uuid4()), "receivedAt": T0 + at,
+            "scores": [] if value is None else [{"board": board, "playerId": player, "score": value}],
+            "removed": [{"board": board, "playerId": player}] if value is None else [],
+        }).encode(), board.encode(), (), 0)
+        for at, player, value in stream
+    ]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    order=st.sampled_from(["desc", "asc"]),
+    operator=st.sampled_from(["best", "set", "incr", "decr"]),
+    schedule=st.sampled_from(["never", EVERY_TEN_MINUTES]),
+    stream=changes,
+    cuts=st.lists(st.integers(1, 10), min_size=1, max_size=6),
+    redeliver=st.booleans(),
+    probe=scores,
+)
+def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, log, order, operator, schedule, stream,
+                                                 cuts, redeliver, probe):
+    """Changes received in time order (as capture stamps them) and applied in random batches, some
+    redelivered: each season's reads equal a brute-force board of the changes received in it."""
+    stream = sorted(stream, key=lambda change: change[0])
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    ranking_store.put_board(BoardSettings(board, order, operator, schedule))
+    brutes: dict[int | None, BruteBoard] = {}
+    offsets = itertools.count()
+    done = 0
+    for cut in itertools.cycle(cuts):
+        if done >= len(stream):
+            break
+        part = stream[done : done + cut]
+        batch = timed_records(board, part, offsets)
+        apply_scores(batch, ranking_store, log, TREE)
+        if redeliver:
+            assert apply_scores(batch, ranking_store, log, TREE) == 0
+        for at, player, value in part:
+            season = None if schedule == "never" else T0 + at // 600_000 * 600_000
+            brute = brutes.setdefault(season, BruteBoard(order, operator))
+            brute.remove(player) if value is None else brute.apply(player, value)
+        done += cut
+
+    if schedule != "never":
+        assert ranking_store.seasons(board, None, 100) == sorted(brutes, key=lambda s: -(s or 0))
+    for season, brute in brutes.items():
+        expected = brute.ordered()
+        assert leaderboard.describe(ranking_store, TREE, board, season)["players"] == len(expected)
+        for entry in expected:
+            assert leaderboard.player(ranking_store, TREE, board, entry["playerId"], season) == {
+                "playerId": entry["playerId"], "score": entry["score"], "rank": entry["rank"]}
+        for offset, limit in [(0, 1000), (1, 2)]:
+            got = leaderboard.top(ranking_store, TREE, board, offset=offset, limit=limit, season=season)
+            assert got["entries"] == expected[offset : offset + limit]
+        for index, entry in enumerate(expected):
+            got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], radius=1, season=season)
+            assert got["entries"] == expected[max(0, index - 1) : index + 2]
+        assert leaderboard.rank_for_score(ranking_store, TREE, board, probe, season)["rank"] == brute.rank(probe)
+
+
+def test_a_board_that_never_resets_has_no_seasons_to_ask_for(ranking_store: RankingStore, log):
+    apply_scores(records("forever", [("a", 5)], itertools.count()), ranking_store, log, TREE)
+    with pytest.raises(NotFound):
+        leaderboard.top(ranking_store, TREE, "forever", season=T0)
+    assert ranking_store.seasons("forever", None, 10) == []

@@ -35,7 +35,8 @@ KEYS = {Role.INGEST: "ingest-Op3n", Role.SERVER: "server-Ap1s", Role.READ: "read
 # container's framing is prose to a schema (a binary body), which can say neither what is valid nor
 # what is not: those routes are held to the checks but those two (tests/e2e/test_sentry.py,
 # test_native_uploads.py and their unit tests say the rest); so is a Breakpad symbol file's
-# (test_minidump_processing.py)
+# (test_minidump_processing.py), and a board's reset schedule, a cron expression (its grammar and
+# calendar, such as no 30 February, are prose to a schema: ranking.seasons and its tests)
 PROJECT = 1
 SENTRY_AUTH = "X-Sentry-Auth"
 FRAMED_IN_PROSE = CHECKS[:-2]
@@ -46,7 +47,7 @@ def _envelope(_: Any, value: Any) -> bytes:
     return value if isinstance(value, bytes) else json.dumps(value).encode()
 ROLES = {(r.method, r.path): r.roles for r in API_ROUTES}
 NATIVE = {(r.method, r.path) for r in API_ROUTES if r.credential != "api-key"}
-PROSE = NATIVE | {("POST", "/v1/symbols")}
+PROSE = NATIVE | {("POST", "/v1/symbols"), ("PUT", "/v1/leaderboards/{board}")}
 
 
 @pytest.fixture(scope="module", params=["embedded", "services"])

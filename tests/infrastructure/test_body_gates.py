@@ -23,6 +23,7 @@ ROUTES: dict[tuple[str, str], tuple[JsonBody[Any], bool]] = {
     ("POST", "/v1/sessions"): (capture.SESSIONS, True),
     ("POST", "/v1/scores"): (capture.SCORES, True),
     ("PUT", "/v1/leaderboards/{board}"): (leaderboards.SETTINGS, False),
+    ("POST", "/v1/leaderboards/{board}/players:ranks"): (leaderboards.RANKS_OF, False),
     ("PUT", "/v1/projects/{projectId}"): (projects.PROJECT, False),
 }
 ASTRAL_ID = "\U0001d49c" * 128  # 128 letters (MATHEMATICAL SCRIPT CAPITAL A), 256 UTF-16 units
@@ -37,6 +38,8 @@ TAKEN = [
     ("POST", "/v1/scores", [{"board": "b", "playerId": "p", "score": -(2 ** 63)}]),
     ("PUT", "/v1/leaderboards/{board}", {}),
     ("PUT", "/v1/leaderboards/{board}", {"order": "asc", "operator": "incr"}),
+    ("PUT", "/v1/leaderboards/{board}", {"operator": "decr", "reset": "0 6 * * 5"}),
+    ("POST", "/v1/leaderboards/{board}/players:ranks", {"playerIds": [ASTRAL_ID, *(f"p{i}" for i in range(999))]}),
     ("PUT", "/v1/projects/{projectId}", {"sku": "skyrift:pc"}),
 ]
 REFUSED = [
@@ -46,6 +49,9 @@ REFUSED = [
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": "7"}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "extra": 1}),
     ("PUT", "/v1/leaderboards/{board}", {"order": "sideways"}),
+    ("PUT", "/v1/leaderboards/{board}", {"reset": 7}),
+    ("POST", "/v1/leaderboards/{board}/players:ranks", {"playerIds": []}),
+    ("POST", "/v1/leaderboards/{board}/players:ranks", {"playerIds": ["p"] * 1001}),
     ("PUT", "/v1/projects/{projectId}", {"sku": "skyrift:pc", "name": "Skyrift"}),
     ("PUT", "/v1/projects/{projectId}", {}),
 ]

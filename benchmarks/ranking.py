@@ -24,11 +24,15 @@ from loadgen.stats import percentile
 from local_runtime.poller import Poller
 from pipeline.topics import SCORES
 from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord
+from ranking import leaderboard
 from ranking.queries import rank_of
 from ranking.tree import DEFAULT_TREE as TREE
 from ranking.worker import CONSUMER, apply_scores
 
 Progress = Callable[[str], None]
+# a friends list (POST .../players:ranks): its largest, asked this many times a board size
+FRIENDS = 1000
+FRIEND_LISTS = 5
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,17 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         apply_scores(records[i : i + 2000], a.ranking, a.log, TREE)
     aggregated = plan.worker_updates / (time.perf_counter() - start)
 
+    # the same, on boards that reset daily: each update is put in its season (ranking.seasons)
+    progress(f"worker: {plan.worker_updates} updates on seasonal boards")
+    for board in range(8):
+        a.ranking.put_board(BoardSettings(f"s{board}", reset="daily"))
+    seasonal_records = [LogRecord(f"{SCORES}-seasonal", 0, r.offset, r.value, r.key, r.headers, 0)
+                        for r in _records(lambda i: f"s{i % 8}", 50_000, plan.worker_updates, rng)]
+    start = time.perf_counter()
+    for i in range(0, len(seasonal_records), 2000):
+        apply_scores(seasonal_records[i : i + 2000], a.ranking, a.log, TREE)
+    seasonal = plan.worker_updates / (time.perf_counter() - start)
+
     progress(f"worker: {plan.naive_updates} updates, one transaction each")
     naive_records = [
         LogRecord(f"{SCORES}-naive", 0, r.offset, r.value, r.key, r.headers, 0)
@@ -84,6 +99,10 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         f"| one transaction per update (the case study's start) | {plan.naive_updates:,} | {naive:,.0f} |",
         f"| aggregated batches of 2,000 (read once, node deltas, one transaction) | {plan.worker_updates:,} | "
         f"{aggregated:,.0f} |",
+        f"| the same on boards that reset daily (each update put in its season) | {plan.worker_updates:,} | "
+        f"{seasonal:,.0f} |",
+        "",
+        f"Seasonal / plain in the same run: {seasonal / aggregated:.2f}x.",
         "",
         f"Aggregated / per-update: **{aggregated / naive:.1f}x**; target ≥ 20,000 updates/s: "
         f"**{'met' if aggregated >= 20_000 else 'missed'}**.",
@@ -117,8 +136,9 @@ def rank_latency(a: Adapters, database: MysqlDatabase, r: redis.Redis, plan: Pla
     lines = [
         "### Rank query latency by board size (ms: mean / p50 / p95)",
         "",
-        "| players | ranking tree (MariaDB) | COUNT(*) of better scores (MariaDB) | Redis sorted set (ZCOUNT) |",
-        "|---:|---:|---:|---:|",
+        "| players | ranking tree (MariaDB) | COUNT(*) of better scores (MariaDB) | Redis sorted set (ZCOUNT) | "
+        f"{FRIENDS:,} players' ranks in one call (tree) |",
+        "|---:|---:|---:|---:|---:|",
     ]
     for size in plan.sizes:
         board = f"size-{size}"
@@ -146,8 +166,14 @@ def _rank_row(a: Adapters, database: MysqlDatabase, r: redis.Redis, *, board: st
     def sorted_set(score: int) -> int:
         return 1 + int(r.zcount(f"bench:{board}", f"({score}", "+inf"))
 
+    def friends(seed: int) -> int:
+        pick = random.Random(seed)
+        ids = [f"p{pick.randrange(size)}" for _ in range(FRIENDS)]
+        return len(leaderboard.ranks_of(a.ranking, TREE, board, ids)["entries"])
+
     assert tree(probes[0]) == count_better(probes[0]) == sorted_set(probes[0])  # the three agree
     cells = [summary_ms(timed_ms(method, probes)) for method in (tree, count_better, sorted_set)]
+    cells.append(summary_ms(timed_ms(friends, range(FRIEND_LISTS))))
     return f"| {size:,} | {' | '.join(cells)} |"
 
 

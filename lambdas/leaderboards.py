@@ -98,10 +98,15 @@ def post_player_ranks(board: str, season: Season = None) -> Response[str]:
 
 @app.get("/v1/leaderboards/<board>/top", operation_id="getTop", responses={200: answer(Entries, _ENTRIES)})
 def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP), DIGITS] = 10,
-            offset: Annotated[int, Query(ge=0, le=INT64_MAX, description="entries to skip"), DIGITS] = 0,
-            season: Season = None) -> Response[str]:
+            offset: Annotated[int, Query(ge=0, le=INT64_MAX, description="entries to skip; not with cursor"),
+                              DIGITS] = 0,
+            season: Season = None,
+            cursor: Annotated[str | None, Query(description=(
+                "nextCursor of a top or around answer: the entries after its last, which neither skips nor repeats "
+                "a player whose score did not change meanwhile (offset counts positions, which move)"))] = None,
+            ) -> Response[str]:
     return json_response(200, leaderboard.top(current().ranking, DEFAULT_TREE, board, limit=limit, offset=offset,
-                                              season=season))
+                                              season=season, cursor=cursor))
 
 
 @app.get("/v1/leaderboards/<board>/around/<player_id>", operation_id="getAround",

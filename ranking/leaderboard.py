@@ -27,6 +27,7 @@ MAX_RADIUS = 100
 MAX_BOARDS = 1000
 _CURSOR_KIND = "b"
 _SEASONS_CURSOR = "s"
+_ENTRIES_CURSOR = "e"
 
 Rank = Annotated[int, Field(ge=1)]
 
@@ -73,9 +74,11 @@ class RankedEntry(TypedDict):
 
 @with_config(ConfigDict(extra="forbid"))
 class Entries(TypedDict):
-    """Ties share a rank and are ordered by playerId."""
+    """Ties share a rank and are ordered by playerId; `nextCursor` goes on below the last entry
+    (GET .../top?cursor=), null past the board's last."""
 
     entries: list[RankedEntry]
+    nextCursor: str | None
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -193,26 +196,62 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: 
     return {"playerId": player_id, "score": score, "rank": rank_of(tree, store, key, settings.order, score)}
 
 
+def _after(cursor: str | None, start: int | None) -> tuple[int | None, Entry | None]:
+    """The season and the entry a cursor of the entries goes on after."""
+    position = decode_cursor(cursor, _ENTRIES_CURSOR)
+    if position is None:
+        return start, None
+    season, _, rest = position.partition(":")
+    score, _, player = rest.partition(":")
+    at_season = ascii_int(season, 0, INT64_MAX) if season else None
+    at_score = ascii_int(score.removeprefix("-"), 0, INT64_MAX + 1)
+    if (season and at_season is None) or at_score is None or not player:
+        raise InvalidField("cursor is not one this listing gave out", "cursor")
+    return at_season, Entry(player, -at_score if score.startswith("-") else at_score)
+
+
+def _page(entries: list[RankedEntry], limit: int, more: bool, season: int | None) -> Entries:
+    """A page of at most `limit` entries, and a cursor after its last when the board goes on."""
+    page = entries[:limit]
+    last = page[-1] if page else None
+    cursor = None
+    if last is not None and (more or len(entries) > limit):
+        cursor = encode_cursor(_ENTRIES_CURSOR, f"{'' if season is None else season}:{last['score']}:"
+                                                f"{last['playerId']}")
+    return {"entries": page, "nextCursor": cursor}
+
+
 @_one_state
 def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int = 0,
-        season: int | None = None) -> Entries:
+        season: int | None = None, cursor: str | None = None) -> Entries:
+    """The best `limit` entries from `offset`, or after a cursor's entry: keyset paging, which
+    neither skips nor repeats a player whose score did not change while pages are read."""
     settings = settings_of(store, board)
-    key, _ = _season(settings, season)
-    first = score_at(tree, store, key, settings.order, offset + 1)
-    if first is None:
-        return {"entries": []}
-    better = rank_of(tree, store, key, settings.order, first) - 1
-    entries = store.tied(key, first, "", limit, skip=offset - better)
-    if len(entries) < limit:
-        entries += store.beyond(key, settings.order, first, worse=True, limit=limit - len(entries))
-    return {"entries": _ranked(store, tree, settings, key, entries)}
+    if cursor is not None and offset:
+        raise InvalidField("give cursor or offset, not both", "offset")
+    key, start = _season(settings, season)
+    start, after = _after(cursor, start)
+    key = season_key(board, start) if cursor is not None else key
+    if after is not None:
+        entries = store.tied(key, after.score, after.player_id, limit + 1)
+        if len(entries) <= limit:
+            entries += store.beyond(key, settings.order, after.score, worse=True, limit=limit + 1 - len(entries))
+    else:
+        first = score_at(tree, store, key, settings.order, offset + 1)
+        if first is None:
+            return {"entries": [], "nextCursor": None}
+        better = rank_of(tree, store, key, settings.order, first) - 1
+        entries = store.tied(key, first, "", limit + 1, skip=offset - better)
+        if len(entries) <= limit:
+            entries += store.beyond(key, settings.order, first, worse=True, limit=limit + 1 - len(entries))
+    return _page(_ranked(store, tree, settings, key, entries), limit, False, start)
 
 
 @_one_state
 def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radius: int = 5,
            season: int | None = None) -> Entries:
     settings = settings_of(store, board)
-    key, _ = _season(settings, season)
+    key, start = _season(settings, season)
     score = store.scores(key, [player_id]).get(player_id)
     if score is None:
         raise NotFound(f"player {player_id} has no score on {board}")
@@ -222,8 +261,11 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
     below = store.tied(key, score, player_id, radius)
     if len(below) < radius:
         below += store.beyond(key, settings.order, score, worse=True, limit=radius - len(below))
+    last = below[-1] if below else Entry(player_id, score)
+    more = len(below) == radius and bool(store.tied(key, last.score, last.player_id, 1)
+                                         or store.beyond(key, settings.order, last.score, worse=True, limit=1))
     entries = [*reversed(above), Entry(player_id, score), *below]
-    return {"entries": _ranked(store, tree, settings, key, entries)}
+    return _page(_ranked(store, tree, settings, key, entries), len(entries), more, start)
 
 
 @with_config(ConfigDict(extra="forbid"))

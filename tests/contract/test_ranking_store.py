@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from adapters.embedded.log import SqliteEventLog
 from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, RankingStore
-from ports.errors import NotFound
+from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking import leaderboard
 from ranking.queries import score_at
@@ -244,3 +244,50 @@ def test_a_board_that_never_resets_has_no_seasons_to_ask_for(ranking_store: Rank
     with pytest.raises(NotFound):
         leaderboard.top(ranking_store, TREE, "forever", season=T0)
     assert ranking_store.seasons("forever", None, 10) == []
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.sampled_from(["desc", "asc"]), first=updates, meanwhile=updates, limit=st.integers(1, 4),
+       pages_before=st.integers(0, 3))
+def test_cursor_pages_neither_skip_nor_repeat_a_player_whose_score_stayed(ranking_store: RankingStore, log, order,
+                                                                          first, meanwhile, limit, pages_before):
+    """Keyset paging of top while scores change between pages: every player whose score did not
+    change is listed exactly once, at the rank its page read; with nothing changing, the pages are
+    the whole board in order."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    ranking_store.put_board(BoardSettings(board, order, "set"))
+    offsets = itertools.count()
+    apply_scores(records(board, first, offsets), ranking_store, log, TREE)
+    brute = BruteBoard(order, "set")
+    for player, value in first:
+        brute.apply(player, value)
+    seen: list[dict[str, Any]] = []
+    page = leaderboard.top(ranking_store, TREE, board, limit=limit)
+    for _ in range(pages_before):
+        if page["nextCursor"] is None:
+            break
+        seen += page["entries"]
+        page = leaderboard.top(ranking_store, TREE, board, limit=limit, cursor=page["nextCursor"])
+    apply_scores(records(board, meanwhile, offsets), ranking_store, log, TREE)
+    changed = {player for player, value in meanwhile if brute.scores.get(player) != value or player not in brute.scores}
+    while True:
+        seen += page["entries"]
+        if page["nextCursor"] is None:
+            break
+        page = leaderboard.top(ranking_store, TREE, board, limit=limit, cursor=page["nextCursor"])
+    listed = [entry["playerId"] for entry in seen]
+    for player in brute.scores.keys() - changed:
+        assert listed.count(player) == 1, player
+    if not changed:
+        assert seen == brute.ordered()
+
+
+def test_around_goes_on_below_its_last_entry(ranking_store: RankingStore, log):
+    apply_scores(records("ladder", [(f"p{i}", i) for i in range(6)], itertools.count()), ranking_store, log, TREE)
+    window = leaderboard.around(ranking_store, TREE, "ladder", "p3", radius=1)
+    assert [e["playerId"] for e in window["entries"]] == ["p4", "p3", "p2"]
+    rest = leaderboard.top(ranking_store, TREE, "ladder", limit=10, cursor=window["nextCursor"])
+    assert [e["playerId"] for e in rest["entries"]] == ["p1", "p0"] and rest["nextCursor"] is None
+    assert leaderboard.around(ranking_store, TREE, "ladder", "p1", radius=1)["nextCursor"] is None
+    with pytest.raises(InvalidField):
+        leaderboard.top(ranking_store, TREE, "ladder", offset=1, cursor=window["nextCursor"])

@@ -13,7 +13,7 @@ const RANGES = {
   "7d": { span: 7 * 24 * HOUR, granularity: "hour", step: HOUR },
 };
 // the view's state: each a URL query parameter; the form fields of the same id show it
-const FIELDS = ["sku", "range", "platform", "build", "type", "board", "player"];
+const FIELDS = ["sku", "range", "platform", "build", "type", "board", "player", "season"];
 const state = Object.fromEntries([...FIELDS, "group", "report"].map((name) => [name, ""]));
 let timer = null;
 
@@ -183,22 +183,38 @@ function boardRow(entry) {
     el("td", {}, entry.rank), el("td", {}, entry.playerId), el("td", {}, entry.score));
 }
 
+// a board that resets: its seasons for the picker (the current one first), the chosen one kept
+async function showSeasons(board, info) {
+  const picker = $("season");
+  picker.disabled = info.reset === "never";
+  const seasons = picker.disabled ? [] : (await api(`/v1/leaderboards/${board}/seasons`, { limit: 100 })).seasons;
+  picker.replaceChildren(el("option", { value: "" }, "current"),
+    ...seasons.map((s) => el("option", { value: s }, `from ${time(s)}`)));
+  picker.value = state.season;
+}
+
 async function showBoard() {
   if (!state.board) return;
-  const board = segment(state.board, "board");
-  const info = await api(`/v1/leaderboards/${board}`);
+  const board = segment(state.board, "board"), season = state.season;
+  const info = await api(`/v1/leaderboards/${board}`, { season });
+  await showSeasons(board, info);
   let entries, note = `${info.players} players, ${info.order}, ${info.operator}`;
+  if (info.reset !== "never") {
+    note += `; resets ${info.reset}: ${season ? "season" : "this season"} from ${time(info.season)}`;
+    if (!season) note += `, next reset ${time(info.nextReset)}`;
+  }
   if (state.player) {
     try {
-      const me = await api(`/v1/leaderboards/${board}/players/${segment(state.player, "player")}`);
-      entries = (await api(`/v1/leaderboards/${board}/around/${segment(state.player, "player")}`, { radius: RADIUS })).entries;
+      const me = await api(`/v1/leaderboards/${board}/players/${segment(state.player, "player")}`, { season });
+      entries = (await api(`/v1/leaderboards/${board}/around/${segment(state.player, "player")}`,
+        { radius: RADIUS, season })).entries;
       note += `; ${me.playerId}: rank ${me.rank}, score ${me.score}`;
     } catch (error) {
       if (error.status !== 404) throw error;
       note += `; no player ${state.player} on this board`;
     }
   }
-  entries ??= (await api(`/v1/leaderboards/${board}/top`, { limit: LATEST })).entries;
+  entries ??= (await api(`/v1/leaderboards/${board}/top`, { limit: LATEST, season })).entries;
   $("board-info").textContent = note;
   fill($("leaderboard").tBodies[0], entries.map(boardRow), 3);
 }
@@ -276,8 +292,11 @@ $("detail-close").addEventListener("click", closeDetail);
 document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !$("detail").hidden) closeDetail(); });
 $("board-form").addEventListener("submit", (event) => {
   event.preventDefault();
-  apply(["board", "player"], showBoard);
+  // another board's seasons are its own
+  if ($("board").value.trim() !== state.board) $("season").value = "";
+  apply(["board", "player", "season"], showBoard);
 });
+$("season").addEventListener("change", () => apply(["season"], showBoard));
 
 $("key").value = sessionStorage.getItem("blackbox-key") || "";
 readUrl();

@@ -286,6 +286,30 @@ def test_a_shared_link_opens_the_same_view(serve: Serve, browser: Browser, scree
     page.close()
 
 
+def test_a_board_that_resets_shows_its_schedule_and_picks_a_season(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url) as client:
+        assert client.put("/v1/leaderboards/daily-dash", json={"reset": "daily"}).status_code == 200
+        scores = [{"board": "daily-dash", "playerId": f"d{i}", "score": i} for i in range(3)]
+        assert client.post("/v1/scores", json=scores).status_code == 202
+        deadline = time.monotonic() + 30
+        while client.get("/v1/leaderboards/daily-dash").json()["players"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [today] = client.get("/v1/leaderboards/daily-dash/seasons").json()["seasons"]
+    page, errors = open_page(browser, f"{serve.url}/?{urlencode({'sku': SKU, 'board': 'daily-dash'})}")
+    expect(page.locator("#board-info")).to_contain_text("3 players, desc, best; resets daily: this season from")
+    expect(page.locator("#board-info")).to_contain_text("next reset")
+    assert page.locator("#season").is_enabled()
+    expect(page.locator("#season option")).to_have_count(2)  # current, and today's by its start
+    page.select_option("#season", today)
+    expect(page.locator("#board-info")).to_contain_text("resets daily: season from")
+    expect(page.locator("#leaderboard tbody tr")).to_have_count(3)
+    assert state(page)["season"] == today
+    reload(page)  # the season is in the link
+    assert page.locator("#season").input_value() == today
+    assert errors == []
+    page.close()
+
+
 def test_dashboard_assets_cannot_reach_outside_their_folder(serve: Serve):
     with httpx.Client(base_url=serve.url) as client:
         assert client.get("/dashboard/app.js").headers["content-type"] in ("text/javascript", "application/javascript")

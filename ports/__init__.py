@@ -374,6 +374,8 @@ class BoardUpdate:
     key: str = ""
     season: int | None = None
     removed: Sequence[str] = ()
+    metadata: Mapping[str, str | None] = field(default_factory=dict)
+    """Player → the metadata its record now has (None: none), for the records whose metadata changed."""
 
     @property
     def stored_as(self) -> str:
@@ -384,6 +386,8 @@ class BoardUpdate:
 class Entry:
     player_id: str
     score: int
+    metadata: str | None = None
+    """The JSON object the record's update carried, as text."""
 
 
 class RankingStore(NodeReader, Checkpoints, Protocol):
@@ -401,6 +405,10 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
         ...
 
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]: ...
+
+    def records(self, board: str, player_ids: Sequence[str]) -> dict[str, Entry]:
+        """These players' records, with their metadata."""
+        ...
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
         """Creates missing boards (and records their seasons), writes scores, removes players and

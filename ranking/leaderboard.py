@@ -5,8 +5,9 @@ index, so every answer costs O(log range + entries), whatever the number of play
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
-from typing import Annotated, Concatenate, ParamSpec, TypeVar
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
@@ -65,11 +66,13 @@ class BoardPage(TypedDict):
 
 @with_config(ConfigDict(extra="forbid"))
 class RankedEntry(TypedDict):
-    """A player's score and exact rank, alone (GET .../players/{playerId}) or in a list."""
+    """A player's score and exact rank, alone (GET .../players/{playerId}) or in a list, with the
+    metadata the record's update carried."""
 
     rank: Rank
     playerId: str
     score: Int64Answer
+    metadata: dict[str, Any] | None
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -166,6 +169,11 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
     return _settings(settings)
 
 
+def _entry(rank: int, entry: Entry) -> RankedEntry:
+    return {"rank": rank, "playerId": entry.player_id, "score": entry.score,
+            "metadata": None if entry.metadata is None else json.loads(entry.metadata)}
+
+
 def _ranked(
     store: RankingStore, tree: Tree, settings: Stored, board: str, entries: Sequence[Entry]
 ) -> list[RankedEntry]:
@@ -182,7 +190,7 @@ def _ranked(
         if entry.score != previous:
             rank += counts[previous]
             previous = entry.score
-        ranked.append({"rank": rank, "playerId": entry.player_id, "score": entry.score})
+        ranked.append(_entry(rank, entry))
     return ranked
 
 
@@ -190,10 +198,10 @@ def _ranked(
 def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: int | None = None) -> RankedEntry:
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
-    score = store.scores(key, [player_id]).get(player_id)
-    if score is None:
+    record = store.records(key, [player_id]).get(player_id)
+    if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
-    return {"playerId": player_id, "score": score, "rank": rank_of(tree, store, key, settings.order, score)}
+    return _entry(rank_of(tree, store, key, settings.order, record.score), record)
 
 
 def _after(cursor: str | None, start: int | None) -> tuple[int | None, Entry | None]:
@@ -252,19 +260,20 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
            season: int | None = None) -> Entries:
     settings = settings_of(store, board)
     key, start = _season(settings, season)
-    score = store.scores(key, [player_id]).get(player_id)
-    if score is None:
+    record = store.records(key, [player_id]).get(player_id)
+    if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
+    score = record.score
     above = store.tied_before(key, score, player_id, radius)
     if len(above) < radius:
         above += store.beyond(key, settings.order, score, worse=False, limit=radius - len(above))
     below = store.tied(key, score, player_id, radius)
     if len(below) < radius:
         below += store.beyond(key, settings.order, score, worse=True, limit=radius - len(below))
-    last = below[-1] if below else Entry(player_id, score)
+    last = below[-1] if below else record
     more = len(below) == radius and bool(store.tied(key, last.score, last.player_id, 1)
                                          or store.beyond(key, settings.order, last.score, worse=True, limit=1))
-    entries = [*reversed(above), Entry(player_id, score), *below]
+    entries = [*reversed(above), record, *below]
     return _page(_ranked(store, tree, settings, key, entries), len(entries), more, start)
 
 
@@ -283,11 +292,11 @@ def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[s
     """Each player's record and global rank (a friends list): a rank query per distinct score."""
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
-    found = store.scores(key, list(dict.fromkeys(player_ids)))
+    found = store.records(key, list(dict.fromkeys(player_ids)))
     desc = settings.order == "desc"
-    ordered = sorted(found.items(), key=lambda item: (-item[1] if desc else item[1], item[0]))
-    ranks = {score: rank_of(tree, store, key, settings.order, score) for score in set(found.values())}
-    return {"entries": [{"rank": ranks[score], "playerId": player, "score": score} for player, score in ordered],
+    ordered = sorted(found.values(), key=lambda e: (-e.score if desc else e.score, e.player_id))
+    ranks = {score: rank_of(tree, store, key, settings.order, score) for score in {e.score for e in ordered}}
+    return {"entries": [_entry(ranks[entry.score], entry) for entry in ordered],
             "missing": [player for player in dict.fromkeys(player_ids) if player not in found]}
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
@@ -16,12 +17,28 @@ Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 PlayerId = PathSegment
 
 
+# a record's metadata: a flat object, bounded by its schema (a name, a loadout, a replay id; not a
+# save game): at most 16 keys of 64 characters, each a string of 128, a number, true, false or null
+MAX_METADATA_KEYS = 16
+MetadataValue = Annotated[str, StringConstraints(max_length=128)] | Int64 | float | bool | None
+Metadata = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], MetadataValue],
+                     Field(max_length=MAX_METADATA_KEYS)]
+
+
+def metadata_text(metadata: dict[str, Any]) -> str:
+    return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+
+
 class Score(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     board: Name
     playerId: PlayerId
     score: Int64
+    metadata: Annotated[Metadata | None, Field(description=(
+        f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, a "
+        "number, true, false or null; replaced by the next update that sets the score (for best, one at least "
+        "as good), left by one that does not"))] = None
 
 
 class PlayerRef(BaseModel):

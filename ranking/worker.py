@@ -13,7 +13,7 @@ from pipeline.failures import land_per_partition
 from pipeline.offsets import fresh_by_partition, pass_over
 from pipeline.topics import parse_each
 from ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
-from ranking.model import ScoreEnvelope
+from ranking.model import ScoreEnvelope, metadata_text
 from ranking.seasons import season_key, season_start
 from ranking.tree import Tree, combine
 
@@ -43,46 +43,72 @@ class _Event(NamedTuple):
     eventId: str
     bodyHash: str | None
     receivedAt: int
-    # (board, player, the update's value or None: the record removed), in the order they apply
-    scores: list[tuple[str, str, int | None]]
+    # (board, player, the update's value or None: the record removed, its metadata as JSON text), in
+    # the order they apply
+    scores: list[tuple[str, str, int | None, str | None]]
 
 
 def _event(value: bytes) -> _Event:
     # plain tuples: thousands of live pydantic objects per batch slowed the worker (GC)
     envelope = ScoreEnvelope.model_validate_json(value)
-    changes: list[tuple[str, str, int | None]] = [(s.board, s.playerId, s.score) for s in envelope.scores]
-    changes += [(r.board, r.playerId, None) for r in envelope.removed]
+    changes: list[tuple[str, str, int | None, str | None]] = [
+        (s.board, s.playerId, s.score, None if s.metadata is None else metadata_text(s.metadata))
+        for s in envelope.scores]
+    changes += [(r.board, r.playerId, None, None) for r in envelope.removed]
     return _Event(envelope.eventId, envelope.bodyHash, envelope.receivedAt, changes)
+
+
+# a record's metadata left as it is (None clears it)
+_KEPT = object()
+Change = tuple[int | None, str | None]
+
+
+def _fold(settings: BoardSettings, current: int | None, changes: Sequence[Change]) -> tuple[int | None, object]:
+    """A record after these changes in order (None: no record), and its metadata: a new record
+    starts without; an update that set the score brings its own (for best, one at least as good);
+    _KEPT when nothing changed it."""
+    latest, metadata = current, _KEPT
+    for value, carried in changes:
+        if value is None:
+            latest, metadata = None, None
+            continue
+        combined = combine(settings.operator, settings.order, latest, value)
+        if latest is None:
+            metadata = None
+        if carried is not None and (settings.operator in ("incr", "decr") or combined == value):
+            metadata = carried
+        latest = combined
+    return latest, metadata
 
 
 def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> list[BoardUpdate]:
     settings: dict[str, BoardSettings] = {}
-    # (board, season start) → player → the values in log order (None: removed)
-    pending: dict[tuple[str, int | None], dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
+    # (board, season start) → player → the changes in log order (value None: removed)
+    pending: dict[tuple[str, int | None], dict[str, list[Change]]] = defaultdict(lambda: defaultdict(list))
     for event in events:
-        for board, player, value in event.scores:
+        for board, player, value, carried in event.scores:
             if board not in settings:
                 settings[board] = store.get_board(board) or BoardSettings(board)
             season = season_start(settings[board].reset, event.receivedAt)
-            pending[board, season][player].append(value)
+            pending[board, season][player].append((value, carried))
     updates = []
     for (board, season), players in pending.items():
-        board_settings = settings[board]
         key = season_key(board, season)
         current = store.scores(key, list(players))
         scores: dict[str, int] = {}
         removed: list[str] = []
-        for player, values in players.items():
-            latest = current.get(player)
-            for value in values:
-                latest = None if value is None else combine(board_settings.operator, board_settings.order, latest,
-                                                            value)
+        metadata: dict[str, str | None] = {}
+        for player, changes in players.items():
+            latest, kept = _fold(settings[board], current.get(player), changes)
             if latest is None:
                 if player in current:
                     removed.append(player)
-            elif latest != current.get(player):
+                continue
+            if latest != current.get(player):
                 scores[player] = latest
+            if kept is not _KEPT and (kept is not None or player in current):
+                metadata[player] = kept if isinstance(kept, str) else None
         moves = [(current.get(player), score) for player, score in scores.items()]
         deltas = tree.deltas([*moves, *((current[player], None) for player in removed)])
-        updates.append(BoardUpdate(board_settings, scores, deltas, key, season, removed))
+        updates.append(BoardUpdate(settings[board], scores, deltas, key, season, removed, metadata))
     return updates

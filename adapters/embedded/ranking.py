@@ -14,8 +14,10 @@ from adapters.sql.ranking import (
     ADD_SEASON,
     PUT_BOARD,
     REMOVE_SCORE,
+    SET_METADATA,
     SET_SCORES,
     board_row,
+    metadata_rows,
     removed_rows,
     season_rows,
 )
@@ -46,6 +48,7 @@ class SqliteRankingStore(RankingReads):
             t.execute_rows(SET_SCORES, [(u.stored_as, player, score)
                                         for u in updates for player, score in u.scores.items()])
             t.execute_rows(REMOVE_SCORE, removed_rows(updates))
+            t.execute_rows(SET_METADATA, metadata_rows(updates))
             t.execute_rows(ADD_COUNTS, [(u.stored_as, level, prefix, delta)
                                         for u in updates for (level, prefix), delta in u.deltas.items()])
 

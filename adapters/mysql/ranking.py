@@ -7,7 +7,17 @@ from contextlib import AbstractContextManager
 
 from adapters.errors import port_errors
 from adapters.mysql.database import MysqlDatabase, mysql_meaning
-from adapters.sql.ranking import ADD_BOARD, ADD_SEASON, PUT_BOARD, REMOVE_SCORE, board_row, removed_rows, season_rows
+from adapters.sql.ranking import (
+    ADD_BOARD,
+    ADD_SEASON,
+    PUT_BOARD,
+    REMOVE_SCORE,
+    SET_METADATA,
+    board_row,
+    metadata_rows,
+    removed_rows,
+    season_rows,
+)
 from adapters.sql.reads import RankingReads
 from ports import BoardSettings, BoardUpdate, Checkpoint
 
@@ -59,6 +69,8 @@ class MysqlRankingStore(RankingReads):
                         + ",".join(nodes[start : start + _ROWS_PER_STATEMENT])
                         + " ON DUPLICATE KEY UPDATE count = count + VALUES(count)"
                     )
+            # after the scores: a new record's row must be there (rare beside scores: executemany)
+            t.execute_rows(SET_METADATA, metadata_rows(updates))
 
     def close(self) -> None:
         self._database.close()

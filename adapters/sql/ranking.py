@@ -38,7 +38,7 @@ NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
 _settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule)
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
-_entries = sa.select(rank_scores.c.player_id, rank_scores.c.score)
+_entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata)
 _tied = (_board, rank_scores.c.score == _bind("score"))
 TIED = Statement(_entries.where(*_tied, rank_scores.c.player_id > _bind("player"))
                  .order_by(rank_scores.c.player_id).limit(_bind("limit")).offset(_bind("skip")))
@@ -49,6 +49,8 @@ _BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule")
 PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
 ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score"), keys=("board", "player_id"), replace=("score",))
+SET_METADATA = Statement(sa.update(rank_scores).where(_board, rank_scores.c.player_id == _bind("player"))
+                         .values(metadata=_bind("metadata")), in_order=("metadata", "board", "player"))
 REMOVE_SCORE = Statement(sa.delete(rank_scores).where(_board, rank_scores.c.player_id == _bind("player")),
                          in_order=("board", "player"))
 ADD_SEASON = insert(board_seasons, ("board", "season_start"), keys=("board", "season_start"))
@@ -75,6 +77,11 @@ def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:
 def removed_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str]]:
     """The values of REMOVE_SCORE."""
     return [(u.stored_as, player) for u in updates for player in u.removed]
+
+
+def metadata_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str | None, str, str]]:
+    """The values of SET_METADATA, run after the scores are written."""
+    return [(metadata, u.stored_as, player) for u in updates for player, metadata in u.metadata.items()]
 
 
 ADD_COUNTS = insert(rank_nodes, ("board", "level", "prefix", "count"), keys=("board", "level", "prefix"),
@@ -107,4 +114,4 @@ def beyond(board: str, order: Order, score: int, worse: bool, limit: int) -> Que
 
 
 def entries(rows: Any) -> list[Entry]:
-    return [Entry(str(player), int(score)) for player, score in rows]
+    return [Entry(str(player), int(score), metadata) for player, score, metadata in rows]

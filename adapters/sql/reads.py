@@ -232,10 +232,13 @@ class RankingReads(Checkpointed):
         return [int(start) for (start,) in found]
 
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
+        return {player: entry.score for player, entry in self.records(board, player_ids).items()}
+
+    def records(self, board: str, player_ids: Sequence[str]) -> dict[str, Entry]:
+        found: dict[str, Entry] = {}
         for start in range(0, len(player_ids), self.SCORES_AT_ONCE):
             query = ranking_sql.scores(board, list(player_ids[start : start + self.SCORES_AT_ONCE]))
-            found.update((e.player_id, e.score) for e in ranking_sql.entries(self._database.rows(*query)))
+            found.update((e.player_id, e) for e in ranking_sql.entries(self._database.rows(*query)))
         return found
 
     def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:

@@ -33,7 +33,7 @@ applied_events = _table("applied_events", "consumer", "event_id", "applied_at", 
 applied_ranges = _table("applied_ranges", "consumer", "topic_partition", "first_offset", "last_offset", "applied_at")
 boards = _table("boards", "board", "sort_order", "operator", "reset_schedule")
 board_seasons = _table("board_seasons", "board", "season_start")
-rank_scores = _table("rank_scores", "board", "player_id", "score")
+rank_scores = _table("rank_scores", "board", "player_id", "score", "metadata")
 rank_nodes = _table("rank_nodes", "board", "level", "prefix", "count")
 # shared migrations' (adapters/sql/shared/)
 projects = _table("projects", "project_id", "sku", "updated_at")

@@ -86,8 +86,7 @@ def test_leaderboard_reads_equal_brute_force(ranking_store: RankingStore, log, o
     expected = brute.ordered()
     assert leaderboard.describe(ranking_store, TREE, board)["players"] == len(expected)
     for entry in expected:
-        assert leaderboard.player(ranking_store, TREE, board, entry["playerId"]) == {
-            "playerId": entry["playerId"], "score": entry["score"], "rank": entry["rank"]}
+        assert leaderboard.player(ranking_store, TREE, board, entry["playerId"]) == entry
     for position, entry in enumerate(expected, start=1):
         assert score_at(TREE, ranking_store, board, order, position) == entry["score"]
     assert score_at(TREE, ranking_store, board, order, len(expected) + 1) is None
@@ -156,9 +155,11 @@ def test_a_list_read_while_the_worker_moves_a_player_is_one_state(ranking_store:
     move("b", None, 40, 1)
     store = _WriteBetweenReads(ranking_store, lambda: move("a", 50, 30, 2))
     assert leaderboard.top(store, TREE, board)["entries"] == [  # type: ignore[arg-type]
-        {"rank": 1, "playerId": "a", "score": 50}, {"rank": 2, "playerId": "b", "score": 40}]
+        {"rank": 1, "playerId": "a", "score": 50, "metadata": None},
+        {"rank": 2, "playerId": "b", "score": 40, "metadata": None}]
     assert leaderboard.top(ranking_store, TREE, board)["entries"] == [
-        {"rank": 1, "playerId": "b", "score": 40}, {"rank": 2, "playerId": "a", "score": 30}]
+        {"rank": 1, "playerId": "b", "score": 40, "metadata": None},
+        {"rank": 2, "playerId": "a", "score": 30, "metadata": None}]
 
 
 def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: RankingStore):
@@ -171,20 +172,23 @@ def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: 
 # a season every ten minutes: a stream over forty minutes crosses four resets
 EVERY_TEN_MINUTES = "*/10 * * * *"
 T0 = 1_795_000_200_000  # 2026-11-17T11:50:00Z, a reset
+metadata = st.none() | st.fixed_dictionaries({"n": st.integers(0, 3)})
 changes = st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(PLAYERS[:6]),
-                             st.none() | scores), min_size=1, max_size=40)
+                             st.none() | scores, metadata), min_size=1, max_size=40)
+Change = tuple[int, str, int | None, dict[str, int] | None]
 
 
-def timed_records(board: str, stream: list[tuple[int, str, int | None]], offsets: itertools.count) -> list[LogRecord]:
-    """A record per change as capture publishes them, received `at` ms after T0: a score, or
-    (None) the player's record deleted."""
+def timed_records(board: str, stream: list[Change], offsets: itertools.count) -> list[LogRecord]:
+    """A record per change as capture publishes them, received `at` ms after T0: a score with
+    perhaps metadata, or (None) the player's record deleted."""
     return [
         LogRecord(f"scores.{board}", 0, next(offsets), json.dumps({
             "eventId": str(uuid.uuid4()), "receivedAt": T0 + at,
-            "scores": [] if value is None else [{"board": board, "playerId": player, "score": value}],
+            "scores": [] if value is None else [{"board": board, "playerId": player, "score": value,
+                                                 **({} if carried is None else {"metadata": carried})}],
             "removed": [{"board": board, "playerId": player}] if value is None else [],
         }).encode(), board.encode(), (), 0)
-        for at, player, value in stream
+        for at, player, value, carried in stream
     ]
 
 
@@ -201,7 +205,8 @@ def timed_records(board: str, stream: list[tuple[int, str, int | None]], offsets
 def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, log, order, operator, schedule, stream,
                                                  cuts, redeliver, probe):
     """Changes received in time order (as capture stamps them) and applied in random batches, some
-    redelivered: each season's reads equal a brute-force board of the changes received in it."""
+    redelivered: each season's reads, records' metadata included, equal a brute-force board of the
+    changes received in it."""
     stream = sorted(stream, key=lambda change: change[0])
     board = f"b-{uuid.uuid4().hex[:12]}"
     ranking_store.put_board(BoardSettings(board, order, operator, schedule))
@@ -216,10 +221,10 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
         apply_scores(batch, ranking_store, log, TREE)
         if redeliver:
             assert apply_scores(batch, ranking_store, log, TREE) == 0
-        for at, player, value in part:
+        for at, player, value, carried in part:
             season = None if schedule == "never" else T0 + at // 600_000 * 600_000
             brute = brutes.setdefault(season, BruteBoard(order, operator))
-            brute.remove(player) if value is None else brute.apply(player, value)
+            brute.remove(player) if value is None else brute.apply(player, value, carried)
         done += cut
 
     if schedule != "never":
@@ -228,8 +233,7 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
         expected = brute.ordered()
         assert leaderboard.describe(ranking_store, TREE, board, season)["players"] == len(expected)
         for entry in expected:
-            assert leaderboard.player(ranking_store, TREE, board, entry["playerId"], season) == {
-                "playerId": entry["playerId"], "score": entry["score"], "rank": entry["rank"]}
+            assert leaderboard.player(ranking_store, TREE, board, entry["playerId"], season) == entry
         for offset, limit in [(0, 1000), (1, 2)]:
             got = leaderboard.top(ranking_store, TREE, board, offset=offset, limit=limit, season=season)
             assert got["entries"] == expected[offset : offset + limit]

@@ -89,17 +89,20 @@ def test_scores_land_in_the_season_they_were_received_in_and_the_closed_one_stay
         assert players(client, reset - MINUTE_MS, len(before)) == old
 
 
-def test_a_deleted_record_leaves_the_board_and_a_friends_list_reads_ranks(server: Serve) -> None:
+def test_a_deleted_record_leaves_the_board_and_a_friends_list_reads_ranks_and_metadata(server: Serve) -> None:
     with httpx.Client(base_url=server.url, timeout=30) as client:
         scores = [{"board": "friends", "playerId": p, "score": s} for p, s in (("ana", 30), ("bo", 50), ("cy", 50))]
+        scores[0]["metadata"] = {"car": "red", "lap": 3}
         assert client.post("/v1/scores", json=scores).status_code == 202
         deadline = time.monotonic() + 30
         while client.get("/v1/leaderboards/friends").json().get("players") != 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         ranks = client.post("/v1/leaderboards/friends/players:ranks", json={"playerIds": ["ana", "cy", "zed", "bo"]})
-        assert ranks.json() == {"entries": [{"rank": 1, "playerId": "bo", "score": 50},
-                                            {"rank": 1, "playerId": "cy", "score": 50},
-                                            {"rank": 3, "playerId": "ana", "score": 30}], "missing": ["zed"]}
+        assert ranks.json() == {"entries": [{"rank": 1, "playerId": "bo", "score": 50, "metadata": None},
+                                            {"rank": 1, "playerId": "cy", "score": 50, "metadata": None},
+                                            {"rank": 3, "playerId": "ana", "score": 30,
+                                             "metadata": {"car": "red", "lap": 3}}],
+                                "missing": ["zed"]}
         deleted = client.delete("/v1/leaderboards/friends/players/bo")
         assert deleted.status_code == 202 and deleted.json() == {"board": "friends", "playerId": "bo", "season": None}
         while client.get("/v1/leaderboards/friends").json()["players"] != 2 and time.monotonic() < deadline:

@@ -36,6 +36,8 @@ TAKEN = [
     ("POST", "/v1/sessions", [{"sku": "g", "kind": "client", "playerId": ASTRAL_ID}] * 500),
     ("POST", "/v1/scores", {"board": "b", "playerId": ASTRAL_ID, "score": 9.0}),
     ("POST", "/v1/scores", [{"board": "b", "playerId": "p", "score": -(2 ** 63)}]),
+    ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {
+        "car": "r" * 128, "lap": 3, "time": 61.5, "clean": True, "ghost": None, **{f"k{i}": i for i in range(11)}}}),
     ("PUT", "/v1/leaderboards/{board}", {}),
     ("PUT", "/v1/leaderboards/{board}", {"order": "asc", "operator": "incr"}),
     ("PUT", "/v1/leaderboards/{board}", {"operator": "decr", "reset": "0 6 * * 5"}),
@@ -48,6 +50,8 @@ REFUSED = [
     ("POST", "/v1/sessions", [{"sku": "g", "kind": "client"}] * 501),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": "7"}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "extra": 1}),
+    ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {"nested": {"a": 1}}}),
+    ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {f"k{i}": i for i in range(17)}}),
     ("PUT", "/v1/leaderboards/{board}", {"order": "sideways"}),
     ("PUT", "/v1/leaderboards/{board}", {"reset": 7}),
     ("POST", "/v1/leaderboards/{board}/players:ranks", {"playerIds": []}),

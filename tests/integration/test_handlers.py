@@ -204,11 +204,11 @@ def test_score_samples_through_capture_worker_and_leaderboards(adapters: Adapter
     assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 0}  # redelivered
     assert body(call(leaderboards.handler, "leaderboards-get-board.json"))["players"] == 3
     assert body(call(leaderboards.handler, "leaderboards-player.json")) == \
-        {"playerId": "p-1029", "score": 4200, "rank": 2}
+        {"playerId": "p-1029", "score": 4200, "rank": 2, "metadata": None}
     assert body(call(leaderboards.handler, "leaderboards-top.json"))["entries"] == [
-        {"rank": 1, "playerId": "p-77", "score": 5100},
-        {"rank": 2, "playerId": "p-1029", "score": 4200},
-        {"rank": 2, "playerId": "p-5", "score": 4200},
+        {"rank": 1, "playerId": "p-77", "score": 5100, "metadata": None},
+        {"rank": 2, "playerId": "p-1029", "score": 4200, "metadata": None},
+        {"rank": 2, "playerId": "p-5", "score": 4200, "metadata": None},
     ]
     assert [e["playerId"] for e in body(call(leaderboards.handler, "leaderboards-around.json"))["entries"]] == \
         ["p-77", "p-1029", "p-5"]

@@ -69,6 +69,7 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/leaderboards", "leaderboards", READERS),
     ApiRoute("PUT", "/v1/leaderboards/{board}", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/leaderboards/{board}", "leaderboards", READERS),
+    ApiRoute("DELETE", "/v1/leaderboards/{board}", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", READERS),
     ApiRoute("DELETE", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/leaderboards/{board}/seasons", "leaderboards", READERS),

@@ -27,6 +27,7 @@ from ranking.leaderboard import (
     RankedEntry,
     ScoreRank,
     Seasons,
+    Wiped,
 )
 from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, BoardSettingsBody, PlayerRanksBody
 from ranking.tree import DEFAULT_TREE
@@ -57,6 +58,14 @@ def put_board(board: Annotated[str, Path(pattern=NAME_PATTERN, description="1 to
          responses={200: answer(Board, "settings, the season and its player count")})
 def get_board(board: str, season: Season = None) -> Response[str]:
     return json_response(200, leaderboard.describe(current().ranking, DEFAULT_TREE, board, season))
+
+
+@app.delete("/v1/leaderboards/<board>", operation_id="wipeBoard", summary="Wipe a board: a new, empty season now",
+            description="needs a server key; as a reset: nothing is deleted (O(1)), and what the board held stays "
+                        "readable as the season before (season=), until retention",
+            responses={200: answer(Wiped, "the new season")})
+def wipe_board(board: str) -> Response[str]:
+    return json_response(200, leaderboard.wipe(current().ranking, board))
 
 
 @app.get("/v1/leaderboards/<board>/seasons", operation_id="listSeasons",

@@ -351,6 +351,8 @@ class NodeReader(Protocol):
 
 # the reset schedule of a board whose one season lasts for ever
 NEVER_RESETS = "never"
+# the wipes a board remembers, enough for any update received before one to find its season
+MAX_WIPES = 16
 
 
 @dataclass(frozen=True)
@@ -360,6 +362,8 @@ class BoardSettings:
     operator: Operator = "best"
     reset: str = NEVER_RESETS
     """When a new season starts (ranking.seasons): never, or a cron expression in UTC."""
+    wipes: tuple[int, ...] = ()
+    """When the board was wiped (epoch ms, ascending; the last MAX_WIPES): each starts a season."""
 
 
 @dataclass(frozen=True)

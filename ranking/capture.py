@@ -49,5 +49,5 @@ def capture_removal(log: EventLog, spill: SpillStore, settings: BoardSettings, p
     received = now_ms()
     removal = ScoreEnvelope(eventId=new_event_id("remove", None), receivedAt=received, scores=[], removed=[player])
     publish(log, spill, SCORES, [OutgoingRecord(value=removal.model_dump_json().encode(), key=settings.board.encode())])
-    start = season_start(settings.reset, received)
+    start = season_start(settings.reset, received, settings.wipes)
     return {"board": settings.board, "playerId": player_id, "season": None if start is None else to_rfc3339(start)}

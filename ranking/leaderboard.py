@@ -7,20 +7,21 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
+from ports import MAX_WIPES, Entry, NodeRange, Operator, Order, RankingStore
 from ports import BoardSettings as Stored  # BoardSettings here is the answer
-from ports import Entry, NodeRange, Operator, Order, RankingStore
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
 from ranking.queries import rank_of, score_at
-from ranking.seasons import NEVER, next_reset, season_key, season_start
+from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start
 from ranking.tree import Tree
 
 MAX_TOP = 1000
@@ -48,6 +49,12 @@ class Board(BoardSettings):
     players: Annotated[int, Field(ge=0)]
     season: Annotated[Time | None, Field(description="the season's start; null for a board that never resets")]
     nextReset: Annotated[Time | None, Field(description="when the current season ends; null: never")]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class Wiped(TypedDict):
+    board: str
+    season: Annotated[Time, Field(description="the new, empty season's start")]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -117,11 +124,13 @@ def settings_of(store: RankingStore, board: str) -> Stored:
 
 def _season(settings: Stored, season: int | None) -> tuple[str, int | None]:
     """Where the season asked for (by its start; None: the current one) is stored, and its start."""
-    if settings.reset == NEVER:
-        if season is not None:
-            raise NotFound(f"leaderboard {settings.board} never resets: it has no seasons", "season")
-        return settings.board, None
-    start = season_start(settings.reset, now_ms()) if season is None else season
+    if season is None:
+        start = season_start(settings.reset, now_ms(), settings.wipes)
+    elif settings.reset == NEVER and not settings.wipes and season != FIRST_SEASON:
+        raise NotFound(f"leaderboard {settings.board} never reset nor was wiped: it has one season, "
+                       f"from {to_rfc3339(FIRST_SEASON)}", "season")
+    else:
+        start = season
     return season_key(settings.board, start), start
 
 
@@ -164,9 +173,20 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
 def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> BoardSettings:
     """`board` is a name the route took (ranking.model.NAME_PATTERN). A new schedule starts its
     seasons from now on; the seasons stored under the old one stay listed and readable."""
-    settings = Stored(board, body.order, body.operator, body.reset)
+    known = store.get_board(board)
+    settings = Stored(board, body.order, body.operator, body.reset, () if known is None else known.wipes)
     store.put_board(settings)
     return _settings(settings)
+
+
+def wipe(store: RankingStore, board: str) -> Wiped:
+    """Starts a new, empty season of the board now, whatever its schedule: O(1), as a reset is.
+    What it held stays readable as the season before; an update received before now still lands
+    there, whenever the worker applies it."""
+    settings = settings_of(store, board)
+    at = now_ms()
+    store.put_board(replace(settings, wipes=(*settings.wipes, at)[-MAX_WIPES:]))
+    return {"board": board, "season": to_rfc3339(at)}
 
 
 def _entry(rank: int, entry: Entry) -> RankedEntry:

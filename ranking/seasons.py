@@ -2,11 +2,15 @@
 starts a new season at each of its times. A season is where its scores and ranking tree are
 stored, `<board>@<its start, epoch ms>`: a reset writes nothing and deletes nothing (O(1)), a new
 season's first score starts its tree, and every past season stays as it was, queryable. A score
-belongs to the season current when capture received it, wherever the batch that applies it ends."""
+belongs to the season current when capture received it, wherever the batch that applies it ends.
+
+A wipe of a board starts a season too, at once and outside the schedule: the board is empty from
+then on, and what it held is the season before, readable until retention removes it."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -50,12 +54,15 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def season_start(schedule: str, at_ms: int) -> int | None:
-    """The start of the season current at `at_ms` (epoch ms), None for a board that never resets;
-    a score received at the very time of a reset belongs to the new season."""
-    if schedule == NEVER:
-        return None
-    return _season_of_minute(schedule, at_ms // _MINUTE_MS)
+def season_start(schedule: str, at_ms: int, wipes: Sequence[int] = ()) -> int | None:
+    """The start of the season current at `at_ms` (epoch ms): the schedule's last reset or the
+    board's last wipe, whichever came later (None for a board that never reset nor was wiped); a
+    score received at the very time of a reset or wipe belongs to the new season."""
+    scheduled = None if schedule == NEVER else _season_of_minute(schedule, at_ms // _MINUTE_MS)
+    wiped = max((w for w in wipes if w <= at_ms), default=None)
+    if wiped is None or (scheduled is not None and scheduled >= wiped):
+        return scheduled
+    return wiped
 
 
 _MINUTE_MS = 60_000
@@ -76,6 +83,10 @@ def next_reset(schedule: str, at_ms: int) -> int | None:
     return _ms(next(CronSim(_cron(schedule), _at(at_ms))))
 
 
+# the start of a board's first season, until its first reset or wipe: stored under the board's name
+FIRST_SEASON = 0
+
+
 def season_key(board: str, start: int | None) -> str:
-    """Where a season's scores and tree are stored; a board that never resets keeps its name."""
-    return board if start is None else f"{board}@{start}"
+    """Where a season's scores and tree are stored: the first under the board's name."""
+    return board if not start else f"{board}@{start}"

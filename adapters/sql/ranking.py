@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,7 @@ _n = rank_nodes.c
 NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
     _n.board == _bind("board"), _n.level == _bind("level"), _n.prefix.between(_bind("first"), _bind("last")),
     _n.count > 0))
-_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule)
+_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule, boards.c.wipes)
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
 _entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata)
@@ -45,7 +46,7 @@ TIED = Statement(_entries.where(*_tied, rank_scores.c.player_id > _bind("player"
 TIED_BEFORE = Statement(_entries.where(*_tied, rank_scores.c.player_id < _bind("player"))
                         .order_by(rank_scores.c.player_id.desc()).limit(_bind("limit")))
 
-_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule")
+_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "wipes")
 PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
 ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score"), keys=("board", "player_id"), replace=("score",))
@@ -59,19 +60,21 @@ SEASONS = Statement(sa.select(board_seasons.c.season_start).where(
     .order_by(board_seasons.c.season_start.desc()).limit(_bind("limit")))
 
 
-def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None]:
+def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None, str | None]:
     """The values of PUT_BOARD and ADD_BOARD (a board that never resets has no schedule)."""
-    return settings.board, settings.order, settings.operator, None if settings.reset == NEVER_RESETS else settings.reset
+    return (settings.board, settings.order, settings.operator,
+            None if settings.reset == NEVER_RESETS else settings.reset,
+            json.dumps(list(settings.wipes)) if settings.wipes else None)
 
 
 def board_settings(row: Any) -> BoardSettings:
-    board, order, operator, reset = row
-    return BoardSettings(board, order, operator, reset or NEVER_RESETS)
+    board, order, operator, reset, wipes = row
+    return BoardSettings(board, order, operator, reset or NEVER_RESETS, tuple(json.loads(wipes)) if wipes else ())
 
 
 def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:
-    """The values of ADD_SEASON: each season an update writes to."""
-    return sorted({(u.settings.board, u.season) for u in updates if u.season is not None})
+    """The values of ADD_SEASON: each season an update writes to (a board's first starts at 0)."""
+    return sorted({(u.settings.board, u.season or 0) for u in updates})
 
 
 def removed_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, 
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking import leaderboard
+from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
 from ranking.tree import Tree
 from ranking.worker import apply_scores
@@ -198,19 +199,27 @@ def timed_records(board: str, stream: list[Change], offsets: itertools.count) ->
     operator=st.sampled_from(["best", "set", "incr", "decr"]),
     schedule=st.sampled_from(["never", EVERY_TEN_MINUTES]),
     stream=changes,
+    wipes=st.lists(st.integers(0, 40 * 60_000 - 1), max_size=3),
     cuts=st.lists(st.integers(1, 10), min_size=1, max_size=6),
     redeliver=st.booleans(),
     probe=scores,
 )
 def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, log, order, operator, schedule, stream,
-                                                 cuts, redeliver, probe):
+                                                 wipes, cuts, redeliver, probe):
     """Changes received in time order (as capture stamps them) and applied in random batches, some
     redelivered: each season's reads, records' metadata included, equal a brute-force board of the
     changes received in it."""
     stream = sorted(stream, key=lambda change: change[0])
     board = f"b-{uuid.uuid4().hex[:12]}"
-    ranking_store.put_board(BoardSettings(board, order, operator, schedule))
-    brutes: dict[int | None, BruteBoard] = {}
+    # wiped at these times, the batches applied after (the worker lags): each update by its receivedAt
+    wiped = tuple(sorted(T0 + w for w in wipes))
+    ranking_store.put_board(BoardSettings(board, order, operator, schedule, wiped))
+
+    def season_of(at: int) -> int:
+        scheduled = 0 if schedule == "never" else T0 + at // 600_000 * 600_000
+        return max([scheduled, *(w for w in wiped if w <= T0 + at)])
+
+    brutes: dict[int, BruteBoard] = {}
     offsets = itertools.count()
     done = 0
     for cut in itertools.cycle(cuts):
@@ -222,13 +231,11 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
         if redeliver:
             assert apply_scores(batch, ranking_store, log, TREE) == 0
         for at, player, value, carried in part:
-            season = None if schedule == "never" else T0 + at // 600_000 * 600_000
-            brute = brutes.setdefault(season, BruteBoard(order, operator))
+            brute = brutes.setdefault(season_of(at), BruteBoard(order, operator))
             brute.remove(player) if value is None else brute.apply(player, value, carried)
         done += cut
 
-    if schedule != "never":
-        assert ranking_store.seasons(board, None, 100) == sorted(brutes, key=lambda s: -(s or 0))
+    assert ranking_store.seasons(board, None, 100) == sorted(brutes, reverse=True)
     for season, brute in brutes.items():
         expected = brute.ordered()
         assert leaderboard.describe(ranking_store, TREE, board, season)["players"] == len(expected)
@@ -243,11 +250,21 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
         assert leaderboard.rank_for_score(ranking_store, TREE, board, probe, season)["rank"] == brute.rank(probe)
 
 
-def test_a_board_that_never_resets_has_no_seasons_to_ask_for(ranking_store: RankingStore, log):
+def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: RankingStore, log):
     apply_scores(records("forever", [("a", 5)], itertools.count()), ranking_store, log, TREE)
     with pytest.raises(NotFound):
         leaderboard.top(ranking_store, TREE, "forever", season=T0)
-    assert ranking_store.seasons("forever", None, 10) == []
+    assert ranking_store.seasons("forever", None, 10) == [0]
+    assert leaderboard.describe(ranking_store, TREE, "forever")["season"] is None
+    wiped = leaderboard.wipe(ranking_store, "forever")
+    assert leaderboard.describe(ranking_store, TREE, "forever") | {"nextReset": None} == {
+        "board": "forever", "order": "desc", "operator": "best", "reset": "never", "players": 0,
+        "season": wiped["season"], "nextReset": None}
+    # what it held: the season before, as it was
+    assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, "forever", season=0)["entries"]] == ["a"]
+    # its settings set again keep the wipe
+    leaderboard.configure(ranking_store, "forever", BoardSettingsBody(order="asc"))
+    assert leaderboard.describe(ranking_store, TREE, "forever")["season"] == wiped["season"]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

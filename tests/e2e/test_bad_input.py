@@ -175,7 +175,7 @@ def test_hostile_but_valid_values_are_data_stored_and_returned_exactly(serve: Se
         name = "screen shot (1) é.png"
         attachment = client.get(f"/v1/crashes/{stored['reportId']}/attachments/{name}")
         assert attachment.content == HOSTILE.encode()
-        assert player.json() == {"playerId": PLAYER, "score": -(2**63), "rank": 1}
+        assert player.json() == {"playerId": PLAYER, "score": -(2**63), "rank": 1, "metadata": None}
         assert client.get("/v1/crashes", params={"sku": sku, "platform": SQL}).json()["reports"] == []
 
 

@@ -33,6 +33,8 @@ Progress = Callable[[str], None]
 # a friends list (POST .../players:ranks): its largest, asked this many times a board size
 FRIENDS = 1000
 FRIEND_LISTS = 5
+# a wipe is a settings write whatever the board's size: timed a few times a size
+WIPES = 3
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,8 @@ def rank_latency(a: Adapters, database: MysqlDatabase, r: redis.Redis, plan: Pla
         "### Rank query latency by board size (ms: mean / p50 / p95)",
         "",
         "| players | ranking tree (MariaDB) | COUNT(*) of better scores (MariaDB) | Redis sorted set (ZCOUNT) | "
-        f"{FRIENDS:,} players' ranks in one call (tree) |",
-        "|---:|---:|---:|---:|---:|",
+        f"{FRIENDS:,} players' ranks in one call (tree) | wipe (a new season now) |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for size in plan.sizes:
         board = f"size-{size}"
@@ -174,6 +176,8 @@ def _rank_row(a: Adapters, database: MysqlDatabase, r: redis.Redis, *, board: st
     assert tree(probes[0]) == count_better(probes[0]) == sorted_set(probes[0])  # the three agree
     cells = [summary_ms(timed_ms(method, probes)) for method in (tree, count_better, sorted_set)]
     cells.append(summary_ms(timed_ms(friends, range(FRIEND_LISTS))))
+    # last: a wipe starts an empty season, which the other columns would then read
+    cells.append(summary_ms(timed_ms(lambda _: leaderboard.wipe(a.ranking, board), range(WIPES))))
     return f"| {size:,} | {' | '.join(cells)} |"
 
 

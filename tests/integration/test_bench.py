@@ -31,7 +31,7 @@ def test_ranking_section_runs_on_a_tiny_plan():
     assert "### Worker throughput" in text and "### Rank query latency" in text and "### Update-to-visible" in text
     assert any(line.startswith("| the same on boards that reset daily") for line in lines)
     [size_row] = [line for line in lines if line.startswith("| 300 |")]
-    assert len(size_row.split("|")) == 7  # players, three rank methods, a friends list
+    assert len(size_row.split("|")) == 8  # players, three rank methods, a friends list, a wipe
     visible_row = next(line for line in lines if line.startswith("| 500/s"))
     assert visible_row.split("|")[4].strip() == "0"  # probes not seen
     assert any(m.startswith("rank: loading") for m in messages)

@@ -45,5 +45,5 @@ To = Annotated[int | None, Query(description="RFC 3339 with a zone, or epoch ms;
                _TIME]
 Cursor = Annotated[str | None, Query(description="nextCursor of the previous page")]
 Season = Annotated[int | None, Query(description=(
-    "a past season of a board that resets: its start, as GET .../seasons lists it (RFC 3339 with a zone, or "
-    "epoch ms); the current season when left out")), BeforeValidator(_time), _TIME]
+    "a season of the board by its start, as GET .../seasons lists it (RFC 3339 with a zone, or epoch ms; a "
+    "board's first season starts at 0); the current season when left out")), BeforeValidator(_time), _TIME]

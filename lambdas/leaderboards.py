@@ -62,7 +62,7 @@ def get_board(board: str, season: Season = None) -> Response[str]:
 
 @app.delete("/v1/leaderboards/<board>", operation_id="wipeBoard", summary="Wipe a board: a new, empty season now",
             description="needs a server key; as a reset: nothing is deleted (O(1)), and what the board held stays "
-                        "readable as the season before (season=), until retention",
+                        "readable as the season before (season=); the new season starts a second after the request",
             responses={200: answer(Wiped, "the new season")})
 def wipe_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.wipe(current().ranking, board))

@@ -351,8 +351,8 @@ class NodeReader(Protocol):
 
 # the reset schedule of a board whose one season lasts for ever
 NEVER_RESETS = "never"
-# the wipes a board remembers, enough for any update received before one to find its season
-MAX_WIPES = 16
+# the epochs a board remembers, enough for any update received before one to find its season
+MAX_EPOCHS = 16
 
 
 @dataclass(frozen=True)
@@ -362,8 +362,9 @@ class BoardSettings:
     operator: Operator = "best"
     reset: str = NEVER_RESETS
     """When a new season starts (ranking.seasons): never, or a cron expression in UTC."""
-    wipes: tuple[int, ...] = ()
-    """When the board was wiped (epoch ms, ascending; the last MAX_WIPES): each starts a season."""
+    epochs: tuple[tuple[int, str], ...] = ()
+    """When a season started outside the schedule (a wipe, a change of schedule) and the schedule
+    from then on, ascending, the first from 0 (ranking.seasons); none: `reset` since the start."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ def capture_scores(log: EventLog, spill: SpillStore, scores: Sequence[Score], *,
     return len(scores)
 
 
-
 @with_config(ConfigDict(extra="forbid"))
 class Removal(TypedDict):
     board: str
@@ -49,5 +48,5 @@ def capture_removal(log: EventLog, spill: SpillStore, settings: BoardSettings, p
     received = now_ms()
     removal = ScoreEnvelope(eventId=new_event_id("remove", None), receivedAt=received, scores=[], removed=[player])
     publish(log, spill, SCORES, [OutgoingRecord(value=removal.model_dump_json().encode(), key=settings.board.encode())])
-    start = season_start(settings.reset, received, settings.wipes)
+    start = season_start(settings.reset, received, settings.epochs)
     return {"board": settings.board, "playerId": player_id, "season": None if start is None else to_rfc3339(start)}

@@ -13,15 +13,15 @@ from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from ports import MAX_WIPES, Entry, NodeRange, Operator, Order, RankingStore
 from ports import BoardSettings as Stored  # BoardSettings here is the answer
+from ports import Entry, NodeRange, Operator, Order, RankingStore
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
 from ranking.queries import rank_of, score_at
-from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start
+from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start, started
 from ranking.tree import Tree
 
 MAX_TOP = 1000
@@ -30,6 +30,8 @@ MAX_BOARDS = 1000
 _CURSOR_KIND = "b"
 _SEASONS_CURSOR = "s"
 _ENTRIES_CURSOR = "e"
+# a wipe's season starts this long after the request (wipe)
+WIPE_DELAY_MS = 1000
 
 Rank = Annotated[int, Field(ge=1)]
 
@@ -125,8 +127,8 @@ def settings_of(store: RankingStore, board: str) -> Stored:
 def _season(settings: Stored, season: int | None) -> tuple[str, int | None]:
     """Where the season asked for (by its start; None: the current one) is stored, and its start."""
     if season is None:
-        start = season_start(settings.reset, now_ms(), settings.wipes)
-    elif settings.reset == NEVER and not settings.wipes and season != FIRST_SEASON:
+        start = season_start(settings.reset, now_ms(), settings.epochs)
+    elif settings.reset == NEVER and not settings.epochs and season != FIRST_SEASON:
         raise NotFound(f"leaderboard {settings.board} never reset nor was wiped: it has one season, "
                        f"from {to_rfc3339(FIRST_SEASON)}", "season")
     else:
@@ -171,21 +173,27 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
 
 
 def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> BoardSettings:
-    """`board` is a name the route took (ranking.model.NAME_PATTERN). A new schedule starts its
-    seasons from now on; the seasons stored under the old one stay listed and readable."""
+    """`board` is a name the route took (ranking.model.NAME_PATTERN). A new schedule starts a
+    season now and applies from then on; the seasons before keep the schedule they had."""
     known = store.get_board(board)
-    settings = Stored(board, body.order, body.operator, body.reset, () if known is None else known.wipes)
+    settings = Stored(board, body.order, body.operator, body.reset)
+    if known is not None:
+        # a new schedule applies from now on: the seasons before keep the one they had
+        changed = body.reset != known.reset
+        settings = replace(settings, epochs=started(known, now_ms(), body.reset) if changed else known.epochs)
     store.put_board(settings)
     return _settings(settings)
 
 
 def wipe(store: RankingStore, board: str) -> Wiped:
-    """Starts a new, empty season of the board now, whatever its schedule: O(1), as a reset is.
-    What it held stays readable as the season before; an update received before now still lands
-    there, whenever the worker applies it."""
+    """Starts a new, empty season of the board, whatever its schedule: O(1), as a reset is. What
+    it held stays readable as the season before, and an update received before the wipe still lands
+    there, whenever the worker applies it. It takes effect WIPE_DELAY_MS after the request: the
+    worker reads a board's settings after polling a batch, and a batch read before this write must
+    hold no update received after the wipe."""
     settings = settings_of(store, board)
-    at = now_ms()
-    store.put_board(replace(settings, wipes=(*settings.wipes, at)[-MAX_WIPES:]))
+    at = now_ms() + WIPE_DELAY_MS
+    store.put_board(replace(settings, epochs=started(settings, at, settings.reset)))
     return {"board": board, "season": to_rfc3339(at)}
 
 
@@ -232,7 +240,8 @@ def _after(cursor: str | None, start: int | None) -> tuple[int | None, Entry | N
     season, _, rest = position.partition(":")
     score, _, player = rest.partition(":")
     at_season = ascii_int(season, 0, INT64_MAX) if season else None
-    at_score = ascii_int(score.removeprefix("-"), 0, INT64_MAX + 1)
+    # an int64: -2**63 .. 2**63 - 1
+    at_score = ascii_int(score.removeprefix("-"), 0, INT64_MAX + score.startswith("-"))
     if (season and at_season is None) or at_score is None or not player:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
     return at_season, Entry(player, -at_score if score.startswith("-") else at_score)

@@ -20,7 +20,9 @@ PlayerId = PathSegment
 # a record's metadata: a flat object, bounded by its schema (a name, a loadout, a replay id; not a
 # save game): at most 16 keys of 64 characters, each a string of 128, a number, true, false or null
 MAX_METADATA_KEYS = 16
-MetadataValue = Annotated[str, StringConstraints(max_length=128)] | Int64 | float | bool | None
+# JSON has no infinity: a number too large for a float (1e400) is refused, not kept as null
+MetadataValue = (Annotated[str, StringConstraints(max_length=128)] | Int64
+                 | Annotated[float, Field(allow_inf_nan=False)] | bool | None)
 Metadata = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], MetadataValue],
                      Field(max_length=MAX_METADATA_KEYS)]
 

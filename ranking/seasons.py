@@ -4,8 +4,10 @@ stored, `<board>@<its start, epoch ms>`: a reset writes nothing and deletes noth
 season's first score starts its tree, and every past season stays as it was, queryable. A score
 belongs to the season current when capture received it, wherever the batch that applies it ends.
 
-A wipe of a board starts a season too, at once and outside the schedule: the board is empty from
-then on, and what it held is the season before, readable until retention removes it."""
+A wipe of a board starts a season too, outside the schedule: the board is empty from then on, and
+what it held is the season before, kept readable. So does a change of schedule, which applies from
+then on only: each is an epoch of the board (BoardSettings.epochs), with the schedule in force
+from it, so an update received before it, applied later, still finds the season it was received in."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Annotated
 from cronsim import CronSim, CronSimError
 from pydantic import AfterValidator
 
-from ports import NEVER_RESETS
+from ports import MAX_EPOCHS, NEVER_RESETS, BoardSettings
 
 NEVER = NEVER_RESETS
 
@@ -35,11 +37,17 @@ def _checked(schedule: str) -> str:
         return schedule
     if len(schedule) > MAX_SCHEDULE_CHARS:
         raise ValueError(f"a schedule is at most {MAX_SCHEDULE_CHARS} characters")
+    cron = _cron(schedule)
+    # cronsim also takes a sixth field, seconds: seasons are by the minute (season_start)
+    if len(cron.split()) != 5:
+        raise ValueError("a cron expression has five fields: minute hour day month weekday (UTC)")
     try:
-        CronSim(_cron(schedule), datetime(2000, 1, 1, tzinfo=UTC))
-    except CronSimError as error:
-        raise ValueError(f"not a cron expression (minute hour day month weekday, UTC) nor {', '.join(ALIASES)}: "
-                         f"{error}") from None
+        # and fires, both ways: a day that no month has (30 February) never does
+        next(CronSim(cron, datetime(2000, 1, 1, tzinfo=UTC)))
+        next(CronSim(cron, datetime(2000, 1, 1, tzinfo=UTC), reverse=True))
+    except (CronSimError, StopIteration) as error:
+        raise ValueError(f"not a cron expression that fires (minute hour day month weekday, UTC) nor "
+                         f"{', '.join(ALIASES)}: {error or 'it never fires'}") from None
     return schedule
 
 
@@ -54,15 +62,24 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def season_start(schedule: str, at_ms: int, wipes: Sequence[int] = ()) -> int | None:
-    """The start of the season current at `at_ms` (epoch ms): the schedule's last reset or the
-    board's last wipe, whichever came later (None for a board that never reset nor was wiped); a
-    score received at the very time of a reset or wipe belongs to the new season."""
-    scheduled = None if schedule == NEVER else _season_of_minute(schedule, at_ms // _MINUTE_MS)
-    wiped = max((w for w in wipes if w <= at_ms), default=None)
-    if wiped is None or (scheduled is not None and scheduled >= wiped):
-        return scheduled
-    return wiped
+def season_start(schedule: str, at_ms: int, epochs: Sequence[tuple[int, str]] = ()) -> int | None:
+    """The start of the season current at `at_ms` (epoch ms), by the schedule in force then: its
+    last reset, or the epoch that put it in force (a wipe, a change of schedule), whichever came
+    later; None for the board's first season. A score received at the very time of a reset or an
+    epoch belongs to the new season."""
+    since, in_force = 0, schedule
+    if epochs:
+        # before the oldest it remembers (MAX_EPOCHS): that one's schedule, from the start
+        since, in_force = next(((s, e) for s, e in reversed(epochs) if s <= at_ms), (0, epochs[0][1]))
+    scheduled = 0 if in_force == NEVER else _season_of_minute(in_force, at_ms // _MINUTE_MS)
+    return max(since, scheduled) or None
+
+
+def started(settings: BoardSettings, at_ms: int, schedule: str) -> tuple[tuple[int, str], ...]:
+    """The board's epochs once a season starts at `at_ms` under `schedule` (a wipe: the same
+    schedule; a change of schedule: the new one); the last MAX_EPOCHS."""
+    history = settings.epochs or ((0, settings.reset),)
+    return (*history, (at_ms, schedule))[-MAX_EPOCHS:]
 
 
 _MINUTE_MS = 60_000
@@ -77,10 +94,16 @@ def _season_of_minute(schedule: str, minute: int) -> int:
 
 
 def next_reset(schedule: str, at_ms: int) -> int | None:
-    """When the season current at `at_ms` ends."""
+    """When the season current at `at_ms` ends by the schedule."""
     if schedule == NEVER:
         return None
-    return _ms(next(CronSim(_cron(schedule), _at(at_ms))))
+    return _next_of_minute(schedule, at_ms // _MINUTE_MS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _next_of_minute(schedule: str, minute: int) -> int:
+    # a read asks on every GET of a board: once a minute and schedule is enough
+    return _ms(next(CronSim(_cron(schedule), _at(minute * _MINUTE_MS))))
 
 
 # the start of a board's first season, until its first reset or wipe: stored under the board's name

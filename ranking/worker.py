@@ -89,7 +89,7 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> lis
         for board, player, value, carried in event.scores:
             if board not in settings:
                 settings[board] = store.get_board(board) or BoardSettings(board)
-            season = season_start(settings[board].reset, event.receivedAt, settings[board].wipes)
+            season = season_start(settings[board].reset, event.receivedAt, settings[board].epochs)
             pending[board, season][player].append((value, carried))
     updates = []
     for (board, season), players in pending.items():

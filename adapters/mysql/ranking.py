@@ -12,9 +12,7 @@ from adapters.sql.ranking import (
     ADD_SEASON,
     PUT_BOARD,
     REMOVE_SCORE,
-    SET_METADATA,
     board_row,
-    metadata_rows,
     removed_rows,
     season_rows,
 )
@@ -23,6 +21,8 @@ from ports import BoardSettings, BoardUpdate, Checkpoint
 
 # well under max_allowed_packet (16 MiB by default) at about 60 bytes a row
 _ROWS_PER_STATEMENT = 20_000
+# a record's metadata is a few KB at most (ranking.model.Metadata)
+_METADATA_PER_STATEMENT = 1_000
 
 
 @port_errors("ranking", mysql_meaning)
@@ -69,8 +69,16 @@ class MysqlRankingStore(RankingReads):
                         + ",".join(nodes[start : start + _ROWS_PER_STATEMENT])
                         + " ON DUPLICATE KEY UPDATE count = count + VALUES(count)"
                     )
-            # after the scores: a new record's row must be there (rare beside scores: executemany)
-            t.execute_rows(SET_METADATA, metadata_rows(updates))
+                # after the scores, whose rows a new record's metadata goes in: one statement a
+                # chunk (executemany would send an UPDATE a record, and every update may carry some)
+                carried = [(escape(player), escape(metadata)) for player, metadata in u.metadata.items()]
+                for start in range(0, len(carried), _METADATA_PER_STATEMENT):
+                    chunk = carried[start : start + _METADATA_PER_STATEMENT]
+                    cursor.execute(
+                        "UPDATE rank_scores SET metadata = CASE player_id "
+                        + " ".join(f"WHEN {player} THEN {metadata}" for player, metadata in chunk)
+                        + f" END WHERE board = {board} AND player_id IN ({','.join(p for p, _ in chunk)})"
+                    )
 
     def close(self) -> None:
         self._database.close()

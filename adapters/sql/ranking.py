@@ -36,7 +36,8 @@ _n = rank_nodes.c
 NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
     _n.board == _bind("board"), _n.level == _bind("level"), _n.prefix.between(_bind("first"), _bind("last")),
     _n.count > 0))
-_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule, boards.c.wipes)
+_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule,
+                      boards.c.epochs)
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
 _entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata)
@@ -46,7 +47,7 @@ TIED = Statement(_entries.where(*_tied, rank_scores.c.player_id > _bind("player"
 TIED_BEFORE = Statement(_entries.where(*_tied, rank_scores.c.player_id < _bind("player"))
                         .order_by(rank_scores.c.player_id.desc()).limit(_bind("limit")))
 
-_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "wipes")
+_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs")
 PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
 ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score"), keys=("board", "player_id"), replace=("score",))
@@ -64,12 +65,13 @@ def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None, str |
     """The values of PUT_BOARD and ADD_BOARD (a board that never resets has no schedule)."""
     return (settings.board, settings.order, settings.operator,
             None if settings.reset == NEVER_RESETS else settings.reset,
-            json.dumps(list(settings.wipes)) if settings.wipes else None)
+            json.dumps([list(epoch) for epoch in settings.epochs]) if settings.epochs else None)
 
 
 def board_settings(row: Any) -> BoardSettings:
-    board, order, operator, reset, wipes = row
-    return BoardSettings(board, order, operator, reset or NEVER_RESETS, tuple(json.loads(wipes)) if wipes else ())
+    board, order, operator, reset, epochs = row
+    return BoardSettings(board, order, operator, reset or NEVER_RESETS,
+                         tuple((int(since), str(schedule)) for since, schedule in json.loads(epochs)) if epochs else ())
 
 
 def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:

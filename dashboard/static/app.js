@@ -183,13 +183,14 @@ function boardRow(entry) {
     el("td", {}, entry.rank), el("td", {}, entry.playerId), el("td", {}, entry.score));
 }
 
-// a board that resets: its seasons for the picker (the current one first), the chosen one kept
+// the board's latest seasons for the picker (the current one first), the chosen one kept
 async function showSeasons(board, info) {
   const picker = $("season");
-  picker.disabled = info.reset === "never";
-  const seasons = picker.disabled ? [] : (await api(`/v1/leaderboards/${board}/seasons`, { limit: 100 })).seasons;
+  // a board that never resets has seasons too once wiped
+  const seasons = (await api(`/v1/leaderboards/${board}/seasons`, { limit: 100 })).seasons;
+  picker.disabled = seasons.length < 2 && info.reset === "never";
   picker.replaceChildren(el("option", { value: "" }, "current"),
-    ...seasons.map((s) => el("option", { value: s }, `from ${time(s)}`)));
+    ...seasons.map((s) => el("option", { value: s }, Date.parse(s) === 0 ? "the first" : `from ${time(s)}`)));
   picker.value = state.season;
 }
 

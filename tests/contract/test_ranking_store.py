@@ -172,6 +172,7 @@ def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: 
 
 # a season every ten minutes: a stream over forty minutes crosses four resets
 EVERY_TEN_MINUTES = "*/10 * * * *"
+PERIODS = {EVERY_TEN_MINUTES: 600_000, "*/15 * * * *": 900_000}
 T0 = 1_795_000_200_000  # 2026-11-17T11:50:00Z, a reset
 metadata = st.none() | st.fixed_dictionaries({"n": st.integers(0, 3)})
 changes = st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(PLAYERS[:6]),
@@ -199,25 +200,27 @@ def timed_records(board: str, stream: list[Change], offsets: itertools.count) ->
     operator=st.sampled_from(["best", "set", "incr", "decr"]),
     schedule=st.sampled_from(["never", EVERY_TEN_MINUTES]),
     stream=changes,
-    wipes=st.lists(st.integers(0, 40 * 60_000 - 1), max_size=3),
+    epochs=st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(["never", *PERIODS])), max_size=3),
     cuts=st.lists(st.integers(1, 10), min_size=1, max_size=6),
     redeliver=st.booleans(),
     probe=scores,
 )
 def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, log, order, operator, schedule, stream,
-                                                 wipes, cuts, redeliver, probe):
+                                                 epochs, cuts, redeliver, probe):
     """Changes received in time order (as capture stamps them) and applied in random batches, some
     redelivered: each season's reads, records' metadata included, equal a brute-force board of the
     changes received in it."""
     stream = sorted(stream, key=lambda change: change[0])
     board = f"b-{uuid.uuid4().hex[:12]}"
-    # wiped at these times, the batches applied after (the worker lags): each update by its receivedAt
-    wiped = tuple(sorted(T0 + w for w in wipes))
-    ranking_store.put_board(BoardSettings(board, order, operator, schedule, wiped))
+    # wiped or rescheduled at these times, the batches applied after (the worker lags): each update
+    # by its receivedAt, under the schedule in force then
+    history = ((0, schedule), *sorted((T0 + at, then) for at, then in epochs)) if epochs else ()
+    current = history[-1][1] if history else schedule
+    ranking_store.put_board(BoardSettings(board, order, operator, current, history))
 
     def season_of(at: int) -> int:
-        scheduled = 0 if schedule == "never" else T0 + at // 600_000 * 600_000
-        return max([scheduled, *(w for w in wiped if w <= T0 + at)])
+        since, in_force = max(((s, e) for s, e in history if s <= T0 + at), default=(0, schedule))
+        return since if in_force == "never" else max(since, (T0 + at) // PERIODS[in_force] * PERIODS[in_force])
 
     brutes: dict[int, BruteBoard] = {}
     offsets = itertools.count()
@@ -250,8 +253,11 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
         assert leaderboard.rank_for_score(ranking_store, TREE, board, probe, season)["rank"] == brute.rank(probe)
 
 
-def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: RankingStore, log):
+def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: RankingStore, log,
+                                                                  monkeypatch: pytest.MonkeyPatch):
     apply_scores(records("forever", [("a", 5)], itertools.count()), ranking_store, log, TREE)
+    # a wipe starts its season a second after the request (leaderboard.wipe): here, at once
+    monkeypatch.setattr(leaderboard, "WIPE_DELAY_MS", 0)
     with pytest.raises(NotFound):
         leaderboard.top(ranking_store, TREE, "forever", season=T0)
     assert ranking_store.seasons("forever", None, 10) == [0]
@@ -262,9 +268,12 @@ def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: Ra
         "season": wiped["season"], "nextReset": None}
     # what it held: the season before, as it was
     assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, "forever", season=0)["entries"]] == ["a"]
-    # its settings set again keep the wipe
+    # its settings set again keep the wipe; a new schedule starts a season of its own
     leaderboard.configure(ranking_store, "forever", BoardSettingsBody(order="asc"))
     assert leaderboard.describe(ranking_store, TREE, "forever")["season"] == wiped["season"]
+    leaderboard.configure(ranking_store, "forever", BoardSettingsBody(reset="monthly"))
+    assert leaderboard.describe(ranking_store, TREE, "forever")["season"] > wiped["season"]
+    assert ranking_store.get_board("forever").epochs[-1][1] == "monthly"
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,0 +1,62 @@
+"""ranking.seasons and the leaderboard's edges that review found: schedules by the minute only and
+that fire, metadata JSON can carry, a cursor within int64."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from ports import BoardSettings
+from ports.cursors import encode_cursor
+from ports.errors import InvalidField
+from ranking import leaderboard
+from ranking.model import Score
+from ranking.seasons import Schedule, next_reset, season_start, started
+from ranking.tree import DEFAULT_TREE
+
+SCHEDULE = TypeAdapter(Schedule)
+T0 = 1_795_000_200_000  # 2026-11-17T11:50:00Z
+
+
+@pytest.mark.parametrize("schedule", ["30 * * * * *", "0 0 30 2 *", "0 0 * *", "every day", "0 0 * * 8"])
+def test_a_schedule_is_five_fields_that_fire(schedule: str):
+    """Found in review: cronsim takes a seconds field, and seasons are by the minute (a score at
+    10:00:05 got the season of 10:00:30); a date no month has never fires."""
+    with pytest.raises(ValidationError):
+        SCHEDULE.validate_python(schedule)
+
+
+def test_a_change_of_schedule_applies_from_then_on():
+    """Found in review: the new schedule was applied to every past receivedAt, so a late update of
+    a daily season landed in a weekly one."""
+    daily = BoardSettings("b", reset="daily")
+    changed_at = T0 + 3_600_000
+    weekly = BoardSettings("b", reset="weekly", epochs=started(daily, changed_at, "weekly"))
+    before, after = T0 + 60_000, changed_at + 60_000
+    assert season_start(weekly.reset, before, weekly.epochs) == season_start("daily", before)
+    assert season_start(weekly.reset, after, weekly.epochs) == changed_at  # the change starts a season
+    assert next_reset("weekly", after) > changed_at
+
+
+def test_metadata_holds_what_json_holds():
+    with pytest.raises(ValidationError):  # found in review: 1e400 became infinity, then null
+        Score.model_validate_json('{"board": "b", "playerId": "p", "score": 1, "metadata": {"x": 1e400}}')
+
+
+@pytest.mark.parametrize("score", [str(2**63), str(-(2**63) - 1), "7x"])
+def test_a_cursor_outside_int64_is_refused_as_the_contract_says(score: str):
+    cursor = encode_cursor("e", f":{score}:p")
+    with pytest.raises(InvalidField):
+        leaderboard.top(_NoStore(), DEFAULT_TREE, "b", cursor=cursor)
+
+
+class _NoStore:
+    """Enough of a store to reach the cursor: a board that never resets."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def get_board(self, board: str) -> BoardSettings:
+        return BoardSettings(board)

@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from adapters.factory import Adapters, build, install
 from adapters.settings import Settings
@@ -58,3 +61,14 @@ def ok(answer: tuple[int, Any]) -> Any:
     status, body = answer
     assert status == 200, body
     return body
+
+
+@contextmanager
+def s3_bucket(monkeypatch: pytest.MonkeyPatch, name: str) -> Iterator[Any]:
+    """A bucket on moto's S3 (no S3 runs here), and a client of it."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        client = boto3.client("s3", region_name="eu-west-1")
+        client.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        yield client

@@ -6,14 +6,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from adapters.spill.directory import DirectorySpillStore
 from adapters.spill.s3 import S3SpillStore
 from ports import OutgoingRecord, SpillStore
 from ports.timeutil import now_ms
+from tests.conftest import s3_bucket
 
 
 @pytest.fixture(params=["directory", "s3"])
@@ -22,11 +21,7 @@ def spill_store(request: pytest.FixtureRequest, tmp_path: Path,
     if request.param == "directory":
         yield DirectorySpillStore(tmp_path / "spill")
         return
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        client = boto3.client("s3", region_name="eu-west-1")
-        client.create_bucket(Bucket="spill", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    with s3_bucket(monkeypatch, "spill") as client:
         yield S3SpillStore(client, "spill")
 
 

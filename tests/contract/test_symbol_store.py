@@ -7,15 +7,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
 from adapters.symbols.directory import DirectorySymbolStore
 from adapters.symbols.s3 import S3SymbolStore
 from ports import SymbolFile, SymbolStore
+from tests.conftest import s3_bucket
 
 BUCKET = "blackbox-spill"
 
@@ -26,11 +25,7 @@ def symbol_store(request: pytest.FixtureRequest, tmp_path: Path,
     if request.param == "directory":
         yield DirectorySymbolStore(tmp_path / "symbols")
         return
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        client = boto3.client("s3", region_name="eu-west-1")
-        client.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    with s3_bucket(monkeypatch, BUCKET) as client:
         # the bucket is shared: keys on either side of the prefix are none of the store's
         for key in ("spill/1.json", "symbols", "tmp/x/y/z.sym"):
             client.put_object(Bucket=BUCKET, Key=key, Body=b"not a symbol file")

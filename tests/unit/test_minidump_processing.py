@@ -9,9 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from adapters.factory import Adapters
 from adapters.stackwalk import Stackwalker
@@ -30,6 +28,7 @@ from crashes.processing import (
 from pipeline.topics import DEADLETTER, MINIDUMPS
 from ports import IndexEntry, LogRecord, OutgoingRecord, ReportFilter
 from ports.minidumps import Module, StackWalker, Walked, WalkFailed
+from tests.conftest import s3_bucket
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
 [SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")
@@ -140,10 +139,8 @@ def test_an_unreadable_dump_is_failed_with_its_reason_and_keeps_the_clients_cras
 
 
 @pytest.fixture
-def s3_symbols(tmp_path: Path) -> Iterator[S3SymbolStore]:
-    with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1")
-        client.create_bucket(Bucket="symbols")
+def s3_symbols(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3SymbolStore]:
+    with s3_bucket(monkeypatch, "symbols") as client:
         yield S3SymbolStore(client, "symbols", tmp_path / "cache")
 
 

@@ -33,7 +33,7 @@ from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, BoardSettingsBody, Pla
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
-_ENTRIES = "ranked entries; ties share a rank and are ordered by playerId"
+_ENTRIES = "ranked entries, best first; ties share a rank and are ordered by playerId unless the board ranks them"
 
 
 @app.get("/v1/leaderboards", operation_id="listBoards", summary="The leaderboards by name, with their settings",
@@ -131,8 +131,13 @@ def get_around(board: str, player_id: str,
 @app.get("/v1/leaderboards/<board>/rank", operation_id="getRankForScore",
          responses={200: answer(ScoreRank, "the rank that score would have")})
 def get_rank(board: str, score: Annotated[int, Query(ge=INT64_MIN, le=INT64_MAX), DIGITS],
-             season: Season = None) -> Response[str]:
-    return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, score, season))
+             season: Season = None,
+             subscore: Annotated[int | None, Query(ge=INT64_MIN, le=INT64_MAX, description=(
+                 "on a board whose ties are `subscore`: the rank with this subscore too (after the players of "
+                 "the same score and subscore); without it, or with earliest ties, after every player of the "
+                 "score")), DIGITS] = None) -> Response[str]:
+    return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, score, season,
+                                                         subscore=subscore))
 
 
 @instrumented

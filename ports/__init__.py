@@ -328,6 +328,9 @@ class SessionCounters(Checkpoints, Protocol):
 
 Order = Literal["desc", "asc"]
 Operator = Literal["best", "set", "incr", "decr"]
+# how players with the same score rank: sharing a rank, or each its own, by who got there first or
+# by a second score (ranking.ties)
+Ties = Literal["shared", "earliest", "subscore"]
 
 
 @dataclass(frozen=True)
@@ -365,6 +368,7 @@ class BoardSettings:
     epochs: tuple[tuple[int, str], ...] = ()
     """When a season started outside the schedule (a wipe, a change of schedule) and the schedule
     from then on, ascending, the first from 0 (ranking.seasons); none: `reset` since the start."""
+    ties: Ties = "shared"
 
 
 @dataclass(frozen=True)
@@ -381,6 +385,12 @@ class BoardUpdate:
     removed: Sequence[str] = ()
     metadata: Mapping[str, str | None] = field(default_factory=dict)
     """Player → the metadata its record now has (None: none), for the records whose metadata changed."""
+    tiebreaks: Mapping[str, int] = field(default_factory=dict)
+    """Player → the tiebreak of its new score (ranking.ties), where it is not 0."""
+    tie_deltas: Mapping[tuple[int, int, int], int] = field(default_factory=dict)
+    """(score, level, prefix) → count change of the tie trees (ranking.ties), added after `cleared`."""
+    cleared: Sequence[int] = ()
+    """The scores whose tie tree goes: one player or none is left at them."""
 
     @property
     def stored_as(self) -> str:
@@ -393,6 +403,22 @@ class Entry:
     score: int
     metadata: str | None = None
     """The JSON object the record's update carried, as text."""
+    tiebreak: int = 0
+    """What ranks it among players of the same score (ranking.ties): the greater the better on a
+    desc board, the smaller on an asc one; 0 on a board whose ties share a rank."""
+
+    @property
+    def position(self) -> Position:
+        return Position(self.score, self.tiebreak, self.player_id)
+
+
+class Position(NamedTuple):
+    """A place in a board's order: by score, then tiebreak (both the way the board sorts), then
+    playerId ascending."""
+
+    score: int
+    tiebreak: int
+    player_id: str
 
 
 class RankingStore(NodeReader, Checkpoints, Protocol):
@@ -425,17 +451,25 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
         """The starts of the board's seasons that hold scores, newest first, before `before`."""
         ...
 
-    def tied(self, board: str, score: int, after_player: str, limit: int, skip: int = 0) -> list[Entry]:
-        """Players with exactly this score, by playerId ascending, after `after_player`."""
+    def following(self, board: str, order: Order, position: Position, worse: bool, limit: int) -> list[Entry]:
+        """The players strictly worse (or better) than `position` in the board's order, nearest
+        first."""
         ...
 
-    def beyond(self, board: str, order: Order, score: int, worse: bool, limit: int) -> list[Entry]:
-        """Players strictly worse (or better) than `score`, nearest first; ties by playerId
-        ascending when going worse, descending when going better (nearest first both ways)."""
+    def leaves(self, board: str, scores: Sequence[int]) -> dict[int, int]:
+        """How many players have each of these scores (those with none left out)."""
         ...
 
-    def tied_before(self, board: str, score: int, before_player: str, limit: int) -> list[Entry]:
-        """Players with this score and a smaller playerId, nearest (largest) first."""
+    def at_scores(self, board: str, scores: Sequence[int]) -> list[Entry]:
+        """The players with exactly these scores (the worker asks where one player is alone)."""
+        ...
+
+    def tie_sum(self, board: str, score: int, ranges: Sequence[NodeRange]) -> int:
+        """The players counted by these nodes of the tie tree of `score` (ranking.ties)."""
+        ...
+
+    def tied_before(self, board: str, position: Position) -> int:
+        """How many players have exactly this score and tiebreak and a smaller playerId."""
         ...
 
     def close(self) -> None: ...

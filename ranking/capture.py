@@ -22,7 +22,7 @@ def capture_scores(log: EventLog, spill: SpillStore, scores: Sequence[Score], *,
     received = now_ms()
     records = [
         OutgoingRecord(value=ScoreEnvelope(eventId=s.event_id, receivedAt=received, scores=s.items,
-                                           bodyHash=s.body_hash).model_dump_json().encode(),
+                                           bodyHash=s.body_hash).model_dump_json(exclude_none=True).encode(),
                        key=s.scope.encode())
         for s in per_scope("scores", scores, lambda score: score.board, idempotency_key, scores_json)
     ]

@@ -14,14 +14,15 @@ from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from ports import BoardSettings as Stored  # BoardSettings here is the answer
-from ports import Entry, NodeRange, Operator, Order, RankingStore
+from ports import Entry, NodeRange, Operator, Order, Position, RankingStore, Ties
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
-from ports.limits import INT64_MAX, Int64Answer, ascii_int
+from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
-from ranking.queries import rank_of, score_at
+from ranking.queries import rank_of, rank_of_entry, rank_of_score, score_at
 from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start, started
+from ranking.ties import best_tiebreak
 from ranking.tree import Tree
 
 MAX_TOP = 1000
@@ -29,7 +30,8 @@ MAX_RADIUS = 100
 MAX_BOARDS = 1000
 _CURSOR_KIND = "b"
 _SEASONS_CURSOR = "s"
-_ENTRIES_CURSOR = "e"
+# season, score, tiebreak and playerId of the last entry
+_ENTRIES_CURSOR = "k"
 # a wipe's season starts this long after the request (wipe)
 WIPE_DELAY_MS = 1000
 
@@ -42,6 +44,7 @@ class BoardSettings(TypedDict):
     order: Order
     operator: Operator
     reset: Annotated[str, Field(description="never, daily, weekly, monthly or a cron expression in UTC")]
+    ties: Ties
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -86,8 +89,9 @@ class RankedEntry(TypedDict):
 
 @with_config(ConfigDict(extra="forbid"))
 class Entries(TypedDict):
-    """Ties share a rank and are ordered by playerId; `nextCursor` goes on below the last entry
-    (GET .../top?cursor=), null past the board's last."""
+    """Best first; players of one score share a rank, listed by playerId, unless the board's ties
+    rank them (`ties`); `nextCursor` goes on below the last entry (GET .../top?cursor=), null past
+    the board's last."""
 
     entries: list[RankedEntry]
     nextCursor: str | None
@@ -137,7 +141,8 @@ def _season(settings: Stored, season: int | None) -> tuple[str, int | None]:
 
 
 def _settings(settings: Stored) -> BoardSettings:
-    return {"board": settings.board, "order": settings.order, "operator": settings.operator, "reset": settings.reset}
+    return {"board": settings.board, "order": settings.order, "operator": settings.operator, "reset": settings.reset,
+            "ties": settings.ties}
 
 
 @_one_state
@@ -174,9 +179,15 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
 
 def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> BoardSettings:
     """`board` is a name the route took (ranking.model.NAME_PATTERN). A new schedule starts a
-    season now and applies from then on; the seasons before keep the schedule they had."""
+    season now and applies from then on; the seasons before keep the schedule they had. Ties are
+    chosen when the board is made (its records' tiebreaks and tie trees are of that mode): left
+    out, they stay; another is refused."""
     known = store.get_board(board)
-    settings = Stored(board, body.order, body.operator, body.reset)
+    ties = body.ties if known is None or "ties" in body.model_fields_set else known.ties
+    if known is not None and ties != known.ties:
+        raise InvalidField(f"leaderboard {board} ranks ties {known.ties}: that cannot change (make a new board)",
+                           "ties")
+    settings = Stored(board, body.order, body.operator, body.reset, ties=ties)
     if known is not None:
         # a new schedule applies from now on: the seasons before keep the one they had
         changed = body.reset != known.reset
@@ -206,9 +217,13 @@ def _ranked(
     store: RankingStore, tree: Tree, settings: Stored, board: str, entries: Sequence[Entry]
 ) -> list[RankedEntry]:
     """Ranks for a contiguous run of the board (stored under `board`): the first from the tree,
-    the rest by adding the leaf counts of the scores passed (ties share a rank: 1, 2, 2, 4)."""
+    the rest one apart where ties do not share a rank, else by adding the leaf counts of the
+    scores passed (1, 2, 2, 4)."""
     if not entries:
         return []
+    if settings.ties != "shared":
+        first = rank_of_entry(tree, store, board, settings, entries[0])
+        return [_entry(first + i, entry) for i, entry in enumerate(entries)]
     rank = rank_of(tree, store, board, settings.order, entries[0].score)
     scores = [e.score for e in entries]
     counts = store.node_counts(board, NodeRange(0, min(scores), max(scores)))
@@ -229,32 +244,29 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: 
     record = store.records(key, [player_id]).get(player_id)
     if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
-    return _entry(rank_of(tree, store, key, settings.order, record.score), record)
+    return _entry(rank_of_entry(tree, store, key, settings, record), record)
 
 
-def _after(cursor: str | None, start: int | None) -> tuple[int | None, Entry | None]:
-    """The season and the entry a cursor of the entries goes on after."""
+def _after(cursor: str | None, start: int | None) -> tuple[int | None, Position | None]:
+    """The season and the position a cursor of the entries goes on after."""
     position = decode_cursor(cursor, _ENTRIES_CURSOR)
     if position is None:
         return start, None
-    season, _, rest = position.partition(":")
-    score, _, player = rest.partition(":")
+    season, score, tiebreak, player = [*position.split(":", 3), "", "", ""][:4]
     at_season = ascii_int(season, 0, INT64_MAX) if season else None
-    # an int64: -2**63 .. 2**63 - 1
-    at_score = ascii_int(score.removeprefix("-"), 0, INT64_MAX + score.startswith("-"))
-    if (season and at_season is None) or at_score is None or not player:
+    at_score, at_tiebreak = ascii_int(score, INT64_MIN, INT64_MAX), ascii_int(tiebreak, INT64_MIN, INT64_MAX)
+    if (season and at_season is None) or at_score is None or at_tiebreak is None or not player:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
-    return at_season, Entry(player, -at_score if score.startswith("-") else at_score)
+    return at_season, Position(at_score, at_tiebreak, player)
 
 
-def _page(entries: list[RankedEntry], limit: int, more: bool, season: int | None) -> Entries:
-    """A page of at most `limit` entries, and a cursor after its last when the board goes on."""
+def _page(entries: list[RankedEntry], last: Entry | None, limit: int, more: bool, season: int | None) -> Entries:
+    """A page of at most `limit` entries, and a cursor after its last (`last`) when the board goes on."""
     page = entries[:limit]
-    last = page[-1] if page else None
     cursor = None
     if last is not None and (more or len(entries) > limit):
-        cursor = encode_cursor(_ENTRIES_CURSOR, f"{'' if season is None else season}:{last['score']}:"
-                                                f"{last['playerId']}")
+        cursor = encode_cursor(_ENTRIES_CURSOR, f"{'' if season is None else season}:{last.score}:{last.tiebreak}:"
+                                                f"{last.player_id}")
     return {"entries": page, "nextCursor": cursor}
 
 
@@ -269,19 +281,17 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
     key, start = _season(settings, season)
     start, after = _after(cursor, start)
     key = season_key(board, start) if cursor is not None else key
-    if after is not None:
-        entries = store.tied(key, after.score, after.player_id, limit + 1)
-        if len(entries) <= limit:
-            entries += store.beyond(key, settings.order, after.score, worse=True, limit=limit + 1 - len(entries))
-    else:
+    skip = 0
+    if after is None:
         first = score_at(tree, store, key, settings.order, offset + 1)
         if first is None:
             return {"entries": [], "nextCursor": None}
-        better = rank_of(tree, store, key, settings.order, first) - 1
-        entries = store.tied(key, first, "", limit + 1, skip=offset - better)
-        if len(entries) <= limit:
-            entries += store.beyond(key, settings.order, first, worse=True, limit=limit + 1 - len(entries))
-    return _page(_ranked(store, tree, settings, key, entries), limit, False, start)
+        # before every player of that score, of whom `skip` are above the offset
+        after = Position(first, best_tiebreak(settings.order), "")
+        skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
+    entries = store.following(key, settings.order, after, worse=True, limit=skip + limit + 1)[skip:]
+    page = entries[:limit]
+    return _page(_ranked(store, tree, settings, key, entries), page[-1] if page else None, limit, False, start)
 
 
 @_one_state
@@ -292,24 +302,18 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
     record = store.records(key, [player_id]).get(player_id)
     if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
-    score = record.score
-    above = store.tied_before(key, score, player_id, radius)
-    if len(above) < radius:
-        above += store.beyond(key, settings.order, score, worse=False, limit=radius - len(above))
-    below = store.tied(key, score, player_id, radius)
-    if len(below) < radius:
-        below += store.beyond(key, settings.order, score, worse=True, limit=radius - len(below))
+    above = store.following(key, settings.order, record.position, worse=False, limit=radius)
+    below = store.following(key, settings.order, record.position, worse=True, limit=radius)
     last = below[-1] if below else record
-    more = len(below) == radius and bool(store.tied(key, last.score, last.player_id, 1)
-                                         or store.beyond(key, settings.order, last.score, worse=True, limit=1))
+    more = len(below) == radius and bool(store.following(key, settings.order, last.position, worse=True, limit=1))
     entries = [*reversed(above), record, *below]
-    return _page(_ranked(store, tree, settings, key, entries), len(entries), more, start)
+    return _page(_ranked(store, tree, settings, key, entries), last, len(entries), more, start)
 
 
 @with_config(ConfigDict(extra="forbid"))
 class PlayerRanks(TypedDict):
-    """The players asked for with a record, best first (ties share a rank, by playerId), and those
-    without one."""
+    """The players asked for with a record, best first (in the board's order, as a list), and
+    those without one."""
 
     entries: list[RankedEntry]
     missing: list[str]
@@ -318,19 +322,25 @@ class PlayerRanks(TypedDict):
 @_one_state
 def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[str],
              season: int | None = None) -> PlayerRanks:
-    """Each player's record and global rank (a friends list): a rank query per distinct score."""
+    """Each player's record and global rank (a friends list): a rank query per distinct score, or
+    per player where ties do not share a rank."""
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
     found = store.records(key, list(dict.fromkeys(player_ids)))
-    desc = settings.order == "desc"
-    ordered = sorted(found.values(), key=lambda e: (-e.score if desc else e.score, e.player_id))
-    ranks = {score: rank_of(tree, store, key, settings.order, score) for score in {e.score for e in ordered}}
-    return {"entries": [_entry(ranks[entry.score], entry) for entry in ordered],
+    sign = -1 if settings.order == "desc" else 1
+    ordered = sorted(found.values(), key=lambda e: (sign * e.score, sign * e.tiebreak, e.player_id))
+    if settings.ties == "shared":
+        ranks = {score: rank_of(tree, store, key, settings.order, score) for score in {e.score for e in ordered}}
+        entries = [_entry(ranks[entry.score], entry) for entry in ordered]
+    else:
+        entries = [_entry(rank_of_entry(tree, store, key, settings, entry), entry) for entry in ordered]
+    return {"entries": entries,
             "missing": [player for player in dict.fromkeys(player_ids) if player not in found]}
 
 
 @_one_state
-def rank_for_score(store: RankingStore, tree: Tree, board: str, score: int, season: int | None = None) -> ScoreRank:
+def rank_for_score(store: RankingStore, tree: Tree, board: str, score: int, season: int | None = None, *,
+                   subscore: int | None = None) -> ScoreRank:
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
-    return {"score": score, "rank": rank_of(tree, store, key, settings.order, score)}
+    return {"score": score, "rank": rank_of_score(tree, store, key, settings, score, subscore=subscore)}

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-from ports import Operator, Order
+from ports import Operator, Order, Ties
 from ports.limits import Int64, PathSegment
 from ranking.seasons import NEVER, Schedule
 
@@ -37,6 +37,9 @@ class Score(BaseModel):
     board: Name
     playerId: PlayerId
     score: Int64
+    subscore: Annotated[Int64 | None, Field(description=(
+        "breaks ties on a board whose ties are `subscore`, sorted the way the board sorts (absent: 0); "
+        "ignored on other boards"))] = None
     metadata: Annotated[Metadata | None, Field(description=(
         f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, a "
         "number, true, false or null; replaced by the next update that sets the score (for best, one at least "
@@ -68,8 +71,9 @@ _SCORES = TypeAdapter(list[Score])
 
 
 def scores_json(scores: list[Score]) -> bytes:
-    """What a score record carries, as the text its body hash is taken of."""
-    return _SCORES.dump_json(scores)
+    """What a score record carries, as the text its body hash is taken of: fields left out are
+    left out here too, so a field added to Score changes no hash taken before."""
+    return _SCORES.dump_json(scores, exclude_none=True)
 
 
 class BoardSettingsBody(BaseModel):
@@ -83,6 +87,10 @@ class BoardSettingsBody(BaseModel):
         "when a new season starts: never, daily (00:00 UTC), weekly (Mondays 00:00 UTC), monthly (the 1st, "
         "00:00 UTC), or a cron expression in UTC (`0 6 * * 5`: Fridays 06:00). A reset writes nothing: the new "
         "season starts empty and every past one stays queryable (`season=`)"))
+    ties: Ties = Field("shared", description=(
+        "how players of the same score rank: shared (one rank, listed by playerId), earliest (whoever reached "
+        "the score first ranks higher) or subscore (each update's `subscore` breaks the tie); with the latter "
+        "two every player has a rank of its own. Chosen when the board is made: it cannot change"))
 
 
 MAX_PLAYER_RANKS = 1000

@@ -2,13 +2,42 @@
 
 from __future__ import annotations
 
-from ports import NodeReader, Order
-from ranking.tree import Tree, best_first
+from ports import BoardSettings, Entry, NodeRange, NodeReader, Order, RankingStore
+from ranking.ties import TIE_TREE
+from ranking.tree import Tree, best_first, better
 
 
 def rank_of(tree: Tree, reader: NodeReader, board: str, order: Order, score: int) -> int:
-    """1 + the players strictly better: ties share a rank (1, 2, 2, 4)."""
+    """1 + the players with a strictly better score: ties share a rank (1, 2, 2, 4)."""
     return 1 + reader.sum_counts(board, tree.better_ranges(score, order))
+
+
+def rank_of_entry(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, entry: Entry) -> int:
+    """A record's rank: on a board whose ties do not share a rank, after those of its score with a
+    better tiebreak (their tie tree, ranking.ties) or the same tiebreak and a smaller playerId."""
+    rank = rank_of(tree, store, board, settings.order, entry.score)
+    if settings.ties == "shared":
+        return rank
+    return (rank + store.tie_sum(board, entry.score, TIE_TREE.better_ranges(entry.tiebreak, settings.order))
+            + store.tied_before(board, entry.position))
+
+
+def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, score: int, *,
+                  subscore: int | None = None) -> int:
+    """The rank a record of this score would have. Where ties do not share a rank, it would come
+    after the players already at the score (reached later), or, with a subscore, after those of the
+    score whose tiebreak is at least as good."""
+    rank = rank_of(tree, store, board, settings.order, score)
+    if settings.ties == "shared":
+        return rank
+    there = store.leaves(board, [score]).get(score, 0)
+    if settings.ties == "earliest" or subscore is None or there == 0:
+        return rank + there
+    if there == 1:  # no tie tree: the one player there
+        (alone,) = store.at_scores(board, [score])
+        return rank + (not better(settings.order, subscore, alone.tiebreak))
+    return rank + store.tie_sum(board, score, [*TIE_TREE.better_ranges(subscore, settings.order),
+                                               NodeRange(0, subscore, subscore)])
 
 
 def score_at(tree: Tree, reader: NodeReader, board: str, order: Order, position: int) -> int | None:

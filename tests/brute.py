@@ -4,33 +4,78 @@ from __future__ import annotations
 
 from typing import Any
 
+from ports.limits import INT64_MAX, INT64_MIN
 from ranking.tree import better, combine
 
 
+def _saturated(total: int) -> int:
+    return max(INT64_MIN, min(INT64_MAX, total))
+
+
 class BruteBoard:
-    def __init__(self, order: str, operator: str) -> None:
-        self.order, self.operator = order, operator
+    def __init__(self, order: str, operator: str, ties: str = "shared") -> None:
+        self.order, self.operator, self.ties = order, operator, ties
         self.scores: dict[str, int] = {}
         self.metadata: dict[str, Any] = {}
+        # earliest: when the score was reached; subscore: the subscore
+        self.second: dict[str, int] = {}
 
-    def apply(self, player: str, value: int, metadata: Any = None) -> None:
+    def apply(self, player: str, value: int, metadata: Any = None, *, at: int = 0, subscore: int | None = None) -> None:
         """A new record starts without metadata; an update that set the score brings its own."""
         old = self.scores.get(player)
-        new = combine(self.operator, self.order, old, value)
+        sub = subscore or 0
+        if self.ties == "subscore":
+            pair = (value, sub)
+            if old is not None and self.operator in ("incr", "decr"):
+                sign = 1 if self.operator == "incr" else -1
+                pair = (_saturated(old + sign * value), _saturated(self.second[player] + sign * sub))
+            elif old is not None and self.operator == "best" and not self._pair_better((value, sub), player):
+                pair = (old, self.second[player])
+            new, took = pair[0], pair == (value, sub)
+            self.second[player] = pair[1]
+        else:
+            new = combine(self.operator, self.order, old, value)
+            took = new == value
+            if new != old:
+                self.second[player] = at
         if old is None:
             self.metadata.pop(player, None)
-        if metadata is not None and (self.operator in ("incr", "decr") or new == value):
+        if metadata is not None and (self.operator in ("incr", "decr") or took):
             self.metadata[player] = metadata
         self.scores[player] = new
 
-    def rank(self, score: int) -> int:
-        return 1 + sum(1 for s in self.scores.values() if better(self.order, s, score))
+    def _pair_better(self, pair: tuple[int, int], player: str) -> bool:
+        score, sub = self.scores[player], self.second[player]
+        return better(self.order, pair[0], score) or (pair[0] == score and better(self.order, pair[1], sub))
+
+    def _sort_key(self, player: str) -> tuple[int, int, str]:
+        sign = -1 if self.order == "desc" else 1
+        score = self.scores[player]
+        if self.ties == "earliest":
+            return sign * score, self.second[player], player
+        if self.ties == "subscore":
+            return sign * score, sign * self.second[player], player
+        return sign * score, 0, player
+
+    def rank(self, score: int, subscore: int | None = None) -> int:
+        """The rank a record of this score would have (reached now, or with this subscore)."""
+        strictly = sum(1 for s in self.scores.values() if better(self.order, s, score))
+        if self.ties == "shared":
+            return 1 + strictly
+        level = [p for p, s in self.scores.items() if s == score]
+        if self.ties == "subscore" and subscore is not None:
+            level = [p for p in level if not better(self.order, subscore, self.second[p])]
+        return 1 + strictly + len(level)
 
     def ordered(self) -> list[dict[str, Any]]:
-        """Best first, ties by playerId ascending, with ranks (1, 2, 2, 4)."""
-        items = sorted(self.scores.items(), key=lambda kv: (-kv[1] if self.order == "desc" else kv[1], kv[0]))
-        return [{"rank": self.rank(s), "playerId": p, "score": s, "metadata": self.metadata.get(p)} for p, s in items]
+        """Best first, ties by playerId ascending (or by the board's ties), with ranks (1, 2, 2, 4)
+        or, where ties do not share one, 1, 2, 3, 4."""
+        players = sorted(self.scores, key=self._sort_key)
+        return [{"rank": self.rank(self.scores[p]) if self.ties == "shared" else position, "playerId": p,
+                 "score": self.scores[p], "metadata": self.metadata.get(p)}
+                for position, p in enumerate(players, start=1)]
 
     def remove(self, player: str) -> None:
         self.scores.pop(player, None)
         self.metadata.pop(player, None)
+        self.second.pop(player, None)

@@ -12,6 +12,8 @@ from adapters.sql.ranking import (
     ADD_BOARD,
     ADD_COUNTS,
     ADD_SEASON,
+    ADD_TIE_COUNTS,
+    CLEAR_TIES,
     PUT_BOARD,
     REMOVE_SCORE,
     SET_METADATA,
@@ -19,7 +21,9 @@ from adapters.sql.ranking import (
     board_row,
     metadata_rows,
     removed_rows,
+    score_rows,
     season_rows,
+    tie_rows,
 )
 from adapters.sql.reads import RankingReads
 from ports import BoardSettings, BoardUpdate, Checkpoint
@@ -45,12 +49,14 @@ class SqliteRankingStore(RankingReads):
         with self._database.checkpoint_transaction(checkpoint) as t:
             t.execute_rows(ADD_BOARD, [board_row(u.settings) for u in updates])
             t.execute_rows(ADD_SEASON, season_rows(updates))
-            t.execute_rows(SET_SCORES, [(u.stored_as, player, score)
-                                        for u in updates for player, score in u.scores.items()])
+            t.execute_rows(SET_SCORES, score_rows(updates))
             t.execute_rows(REMOVE_SCORE, removed_rows(updates))
             t.execute_rows(SET_METADATA, metadata_rows(updates))
             t.execute_rows(ADD_COUNTS, [(u.stored_as, level, prefix, delta)
                                         for u in updates for (level, prefix), delta in u.deltas.items()])
+            cleared, tie_counts = tie_rows(updates)
+            t.execute_rows(CLEAR_TIES, cleared)
+            t.execute_rows(ADD_TIE_COUNTS, tie_counts)
 
     def close(self) -> None:
         self._db.close()

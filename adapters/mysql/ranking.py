@@ -10,11 +10,14 @@ from adapters.mysql.database import MysqlDatabase, mysql_meaning
 from adapters.sql.ranking import (
     ADD_BOARD,
     ADD_SEASON,
+    ADD_TIE_COUNTS,
+    CLEAR_TIES,
     PUT_BOARD,
     REMOVE_SCORE,
     board_row,
     removed_rows,
     season_rows,
+    tie_rows,
 )
 from adapters.sql.reads import RankingReads
 from ports import BoardSettings, BoardUpdate, Checkpoint
@@ -54,14 +57,16 @@ class MysqlRankingStore(RankingReads):
                 # say what ranking.SET_SCORES and ADD_COUNTS say; 66 ms against executemany's 94 for
                 # 20,000 scores on MariaDB here)
                 board = escape(u.stored_as)
-                scores = [f"({board},{escape(player)},{int(score)})" for player, score in u.scores.items()]
+                tiebreaks = u.tiebreaks
+                scores = [f"({board},{escape(player)},{int(score)},{int(tiebreaks.get(player, 0))})"
+                          for player, score in u.scores.items()]
                 nodes = [f"({board},{int(level)},{int(prefix)},{int(delta)})"
                          for (level, prefix), delta in u.deltas.items()]
                 for start in range(0, len(scores), _ROWS_PER_STATEMENT):
                     cursor.execute(
-                        "INSERT INTO rank_scores (board, player_id, score) VALUES "
+                        "INSERT INTO rank_scores (board, player_id, score, tiebreak) VALUES "
                         + ",".join(scores[start : start + _ROWS_PER_STATEMENT])
-                        + " ON DUPLICATE KEY UPDATE score = VALUES(score)"
+                        + " ON DUPLICATE KEY UPDATE score = VALUES(score), tiebreak = VALUES(tiebreak)"
                     )
                 for start in range(0, len(nodes), _ROWS_PER_STATEMENT):
                     cursor.execute(
@@ -79,6 +84,10 @@ class MysqlRankingStore(RankingReads):
                         + " ".join(f"WHEN {player} THEN {metadata}" for player, metadata in chunk)
                         + f" END WHERE board = {board} AND player_id IN ({','.join(p for p, _ in chunk)})"
                     )
+            # tie trees (ranking.ties): a few rows a tie, none on a board whose ties share a rank
+            cleared, tie_counts = tie_rows(updates)
+            t.execute_rows(CLEAR_TIES, cleared)
+            t.execute_rows(ADD_TIE_COUNTS, tie_counts)
 
     def close(self) -> None:
         self._database.close()

@@ -9,27 +9,30 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adapters.sql.schema import board_seasons, boards, rank_nodes, rank_scores
+from adapters.sql.schema import board_seasons, boards, rank_nodes, rank_scores, rank_tie_nodes
 from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
-from ports import NEVER_RESETS, BoardSettings, BoardUpdate, Entry, NodeRange, Order
+from ports import NEVER_RESETS, BoardSettings, BoardUpdate, Entry, NodeRange, Order, Position
 
 _bind = sa.bindparam
 _board = rank_scores.c.board == _bind("board")
 
 
 @functools.cache
-def _sum_counts(ranges: int) -> Statement:
-    n = rank_nodes.c
-    return Statement(sa.select(sa.func.coalesce(sa.func.sum(n.count), 0)).where(n.board == _bind("board"), sa.or_(*(
-        sa.and_(n.level == _bind(f"level_{i}"), n.prefix.between(_bind(f"first_{i}"), _bind(f"last_{i}")))
-        for i in range(ranges)))))
+def _sum_counts(ranges: int, tie: bool) -> Statement:
+    """The counts of `ranges` node ranges of a board's tree, or of a score's tie tree (ranking.ties)."""
+    n = (rank_tie_nodes if tie else rank_nodes).c
+    return Statement(sa.select(sa.func.coalesce(sa.func.sum(n.count), 0)).where(
+        n.board == _bind("board"), *([n.score == _bind("score")] if tie else []), sa.or_(*(
+            sa.and_(n.level == _bind(f"level_{i}"), n.prefix.between(_bind(f"first_{i}"), _bind(f"last_{i}")))
+            for i in range(ranges)))))
 
 
-def sum_counts(board: str, ranges: list[NodeRange]) -> Query:
-    values: dict[str, Any] = {"board": board}
+def sum_counts(board: str, ranges: list[NodeRange], score: int | None = None) -> Query:
+    """Of the board's tree; or, given a score, of that score's tie tree."""
+    values: dict[str, Any] = {"board": board, "score": score}
     for i, r in enumerate(ranges):
         values |= {f"level_{i}": r.level, f"first_{i}": r.first, f"last_{i}": r.last}
-    return _sum_counts(len(ranges)), values
+    return _sum_counts(len(ranges), score is not None), values
 
 
 _n = rank_nodes.c
@@ -37,20 +40,19 @@ NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
     _n.board == _bind("board"), _n.level == _bind("level"), _n.prefix.between(_bind("first"), _bind("last")),
     _n.count > 0))
 _settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule,
-                      boards.c.epochs)
+                      boards.c.epochs, boards.c.ties)
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
-_entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata)
-_tied = (_board, rank_scores.c.score == _bind("score"))
-TIED = Statement(_entries.where(*_tied, rank_scores.c.player_id > _bind("player"))
-                 .order_by(rank_scores.c.player_id).limit(_bind("limit")).offset(_bind("skip")))
-TIED_BEFORE = Statement(_entries.where(*_tied, rank_scores.c.player_id < _bind("player"))
-                        .order_by(rank_scores.c.player_id.desc()).limit(_bind("limit")))
+_entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata, rank_scores.c.tiebreak)
+_s = rank_scores.c
+TIED_BEFORE = Statement(sa.select(sa.func.count()).where(
+    _board, _s.score == _bind("score"), _s.tiebreak == _bind("tiebreak"), _s.player_id < _bind("player")))
 
-_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs")
+_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties")
 PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
 ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
-SET_SCORES = insert(rank_scores, ("board", "player_id", "score"), keys=("board", "player_id"), replace=("score",))
+SET_SCORES = insert(rank_scores, ("board", "player_id", "score", "tiebreak"), keys=("board", "player_id"),
+                    replace=("score", "tiebreak"))
 SET_METADATA = Statement(sa.update(rank_scores).where(_board, rank_scores.c.player_id == _bind("player"))
                          .values(metadata=_bind("metadata")), in_order=("metadata", "board", "player"))
 REMOVE_SCORE = Statement(sa.delete(rank_scores).where(_board, rank_scores.c.player_id == _bind("player")),
@@ -61,17 +63,20 @@ SEASONS = Statement(sa.select(board_seasons.c.season_start).where(
     .order_by(board_seasons.c.season_start.desc()).limit(_bind("limit")))
 
 
-def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None, str | None]:
-    """The values of PUT_BOARD and ADD_BOARD (a board that never resets has no schedule)."""
+def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None, str | None, str | None]:
+    """The values of PUT_BOARD and ADD_BOARD (a board that never resets has no schedule, one whose
+    ties share a rank no ties)."""
     return (settings.board, settings.order, settings.operator,
             None if settings.reset == NEVER_RESETS else settings.reset,
-            json.dumps([list(epoch) for epoch in settings.epochs]) if settings.epochs else None)
+            json.dumps([list(epoch) for epoch in settings.epochs]) if settings.epochs else None,
+            None if settings.ties == "shared" else settings.ties)
 
 
 def board_settings(row: Any) -> BoardSettings:
-    board, order, operator, reset, epochs = row
+    board, order, operator, reset, epochs, ties = row
     return BoardSettings(board, order, operator, reset or NEVER_RESETS,
-                         tuple((int(since), str(schedule)) for since, schedule in json.loads(epochs)) if epochs else ())
+                         tuple((int(since), str(schedule)) for since, schedule in json.loads(epochs)) if epochs else (),
+                         ties or "shared")
 
 
 def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:
@@ -84,6 +89,19 @@ def removed_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str]]:
     return [(u.stored_as, player) for u in updates for player in u.removed]
 
 
+def score_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str, int, int]]:
+    """The values of SET_SCORES."""
+    return [(u.stored_as, player, score, u.tiebreaks.get(player, 0))
+            for u in updates for player, score in u.scores.items()]
+
+
+def tie_rows(updates: Sequence[BoardUpdate]) -> tuple[list[tuple[str, int]], list[tuple[str, int, int, int, int]]]:
+    """The values of CLEAR_TIES, then of ADD_TIE_COUNTS."""
+    return ([(u.stored_as, score) for u in updates for score in u.cleared],
+            [(u.stored_as, score, level, prefix, delta)
+             for u in updates for (score, level, prefix), delta in u.tie_deltas.items()])
+
+
 def metadata_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str | None, str, str]]:
     """The values of SET_METADATA, run after the scores are written."""
     return [(metadata, u.stored_as, player) for u in updates for player, metadata in u.metadata.items()]
@@ -91,6 +109,11 @@ def metadata_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str | None, str,
 
 ADD_COUNTS = insert(rank_nodes, ("board", "level", "prefix", "count"), keys=("board", "level", "prefix"),
                     add=("count",))
+ADD_TIE_COUNTS = insert(rank_tie_nodes, ("board", "score", "level", "prefix", "count"),
+                        keys=("board", "score", "level", "prefix"), add=("count",))
+CLEAR_TIES = Statement(sa.delete(rank_tie_nodes).where(rank_tie_nodes.c.board == _bind("board"),
+                                                       rank_tie_nodes.c.score == _bind("score")),
+                       in_order=("board", "score"))
 
 
 @functools.cache
@@ -103,20 +126,52 @@ def scores(board: str, player_ids: list[str]) -> Query:
 
 
 @functools.cache
-def _beyond(downwards: bool, worse: bool) -> Statement:
-    s = rank_scores.c
-    # the nearest come first either way; among ties, the way the board lists them
-    return Statement(
-        _entries.where(_board, s.score < _bind("score") if downwards else s.score > _bind("score"))
-        .order_by(s.score.desc() if downwards else s.score.asc(), s.player_id.asc() if worse else s.player_id.desc())
-        .limit(_bind("limit"))
-    )
+def _leaves(count: int) -> Statement:
+    n = rank_nodes.c
+    return Statement(sa.select(n.prefix, n.count).where(n.board == _bind("board"), n.level == 0,
+                                                        n.prefix.in_(marks("score", count)), n.count > 0))
 
 
-def beyond(board: str, order: Order, score: int, worse: bool, limit: int) -> Query:
-    # going down a desc board means lower scores
-    return _beyond(worse == (order == "desc"), worse), {"board": board, "score": score, "limit": limit}
+def leaves(board: str, scores: list[int]) -> Query:
+    return _leaves(padded(len(scores))), {"board": board, **listed("score", scores)}
+
+
+@functools.cache
+def _at_scores(count: int) -> Statement:
+    return Statement(_entries.where(_board, _s.score.in_(marks("score", count))))
+
+
+def at_scores(board: str, scores: list[int]) -> Query:
+    return _at_scores(padded(len(scores))), {"board": board, **listed("score", scores)}
+
+
+@functools.cache
+def _following(step: str, down: bool, worse: bool) -> Statement:
+    """One step of `following`: the players of the same score and tiebreak past the player
+    ("tied"), of the same score past the tiebreak ("score"), or past the score ("beyond"); going
+    down the values or up them, and worse or better (ties by playerId ascending going worse)."""
+    score: sa.BindParameter[int] = _bind("score")
+    tiebreak: sa.BindParameter[int] = _bind("tiebreak")
+    player: sa.BindParameter[str] = _bind("player")
+    past = {
+        "tied": (_s.score == score, _s.tiebreak == tiebreak, _s.player_id > player if worse else _s.player_id < player),
+        "score": (_s.score == score, _s.tiebreak < tiebreak if down else _s.tiebreak > tiebreak),
+        "beyond": (_s.score < score if down else _s.score > score,),
+    }[step]
+    return Statement(_entries.where(_board, *past).order_by(
+        _s.score.desc() if down else _s.score.asc(), _s.tiebreak.desc() if down else _s.tiebreak.asc(),
+        _s.player_id.asc() if worse else _s.player_id.desc()).limit(_bind("limit")))
+
+
+FOLLOWING_STEPS = ("tied", "score", "beyond")
+
+
+def following(step: str, board: str, order: Order, position: Position, *, worse: bool, limit: int) -> Query:
+    # going worse on a desc board goes down the values
+    return _following(step, worse == (order == "desc"), worse), {
+        "board": board, "score": position.score, "tiebreak": position.tiebreak, "player": position.player_id,
+        "limit": limit}
 
 
 def entries(rows: Any) -> list[Entry]:
-    return [Entry(str(player), int(score), metadata) for player, score, metadata in rows]
+    return [Entry(str(player), int(score), metadata, int(tiebreak)) for player, score, metadata, tiebreak in rows]

@@ -53,6 +53,7 @@ from ports import (
     IndexedReport,
     NodeRange,
     Order,
+    Position,
     Processed,
     ReportFilter,
     SkuSeen,
@@ -249,13 +250,33 @@ class RankingReads(Checkpointed):
             "board": board, "level": nodes.level, "first": nodes.first, "last": nodes.last})
         return {int(prefix): int(count) for prefix, count in rows}
 
-    def tied(self, board: str, score: int, after_player: str, limit: int, skip: int = 0) -> list[Entry]:
-        return ranking_sql.entries(self._database.rows(ranking_sql.TIED, {
-            "board": board, "score": score, "player": after_player, "limit": limit, "skip": skip}))
+    def following(self, board: str, order: Order, position: Position, worse: bool, limit: int) -> list[Entry]:
+        found: list[Entry] = []
+        for step in ranking_sql.FOLLOWING_STEPS:
+            if len(found) >= limit:
+                break
+            query = ranking_sql.following(step, board, order, position, worse=worse, limit=limit - len(found))
+            found += ranking_sql.entries(self._database.rows(*query))
+        return found
 
-    def tied_before(self, board: str, score: int, before_player: str, limit: int) -> list[Entry]:
-        return ranking_sql.entries(self._database.rows(ranking_sql.TIED_BEFORE, {
-            "board": board, "score": score, "player": before_player, "limit": limit}))
+    def leaves(self, board: str, scores: Sequence[int]) -> dict[int, int]:
+        found: dict[int, int] = {}
+        for start in range(0, len(scores), self.SCORES_AT_ONCE):
+            query = ranking_sql.leaves(board, list(scores[start : start + self.SCORES_AT_ONCE]))
+            found.update((int(score), int(count)) for score, count in self._database.rows(*query))
+        return found
 
-    def beyond(self, board: str, order: Order, score: int, worse: bool, limit: int) -> list[Entry]:
-        return ranking_sql.entries(self._database.rows(*ranking_sql.beyond(board, order, score, worse, limit)))
+    def at_scores(self, board: str, scores: Sequence[int]) -> list[Entry]:
+        found: list[Entry] = []
+        for start in range(0, len(scores), self.SCORES_AT_ONCE):
+            query = ranking_sql.at_scores(board, list(scores[start : start + self.SCORES_AT_ONCE]))
+            found += ranking_sql.entries(self._database.rows(*query))
+        return found
+
+    def tie_sum(self, board: str, score: int, ranges: Sequence[NodeRange]) -> int:
+        return int(self._database.rows(*ranking_sql.sum_counts(board, list(ranges), score))[0][0]) if ranges else 0
+
+    def tied_before(self, board: str, position: Position) -> int:
+        return int(self._database.rows(ranking_sql.TIED_BEFORE, {
+            "board": board, "score": position.score, "tiebreak": position.tiebreak,
+            "player": position.player_id})[0][0])

@@ -264,7 +264,7 @@ def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: Ra
     assert leaderboard.describe(ranking_store, TREE, "forever")["season"] is None
     wiped = leaderboard.wipe(ranking_store, "forever")
     assert leaderboard.describe(ranking_store, TREE, "forever") | {"nextReset": None} == {
-        "board": "forever", "order": "desc", "operator": "best", "reset": "never", "players": 0,
+        "board": "forever", "order": "desc", "operator": "best", "reset": "never", "ties": "shared", "players": 0,
         "season": wiped["season"], "nextReset": None}
     # what it held: the season before, as it was
     assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, "forever", season=0)["entries"]] == ["a"]
@@ -321,3 +321,82 @@ def test_around_goes_on_below_its_last_entry(ranking_store: RankingStore, log):
     assert leaderboard.around(ranking_store, TREE, "ladder", "p1", radius=1)["nextCursor"] is None
     with pytest.raises(InvalidField):
         leaderboard.top(ranking_store, TREE, "ladder", offset=1, cursor=window["nextCursor"])
+
+
+# few scores and subscores, many at the same millisecond: ties at every level of the key
+tie_values = st.one_of(st.integers(-2, 2), st.sampled_from([INT64_MIN, INT64_MAX]))
+tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8]), st.none() | tie_values,
+                                 st.none() | tie_values), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    order=st.sampled_from(["desc", "asc"]),
+    operator=st.sampled_from(["best", "set", "incr", "decr"]),
+    ties=st.sampled_from(["earliest", "subscore"]),
+    stream=tie_changes,
+    cuts=st.lists(st.integers(1, 10), min_size=1, max_size=6),
+    redeliver=st.booleans(),
+    probe=tie_values,
+    probe_subscore=st.none() | tie_values,
+    limit=st.integers(1, 4),
+)
+def test_tie_modes_equal_brute_force(ranking_store: RankingStore, log, order, operator, ties, stream, cuts,
+                                     redeliver, probe, probe_subscore, limit):
+    """Updates (with subscores; None: the record deleted) received in time order, some in the same
+    millisecond, applied in random batches, some redelivered: every player has a rank of its own,
+    and every read equals a brute-force board that sorts by score, then tiebreak, then playerId."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(order=order, operator=operator, ties=ties))
+    brute = BruteBoard(order, operator, ties)
+    offsets = itertools.count()
+    done = 0
+    for cut in itertools.cycle(cuts):
+        if done >= len(stream):
+            break
+        part = stream[done : done + cut]
+        batch = [LogRecord(f"scores.{board}", 0, next(offsets), json.dumps({
+            "eventId": str(uuid.uuid4()), "receivedAt": T0 + at,
+            "scores": [] if value is None else [{"board": board, "playerId": player, "score": value,
+                                                 **({} if subscore is None else {"subscore": subscore})}],
+            "removed": [{"board": board, "playerId": player}] if value is None else [],
+        }).encode(), board.encode(), (), 0) for at, player, value, subscore in part]
+        apply_scores(batch, ranking_store, log, TREE)
+        if redeliver:
+            assert apply_scores(batch, ranking_store, log, TREE) == 0
+        for at, player, value, subscore in part:
+            brute.remove(player) if value is None else brute.apply(player, value, at=T0 + at, subscore=subscore)
+        done += cut
+
+    expected = brute.ordered()
+    assert [e["rank"] for e in expected] == list(range(1, len(expected) + 1))
+    assert leaderboard.describe(ranking_store, TREE, board)["players"] == len(expected)
+    for entry in expected:
+        assert leaderboard.player(ranking_store, TREE, board, entry["playerId"]) == entry
+    for offset in range(len(expected) + 1):
+        assert leaderboard.top(ranking_store, TREE, board, offset=offset, limit=limit)["entries"] == \
+            expected[offset : offset + limit]
+    pages, page = [], leaderboard.top(ranking_store, TREE, board, limit=limit)
+    while True:
+        pages += page["entries"]
+        if page["nextCursor"] is None:
+            break
+        page = leaderboard.top(ranking_store, TREE, board, limit=limit, cursor=page["nextCursor"])
+    assert pages == expected
+    for index, entry in enumerate(expected):
+        got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], radius=2)
+        assert got["entries"] == expected[max(0, index - 2) : index + 3]
+    friends = leaderboard.ranks_of(ranking_store, TREE, board, PLAYERS[::-1])
+    assert friends["entries"] == expected
+    assert leaderboard.rank_for_score(ranking_store, TREE, board, probe, subscore=probe_subscore)["rank"] == \
+        brute.rank(probe, probe_subscore)
+
+
+def test_a_board_s_ties_are_chosen_when_it_is_made(ranking_store: RankingStore):
+    leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(ties="earliest"))
+    # settings set again without ties keep them; other ties are refused
+    assert leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(order="asc"))["ties"] == "earliest"
+    with pytest.raises(InvalidField) as refused:
+        leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(ties="shared"))
+    assert refused.value.field == "ties"
+    assert ranking_store.get_board("firsts") == BoardSettings("firsts", "asc", "best", ties="earliest")

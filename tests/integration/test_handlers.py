@@ -199,7 +199,7 @@ def test_msk_event_shape_round_trips():
 def test_score_samples_through_capture_worker_and_leaderboards(adapters: Adapters):
     assert (call(capture.handler, "capture-scores.json")["statusCode"]) == 202
     assert body(call(leaderboards.handler, "leaderboards-put-board.json")) == \
-        {"board": "season-7:ranked", "order": "desc", "operator": "best", "reset": "never"}
+        {"board": "season-7:ranked", "order": "desc", "operator": "best", "reset": "never", "ties": "shared"}
     assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 3}
     assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 0}  # redelivered
     assert body(call(leaderboards.handler, "leaderboards-get-board.json"))["players"] == 3

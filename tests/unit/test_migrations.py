@@ -35,6 +35,10 @@ def no_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sql_migrations, "SHARED", tmp_path / "no-shared-migrations")
 
 
+# the embedded index's own migrations, as this release has them
+OWN = sorted(f.name for f in (Path(str(embedded.MIGRATIONS)) / "index").glob("*.sql"))
+
+
 def columns(path: Path, table: str) -> set[str]:
     with sqlite3.connect(path) as conn:
         return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
@@ -53,7 +57,7 @@ def test_a_data_directory_of_the_first_releases_is_brought_up_to_date(tmp_path):
     database.db.close()
     assert "body_hash" in columns(path, "reports") and "body_hash" in columns(path, "applied_events")
     assert "fingerprint" in columns(path, "applied_offsets") and "last_offset" in columns(path, "applied_ranges")
-    assert versions(path) == ["0001_schema.sql"]
+    assert versions(path) == OWN
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT report_id, report_key FROM reports").fetchall() == [(7, "k")]
 
@@ -69,25 +73,25 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_new_migration_is_applied_once_to_an_existing_file(tmp_path, folder):
     path = tmp_path / "index.sqlite"
-    assert SqliteIndexDatabase(path).db.applied == ["0001_schema.sql"]
-    (folder / "index" / "0002_player.sql").write_text(
+    assert SqliteIndexDatabase(path).db.applied == OWN
+    (folder / "index" / "9002_player.sql").write_text(
         "-- a column a later release adds; the ';' in this comment ends nothing\n"
         "ALTER TABLE reports ADD COLUMN player_id TEXT;\n"
         "CREATE INDEX reports_player ON reports (sku, player_id);\n")
-    assert SqliteIndexDatabase(path).db.applied == ["0002_player.sql"]
+    assert SqliteIndexDatabase(path).db.applied == ["9002_player.sql"]
     assert SqliteIndexDatabase(path).db.applied == []
     assert "player_id" in columns(path, "reports")
-    assert versions(path) == ["0001_schema.sql", "0002_player.sql"]
+    assert versions(path) == [*OWN, "9002_player.sql"]
 
 
 def test_a_failing_migration_leaves_the_file_as_it_was(tmp_path, folder):
     path = tmp_path / "index.sqlite"
     SqliteIndexDatabase(path).db.close()
-    (folder / "index" / "0002_broken.sql").write_text(
+    (folder / "index" / "9002_broken.sql").write_text(
         "ALTER TABLE reports ADD COLUMN player_id TEXT;\nALTER TABLE nowhere ADD COLUMN x TEXT;\n")
     with pytest.raises(sqlite3.OperationalError, match="no such table: nowhere"):
         SqliteIndexDatabase(path)
-    assert "player_id" not in columns(path, "reports") and versions(path) == ["0001_schema.sql"]
+    assert "player_id" not in columns(path, "reports") and versions(path) == OWN
 
 
 def test_statements_end_at_semicolons_outside_strings_and_comments():
@@ -112,7 +116,7 @@ def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_shared_migration_changes_the_index_after_its_own(tmp_path, shared):
     path = tmp_path / "index.sqlite"
-    assert SqliteIndexDatabase(path).db.applied == ["0001_schema.sql", "shared/0001_gpu.sql"]
+    assert SqliteIndexDatabase(path).db.applied == [*OWN, "shared/0001_gpu.sql"]
     assert SqliteIndexDatabase(path).db.applied == []
     assert "gpu" in columns(path, "reports")
     # the embedded-only files do not take it

@@ -1,0 +1,116 @@
+"""How players with the same score rank: a board's `ties`.
+
+- `shared` (the default): they share a rank (1, 2, 2, 4), listed by playerId.
+- `earliest`: whoever reached the score first ranks higher (by the time capture received the update
+  that set it); the same millisecond, by playerId.
+- `subscore`: a second score breaks the tie, sorted the way the board sorts (then playerId).
+
+A record's key is (score, tiebreak), both compared the way the board sorts: the tiebreak is the
+subscore, or the receipt time negated on a desc board (earlier is greater there) and as it is on
+an asc one; 0 on a shared board. In the latter two modes every player has a rank of its own:
+1 + the players with a better score (the ranking tree) + those of the same score with a better
+tiebreak + those of the same score and tiebreak with a smaller playerId.
+
+The middle term is a *tie tree* per score: the ranking tree's arithmetic (ranking.tree) over the
+tiebreaks of that score's players, kept only while two or more share the score. A board of
+scattered scores then writes no more rows than a shared one, and a board of many ties pays for its
+ties alone; a rank reads O(log range) nodes either way."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+
+from ports import BoardSettings, Order, RankingStore, Ties
+from ports.limits import INT64_MAX, INT64_MIN
+from ranking.tree import Tree, better, combine
+
+Key = tuple[int, int]
+# a tie tree's shape: B = 256, 9 levels, where a score's tree costs a row a level for each player
+# that joins or leaves it (17 with the ranking tree's B = 16, and a crowded board's updates write
+# mostly tie trees); a rank reads at most 255 nodes a level of it
+TIE_TREE = Tree(bits=8)
+
+
+def tiebreak(ties: Ties, order: Order, received_at: int, subscore: int | None) -> int:
+    """The tiebreak an update brings."""
+    if ties == "subscore":
+        return subscore or 0
+    if ties == "earliest":
+        return -received_at if order == "desc" else received_at
+    return 0
+
+
+def best_tiebreak(order: Order) -> int:
+    """A tiebreak no other beats: a position before every player of a score."""
+    return INT64_MAX if order == "desc" else INT64_MIN
+
+
+def _saturated(total: int) -> int:
+    return max(INT64_MIN, min(INT64_MAX, total))
+
+
+def combine_key(settings: BoardSettings, old: Key | None, value: int, brings: int) -> Key:
+    """A record's key after one update that brings `value` and the tiebreak `brings`. With a
+    subscore the pair is the score (best keeps the better pair; incr and decr move both); else
+    the score combines alone and its tiebreak stays while the score does."""
+    ties, operator, order = settings.ties, settings.operator, settings.order
+    if ties == "subscore":
+        if old is None or operator == "set":
+            return value, brings
+        if operator in ("incr", "decr"):
+            sign = 1 if operator == "incr" else -1
+            return _saturated(old[0] + sign * value), _saturated(old[1] + sign * brings)
+        return (value, brings) if key_better(order, (value, brings), old) else old
+    score = combine(operator, order, None if old is None else old[0], value)
+    if old is not None and score == old[0]:
+        return old
+    return score, brings
+
+
+def key_better(order: Order, a: Key, b: Key) -> bool:
+    return better(order, a[0], b[0]) or (a[0] == b[0] and better(order, a[1], b[1]))
+
+
+TieDeltas = dict[tuple[int, int, int], int]
+
+
+def tie_changes(store: RankingStore, board: str,
+                moves: Mapping[str, tuple[Key | None, Key | None]]) -> tuple[TieDeltas, list[int]]:
+    """The tie trees' count changes for players moving between keys (None: no record), and the
+    scores whose tie tree goes; a score that comes to hold two players gets its tree whole (the
+    one player there before included)."""
+    leaving: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    joining: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for player, (old, new) in moves.items():
+        if old is not None:
+            leaving[old[0]].append((player, old[1]))
+        if new is not None:
+            joining[new[0]].append((player, new[1]))
+    touched = sorted(leaving.keys() | joining.keys())
+    before = store.leaves(board, touched)
+    after = {s: before.get(s, 0) - len(leaving[s]) + len(joining[s]) for s in touched}
+    lone = [s for s in touched if before.get(s, 0) == 1 and after[s] >= 2]
+    alone = {entry.score: entry for entry in store.at_scores(board, lone)}
+    counter: Counter[tuple[int, int, int]] = Counter()
+
+    def count(score: int, tiebreaks: list[int], sign: int) -> None:
+        for t in tiebreaks:
+            for level, prefix in TIE_TREE.path(t):
+                counter[score, level, prefix] += sign
+
+    cleared = []
+    for s in touched:
+        had, has = before.get(s, 0) >= 2, after[s] >= 2
+        if had and has:
+            count(s, [t for _, t in leaving[s]], -1)
+            count(s, [t for _, t in joining[s]], 1)
+        elif had:
+            cleared.append(s)
+        elif has:
+            stayed = alone.get(s)
+            members = [t for _, t in joining[s]]
+            if stayed is not None and stayed.player_id not in {p for p, _ in leaving[s]}:
+                members.append(stayed.tiebreak)
+            count(s, members, 1)
+    return {node: delta for node, delta in counter.items() if delta}, cleared

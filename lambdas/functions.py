@@ -65,6 +65,8 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/crash-groups", "reporter", READERS),
     ApiRoute("GET", "/v1/skus", "reporter", READERS),
     ApiRoute("GET", "/v1/alerts", "reporter", READERS),
+    ApiRoute("GET", "/v1/releases", "reporter", READERS),
+    ApiRoute("GET", "/v1/releases/{build}", "reporter", READERS),
     ApiRoute("GET", "/v1/health", "reporter", None),
     ApiRoute("GET", "/v1/leaderboards", "leaderboards", READERS),
     ApiRoute("PUT", "/v1/leaderboards/{board}", "leaderboards", SERVER),

@@ -16,6 +16,15 @@ from adapters.factory import current
 from api.params import DIGITS, Cursor, From, Sku, To
 from api.resolver import DOWNLOAD_POLICY, answer, create_resolver, download_response, json_response
 from crashes.groups import MAX_GROUPS, Groups, crash_groups
+from crashes.releases import (
+    MAX_BUILDS,
+    MAX_WINDOW_DAYS,
+    BuildPage,
+    Interval,
+    ReleaseHealth,
+    list_builds,
+    release_health,
+)
 from crashes.reporting import (
     MAX_LIMIT,
     MAX_OFFSET,
@@ -34,6 +43,7 @@ from crashes.skus import MAX_LIMIT as MAX_SKUS
 from crashes.skus import SkuPage, list_skus
 from crashes.spikes import Alerts, list_alerts
 from crashes.stats import Granularity, Stats, crash_stats
+from ports.releases import EXACT_PLAYERS, SKETCH_ERROR
 from ports.telemetry import instrumented
 
 app = create_resolver()
@@ -143,6 +153,34 @@ def skus(limit: Annotated[int, Query(ge=1, le=MAX_SKUS), DIGITS] = 100, cursor: 
 def alerts(sku: Sku, from_: From = None, to: To = None) -> Response[str]:
     a = current()
     return json_response(200, list_alerts(a.index, a.settings.spikes, sku, from_ms=from_, to_ms=to))
+
+
+@app.get("/v1/releases", operation_id="listReleases", summary="The builds of a sku, newest first",
+         description="Builds that had a session with a buildVersion within retention, by the first minute they had "
+                     "one, newest first",
+         responses={200: answer(BuildPage, "a page of builds")})
+def releases(sku: Sku, limit: Annotated[int, Query(ge=1, le=MAX_BUILDS), DIGITS] = 20,
+             cursor: Cursor = None) -> Response[str]:
+    a = current()
+    return json_response(200, list_builds(a.counters, sku, limit=limit, cursor=cursor))
+
+
+@app.get("/v1/releases/<build>", operation_id="getRelease", summary="Release health of one build",
+         description=(
+             "Over [from, to) (by default the last 7 days' whole buckets; at most "
+             f"{MAX_WINDOW_DAYS} days): the build's sessions by outcome, adoption (its share of the sku's "
+             "sessions), crash-free sessions and players, crashes (reports with this buildVersion) and crash rate, "
+             "the same of the build first seen before it and the change against it, and a series per hour or day. "
+             "Players are distinct playerIds of the build's sessions over the UTC days the window touches: exact "
+             f"while a day of a build has at most {EXACT_PLAYERS} (of each kind), else a HyperLogLog estimate "
+             f"(standard error {SKETCH_ERROR:.1%})"),
+         responses={200: answer(ReleaseHealth, "the build's health")})
+def release(build: str, sku: Sku, from_: From = None, to: To = None,
+            interval: Annotated[Interval, Query(description="one series bucket an hour or a day")] = "day",
+            ) -> Response[str]:
+    a = current()
+    return json_response(200, release_health(a.index, a.counters, sku, build, from_ms=from_, to_ms=to,
+                                             interval=interval))
 
 
 @app.get("/v1/health", operation_id="getHealth", description="open under `blackbox serve`; IAM (SigV4) in AWS",

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple, Protocol
 
+from ports.releases import NO_RELEASES, ReleaseCounts, ReleaseIncrements
+
 Headers = tuple[tuple[str, bytes], ...]
 
 
@@ -304,10 +306,12 @@ class Checkpoints(Protocol):
         ...
 
 
-class SessionCounters(Checkpoints, Protocol):
-    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
-        """Adds the increments and records the checkpoint in one transaction, only if the stored
-        offset is still the expected one; otherwise raises OffsetConflict and changes nothing."""
+class SessionCounters(Checkpoints, ReleaseCounts, Protocol):
+    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int],
+              releases: ReleaseIncrements = NO_RELEASES) -> None:
+        """Adds the increments (and the release counts: sessions, builds seen, players) and records
+        the checkpoint in one transaction, only if the stored offset is still the expected one;
+        otherwise raises OffsetConflict and changes nothing."""
         ...
 
     def session_counts(self, sku: str, from_ms: int, to_ms: int, bucket_ms: int) -> dict[int, int]: ...
@@ -318,8 +322,9 @@ class SessionCounters(Checkpoints, Protocol):
         ...
 
     def purge(self, before_ms: int) -> int:
-        """Drops the counts of minutes before `before_ms`, and the applied eventIds and covered
-        offsets recorded before it (every consumer's: they share the tables). Returns how many rows
+        """Drops the counts of minutes before `before_ms` (release counts too: players of days
+        that ended by it, builds last seen before it), and the applied eventIds and covered offsets recorded
+        before it (every consumer's: they share the tables). Returns how many rows
         went."""
         ...
 

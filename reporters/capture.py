@@ -5,16 +5,19 @@ the session capture."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
+from collections.abc import Sequence
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from crashes.capture import capture_crash
 from crashes.model import CrashSubmission
 from ports import EventLog, SpillStore
 from ports.errors import InvalidField, PayloadTooLarge
-from ports.limits import MAX_BODY_BYTES
+from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS, PathSegment
+from ports.releases import Outcome
 from ports.scopes import ANY_SKU, SkuScope
-from reporters.sentry import SentryEnvelope
+from reporters.sentry import SentryEnvelope, SessionAggregate, SessionUpdate
 from sessions.capture import capture_counts
 from sessions.model import MAX_BATCH as MAX_SESSIONS
 from sessions.model import SessionCount
@@ -25,7 +28,7 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
     """Captures what an envelope carried for `sku`; the Sentry event id of its crash report, if any.
     `size_bytes`: the upload's size as sent."""
     scope.check([sku])
-    opened = sorted(s.sid for s in reading.sessions if s.init)
+    opened = [s for s in reading.sessions if s.init]
     aggregated = sum(a.total for a in reading.aggregates)
     # refused before anything is published: a 400 must mean nothing of the upload was kept
     if len(opened) + aggregated > MAX_SESSIONS:
@@ -47,19 +50,56 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
                                 idempotency_key=reading.crash.event_id, scope=scope)
         # Sentry's form of an id (32 hex digits): the client's own, else the one given here
         event_id = reading.crash.event_id or receipt.event_id.replace("-", "")
-    _capture_sessions(log, spill, sku, opened=opened, aggregated=aggregated, scope=scope)
+    _capture_sessions(log, spill, sku, opened=opened, aggregates=reading.aggregates, scope=scope)
     return event_id
 
 
-def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, opened: list[str], aggregated: int,
-                      scope: SkuScope) -> None:
-    """`opened`: the sids of the sessions the upload opens; `aggregated`: its aggregates' sessions."""
+def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, opened: list[SessionUpdate],
+                      aggregates: Sequence[SessionAggregate], scope: SkuScope) -> None:
+    """`opened`: the updates that open a session (`init`); `aggregates`: sessions by how they ended."""
     if opened:
         # a session is opened once: the same sids are the same upload, sent again
-        again = hashlib.sha256("\x00".join(opened).encode()).hexdigest()
-        capture_counts(log, spill, [SessionCount(sku=sku, kind="client", count=len(opened))],
-                       idempotency_key=f"sentry-sessions:{again}", scope=scope)
-    if aggregated:
+        again = hashlib.sha256("\x00".join(sorted(s.sid for s in opened)).encode()).hexdigest()
+        counts: Counter[tuple[str | None, Outcome, str | None]] = Counter(
+            (_build(s.release), _outcome(s), s.did) for s in opened)
+        capture_counts(log, spill, _counts(sku, counts), idempotency_key=f"sentry-sessions:{again}", scope=scope)
+    if aggregates:
         # two servers' aggregates may be alike to the byte: nothing tells a retry from another, and
         # they are counted each time they come (as Relay does)
-        capture_counts(log, spill, [SessionCount(sku=sku, kind="client", count=aggregated)], scope=scope)
+        ended: Counter[tuple[str | None, Outcome, str | None]] = Counter()
+        for a in aggregates:
+            outcomes: tuple[tuple[Outcome, int], ...] = (
+                ("ok", a.exited), ("errored", a.errored), ("abnormal", a.abnormal), ("crashed", a.crashed))
+            for status, n in outcomes:
+                ended[(_build(a.release), status, a.did)] += n
+        capture_counts(log, spill, _counts(sku, ended), scope=scope)
+
+
+def _counts(sku: str, sessions: Counter[tuple[str | None, Outcome, str | None]]) -> list[SessionCount]:
+    """Sessions by build, outcome and player; those of no build as one count, the record sessions
+    always had (release health counts builds only), so an upload of before keeps its body hash."""
+    unbuilt = sum(n for (build, _, _), n in sessions.items() if build is None)
+    return [*([SessionCount(sku=sku, kind="client", count=unbuilt)] if unbuilt else []), *(
+        SessionCount(sku=sku, kind="client", count=n, buildVersion=build, status=status,
+                     playerId=did if did is not None and len(did) <= MAX_ID_CHARS else None)
+        for (build, status, did), n in sessions.items() if build is not None and n)]
+
+
+_ROUTABLE: TypeAdapter[str] = TypeAdapter(PathSegment)
+
+
+def _build(release: str | None) -> str | None:
+    """A Sentry release as a build /v1/releases/{build} can name, else none."""
+    try:
+        return None if release is None else _ROUTABLE.validate_python(release)
+    except ValidationError:
+        return None
+
+
+def _outcome(update: SessionUpdate) -> Outcome:
+    """Sentry's session status in release health's words: an exited session with errors errored."""
+    if update.status in ("crashed", "abnormal"):
+        return update.status  # type: ignore[return-value]
+    if update.status in ("errored", "unhandled") or update.errors > 0:
+        return "errored"
+    return "ok"

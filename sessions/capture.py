@@ -15,7 +15,9 @@ from sessions.model import SessionCount, SessionEnvelope, SessionEvent, sessions
 
 def capture_sessions(log: EventLog, spill: SpillStore, events: Sequence[SessionEvent], *,
                      idempotency_key: str | None = None, scope: SkuScope = ANY_SKU) -> int:
-    capture_counts(log, spill, [SessionCount(sku=e.sku, kind=e.kind) for e in events],
+    # players are counted per build: a session of none keeps the record (and body hash) it always had
+    capture_counts(log, spill, [SessionCount(sku=e.sku, kind=e.kind, buildVersion=e.buildVersion, status=e.status,
+                                             playerId=e.playerId if e.buildVersion else None) for e in events],
                    idempotency_key=idempotency_key, scope=scope)
     return len(events)
 

@@ -12,9 +12,11 @@ from adapters.errors import port_errors
 from adapters.sql.projects import SqlProjectStore
 from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_AWAITING, PURGE_COUNTERS, PURGE_REPORTS, entry_values
 from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase, Transaction
+from adapters.sql.releases import ReleaseReads, apply_releases, purge_statements
 from adapters.sql.schema import BODY_HASH, INSERT_COLUMNS, reports
 from adapters.sql.statements import Statement, insert, text
 from ports import Checkpoint, IndexEntry, SessionBucket
+from ports.releases import NO_RELEASES, ReleaseIncrements
 from ports.timeutil import now_ms
 
 # columns added before migrations were versioned: a data directory of those releases gets them when
@@ -94,7 +96,7 @@ class SqliteCrashIndex(CrashIndexReads):
 
 
 @port_errors("counters", sqlite_meaning)
-class SqliteSessionCounters(SessionCounterReads):
+class SqliteSessionCounters(SessionCounterReads, ReleaseReads):
     SKUS = _skus_seen("session_counts", "minute")
     _database: SqliteIndexDatabase
 
@@ -102,13 +104,17 @@ class SqliteSessionCounters(SessionCounterReads):
         self._database = database
         self._db = database.db
 
-    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
+    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int],
+              releases: ReleaseIncrements = NO_RELEASES) -> None:
         with self._database.checkpoint_transaction(checkpoint) as t:
             t.execute_rows(INCREMENT_SESSIONS, [(b.sku, b.minute, b.kind, n) for b, n in increments.items()])
+            apply_releases(t, releases)
 
     def purge(self, before_ms: int) -> int:
         with self._database.transaction() as t:
-            return sum(t.execute(statement, {"before": before_ms}) for statement in PURGE_COUNTERS)
+            return (sum(t.execute(statement, {"before": before_ms}) for statement in PURGE_COUNTERS)
+                    + sum(t.execute(statement, {"before": before})
+                          for statement, before in purge_statements(before_ms)))
 
     def close(self) -> None:
         self._db.close()

@@ -19,9 +19,11 @@ from adapters.sql.queries import (
     purge,
 )
 from adapters.sql.reads import CrashIndexReads, SessionCounterReads
+from adapters.sql.releases import ReleaseReads, apply_releases, purge_statements
 from adapters.sql.schema import INSERT_COLUMNS, report_keys, reports
 from adapters.sql.statements import Statement, insert, listed, marks, padded, text
 from ports import Checkpoint, IndexEntry, SessionBucket
+from ports.releases import NO_RELEASES, ReleaseIncrements
 from ports.timeutil import now_ms
 
 _INSERT_KEYS = insert(report_keys, ("report_key", "body_hash"))
@@ -96,19 +98,23 @@ class MysqlCrashIndex(CrashIndexReads):
 
 
 @port_errors("counters", mysql_meaning)
-class MysqlSessionCounters(SessionCounterReads):
+class MysqlSessionCounters(SessionCounterReads, ReleaseReads):
     SKUS = _skus_seen("session_counts", "minute")
     _database: MysqlDatabase
 
     def __init__(self, database: MysqlDatabase) -> None:
         self._database = database
 
-    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int]) -> None:
+    def apply(self, checkpoint: Checkpoint, increments: Mapping[SessionBucket, int],
+              releases: ReleaseIncrements = NO_RELEASES) -> None:
         with self._database.checkpoint_transaction(checkpoint) as t:
             t.execute_rows(INCREMENT_SESSIONS, [(b.sku, b.minute, b.kind, n) for b, n in increments.items()])
+            apply_releases(t, releases)
 
     def purge(self, before_ms: int) -> int:
-        return sum(self._database.delete_in_chunks(statement, before_ms) for statement in PURGE_COUNTERS)
+        return (sum(self._database.delete_in_chunks(statement, before_ms) for statement in PURGE_COUNTERS)
+                + sum(self._database.delete_in_chunks(statement, before)
+                      for statement, before in purge_statements(before_ms)))
 
     def close(self) -> None:
         self._database.close()

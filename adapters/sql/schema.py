@@ -39,3 +39,7 @@ rank_tie_nodes = _table("rank_tie_nodes", "board", "score", "level", "prefix", "
 # shared migrations' (adapters/sql/shared/)
 projects = _table("projects", "project_id", "sku", "updated_at")
 awaiting_symbols = _table("awaiting_symbols", "symbol_path", "report_key", "added_at")
+release_sessions = _table("release_sessions", "sku", "build", "minute", "status", "count")
+release_builds = _table("release_builds", "sku", "build", "first_seen", "last_seen")
+release_players = _table("release_players", "sku", "build", "day", "crashed", "player")
+release_sketches = _table("release_sketches", "sku", "build", "day", "crashed", "registers")

@@ -135,6 +135,18 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("bad cursor", "GET", "/v1/crashes?sku=g&cursor=%00%01", {}, 400, "invalid_field"),
     ("bad granularity", "GET", "/v1/stats?sku=g&granularity=second", {}, 400, "invalid_field"),
     ("sql as the sku asked for", "GET", "/v1/crash-groups", {"params": {"sku": SQL}}, 400, "invalid_field"),
+    ("bad release interval", "GET", "/v1/releases/1.0?sku=g&interval=week", {}, 400, "invalid_field"),
+    ("release window over 90 days", "GET", "/v1/releases/1.0?sku=g&from=0&to=7776000001", {}, 400,
+     "invalid_field"),
+    ("release window backwards", "GET", "/v1/releases/1.0?sku=g&from=2000&to=1000", {}, 400, "invalid_field"),
+    ("too many builds asked for", "GET", "/v1/releases?sku=g&limit=101", {}, 400, "invalid_field"),
+    ("another listing's cursor for builds", "GET", "/v1/releases?sku=g&cursor=c3g", {}, 400, "invalid_field"),
+    ("release of no sku", "GET", "/v1/releases/1.0", {}, 400, "missing_field"),
+    ("unknown build", "GET", "/v1/releases/no-such-build?sku=g", {}, 404, "not_found"),
+    ("session status unknown", "POST", "/v1/sessions", {"json": {"sku": "g", "kind": "client", "status": "exited"}},
+     400, "invalid_field"),
+    ("session build with a slash", "POST", "/v1/sessions",
+     {"json": {"sku": "g", "kind": "client", "buildVersion": "1/2"}}, 400, "invalid_field"),
     ("idempotency key too long", "POST", "/v1/sessions",
      {"json": {"sku": "g", "kind": "client"}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
 ]
@@ -231,14 +243,14 @@ ROUTES = [(r.method, r.path) for r in API_ROUTES]
 @given(route=st.sampled_from(ROUTES), body=json_values | near_valid | st.lists(near_valid, max_size=3),
        raw=st.binary(max_size=64), use_raw=st.booleans(),
        params=st.dictionaries(st.sampled_from(["sku", "from", "to", "limit", "offset", "cursor", "fields", "score",
-                                               "radius", "granularity", "signature"]),
+                                               "radius", "granularity", "signature", "interval"]),
                               st.text(max_size=30), max_size=4),
        segment=st.text(min_size=1, max_size=20).filter(lambda s: "/" not in s and s not in (".", "..")))
 def test_fuzzing_never_gets_a_server_error(serve: Serve, route, body, raw, use_raw, params, segment):
     method, template = route
     segment = quote(segment, safe="")
     path = template.format(reportId=segment, name=segment, board=segment, playerId=segment, projectId=segment,
-                           key=segment, debugFile=segment, debugId=segment)
+                           key=segment, debugFile=segment, debugId=segment, build=segment)
     content = raw if use_raw else json.dumps(body).encode()
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         response = client.request(method, path, params=params, content=content if method != "GET" else None,

@@ -26,7 +26,8 @@ BODIES = {
 }
 PARAMS = {"/v1/crashes": {"sku": "roles:pc"}, "/v1/stats": {"sku": "roles:pc"},
           "/v1/crash-groups": {"sku": "roles:pc"}, "/v1/alerts": {"sku": "roles:pc"},
-          "/v1/leaderboards/{board}/rank": {"score": "1"}}
+          "/v1/leaderboards/{board}/rank": {"score": "1"}, "/v1/releases": {"sku": "roles:pc"},
+          "/v1/releases/{build}": {"sku": "roles:pc"}}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def call(client: httpx.Client, route: ApiRoute, key: str | None) -> httpx.Respon
     envelope, which names no project that exists)."""
     method, template = route.method, route.path
     path = template.format(reportId="1", name="a.txt", board="roles", playerId="p1", projectId="7", key=key,
-                           debugFile="game.pdb", debugId="0" * 33)
+                           debugFile="game.pdb", debugId="0" * 33, build="1.0")
     if route.credential != "api-key":
         auth = {"X-Sentry-Auth": f"Sentry sentry_key={key}"} if key and route.credential == "sentry" else {}
         return client.request(method, path, content=b"{}\n",

@@ -34,6 +34,7 @@ TAKEN = [
     ("POST", "/v1/crashes", {"sku": "g", "errorCode": "E_7", "stackTrace": None}),
     ("POST", "/v1/sessions", []),
     ("POST", "/v1/sessions", [{"sku": "g", "kind": "client", "playerId": ASTRAL_ID}] * 500),
+    ("POST", "/v1/sessions", {"sku": "g", "kind": "client", "buildVersion": ASTRAL_ID, "status": "crashed"}),
     ("POST", "/v1/scores", {"board": "b", "playerId": ASTRAL_ID, "score": 9.0}),
     ("POST", "/v1/scores", [{"board": "b", "playerId": "p", "score": -(2 ** 63)}]),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {
@@ -48,6 +49,7 @@ REFUSED = [
     ("POST", "/v1/crashes", {"crashType": "AV"}),
     ("POST", "/v1/crashes", {"sku": "no spaces"}),
     ("POST", "/v1/sessions", [{"sku": "g", "kind": "client"}] * 501),
+    ("POST", "/v1/sessions", {"sku": "g", "kind": "client", "status": "exited"}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": "7"}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "extra": 1}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {"nested": {"a": 1}}}),

@@ -1,0 +1,190 @@
+"""Release health: the builds of a sku, and of one build over a window its sessions, adoption,
+crash-free sessions and players, crash rate, and the change against the build before it. Sessions
+and players come from the session counter's release counts, crashes from the crash index (each
+report by its buildVersion and receivedAt)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, with_config
+from typing_extensions import TypedDict
+
+from ports import CrashIndex, SessionCounters
+from ports.cursors import decode_cursor, encode_cursor
+from ports.errors import InvalidField, NotFound
+from ports.releases import DAY_MS, OUTCOMES, BuildSeen
+from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
+
+MAX_BUILDS = 100
+MAX_WINDOW_DAYS = 90
+Interval = Literal["hour", "day"]
+_STEP = {"hour": HOUR_MS, "day": DAY_MS}
+_DEFAULT_DAYS = 7
+_CURSOR_KIND = "r"
+
+Share = Annotated[float | None, Field(ge=0, le=1)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ReleaseBuild(TypedDict):
+    """A build, with the first and last minute it had a session in."""
+
+    build: str
+    firstSeen: Time
+    lastSeen: Time
+
+
+@with_config(ConfigDict(extra="forbid"))
+class BuildPage(TypedDict):
+    builds: list[ReleaseBuild]
+    nextCursor: str | None
+
+
+@with_config(ConfigDict(extra="forbid"))
+class SessionOutcomes(TypedDict):
+    ok: Annotated[int, Field(ge=0)]
+    crashed: Annotated[int, Field(ge=0)]
+    abnormal: Annotated[int, Field(ge=0)]
+    errored: Annotated[int, Field(ge=0)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ReleasePoint(TypedDict):
+    start: Time
+    sessions: Annotated[int, Field(ge=0)]
+    crashedSessions: Annotated[int, Field(ge=0)]
+    adoption: Annotated[Share, Field(description="the build's share of the sku's sessions; null without any")]
+    crashFreeSessions: Annotated[Share, Field(description="1 - crashedSessions/sessions; null without sessions")]
+    crashes: Annotated[int, Field(ge=0)]
+    crashRate: Annotated[float | None, Field(ge=0, description="crashes/sessions; null without sessions")]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ReleaseFigures(TypedDict):
+    build: str
+    firstSeen: Time
+    lastSeen: Time
+    sessions: Annotated[int, Field(ge=0)]
+    outcomes: SessionOutcomes
+    adoption: Annotated[Share, Field(description="the build's share of the sku's sessions; null without any")]
+    crashFreeSessions: Annotated[Share, Field(description="1 - crashed sessions/sessions; null without sessions")]
+    players: Annotated[int, Field(ge=0, description=(
+        "distinct players of the build's sessions with a playerId, over the UTC days the window touches"))]
+    crashedPlayers: Annotated[int, Field(ge=0, description="those of them with a crashed session")]
+    crashFreePlayers: Annotated[Share, Field(description="1 - crashedPlayers/players; null without players")]
+    crashes: Annotated[int, Field(ge=0, description="crash reports of the build (buildVersion) received in the window")]
+    crashRate: Annotated[float | None, Field(ge=0, description="crashes/sessions; null without sessions")]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ReleaseChange(TypedDict):
+    """This build's figure less the previous build's, over the same window; null where either is."""
+
+    adoption: float | None
+    crashFreeSessions: float | None
+    crashFreePlayers: float | None
+    crashRate: float | None
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ReleaseHealth(ReleaseFigures):
+    sku: str
+    start: Time
+    end: Time
+    interval: Interval
+    previous: Annotated[ReleaseFigures | None, Field(
+        description="the build first seen before this one, over the same window; null for the first")]
+    change: ReleaseChange | None
+    series: list[ReleasePoint]
+
+
+def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:
+    position = decode_cursor(cursor, _CURSOR_KIND)
+    before = None
+    if position is not None:
+        first, _, build = position.partition(":")
+        try:
+            before = (int(first), build)
+        except ValueError:
+            raise InvalidField("cursor is not one this listing gave out", "cursor") from None
+    found = counters.builds(sku, before, limit + 1)
+    page = found[:limit]
+    last = page[-1] if page else None
+    return {"builds": [_build(b) for b in page],
+            "nextCursor": encode_cursor(_CURSOR_KIND, f"{last.first_seen}:{last.build}")
+            if last is not None and len(found) > limit else None}
+
+
+def _build(seen: BuildSeen) -> ReleaseBuild:
+    return {"build": seen.build, "firstSeen": to_rfc3339(seen.first_seen), "lastSeen": to_rfc3339(seen.last_seen)}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return min(1.0, max(0.0, part / whole)) if whole > 0 else None
+
+
+def _free(bad: int, whole: int) -> float | None:
+    share = _share(bad, whole)
+    return None if share is None else 1.0 - share
+
+
+def _less(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build: str, *,
+                   from_ms: int | None = None, to_ms: int | None = None, interval: Interval = "day") -> ReleaseHealth:
+    step = _STEP[interval]
+    # by default the last week's whole buckets, the current one last
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, step) + step - _DEFAULT_DAYS * DAY_MS)
+    start = floor_to(from_ms, step)
+    if to_ms - start > MAX_WINDOW_DAYS * DAY_MS:
+        raise InvalidField(f"a window of at most {MAX_WINDOW_DAYS} days", "from")
+    seen = counters.build(sku, build)
+    if seen is None:
+        raise NotFound(f"no session of build {build!r} of {sku!r} within retention")
+    all_sessions = counters.session_counts(sku, start, to_ms, step)
+    sessions = counters.release_sessions(sku, build, start, to_ms, step)
+    crashes = index.crash_counts(sku, start, to_ms, step, {"build_version": build})
+    series: list[ReleasePoint] = []
+    for bucket in range(start, to_ms, step):
+        s = sum(sessions.get(bucket, {}).values())
+        crashed, c = sessions.get(bucket, {}).get("crashed", 0), crashes.get(bucket, 0)
+        series.append({"start": to_rfc3339(bucket), "sessions": s, "crashedSessions": crashed,
+                       "adoption": _share(s, all_sessions.get(bucket, 0)), "crashFreeSessions": _free(crashed, s),
+                       "crashes": c, "crashRate": c / s if s else None})
+    figures = _figures(index, counters, sku, seen, start=start, end=to_ms, all_sessions=sum(all_sessions.values()))
+    before = counters.builds(sku, (seen.first_seen, seen.build), 1)
+    previous: ReleaseFigures | None = None
+    change: ReleaseChange | None = None
+    if before:
+        previous = _figures(index, counters, sku, before[0], start=start, end=to_ms,
+                            all_sessions=sum(all_sessions.values()))
+        change = {"adoption": _less(figures["adoption"], previous["adoption"]),
+                  "crashFreeSessions": _less(figures["crashFreeSessions"], previous["crashFreeSessions"]),
+                  "crashFreePlayers": _less(figures["crashFreePlayers"], previous["crashFreePlayers"]),
+                  "crashRate": _less(figures["crashRate"], previous["crashRate"])}
+    return {"sku": sku, **figures, "start": to_rfc3339(start), "end": to_rfc3339(to_ms), "interval": interval,
+            "previous": previous, "change": change, "series": series}
+
+
+def _figures(index: CrashIndex, counters: SessionCounters, sku: str, seen: BuildSeen, *, start: int, end: int,
+             all_sessions: int) -> ReleaseFigures:
+    """A build's figures over [start, end)."""
+    whole = end - start
+    sessions = counters.release_sessions(sku, seen.build, start, end, whole)
+    crashes = index.crash_counts(sku, start, end, whole, {"build_version": seen.build})
+    by_outcome = {o: sum(b.get(o, 0) for b in sessions.values()) for o in OUTCOMES}
+    outcomes: SessionOutcomes = {"ok": by_outcome["ok"], "crashed": by_outcome["crashed"],
+                          "abnormal": by_outcome["abnormal"], "errored": by_outcome["errored"]}
+    total = sum(by_outcome.values())
+    # players by UTC day: every day the window touches
+    days = (floor_to(start, DAY_MS), floor_to(end - 1, DAY_MS) + DAY_MS)
+    players = counters.players(sku, seen.build, *days, crashed=False)
+    crashed_players = min(players, counters.players(sku, seen.build, *days, crashed=True))
+    c = sum(crashes.values())
+    return {**_build(seen), "sessions": total, "outcomes": outcomes, "adoption": _share(total, all_sessions),
+            "crashFreeSessions": _free(outcomes["crashed"], total), "players": players,
+            "crashedPlayers": crashed_players, "crashFreePlayers": _free(crashed_players, players),
+            "crashes": c, "crashRate": c / total if total else None}

@@ -1,0 +1,223 @@
+"""Release health's counts on both storages (ports.releases through ports.SessionCounters), and the
+release figures against brute force: random streams of sessions and crashes go through the real
+session counter (batched, some batches redelivered) and the crash index, and every figure of
+crashes.releases must equal the one computed from the stream."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
+from adapters.embedded.log import SqliteEventLog
+from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from crashes.releases import list_builds, release_health
+from ports import Checkpoint, CrashIndex, EventLog, IndexEntry, LogRecord, SessionCounters
+from ports.releases import (
+    DAY_MS,
+    EXACT_PLAYERS,
+    SKETCH_ERROR,
+    BuildSeen,
+    PlayerDay,
+    ReleaseBucket,
+    ReleaseIncrements,
+    estimate,
+    merge,
+    sketch,
+)
+from ports.timeutil import HOUR_MS, floor_to, now_ms, to_rfc3339
+from sessions.counting import count_sessions
+from sessions.model import SessionCount, SessionEnvelope
+from tests.contract.conftest import ENGINES
+from tests.services import mysql_database, namespace
+
+M = 60_000
+
+
+@pytest.fixture(params=ENGINES)
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[CrashIndex, SessionCounters]]:
+    """The crash index and the counters in one database, as a deployment has them."""
+    if request.param == "embedded":
+        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+        yield SqliteCrashIndex(database), SqliteSessionCounters(database)
+        return
+    with mysql_database(namespace()) as mysql:
+        yield MysqlCrashIndex(mysql), MysqlSessionCounters(mysql)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[EventLog]:
+    log = SqliteEventLog(tmp_path / "log.sqlite")
+    yield log
+    log.close()
+
+
+def test_sessions_by_outcome_and_builds_newest_first(stores: tuple[CrashIndex, SessionCounters]) -> None:
+    _, counters = stores
+    counters.apply(Checkpoint("c", "s-0", -1, 0), {}, ReleaseIncrements({
+        ReleaseBucket("g", "1.0", 2 * M, "ok"): 3, ReleaseBucket("g", "1.0", 2 * M, "crashed"): 1,
+        ReleaseBucket("g", "1.0", 5 * M, "ok"): 2, ReleaseBucket("g", "1.1", 4 * M, "errored"): 1,
+        ReleaseBucket("h", "1.0", 0, "ok"): 7,
+    }))
+    counters.apply(Checkpoint("c", "s-0", 0, 1), {}, ReleaseIncrements({
+        ReleaseBucket("g", "1.0", 2 * M, "ok"): 1, ReleaseBucket("g", "1.0", M, "abnormal"): 1,
+        ReleaseBucket("g", "0.9", 4 * M, "ok"): 1,
+    }))
+    assert counters.release_sessions("g", "1.0", 0, 10 * M, M) == {
+        M: {"abnormal": 1}, 2 * M: {"ok": 4, "crashed": 1}, 5 * M: {"ok": 2}}
+    assert counters.release_sessions("g", "1.0", 2 * M, 5 * M, 10 * M) == {0: {"ok": 4, "crashed": 1}}
+    assert counters.build("g", "1.0") == BuildSeen("1.0", M, 5 * M)
+    assert counters.build("g", "2.0") is None
+    # first seen, newest first; ties by build, the greater first
+    assert counters.builds("g", None, 10) == [BuildSeen("1.1", 4 * M, 4 * M), BuildSeen("0.9", 4 * M, 4 * M),
+                                              BuildSeen("1.0", M, 5 * M)]
+    assert counters.builds("g", (4 * M, "1.1"), 1) == [BuildSeen("0.9", 4 * M, 4 * M)]
+    assert counters.builds("g", (4 * M, "0.9"), 5) == [BuildSeen("1.0", M, 5 * M)]
+    assert counters.builds("x", None, 5) == []
+
+
+def test_players_are_exact_by_id_then_a_sketch(stores: tuple[CrashIndex, SessionCounters]) -> None:
+    _, counters = stores
+    day = PlayerDay("g", "1.0", DAY_MS, False)
+    counters.apply(Checkpoint("c", "s-0", -1, 0), {}, ReleaseIncrements(players={
+        day: frozenset({"a", "b"}), PlayerDay("g", "1.0", 2 * DAY_MS, False): frozenset({"b", "c"}),
+        PlayerDay("g", "1.0", DAY_MS, True): frozenset({"b"}),
+    }))
+    counters.apply(Checkpoint("c", "s-0", 0, 1), {}, ReleaseIncrements(players={day: frozenset({"a", "d"})}))
+    assert counters.players("g", "1.0", DAY_MS, 2 * DAY_MS, crashed=False) == 3
+    assert counters.players("g", "1.0", 0, 3 * DAY_MS, crashed=False) == 4  # b on both days is one player
+    assert counters.players("g", "1.0", 0, 3 * DAY_MS, crashed=True) == 1
+    assert counters.players("g", "1.1", 0, 3 * DAY_MS, crashed=False) == 0
+    # beyond EXACT_PLAYERS a day is a sketch; the days still by id join it
+    many = [f"player-{i}" for i in range(3 * EXACT_PLAYERS)]
+    for offset, start in enumerate(range(0, len(many), 700), start=2):
+        counters.apply(Checkpoint("c", "s-0", offset - 1, offset), {},
+                       ReleaseIncrements(players={day: frozenset(many[start : start + 700])}))
+    exact = len(set(many) | {"a", "b", "c", "d"})
+    for got in (counters.players("g", "1.0", DAY_MS, 2 * DAY_MS, crashed=False),
+                counters.players("g", "1.0", 0, 3 * DAY_MS, crashed=False)):
+        assert abs(got - exact) <= 4 * SKETCH_ERROR * exact
+    assert counters.players("g", "1.0", 0, 3 * DAY_MS, crashed=True) == 1
+
+
+def test_the_sketch_merges_and_estimates_within_its_error() -> None:
+    a = [f"a{i}" for i in range(50_000)]
+    b = [f"b{i}" for i in range(30_000)] + a[:10_000]
+    union = estimate(merge([sketch(a), sketch(b)]))
+    assert abs(union - 80_000) <= 4 * SKETCH_ERROR * 80_000
+    assert estimate(sketch(a[:10])) == 10  # small counts: linear counting, all but exact
+    assert merge([sketch(a), sketch(b)]) == sketch(a + b)
+
+
+def test_purge_drops_release_counts_of_the_days_before_it(stores: tuple[CrashIndex, SessionCounters]) -> None:
+    _, counters = stores
+    today = floor_to(now_ms(), DAY_MS)
+    old = today - 2 * DAY_MS
+    counters.apply(Checkpoint("c", "s-0", -1, 0), {}, ReleaseIncrements(
+        {ReleaseBucket("g", "old", old, "ok"): 1, ReleaseBucket("g", "new", today, "crashed"): 2},
+        {PlayerDay("g", "old", old, False): frozenset({"p"}), PlayerDay("g", "new", today, True): frozenset({"q"})},
+    ))
+    assert counters.purge(today - DAY_MS) == 3  # old's sessions, players and build
+    assert counters.builds("g", None, 5) == [BuildSeen("new", today, today)]
+    assert counters.release_sessions("g", "old", 0, today + DAY_MS, DAY_MS) == {}
+    assert counters.players("g", "old", 0, today + DAY_MS, crashed=False) == 0
+    # a day that has not ended by the cut stays whole
+    assert counters.purge(today + 1) == 2  # new's sessions of today's first minute, and so the build
+    assert counters.players("g", "new", today, today + DAY_MS, crashed=True) == 1
+
+
+# --- release figures against brute force -------------------------------------------------------
+
+BUILDS = ["1.0", "1.1", "2.0"]
+DAYS = 3
+_session = st.tuples(
+    st.sampled_from([*BUILDS, None]),
+    st.integers(0, DAYS * 24 * 60 - 1),  # its minute
+    st.sampled_from(["ok", "crashed", "abnormal", "errored", None]),
+    st.sampled_from([f"p{i}" for i in range(6)] + [None]),
+    st.integers(1, 3),  # sessions the count stands for
+)
+_crash = st.tuples(st.sampled_from([*BUILDS, None]), st.integers(0, DAYS * 24 * 60 - 1))
+
+
+def _records(topic: str, sku: str, t0: int, sessions: list, offsets: Iterator[int]) -> list[LogRecord]:
+    """One record per session, as capture publishes a request's sessions of one sku."""
+    return [
+        LogRecord(topic, 0, next(offsets), SessionEnvelope(
+            eventId=str(uuid.uuid4()), receivedAt=t0 + minute * M + 7,
+            sessions=[SessionCount(sku=sku, kind="client", count=1 if player else count, buildVersion=build,
+                                   status=status, playerId=player if build else None)],
+        ).model_dump_json(exclude_defaults=True).encode(), None, (), 0)
+        for build, minute, status, player, count in sessions
+    ]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sessions=st.lists(_session, max_size=40), crashes=st.lists(_crash, max_size=15),
+       cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5), redeliver=st.booleans(),
+       interval=st.sampled_from(["hour", "day"]))
+def test_release_figures_equal_brute_force(stores: tuple[CrashIndex, SessionCounters], log: EventLog, sessions,
+                                           crashes, cuts, redeliver, interval):
+    index, counters = stores
+    sku = f"g-{uuid.uuid4().hex[:12]}"  # a fresh sku per example: skus share nothing
+    t0 = floor_to(now_ms(), DAY_MS) - DAYS * DAY_MS
+    records = _records(f"sessions.{sku}", sku, t0, sessions, itertools.count())
+    done = 0
+    for cut in itertools.cycle(cuts):
+        if done >= len(records):
+            break
+        batch = records[done : done + cut]
+        count_sessions(batch, counters, log)
+        if redeliver:
+            assert count_sessions(batch, counters, log) == 0
+        done += cut
+    index.insert_many([IndexEntry(uuid.uuid4().hex, str(uuid.uuid4()), sku, t0 + minute * M + 3, 1,
+                                  build_version=build) for build, minute in crashes])
+
+    # brute force: every session of a build counted `count` times, players by id
+    def of(build: str) -> list:
+        return [s for s in sessions if s[0] == build]
+
+    seen = {b: (min(m for _, m, *_ in of(b)), max(m for _, m, *_ in of(b))) for b in BUILDS if of(b)}
+    newest = sorted(seen, key=lambda b: (seen[b][0], b), reverse=True)
+    assert list_builds(counters, sku, limit=len(BUILDS))["builds"] == [
+        {"build": b, "firstSeen": to_rfc3339(t0 + seen[b][0] * M), "lastSeen": to_rfc3339(t0 + seen[b][1] * M)}
+        for b in newest]
+    everyone = sum(count if player is None else 1 for *_, player, count in sessions)
+
+    def figures(build: str) -> dict:
+        mine = of(build)
+        total = sum(c if p is None else 1 for *_, p, c in mine)
+        crashed = sum(c if p is None else 1 for _, _, status, p, c in mine if status == "crashed")
+        players = {p for *_, p, _ in mine if p is not None}
+        crashed_players = {p for _, _, status, p, _ in mine if p is not None and status == "crashed"}
+        n = sum(1 for b, _ in crashes if b == build)
+        return {"sessions": total, "crashes": n, "players": len(players), "crashedPlayers": len(crashed_players),
+                "adoption": total / everyone if everyone else None,
+                "crashFreeSessions": 1 - crashed / total if total else None,
+                "crashFreePlayers": 1 - len(crashed_players) / len(players) if players else None,
+                "crashRate": n / total if total else None}
+
+    for build in seen:
+        got = release_health(index, counters, sku, build, from_ms=t0, to_ms=t0 + DAYS * DAY_MS, interval=interval)
+        want = figures(build)
+        assert {name: got[name] for name in want} == pytest.approx(want)  # type: ignore[literal-required]
+        before = newest[newest.index(build) + 1] if newest.index(build) + 1 < len(newest) else None
+        assert (got["previous"] or {}).get("build") == before
+        if before is not None:
+            assert {name: got["previous"][name] for name in want} == pytest.approx(figures(before))  # type: ignore
+        step = HOUR_MS if interval == "hour" else DAY_MS
+        assert len(got["series"]) == DAYS * DAY_MS // step
+        assert sum(b["sessions"] for b in got["series"]) == want["sessions"]
+        assert sum(b["crashes"] for b in got["series"]) == want["crashes"]
+        by_bucket: dict[int, int] = {}
+        for _, minute, _, player, count in of(build):
+            key = (minute * M) // step
+            by_bucket[key] = by_bucket.get(key, 0) + (count if player is None else 1)
+        assert [b["sessions"] for b in got["series"]] == [by_bucket.get(k, 0) for k in range(DAYS * DAY_MS // step)]

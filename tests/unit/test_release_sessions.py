@@ -1,0 +1,71 @@
+"""Sessions that carry their outcome, from /v1/sessions and from a Sentry SDK, into release health's
+counts; and records of sessions without a build stay as they were (their body hash with them)."""
+
+from __future__ import annotations
+
+import json
+
+from adapters.factory import Adapters
+from ports.releases import DAY_MS, Outcome
+from reporters.capture import capture_envelope
+from reporters.sentry import parse_envelope
+from sessions.capture import capture_sessions
+from sessions.counting import count_sessions
+from sessions.model import SessionCount, SessionEvent, sessions_json
+
+SKU = "skyrift:pc"
+EVER = (0, 2**62)
+
+
+def count(adapters: Adapters) -> None:
+    count_sessions(adapters.log.consumer("test", "sessions").poll(100, 1 << 30, 0.1), adapters.counters,
+                   adapters.log)
+
+
+def outcomes(adapters: Adapters, build: str) -> dict[Outcome, int]:
+    return adapters.counters.release_sessions(SKU, build, *EVER, 2**61).get(0, {})
+
+
+def players(adapters: Adapters, build: str, crashed: bool) -> int:
+    return adapters.counters.players(SKU, build, 0, 2**62 // DAY_MS * DAY_MS, crashed)
+
+
+def test_a_record_of_no_build_is_the_one_sessions_always_had() -> None:
+    assert sessions_json([SessionCount(sku=SKU, kind="client"), SessionCount(sku=SKU, kind="server", count=3)]) \
+        == b'[{"sku":"skyrift:pc","kind":"client"},{"sku":"skyrift:pc","kind":"server","count":3}]'
+
+
+def test_posted_sessions_count_by_build_outcome_and_player(adapters: Adapters) -> None:
+    events = [SessionEvent.model_validate(e) for e in (
+        {"sku": SKU, "kind": "client", "buildVersion": "1.4.3", "playerId": "a", "status": "crashed"},
+        {"sku": SKU, "kind": "client", "buildVersion": "1.4.3", "playerId": "a"},
+        {"sku": SKU, "kind": "client", "buildVersion": "1.4.3", "playerId": "b", "status": "abnormal"},
+        {"sku": SKU, "kind": "server", "playerId": "c"},  # no build: the sku's sessions alone
+    )]
+    capture_sessions(adapters.log, adapters.spill, events)
+    [record] = adapters.log.consumer("peek", "sessions").poll(10, 1 << 20, 0.1)
+    assert json.loads(record.value)["sessions"][3] == {"sku": SKU, "kind": "server"}
+    count(adapters)
+    assert outcomes(adapters, "1.4.3") == {"crashed": 1, "ok": 1, "abnormal": 1}
+    assert (players(adapters, "1.4.3", False), players(adapters, "1.4.3", True)) == (2, 1)
+    assert sum(adapters.counters.session_counts(SKU, *EVER, 2**61).values()) == 4
+
+
+def test_a_sentry_upload_counts_its_sessions_by_release_did_and_status(adapters: Adapters) -> None:
+    opened = [{"sid": f"00000000-0000-4000-8000-00000000000{i}", "init": True, "started": "2026-11-24T05:00:00Z",
+               "status": status, "did": did, "errors": errors, "attrs": {"release": release}}
+              for i, (status, did, errors, release) in enumerate([
+                  ("ok", "p1", 0, "game@2.0"), ("crashed", "p2", 0, "game@2.0"), ("exited", "p3", 2, "game@2.0"),
+                  ("ok", "p4", 0, "a/b"),  # a release no route can name: no build
+              ])]
+    body = b"{}\n" + b"".join(b'{"type":"session"}\n' + json.dumps(s).encode() + b"\n" for s in opened)
+    aggregate = json.dumps({"attrs": {"release": "game@2.0"}, "aggregates": [
+        {"started": "2026-11-24T05:00:00Z", "did": "p5", "exited": 3, "crashed": 2, "abnormal": 1}]}).encode()
+    body += b'{"type":"sessions"}\n' + aggregate + b"\n"
+    for _ in range(2):  # the opened sessions sent again are counted once; aggregates each time
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+    count(adapters)
+    assert outcomes(adapters, "game@2.0") == {"ok": 1 + 6, "crashed": 1 + 4, "errored": 1, "abnormal": 2}
+    assert (players(adapters, "game@2.0", False), players(adapters, "game@2.0", True)) == (4, 2)
+    assert adapters.counters.build(SKU, "a/b") is None
+    assert sum(adapters.counters.session_counts(SKU, *EVER, 2**61).values()) == 4 + 2 * 6

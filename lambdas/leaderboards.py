@@ -16,7 +16,7 @@ from api.requests import JsonBody
 from api.resolver import answer, create_resolver, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
-from ranking import leaderboard
+from ranking import bans, leaderboard
 from ranking.capture import Removal, capture_removal
 from ranking.leaderboard import (
     Board,
@@ -138,6 +138,38 @@ def get_rank(board: str, score: Annotated[int, Query(ge=INT64_MIN, le=INT64_MAX)
                  "score")), DIGITS] = None) -> Response[str]:
     return json_response(200, leaderboard.rank_for_score(current().ranking, DEFAULT_TREE, board, score, season,
                                                          subscore=subscore))
+
+
+_BANS = ("needs a server key. A banned player's records leave every board's ranks and lists, every season, "
+         "within the boards' workers' delay (202 once that is asked durably); they keep taking updates, hidden, "
+         "and come back when the ban is lifted")
+
+
+@app.get("/v1/bans", operation_id="listBans", summary="The banned players, by playerId", description=_BANS,
+         responses={200: answer(bans.BanPage, "a page of banned players")})
+def list_bans(limit: Annotated[int, Query(ge=1, le=bans.MAX_BANS), DIGITS] = 100, cursor: Cursor = None,
+              ) -> Response[str]:
+    return json_response(200, bans.bans(current().ranking, limit=limit, cursor=cursor))
+
+
+@app.get("/v1/bans/<player_id>", operation_id="getBan", summary="Whether a player is banned, and since when",
+         description=_BANS, responses={200: answer(bans.BannedPlayer, "the player is banned")})
+def get_ban(player_id: str) -> Response[str]:
+    return json_response(200, bans.banned_player(current().ranking, player_id))
+
+
+@app.put("/v1/bans/<player_id>", operation_id="banPlayer", summary="Ban a player from every leaderboard",
+         description=_BANS, responses={202: answer(bans.BanChange, "the ban is durable")})
+def put_ban(player_id: str) -> Response[str]:
+    a = current()
+    return json_response(202, bans.ban(a.ranking, a.log, a.spill, player_id))
+
+
+@app.delete("/v1/bans/<player_id>", operation_id="liftBan", summary="Lift a player's ban: its records come back",
+            description=_BANS, responses={202: answer(bans.BanChange, "the lifting is durable")})
+def delete_ban(player_id: str) -> Response[str]:
+    a = current()
+    return json_response(202, bans.restore(a.ranking, a.log, a.spill, player_id))
 
 
 @instrumented

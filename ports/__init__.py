@@ -396,6 +396,8 @@ class BoardUpdate:
     """(score, level, prefix) → count change of the tie trees (ranking.ties), added after `cleared`."""
     cleared: Sequence[int] = ()
     """The scores whose tie tree goes: one player or none is left at them."""
+    hidden: frozenset[str] = frozenset()
+    """The players of `scores` whose records are written hidden: banned (ranking.bans)."""
 
     @property
     def stored_as(self) -> str:
@@ -411,6 +413,8 @@ class Entry:
     tiebreak: int = 0
     """What ranks it among players of the same score (ranking.ties): the greater the better on a
     desc board, the smaller on an asc one; 0 on a board whose ties share a rank."""
+    hidden: bool = False
+    """Its player is banned: out of every rank and list, kept as the updates make it."""
 
     @property
     def position(self) -> Position:
@@ -443,7 +447,7 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
     def scores(self, board: str, player_ids: Sequence[str]) -> dict[str, int]: ...
 
     def records(self, board: str, player_ids: Sequence[str]) -> dict[str, Entry]:
-        """These players' records, with their metadata."""
+        """These players' records, with their metadata, hidden ones included (Entry.hidden)."""
         ...
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
@@ -458,7 +462,27 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
 
     def following(self, board: str, order: Order, position: Position, worse: bool, limit: int) -> list[Entry]:
         """The players strictly worse (or better) than `position` in the board's order, nearest
-        first."""
+        first (hidden records left out, as in every read below)."""
+        ...
+
+    def ban(self, player_id: str, banned_at: int) -> bool:
+        """Puts the player on the ban list (at once, for every board); True when it was not on it."""
+        ...
+
+    def unban(self, player_id: str) -> bool:
+        """Takes the player off the ban list; True when it was on it."""
+        ...
+
+    def banned(self, player_ids: Sequence[str]) -> dict[str, int]:
+        """Those of these players on the ban list, with when they were banned."""
+        ...
+
+    def bans(self, after: str, limit: int) -> list[tuple[str, int]]:
+        """The ban list by playerId after `after`: each player and when it was banned."""
+        ...
+
+    def keys_of(self, player_id: str) -> list[str]:
+        """Where the player has records, hidden or not: its boards' seasons."""
         ...
 
     def leaves(self, board: str, scores: Sequence[int]) -> dict[int, int]:

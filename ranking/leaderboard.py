@@ -208,6 +208,11 @@ def wipe(store: RankingStore, board: str) -> Wiped:
     return {"board": board, "season": to_rfc3339(at)}
 
 
+def _shown(store: RankingStore, key: str, player_ids: Sequence[str]) -> dict[str, Entry]:
+    """These players' records, but for those hidden by a ban (ranking.bans)."""
+    return {player: e for player, e in store.records(key, player_ids).items() if not e.hidden}
+
+
 def _entry(rank: int, entry: Entry) -> RankedEntry:
     return {"rank": rank, "playerId": entry.player_id, "score": entry.score,
             "metadata": None if entry.metadata is None else json.loads(entry.metadata)}
@@ -241,7 +246,7 @@ def _ranked(
 def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: int | None = None) -> RankedEntry:
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
-    record = store.records(key, [player_id]).get(player_id)
+    record = _shown(store, key, [player_id]).get(player_id)
     if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
     return _entry(rank_of_entry(tree, store, key, settings, record), record)
@@ -299,7 +304,7 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
            season: int | None = None) -> Entries:
     settings = settings_of(store, board)
     key, start = _season(settings, season)
-    record = store.records(key, [player_id]).get(player_id)
+    record = _shown(store, key, [player_id]).get(player_id)
     if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
     above = store.following(key, settings.order, record.position, worse=False, limit=radius)
@@ -326,7 +331,7 @@ def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[s
     per player where ties do not share a rank."""
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
-    found = store.records(key, list(dict.fromkeys(player_ids)))
+    found = _shown(store, key, list(dict.fromkeys(player_ids)))
     sign = -1 if settings.order == "desc" else 1
     ordered = sorted(found.values(), key=lambda e: (sign * e.score, sign * e.tiebreak, e.player_id))
     if settings.ties == "shared":

@@ -53,10 +53,22 @@ class PlayerRef(BaseModel):
     playerId: PlayerId
 
 
+class Recheck(BaseModel):
+    """A record whose player was banned or restored (ranking.bans): the worker shows or hides it
+    as the ban list says when it applies this."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    key: str
+    """Where the record is stored: its board's season (ranking.seasons.season_key)."""
+    playerId: PlayerId
+
+
 class ScoreEnvelope(BaseModel):
     """One record per board of a request, keyed by board, so a board's updates stay in order in
     one partition and only that partition's worker writes the board. `removed`: records deleted
-    (after the scores, in the season current at receivedAt)."""
+    (after the scores, in the season current at receivedAt); `rechecked`: records shown or hidden
+    as the ban list says."""
 
     model_config = ConfigDict(strict=True)
 
@@ -65,6 +77,7 @@ class ScoreEnvelope(BaseModel):
     scores: list[Score]
     bodyHash: str | None = None
     removed: list[PlayerRef] = []
+    rechecked: list[Recheck] = []
 
 
 _SCORES = TypeAdapter(list[Score])

@@ -47,6 +47,8 @@ class _Event(NamedTuple):
     # (board, player, the update's value or None: the record removed, its subscore, its metadata as
     # JSON text), in the order they apply
     scores: list[tuple[str, str, int | None, int | None, str | None]]
+    # (key, player): records to show or hide as the ban list says
+    rechecked: list[tuple[str, str]]
 
 
 def _event(value: bytes) -> _Event:
@@ -56,7 +58,8 @@ def _event(value: bytes) -> _Event:
         (s.board, s.playerId, s.score, s.subscore, None if s.metadata is None else metadata_text(s.metadata))
         for s in envelope.scores]
     changes += [(r.board, r.playerId, None, None, None) for r in envelope.removed]
-    return _Event(envelope.eventId, envelope.bodyHash, envelope.receivedAt, changes)
+    return _Event(envelope.eventId, envelope.bodyHash, envelope.receivedAt, changes,
+                  [(r.key, r.playerId) for r in envelope.rechecked])
 
 
 # a record's metadata left as it is (None clears it)
@@ -86,35 +89,58 @@ def _fold(settings: BoardSettings, current: Key | None, changes: Sequence[Change
 
 def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> list[BoardUpdate]:
     settings: dict[str, BoardSettings] = {}
-    # (board, season start) → player → the changes in log order
-    pending: dict[tuple[str, int | None], dict[str, list[Change]]] = defaultdict(lambda: defaultdict(list))
+
+    def settings_of(board: str) -> BoardSettings:
+        if board not in settings:
+            settings[board] = store.get_board(board) or BoardSettings(board)
+        return settings[board]
+
+    # stored key → its board, its season's start, and player → the changes in log order
+    pending: dict[str, tuple[str, int | None, dict[str, list[Change]]]] = {}
     for event in events:
         for board, player, value, subscore, carried in event.scores:
-            if board not in settings:
-                settings[board] = store.get_board(board) or BoardSettings(board)
-            board_settings = settings[board]
+            board_settings = settings_of(board)
             season = season_start(board_settings.reset, event.receivedAt, board_settings.epochs)
             brings = tiebreak(board_settings.ties, board_settings.order, event.receivedAt, subscore)
-            pending[board, season][player].append((value, brings, carried))
-    updates = []
-    for (board, season), players in pending.items():
-        key = season_key(board, season)
-        current = {player: (e.score, e.tiebreak) for player, e in store.records(key, list(players)).items()}
-        moves: dict[str, tuple[Key | None, Key | None]] = {}
-        metadata: dict[str, str | None] = {}
-        for player, changes in players.items():
-            was = current.get(player)
-            latest, kept = _fold(settings[board], was, changes)
-            if latest != was:
-                moves[player] = (was, latest)
-            if latest is not None and kept is not _KEPT and (kept is not None or was is not None):
-                metadata[player] = kept if isinstance(kept, str) else None
-        scores = {player: new[0] for player, (_, new) in moves.items() if new is not None}
-        tiebreaks = {player: new[1] for player, (_, new) in moves.items() if new is not None and new[1]}
-        deltas = tree.deltas([(None if old is None else old[0], None if new is None else new[0])
-                              for old, new in moves.values()])
-        removed = [player for player, (_, new) in moves.items() if new is None]
-        tie_deltas, cleared = ({}, []) if settings[board].ties == "shared" else tie_changes(store, key, moves)
-        updates.append(BoardUpdate(settings[board], scores, deltas, key, season, removed, metadata, tiebreaks,
-                                   tie_deltas, cleared))
-    return updates
+            key = season_key(board, season)
+            pending.setdefault(key, (board, season, defaultdict(list)))[2][player].append((value, brings, carried))
+        for key, player in event.rechecked:
+            board, _, start = key.partition("@")
+            settings_of(board)
+            pending.setdefault(key, (board, int(start) if start else None, defaultdict(list)))[2].setdefault(player, [])
+    banned = set(store.banned(list({player for _, _, players in pending.values() for player in players})))
+    return [_update(key, settings[board], season=season, players=players, banned=banned, store=store, tree=tree)
+            for key, (board, season, players) in pending.items()]
+
+
+def _update(key: str, settings: BoardSettings, *, season: int | None, players: dict[str, list[Change]],
+            banned: set[str], store: RankingStore, tree: Tree) -> BoardUpdate:
+    """One board season's share of a batch. The trees count the records shown: a banned player's
+    record is kept as its updates make it, hidden, and shown again once the ban is lifted."""
+    records = store.records(key, list(players))
+    moves: dict[str, tuple[Key | None, Key | None]] = {}
+    written: dict[str, Key] = {}
+    metadata: dict[str, str | None] = {}
+    removed = []
+    for player, changes in players.items():
+        record = records.get(player)
+        was = None if record is None else (record.score, record.tiebreak)
+        latest, kept = _fold(settings, was, changes)
+        hidden = player in banned
+        if latest is None:
+            if record is not None:
+                removed.append(player)
+        elif latest != was or (record is not None and hidden != record.hidden):
+            written[player] = latest
+        shown_before = None if record is None or record.hidden else was
+        shown = None if hidden else latest
+        if shown != shown_before:
+            moves[player] = (shown_before, shown)
+        if latest is not None and kept is not _KEPT and (kept is not None or was is not None):
+            metadata[player] = kept if isinstance(kept, str) else None
+    deltas = tree.deltas([(None if old is None else old[0], None if new is None else new[0])
+                          for old, new in moves.values()])
+    tie_deltas, cleared = ({}, []) if settings.ties == "shared" else tie_changes(store, key, moves)
+    return BoardUpdate(settings, {player: score for player, (score, _) in written.items()}, deltas, key, season,
+                       removed, metadata, {player: t for player, (_, t) in written.items() if t}, tie_deltas,
+                       cleared, frozenset(player for player in written if player in banned))

@@ -19,6 +19,8 @@ class BruteBoard:
         self.metadata: dict[str, Any] = {}
         # earliest: when the score was reached; subscore: the subscore
         self.second: dict[str, int] = {}
+        # players whose records are hidden (ranking.bans): they keep taking updates
+        self.banned: set[str] = set()
 
     def apply(self, player: str, value: int, metadata: Any = None, *, at: int = 0, subscore: int | None = None) -> None:
         """A new record starts without metadata; an update that set the score brings its own."""
@@ -59,10 +61,11 @@ class BruteBoard:
 
     def rank(self, score: int, subscore: int | None = None) -> int:
         """The rank a record of this score would have (reached now, or with this subscore)."""
-        strictly = sum(1 for s in self.scores.values() if better(self.order, s, score))
+        shown = {p: s for p, s in self.scores.items() if p not in self.banned}
+        strictly = sum(1 for s in shown.values() if better(self.order, s, score))
         if self.ties == "shared":
             return 1 + strictly
-        level = [p for p, s in self.scores.items() if s == score]
+        level = [p for p, s in shown.items() if s == score]
         if self.ties == "subscore" and subscore is not None:
             level = [p for p in level if not better(self.order, subscore, self.second[p])]
         return 1 + strictly + len(level)
@@ -70,7 +73,7 @@ class BruteBoard:
     def ordered(self) -> list[dict[str, Any]]:
         """Best first, ties by playerId ascending (or by the board's ties), with ranks (1, 2, 2, 4)
         or, where ties do not share one, 1, 2, 3, 4."""
-        players = sorted(self.scores, key=self._sort_key)
+        players = sorted((p for p in self.scores if p not in self.banned), key=self._sort_key)
         return [{"rank": self.rank(self.scores[p]) if self.ties == "shared" else position, "playerId": p,
                  "score": self.scores[p], "metadata": self.metadata.get(p)}
                 for position, p in enumerate(players, start=1)]

@@ -9,7 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from adapters.sql.schema import board_seasons, boards, rank_nodes, rank_scores, rank_tie_nodes
+from adapters.sql.schema import banned_players, board_seasons, boards, rank_nodes, rank_scores, rank_tie_nodes
 from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
 from ports import NEVER_RESETS, BoardSettings, BoardUpdate, Entry, NodeRange, Order, Position
 
@@ -43,16 +43,33 @@ _settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, bo
                       boards.c.epochs, boards.c.ties)
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
-_entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata, rank_scores.c.tiebreak)
+_entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata, rank_scores.c.tiebreak,
+                     rank_scores.c.hidden)
 _s = rank_scores.c
+_shown = _s.hidden == 0
 TIED_BEFORE = Statement(sa.select(sa.func.count()).where(
-    _board, _s.score == _bind("score"), _s.tiebreak == _bind("tiebreak"), _s.player_id < _bind("player")))
+    _board, _s.score == _bind("score"), _s.tiebreak == _bind("tiebreak"), _s.player_id < _bind("player"), _shown))
+_b = banned_players.c
+BAN = insert(banned_players, ("player_id", "banned_at"), keys=("player_id",))
+UNBAN = Statement(sa.delete(banned_players).where(_b.player_id == _bind("player")))
+BANS = Statement(sa.select(_b.player_id, _b.banned_at).where(_b.player_id > _bind("after"))
+                 .order_by(_b.player_id).limit(_bind("limit")))
+KEYS_OF = Statement(sa.select(_s.board).where(_s.player_id == _bind("player")).order_by(_s.board))
+
+
+@functools.cache
+def _banned(count: int) -> Statement:
+    return Statement(sa.select(_b.player_id, _b.banned_at).where(_b.player_id.in_(marks("player", count))))
+
+
+def banned(player_ids: list[str]) -> Query:
+    return _banned(padded(len(player_ids))), listed("player", player_ids)
 
 _BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties")
 PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
 ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
-SET_SCORES = insert(rank_scores, ("board", "player_id", "score", "tiebreak"), keys=("board", "player_id"),
-                    replace=("score", "tiebreak"))
+SET_SCORES = insert(rank_scores, ("board", "player_id", "score", "tiebreak", "hidden"), keys=("board", "player_id"),
+                    replace=("score", "tiebreak", "hidden"))
 SET_METADATA = Statement(sa.update(rank_scores).where(_board, rank_scores.c.player_id == _bind("player"))
                          .values(metadata=_bind("metadata")), in_order=("metadata", "board", "player"))
 REMOVE_SCORE = Statement(sa.delete(rank_scores).where(_board, rank_scores.c.player_id == _bind("player")),
@@ -89,9 +106,9 @@ def removed_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str]]:
     return [(u.stored_as, player) for u in updates for player in u.removed]
 
 
-def score_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str, int, int]]:
+def score_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str, int, int, int]]:
     """The values of SET_SCORES."""
-    return [(u.stored_as, player, score, u.tiebreaks.get(player, 0))
+    return [(u.stored_as, player, score, u.tiebreaks.get(player, 0), int(player in u.hidden))
             for u in updates for player, score in u.scores.items()]
 
 
@@ -138,7 +155,7 @@ def leaves(board: str, scores: list[int]) -> Query:
 
 @functools.cache
 def _at_scores(count: int) -> Statement:
-    return Statement(_entries.where(_board, _s.score.in_(marks("score", count))))
+    return Statement(_entries.where(_board, _s.score.in_(marks("score", count)), _shown))
 
 
 def at_scores(board: str, scores: list[int]) -> Query:
@@ -158,7 +175,7 @@ def _following(step: str, down: bool, worse: bool) -> Statement:
         "score": (_s.score == score, _s.tiebreak < tiebreak if down else _s.tiebreak > tiebreak),
         "beyond": (_s.score < score if down else _s.score > score,),
     }[step]
-    return Statement(_entries.where(_board, *past).order_by(
+    return Statement(_entries.where(_board, *past, _shown).order_by(
         _s.score.desc() if down else _s.score.asc(), _s.tiebreak.desc() if down else _s.tiebreak.asc(),
         _s.player_id.asc() if worse else _s.player_id.desc()).limit(_bind("limit")))
 
@@ -174,4 +191,5 @@ def following(step: str, board: str, order: Order, position: Position, *, worse:
 
 
 def entries(rows: Any) -> list[Entry]:
-    return [Entry(str(player), int(score), metadata, int(tiebreak)) for player, score, metadata, tiebreak in rows]
+    return [Entry(str(player), int(score), metadata, int(tiebreak), bool(hidden))
+            for player, score, metadata, tiebreak, hidden in rows]

@@ -276,6 +276,28 @@ class RankingReads(Checkpointed):
     def tie_sum(self, board: str, score: int, ranges: Sequence[NodeRange]) -> int:
         return int(self._database.rows(*ranking_sql.sum_counts(board, list(ranges), score))[0][0]) if ranges else 0
 
+    def ban(self, player_id: str, banned_at: int) -> bool:
+        with self._database.transaction() as t:
+            return t.execute(ranking_sql.BAN, {"player_id": player_id, "banned_at": banned_at}) > 0
+
+    def unban(self, player_id: str) -> bool:
+        with self._database.transaction() as t:
+            return t.execute(ranking_sql.UNBAN, {"player": player_id}) > 0
+
+    def banned(self, player_ids: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(player_ids), self.SCORES_AT_ONCE):
+            query = ranking_sql.banned(list(player_ids[start : start + self.SCORES_AT_ONCE]))
+            found.update((str(player), int(at)) for player, at in self._database.rows(*query))
+        return found
+
+    def bans(self, after: str, limit: int) -> list[tuple[str, int]]:
+        return [(str(player), int(at)) for player, at in self._database.rows(ranking_sql.BANS,
+                                                                              {"after": after, "limit": limit})]
+
+    def keys_of(self, player_id: str) -> list[str]:
+        return [str(key) for (key,) in self._database.rows(ranking_sql.KEYS_OF, {"player": player_id})]
+
     def tied_before(self, board: str, position: Position) -> int:
         return int(self._database.rows(ranking_sql.TIED_BEFORE, {
             "board": board, "score": position.score, "tiebreak": position.tiebreak,

@@ -21,7 +21,7 @@ from adapters.embedded.log import SqliteEventLog
 from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, RankingStore
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN
-from ranking import leaderboard
+from ranking import bans, leaderboard
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
 from ranking.tree import Tree
@@ -400,3 +400,76 @@ def test_a_board_s_ties_are_chosen_when_it_is_made(ranking_store: RankingStore):
         leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(ties="shared"))
     assert refused.value.field == "ties"
     assert ranking_store.get_board("firsts") == BoardSettings("firsts", "asc", "best", ties="earliest")
+
+
+ban_ops = st.lists(st.one_of(
+    st.tuples(st.just("score"), st.integers(0, 1), st.sampled_from(PLAYERS[:6]), tie_values, st.integers(0, 5)),
+    st.tuples(st.just("delete"), st.integers(0, 1), st.sampled_from(PLAYERS[:6]), st.none(), st.none()),
+    st.tuples(st.sampled_from(["ban", "unban"]), st.none(), st.sampled_from(PLAYERS[:6]), st.none(), st.none()),
+), min_size=1, max_size=40)
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(boards=st.lists(st.tuples(st.sampled_from(["desc", "asc"]), st.sampled_from(["best", "set", "incr"]),
+                                 st.sampled_from(["shared", "earliest", "subscore"])), min_size=2, max_size=2),
+       ops=ban_ops, cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5), redeliver=st.booleans())
+def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingStore, log, boards, ops, cuts,
+                                                        redeliver):
+    """Scores, deletions, bans and their lifting, in random batches: once the workers applied
+    what the bans asked, every board equals a brute-force board without the banned players, whose
+    records took their updates meanwhile (a lifted ban shows the record they would have had)."""
+    names = [f"b-{uuid.uuid4().hex[:12]}" for _ in boards]
+    brutes = []
+    for name, (order, operator, ties) in zip(names, boards, strict=True):
+        leaderboard.configure(ranking_store, name, BoardSettingsBody(order=order, operator=operator, ties=ties))
+        brutes.append(BruteBoard(order, operator, ties))
+    ours = set(PLAYERS[:6])
+    for player in ours:  # the ban list is the store's: these players' start off it
+        ranking_store.unban(player)
+    offsets = itertools.count()
+    pending: list[LogRecord] = []
+
+    def apply(records: list[LogRecord]) -> None:
+        apply_scores(records, ranking_store, log, TREE)
+        if redeliver:
+            assert apply_scores(records, ranking_store, log, TREE) == 0
+
+    banned: set[str] = set()
+    for index, (kind, board, player, value, at) in enumerate(ops):
+        if kind in ("ban", "unban"):
+            ranking_store.ban(player, T0) if kind == "ban" else ranking_store.unban(player)
+            (banned.add if kind == "ban" else banned.discard)(player)
+            outgoing, _ = bans.rechecks(ranking_store, player)
+            pending += [LogRecord(f"scores.{names[0]}", 0, next(offsets), r.value, r.key, (), 0) for r in outgoing]
+        else:
+            pending.append(LogRecord(f"scores.{names[0]}", 0, next(offsets), json.dumps({
+                "eventId": str(uuid.uuid4()), "receivedAt": T0 + (at or 0),
+                "scores": [] if kind == "delete" else [{"board": names[board], "playerId": player, "score": value,
+                                                         "subscore": value}],
+                "removed": [{"board": names[board], "playerId": player}] if kind == "delete" else [],
+            }).encode(), names[board].encode(), (), 0))
+            brute = brutes[board]
+            brute.remove(player) if kind == "delete" else brute.apply(player, value, at=T0 + (at or 0),
+                                                                      subscore=value)
+        if len(pending) >= cuts[index % len(cuts)]:
+            apply(pending)
+            pending = []
+    apply(pending)
+
+    for name, brute in zip(names, brutes, strict=True):
+        brute.banned = banned
+        expected = brute.ordered()
+        assert leaderboard.describe(ranking_store, TREE, name)["players"] == len(expected)
+        assert leaderboard.top(ranking_store, TREE, name, limit=100)["entries"] == expected
+        for player in ours:
+            if player in banned or player not in brute.scores:
+                with pytest.raises(NotFound):
+                    leaderboard.player(ranking_store, TREE, name, player)
+        for index, entry in enumerate(expected):
+            assert leaderboard.player(ranking_store, TREE, name, entry["playerId"]) == entry
+            got = leaderboard.around(ranking_store, TREE, name, entry["playerId"], radius=1)
+            assert got["entries"] == expected[max(0, index - 1) : index + 2]
+        friends = leaderboard.ranks_of(ranking_store, TREE, name, sorted(ours))
+        assert friends["entries"] == expected
+        assert set(friends["missing"]) == ours - {e["playerId"] for e in expected}
+    assert {player for player, _ in ranking_store.bans("", 100)} & ours == banned

@@ -113,3 +113,53 @@ def test_20000_updates_then_every_answer_equals_brute_force(serve: Serve):
                 assert got == {"score": probe, "rank": brute.rank(probe)}
         assert client.get("/v1/leaderboards/nope").status_code == 404
         assert client.get(f"/v1/leaderboards/{next(iter(BOARDS))}/players/nobody").status_code == 404
+
+
+def eventually(read: Any, done: Any, seconds: float = 60) -> Any:
+    deadline = time.monotonic() + seconds
+    got = read()
+    while not done(got) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        got = read()
+    return got
+
+
+def test_ties_rank_each_player_and_a_ban_hides_one_on_every_board(serve: Serve):
+    """Through the API: the first to reach a score ranks above the later, a subscore breaks a tie,
+    and a banned player leaves both boards (and the friends list) until the ban is lifted."""
+    with httpx.Client(base_url=serve.url, timeout=60) as client:
+        assert client.put("/v1/leaderboards/firsts", json={"ties": "earliest"}).json()["ties"] == "earliest"
+        assert client.put("/v1/leaderboards/arena", json={"ties": "subscore"}).json()["ties"] == "subscore"
+        assert client.put("/v1/leaderboards/arena", json={"ties": "shared"}).status_code == 400
+        for player in ("late", "early"):  # in order, milliseconds apart: "late" reaches 50 first
+            assert client.post("/v1/scores", json={"board": "firsts", "playerId": player, "score": 50}).status_code \
+                == 202
+            time.sleep(0.01)
+        assert client.post("/v1/scores", json=[
+            {"board": "arena", "playerId": "a", "score": 30, "subscore": 9},
+            {"board": "arena", "playerId": "b", "score": 30, "subscore": 12},
+            {"board": "arena", "playerId": "early", "score": 10}]).status_code == 202
+
+        def top(board: str) -> list[tuple[int, str]]:
+            return [(e["rank"], e["playerId"]) for e in client.get(f"/v1/leaderboards/{board}/top").json()["entries"]]
+
+        assert eventually(lambda: top("firsts"), lambda got: len(got) == 2) == [(1, "late"), (2, "early")]
+        assert eventually(lambda: top("arena"), lambda got: len(got) == 3) == [(1, "b"), (2, "a"), (3, "early")]
+        assert client.get("/v1/leaderboards/arena/rank", params={"score": 30, "subscore": 10}).json()["rank"] == 2
+
+        banned = client.put("/v1/bans/early")
+        assert banned.status_code == 202 and banned.json() == {"playerId": "early", "banned": True, "records": 2}
+        assert eventually(lambda: top("firsts"), lambda got: len(got) == 1) == [(1, "late")]
+        assert eventually(lambda: top("arena"), lambda got: len(got) == 2) == [(1, "b"), (2, "a")]
+        assert client.get("/v1/leaderboards/firsts/players/early").status_code == 404
+        friends = client.post("/v1/leaderboards/firsts/players:ranks", json={"playerIds": ["early", "late"]}).json()
+        assert friends["missing"] == ["early"]
+        assert client.get("/v1/bans/early").json()["playerId"] == "early"
+        assert [b["playerId"] for b in client.get("/v1/bans").json()["bans"]] == ["early"]
+        # a banned player's update is kept, hidden
+        assert client.post("/v1/scores", json={"board": "arena", "playerId": "early", "score": 99}).status_code == 202
+        assert client.delete("/v1/bans/early").status_code == 202
+        assert eventually(lambda: top("arena"), lambda got: len(got) == 3) == [(1, "early"), (2, "b"), (3, "a")]
+        assert eventually(lambda: top("firsts"), lambda got: len(got) == 2) == [(1, "late"), (2, "early")]
+        assert client.delete("/v1/bans/early").status_code == 404
+        assert client.get("/v1/bans/early").status_code == 404

@@ -374,6 +374,8 @@ class BoardSettings:
     """When a season started outside the schedule (a wipe, a change of schedule) and the schedule
     from then on, ascending, the first from 0 (ranking.seasons); none: `reset` since the start."""
     ties: Ties = "shared"
+    keep_seasons: int | None = None
+    """How many past seasons retention keeps (the current one is always kept); None: all."""
 
 
 @dataclass(frozen=True)
@@ -479,6 +481,10 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
 
     def bans(self, after: str, limit: int) -> list[tuple[str, int]]:
         """The ban list by playerId after `after`: each player and when it was banned."""
+        ...
+
+    def drop_season(self, board: str, start: int) -> int:
+        """Deletes a season of the board, its records and trees (retention); how many rows went."""
         ...
 
     def keys_of(self, player_id: str) -> list[str]:

@@ -45,6 +45,7 @@ class BoardSettings(TypedDict):
     operator: Operator
     reset: Annotated[str, Field(description="never, daily, weekly, monthly or a cron expression in UTC")]
     ties: Ties
+    keepSeasons: Annotated[int | None, Field(description="past seasons retention keeps; null: all")]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -142,7 +143,7 @@ def _season(settings: Stored, season: int | None) -> tuple[str, int | None]:
 
 def _settings(settings: Stored) -> BoardSettings:
     return {"board": settings.board, "order": settings.order, "operator": settings.operator, "reset": settings.reset,
-            "ties": settings.ties}
+            "ties": settings.ties, "keepSeasons": settings.keep_seasons}
 
 
 @_one_state
@@ -187,7 +188,7 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
     if known is not None and ties != known.ties:
         raise InvalidField(f"leaderboard {board} ranks ties {known.ties}: that cannot change (make a new board)",
                            "ties")
-    settings = Stored(board, body.order, body.operator, body.reset, ties=ties)
+    settings = Stored(board, body.order, body.operator, body.reset, ties=ties, keep_seasons=body.keepSeasons)
     if known is not None:
         # a new schedule applies from now on: the seasons before keep the one they had
         changed = body.reset != known.reset

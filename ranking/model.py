@@ -89,6 +89,9 @@ def scores_json(scores: list[Score]) -> bytes:
     return _SCORES.dump_json(scores, exclude_none=True)
 
 
+MAX_KEPT_SEASONS = 100_000
+
+
 class BoardSettingsBody(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
@@ -104,6 +107,9 @@ class BoardSettingsBody(BaseModel):
         "how players of the same score rank: shared (one rank, listed by playerId), earliest (whoever reached "
         "the score first ranks higher) or subscore (each update's `subscore` breaks the tie); with the latter "
         "two every player has a rank of its own. Chosen when the board is made: it cannot change"))
+    keepSeasons: int | None = Field(None, ge=0, le=MAX_KEPT_SEASONS, description=(
+        "how many past seasons retention keeps, newest first (the current one is always kept): older ones are "
+        "deleted by the daily purge; left out, every season is kept"))
 
 
 MAX_PLAYER_RANKS = 1000

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from adapters.sql.queries import PURGE_CHUNK
 from adapters.sql.schema import banned_players, board_seasons, boards, rank_nodes, rank_scores, rank_tie_nodes
 from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
 from ports import NEVER_RESETS, BoardSettings, BoardUpdate, Entry, NodeRange, Order, Position
@@ -40,7 +41,7 @@ NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
     _n.board == _bind("board"), _n.level == _bind("level"), _n.prefix.between(_bind("first"), _bind("last")),
     _n.count > 0))
 _settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule,
-                      boards.c.epochs, boards.c.ties)
+                      boards.c.epochs, boards.c.ties, boards.c.keep_seasons)
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
 _entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata, rank_scores.c.tiebreak,
@@ -65,7 +66,7 @@ def _banned(count: int) -> Statement:
 def banned(player_ids: list[str]) -> Query:
     return _banned(padded(len(player_ids))), listed("player", player_ids)
 
-_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties")
+_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons")
 PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
 ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score", "tiebreak", "hidden"), keys=("board", "player_id"),
@@ -75,25 +76,31 @@ SET_METADATA = Statement(sa.update(rank_scores).where(_board, rank_scores.c.play
 REMOVE_SCORE = Statement(sa.delete(rank_scores).where(_board, rank_scores.c.player_id == _bind("player")),
                          in_order=("board", "player"))
 ADD_SEASON = insert(board_seasons, ("board", "season_start"), keys=("board", "season_start"))
+# a season's rows, PURGE_CHUNK a statement on MySQL (run each until it deletes fewer), then its listing
+DROP_SEASON = tuple(Statement(sa.delete(table).where(table.c.board == _bind("board"))
+                              .with_dialect_options(mysql_limit=PURGE_CHUNK), in_order=("board",))
+                    for table in (rank_scores, rank_nodes, rank_tie_nodes))
+FORGET_SEASON = Statement(sa.delete(board_seasons).where(
+    board_seasons.c.board == _bind("board"), board_seasons.c.season_start == _bind("start")))
 SEASONS = Statement(sa.select(board_seasons.c.season_start).where(
     board_seasons.c.board == _bind("board"), board_seasons.c.season_start < _bind("before"))
     .order_by(board_seasons.c.season_start.desc()).limit(_bind("limit")))
 
 
-def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None, str | None, str | None]:
+def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None, str | None, str | None, int | None]:
     """The values of PUT_BOARD and ADD_BOARD (a board that never resets has no schedule, one whose
     ties share a rank no ties)."""
     return (settings.board, settings.order, settings.operator,
             None if settings.reset == NEVER_RESETS else settings.reset,
             json.dumps([list(epoch) for epoch in settings.epochs]) if settings.epochs else None,
-            None if settings.ties == "shared" else settings.ties)
+            None if settings.ties == "shared" else settings.ties, settings.keep_seasons)
 
 
 def board_settings(row: Any) -> BoardSettings:
-    board, order, operator, reset, epochs, ties = row
+    board, order, operator, reset, epochs, ties, keep_seasons = row
     return BoardSettings(board, order, operator, reset or NEVER_RESETS,
                          tuple((int(since), str(schedule)) for since, schedule in json.loads(epochs)) if epochs else (),
-                         ties or "shared")
+                         ties or "shared", None if keep_seasons is None else int(keep_seasons))
 
 
 def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:

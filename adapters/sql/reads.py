@@ -18,6 +18,7 @@ from adapters.sql.queries import (
     AWAIT_SYMBOLS,
     AWAITING,
     GET_REPORT,
+    PURGE_CHUNK,
     SESSION_COUNTS,
     SET_PROCESSED,
     STORE_EVENTS,
@@ -60,6 +61,7 @@ from ports import (
 )
 from ports.limits import INT64_MAX
 from ports.timeutil import now_ms
+from ranking.seasons import season_key
 
 Rows = list[tuple[Any, ...]]
 
@@ -294,6 +296,20 @@ class RankingReads(Checkpointed):
     def bans(self, after: str, limit: int) -> list[tuple[str, int]]:
         return [(str(player), int(at)) for player, at in self._database.rows(ranking_sql.BANS,
                                                                               {"after": after, "limit": limit})]
+
+    def drop_season(self, board: str, start: int) -> int:
+        key = season_key(board, start)
+        dropped = 0
+        for statement in ranking_sql.DROP_SEASON:
+            while True:
+                with self._database.transaction() as t:
+                    count = t.execute(statement, {"board": key})
+                dropped += count
+                if count < PURGE_CHUNK:
+                    break
+        with self._database.transaction() as t:
+            dropped += t.execute(ranking_sql.FORGET_SEASON, {"board": board, "start": start})
+        return dropped
 
     def keys_of(self, player_id: str) -> list[str]:
         return [str(key) for (key,) in self._database.rows(ranking_sql.KEYS_OF, {"player": player_id})]

@@ -26,6 +26,7 @@ from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
 from ranking.tree import Tree
 from ranking.worker import apply_scores
+from retention.purge import purge_seasons
 from tests.brute import BruteBoard
 
 TREE = Tree(4)
@@ -264,7 +265,8 @@ def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: Ra
     assert leaderboard.describe(ranking_store, TREE, "forever")["season"] is None
     wiped = leaderboard.wipe(ranking_store, "forever")
     assert leaderboard.describe(ranking_store, TREE, "forever") | {"nextReset": None} == {
-        "board": "forever", "order": "desc", "operator": "best", "reset": "never", "ties": "shared", "players": 0,
+        "board": "forever", "order": "desc", "operator": "best", "reset": "never", "ties": "shared",
+        "keepSeasons": None, "players": 0,
         "season": wiped["season"], "nextReset": None}
     # what it held: the season before, as it was
     assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, "forever", season=0)["entries"]] == ["a"]
@@ -473,3 +475,31 @@ def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingSt
         assert friends["entries"] == expected
         assert set(friends["missing"]) == ours - {e["playerId"] for e in expected}
     assert {player for player, _ in ranking_store.bans("", 100)} & ours == banned
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keep=st.none() | st.integers(0, 3), written=st.sets(st.integers(0, 7), min_size=1), now=st.integers(0, 9))
+def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store: RankingStore, log, keep, written,
+                                                                  now):
+    """A board that resets every ten minutes, with scores in some of its seasons: the purge at
+    `now` drops the past seasons beyond the newest `keep`, records, trees and listing, and
+    leaves the current one (and any after it) and the other seasons' reads as they were."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=keep,
+                                                                  ties="earliest"))
+    starts = [T0 + period * PERIODS[EVERY_TEN_MINUTES] for period in sorted(written)]
+    offsets = itertools.count()
+    apply_scores(timed_records(board, [(start - T0 + i, f"p{i}", i, None) for start in starts for i in range(3)],
+                               offsets), ranking_store, log, TREE)
+    current = T0 + now * PERIODS[EVERY_TEN_MINUTES]
+    before = {start: leaderboard.top(ranking_store, TREE, board, season=start) for start in starts}
+    past = [start for start in reversed(starts) if start < current]
+    gone = past[keep:] if keep is not None else []
+    dropped = purge_seasons(ranking_store, current + 1)  # every board's: earlier examples' boards too
+    assert dropped > 0 or not gone
+    assert ranking_store.seasons(board, None, 100) == [start for start in reversed(starts) if start not in gone]
+    for start in starts:
+        got = leaderboard.top(ranking_store, TREE, board, season=start)
+        assert got == ({"entries": [], "nextCursor": None} if start in gone else before[start])
+        assert leaderboard.describe(ranking_store, TREE, board, start)["players"] == (0 if start in gone else 3)
+    assert purge_seasons(ranking_store, current + 1) == 0

@@ -140,8 +140,8 @@ def test_skus_and_boards_list_what_was_posted(serve: Serve):
         boards = eventually(lambda: ours(every_page(client, "/v1/leaderboards", "boards", {"limit": 1}), "board"),
                             lambda found: len(found) == 2)
         assert boards == {f"{board}:auto": {"board": f"{board}:auto", "order": "desc", "operator": "best",
-                                            "reset": "never", "ties": "shared"},
+                                            "reset": "never", "ties": "shared", "keepSeasons": None},
                           f"{board}:set": {"board": f"{board}:set", "order": "asc", "operator": "set",
-                                           "reset": "never", "ties": "shared"}}
+                                           "reset": "never", "ties": "shared", "keepSeasons": None}}
         everything = every_page(client, "/v1/skus", "skus", {"limit": 1000})
         assert [s["sku"] for s in everything] == sorted({s["sku"] for s in everything})

@@ -199,7 +199,8 @@ def test_msk_event_shape_round_trips():
 def test_score_samples_through_capture_worker_and_leaderboards(adapters: Adapters):
     assert (call(capture.handler, "capture-scores.json")["statusCode"]) == 202
     assert body(call(leaderboards.handler, "leaderboards-put-board.json")) == \
-        {"board": "season-7:ranked", "order": "desc", "operator": "best", "reset": "never", "ties": "shared"}
+        {"board": "season-7:ranked", "order": "desc", "operator": "best", "reset": "never", "ties": "shared",
+         "keepSeasons": None}
     assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 3}
     assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 0}  # redelivered
     assert body(call(leaderboards.handler, "leaderboards-get-board.json"))["players"] == 3
@@ -271,7 +272,7 @@ def test_in_aws_only_a_server_key_may_post_scores(adapters: Adapters, monkeypatc
 def test_purge_sample_runs_the_purge_and_leaves_the_log_to_its_retention(adapters: Adapters):
     assert call(capture.handler, "capture-crash.json")["statusCode"] == 202
     assert call(purge.handler, "purge-scheduled.json") == {
-        "log_records": 0, "spilled": 0, "documents": 0, "reports": 0, "counter_rows": 0,
+        "log_records": 0, "spilled": 0, "documents": 0, "reports": 0, "counter_rows": 0, "season_rows": 0,
     }
     assert len(adapters.log.consumer("check", "crashes").poll(10, 1 << 20, 0.1)) == 1
 

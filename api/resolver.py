@@ -187,15 +187,21 @@ def create_resolver(typed: bool = True) -> APIGatewayRestResolver:
     return app
 
 
+def idempotency_key(event: APIGatewayProxyEvent) -> str | None:
+    """The request's Idempotency-Key header, if it has one: a retry sends the same."""
+    key = event.headers.get("idempotency-key")
+    if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
+        raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")
+    return key
+
+
 def posted(event: APIGatewayProxyEvent) -> Posted:
     body = event.body or ""
     raw = pybase64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
     # the contract's limit as sent: `blackbox serve` stops reading there, API Gateway lets 10 MB through
     if len(raw) > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
-    key = event.headers.get("idempotency-key")
-    if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
-        raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")
+    key = idempotency_key(event)
     content_type = event.headers.get("content-type")
     # a cross-site form or a fetch without CORS can post a body with no type, never with this one
     if content_type is None:

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from api.params import DIGITS, Cursor, Season
 from api.requests import JsonBody
-from api.resolver import answer, create_resolver, json_response, posted
+from api.resolver import answer, create_resolver, idempotency_key, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
 from ranking import bans, leaderboard
@@ -90,7 +90,8 @@ def get_player(board: str, player_id: str, season: Season = None) -> Response[st
             responses={202: answer(Removal, "the deletion is durable")})
 def delete_player(board: str, player_id: str) -> Response[str]:
     a = current()
-    return json_response(202, capture_removal(a.log, a.spill, leaderboard.settings_of(a.ranking, board), player_id))
+    return json_response(202, capture_removal(a.log, a.spill, leaderboard.settings_of(a.ranking, board), player_id,
+                                              idempotency_key=idempotency_key(app.current_event)))
 
 
 RANKS_OF = JsonBody(PlayerRanksBody)

@@ -38,15 +38,18 @@ class Removal(TypedDict):
     season: Annotated[Time | None, Field(description="the season it is deleted from; null: a board that never resets")]
 
 
-def capture_removal(log: EventLog, spill: SpillStore, settings: BoardSettings, player_id: str) -> Removal:
+def capture_removal(log: EventLog, spill: SpillStore, settings: BoardSettings, player_id: str, *,
+                    idempotency_key: str | None = None) -> Removal:
     """Asks the board's worker to delete the player's record from the season current now, in order
-    with the board's updates (its partition): an update received later makes a new record."""
+    with the board's updates (its partition): an update received later makes a new record. A retry
+    with the same Idempotency-Key is the same event, applied once (it would delete that record)."""
     try:
         player = PlayerRef(board=settings.board, playerId=player_id)
     except ValidationError as error:
         raise InvalidField(f"playerId {error.errors()[0]['msg']}", "playerId") from None
     received = now_ms()
-    removal = ScoreEnvelope(eventId=new_event_id("remove", None), receivedAt=received, scores=[], removed=[player])
+    event_id = new_event_id(f"remove\x00{settings.board}\x00{player_id}", idempotency_key)
+    removal = ScoreEnvelope(eventId=event_id, receivedAt=received, scores=[], removed=[player])
     publish(log, spill, SCORES, [OutgoingRecord(value=removal.model_dump_json().encode(), key=settings.board.encode())])
     start = season_start(settings.reset, received, settings.epochs)
     return {"board": settings.board, "playerId": player_id, "season": None if start is None else to_rfc3339(start)}

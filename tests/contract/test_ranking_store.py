@@ -18,10 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.embedded.log import SqliteEventLog
+from adapters.spill.directory import DirectorySpillStore
+from pipeline.topics import SCORES
 from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, RankingStore
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking import bans, leaderboard
+from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
 from ranking.tree import Tree
@@ -503,3 +506,25 @@ def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store:
         assert got == ({"entries": [], "nextCursor": None} if start in gone else before[start])
         assert leaderboard.describe(ranking_store, TREE, board, start)["players"] == (0 if start in gone else 3)
     assert purge_seasons(ranking_store, current + 1) == 0
+
+
+def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingStore, log, tmp_path: Path):
+    """Found in review: a client that retried DELETE .../players/{playerId} (its first answer lost)
+    deleted the record the player made in between. With the request's Idempotency-Key, the retry
+    is the same event, applied once."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    ranking_store.put_board(BoardSettings(board, "desc", "set"))
+    offsets = itertools.count()
+    spill = DirectorySpillStore(tmp_path / "spill")
+    consumer = log.consumer("test", SCORES)
+
+    def delete() -> None:
+        capture_removal(log, spill, ranking_store.get_board(board), "p", idempotency_key="delete-p-once")
+        apply_scores(consumer.poll(10, 1 << 20, 1), ranking_store, log, TREE)
+
+    apply_scores(records(board, [("p", 5)], offsets), ranking_store, log, TREE)
+    delete()
+    assert ranking_store.scores(board, ["p"]) == {}
+    apply_scores(records(board, [("p", 7)], offsets), ranking_store, log, TREE)
+    delete()
+    assert ranking_store.scores(board, ["p"]) == {"p": 7}

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import pytest
@@ -13,6 +15,18 @@ from playwright.sync_api import Browser, sync_playwright
 
 from local_runtime.process import Serve
 from tests.services import drop_database, mysql_url, namespace
+
+T = TypeVar("T")
+
+
+def eventually(read: Callable[[], T], done: Callable[[T], bool], seconds: float = 30) -> T:
+    """What `read` gives once `done` holds: consumers make what was accepted readable within seconds."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = read()
+        if done(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
 
 
 @contextmanager

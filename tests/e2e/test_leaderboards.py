@@ -13,6 +13,7 @@ import httpx
 from local_runtime.process import Serve
 from ports.limits import INT64_MAX, INT64_MIN
 from tests.brute import BruteBoard
+from tests.e2e.conftest import eventually
 
 UPDATES = 20_000
 BATCH = 100
@@ -113,15 +114,6 @@ def test_20000_updates_then_every_answer_equals_brute_force(serve: Serve):
                 assert got == {"score": probe, "rank": brute.rank(probe)}
         assert client.get("/v1/leaderboards/nope").status_code == 404
         assert client.get(f"/v1/leaderboards/{next(iter(BOARDS))}/players/nobody").status_code == 404
-
-
-def eventually(read: Any, done: Any, seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
-    got = read()
-    while not done(got) and time.monotonic() < deadline:
-        time.sleep(0.2)
-        got = read()
-    return got
 
 
 def test_ties_rank_each_player_and_a_ban_hides_one_on_every_board(serve: Serve):

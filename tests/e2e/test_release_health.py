@@ -6,8 +6,6 @@ first offset) changes no count."""
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +14,11 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from local_runtime.process import Serve
-from tests.e2e.conftest import running
+from tests.e2e.conftest import eventually, running
 from tests.services import settings
 
 SKU = "release:pc"
 GROUP = "blackbox-session-counter"
-
-
-def eventually(read: Callable[[], Any], done: Callable[[Any], bool], seconds: float = 30) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = read()
-        if done(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.2)
 
 
 def health(client: httpx.Client, build: str) -> dict[str, Any]:

@@ -5,27 +5,15 @@ dashboard picks from are listed."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
 from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
-
-T = TypeVar("T")
-
-
-def eventually(read: Callable[[], T], done: Callable[[T], bool], seconds: float = 30) -> T:
-    """What `read` gives once `done` holds: consumers make what was accepted readable within seconds."""
-    deadline = time.monotonic() + seconds
-    while True:
-        value = read()
-        if done(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.2)
+from tests.e2e.conftest import eventually
 
 
 def every_page(client: httpx.Client, path: str, key: str, params: dict[str, Any],

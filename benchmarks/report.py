@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks import crs, crs_tables, minidumps, ranking, soak
+from benchmarks import crs, crs_tables, minidumps, ranking, releases, soak
 
 
 def _machine() -> str:
@@ -34,7 +34,8 @@ def run(quick: bool, output: Path) -> None:
         results = [crs.run_profile(profile, plan, progress, logs) for profile in ("embedded", "services")]
         sections = [*crs_tables.section(results, plan, output.parent / "benchmarks" / "plots"),
                     *minidumps.run(150 if quick else 600, progress),
-                    *ranking.run(ranking.Plan.for_run(quick), progress)]
+                    *ranking.run(ranking.Plan.for_run(quick), progress),
+                    *releases.run(releases.Plan.for_run(quick), progress)]
     command = "blackbox bench" + (" --quick" if quick else "")
     text = "\n".join([
         "# Benchmarks",

@@ -19,12 +19,13 @@ from ports import (
     SpillStore,
     SymbolStore,
 )
+from ports.issues import IssueStore
 
 if TYPE_CHECKING:
     from adapters.embedded.index import SqliteIndexDatabase
     from adapters.mysql.database import MysqlDatabase, MysqlTarget
 
-Port = Literal["log", "documents", "index", "counters", "ranking", "spill", "projects", "symbols"]
+Port = Literal["log", "documents", "index", "counters", "ranking", "spill", "projects", "symbols", "issues"]
 PORTS: tuple[Port, ...] = get_args(Port)
 # files and objects, no connection: nothing to close
 UNCLOSED: frozenset[Port] = frozenset({"spill", "symbols"})
@@ -71,6 +72,7 @@ class Wiring(Protocol):
     def spill(self) -> SpillStore: ...
     def projects(self) -> ProjectStore: ...
     def symbols(self) -> SymbolStore: ...
+    def issues(self) -> IssueStore: ...
 
 
 class Adapters:
@@ -87,6 +89,7 @@ class Adapters:
     spill: _Port[SpillStore] = _Port()
     projects: _Port[ProjectStore] = _Port()
     symbols: _Port[SymbolStore] = _Port()
+    issues: _Port[IssueStore] = _Port()
 
     def __init__(self, settings: Settings, wiring: Wiring) -> None:
         self.settings = settings
@@ -178,6 +181,11 @@ class _Embedded:
 
     def symbols(self) -> SymbolStore:
         return _symbols_directory(self._settings)
+
+    def issues(self) -> IssueStore:
+        from adapters.embedded.issues import SqliteIssueStore
+
+        return SqliteIssueStore(self._sql.get())
 
 
 class Endpoints(Protocol):
@@ -281,6 +289,11 @@ class _Engines:
 
     def symbols(self) -> SymbolStore:
         return self._endpoints.symbols()
+
+    def issues(self) -> IssueStore:
+        from adapters.mysql.issues import MysqlIssueStore
+
+        return MysqlIssueStore(self._sql.get())
 
 
 def migrate(settings: Settings) -> list[str]:

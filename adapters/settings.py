@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from api.access import ApiKeys
 from api.requests import MAX_IN_FLIGHT
 from crashes.spikes import SpikePolicy
+from webhooks.delivery import WebhookPolicy
 
 # written by scripts/services start: where the local engines listen
 SERVICES_ENV_FILE = ".services/services.env"
@@ -33,6 +34,8 @@ class Settings(BaseSettings):
     log_retention_days: int = 7
     # e.g. BLACKBOX_SPIKES__FACTOR=5
     spikes: SpikePolicy = SpikePolicy()
+    # e.g. BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true: webhooks may reach loopback and private addresses
+    webhooks: WebhookPolicy = WebhookPolicy()
     # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
     # and the ids of the keys that may post scores, and of the title keys → their skus (set by the deployment)
     api_keys: ApiKeys = ApiKeys()

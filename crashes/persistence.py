@@ -2,7 +2,10 @@
 from them, attachments) and index rows. Every write is idempotent by reportKey, so a redelivered
 batch changes nothing (DESIGN §3.3); the first report under a key is kept, and another body under
 a reused key goes to the dead letters (DESIGN §3.9), as does a record no store takes (§3.8). A
-report with a minidump is indexed `pending` and its walk asked of the processor (crashes.processing)."""
+report with a minidump is indexed `pending` and its walk asked of the processor (crashes.processing).
+The issues (ports.issues) see each new report before it is indexed: a batch cut off after the index
+write is redelivered with its keyed reports skipped as retries, so seeing them after it could miss
+them; seeing one twice changes nothing."""
 
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from pipeline.idempotency import conflicts, retriable
 from pipeline.offsets import IDEMPOTENCY_CONFLICT
 from pipeline.topics import MINIDUMPS, Refused, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, IndexEntry, LogRecord
+from ports.issues import Crash, IssueStore
+from ports.timeutil import now_ms
 
 
 class ReportDocument(BaseModel):
@@ -38,10 +43,11 @@ def _optional_str(value: object) -> str | None:
 
 
 def persist_crashes(
-    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
+    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int,
+    *, issues: IssueStore | None = None,
 ) -> list[IndexEntry]:
     """Returns the index entries of the newly persisted reports."""
-    persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds), log)
+    persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds, issues=issues), log)
     return [entry for entries in persisted for entry in entries]
 
 
@@ -51,7 +57,8 @@ def _parse(value: bytes) -> tuple[CrashEnvelope, CrashSubmission]:
 
 
 def _persist(
-    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int
+    records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int,
+    *, issues: IssueStore | None,
 ) -> list[IndexEntry]:
     parsed = parse_each(records, _parse, "crash")
     # a keyed report (an Idempotency-Key) may be here already: a retry is skipped, another body
@@ -103,6 +110,9 @@ def _persist(
     # documents first: an index row is what makes a report visible, so its body must exist by then
     if bodies:
         documents.upsert_many(bodies, ttl_seconds)
+    if issues is not None and (crashes := [Crash(e.sku, e.signature, e.build_version, e.received_at)
+                                           for e in entries if e.signature is not None]):
+        issues.observe(crashes, now_ms())
     if entries:
         index.insert_many(entries, new_hashes)
     # after the index: the processor updates the row, which must be there

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from api.document import build
-from lambdas import capture, leaderboards, native, projects, reporter, symbols
+from lambdas import capture, issues, leaderboards, native, projects, reporter, symbols
 from lambdas.functions import API_ROUTES
 
 HEADER = """\
@@ -19,7 +19,7 @@ HEADER = """\
 
 
 def document() -> dict[str, Any]:
-    apps = (capture.app, reporter.app, leaderboards.app, projects.app, native.app, symbols.app)
+    apps = (capture.app, reporter.app, leaderboards.app, projects.app, native.app, symbols.app, issues.app)
     return build(apps, {(r.method, r.path): r for r in API_ROUTES})
 
 

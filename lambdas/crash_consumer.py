@@ -20,7 +20,7 @@ from ports.timeutil import now_ms
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     records = from_msk_event(event, a.settings.kafka_topic_prefix)
-    persisted = persist_crashes(records, a.documents, a.index, a.log, a.retention_seconds)
+    persisted = persist_crashes(records, a.documents, a.index, a.log, a.retention_seconds, issues=a.issues)
     for spike in crossed(a.index, a.settings.spikes, persisted):
         logger.warning("crash spike", extra={"alert": spike.body()})
         emit(CRASH_SPIKE, 1, sku=spike.sku)

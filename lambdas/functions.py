@@ -28,6 +28,9 @@ FUNCTIONS = {
     "native": "lambdas.native",
     "symbols": "lambdas.symbols",
     "minidump-processor": "lambdas.minidump_processor",
+    "issues": "lambdas.issues",
+    # scheduled: sends the webhooks' due deliveries (in serve, a periodic thread)
+    "webhooks": "lambdas.webhooks",
     # not a route's: API Gateway's authorizer for native's routes, in AWS only (stacks/api.py)
     "key-source": "lambdas.key_source",
 }
@@ -63,6 +66,12 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/crashes/{reportId}/attachments/{name}", "reporter", READERS),
     ApiRoute("GET", "/v1/stats", "reporter", READERS),
     ApiRoute("GET", "/v1/crash-groups", "reporter", READERS),
+    ApiRoute("GET", "/v1/crash-groups/{signature}", "issues", READERS),
+    ApiRoute("PUT", "/v1/crash-groups/{signature}/state", "issues", SERVER),
+    ApiRoute("GET", "/v1/webhooks", "issues", SERVER),
+    ApiRoute("PUT", "/v1/webhooks/{name}", "issues", SERVER),
+    ApiRoute("DELETE", "/v1/webhooks/{name}", "issues", SERVER),
+    ApiRoute("GET", "/v1/webhooks/{name}/deliveries", "issues", SERVER),
     ApiRoute("GET", "/v1/skus", "reporter", READERS),
     ApiRoute("GET", "/v1/alerts", "reporter", READERS),
     ApiRoute("GET", "/v1/releases", "reporter", READERS),
@@ -106,7 +115,8 @@ CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-wo
 FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "capture": frozenset({"log", "spill"}),
     "reporter": frozenset({"index", "documents", "counters", "log"}),  # the log: /v1/health pings it
-    "crash-consumer": frozenset({"documents", "index", "log"}),
+    # issues: a new report makes or moves its group's issue (crashes.persistence)
+    "crash-consumer": frozenset({"documents", "index", "log", "issues"}),
     "session-counter": frozenset({"counters", "log"}),
     # the log (or spill): a record's deletion goes to the board's worker, in order with its updates
     "leaderboards": frozenset({"ranking", "log", "spill"}),
@@ -120,6 +130,8 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     # an upload asks for the reports that lacked the file to be walked again (the log, or spill)
     "symbols": frozenset({"symbols", "log", "spill"}),
     "minidump-processor": frozenset({"documents", "index", "symbols", "log"}),
+    "issues": frozenset({"issues"}),
+    "webhooks": frozenset({"issues"}),
 }
 
 

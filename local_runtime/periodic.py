@@ -1,5 +1,6 @@
 """What a schedule runs in AWS, run by serve on a timer: the spill replay (so data held back by an
-outage arrives without anyone running `blackbox replay`) and the retention purge."""
+outage arrives without anyone running `blackbox replay`), the retention purge and the webhooks'
+delivery."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from pipeline.topics import replay_spilled
 from ports.telemetry import logger
 from ports.timeutil import now_ms
 from retention.purge import purge
+from webhooks.delivery import deliver_due
 
 SPILL_REPLAY_INTERVAL_S = 2.0
 PURGE_INTERVAL_S = 3600.0
+# an alert reaches its webhooks within about this (the AWS schedule's is a minute)
+WEBHOOK_INTERVAL_S = 1.0
 
 
 class Periodic(threading.Thread):
@@ -46,3 +50,7 @@ def spill_replayer(adapters: Adapters, stop: threading.Event,
 
 def purger(adapters: Adapters, stop: threading.Event, interval_s: float = PURGE_INTERVAL_S) -> Periodic:
     return Periodic("purge", lambda: purge(adapters, now_ms()), stop, interval_s)
+
+
+def webhook_sender(adapters: Adapters, stop: threading.Event, interval_s: float = WEBHOOK_INTERVAL_S) -> Periodic:
+    return Periodic("webhooks", lambda: deliver_due(adapters.issues, adapters.settings.webhooks), stop, interval_s)

@@ -24,7 +24,7 @@ from stacks.streaming import StreamingStack
 # the functions that upload and delete symbol files; the processor only reads them
 SYMBOL_WRITERS = frozenset({"symbols"})
 # the ports on MySQL (RDS through RDS Proxy)
-SQL_PORTS: frozenset[Port] = frozenset({"index", "counters", "ranking", "projects"})
+SQL_PORTS: frozenset[Port] = frozenset({"index", "counters", "ranking", "projects", "issues"})
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ class ObservabilityStack(Stack):
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         consumers: Mapping[str, lambda_.IFunction] = processing.functions
         all_functions = {**api.functions, **processing.functions, "purge": processing.purge,
-                         "replay": processing.replay}
+                         "replay": processing.replay, "webhooks": processing.webhooks}
         captured = api.api.metric_count(period=PERIOD, statistic="Sum", label="requests")
         latency = {p: _blackbox(VISIBILITY_LATENCY, p) for p in ("p50", "p95", "p99")}
 

@@ -1,8 +1,8 @@
 """Processing and ranking: the crash consumer, the session counter and the ranking worker, each on
 an MSK event source mapping (batch size and window from the environment's config, retries, and
 an S3 on-failure destination so a batch given up on is kept); the replay, which every few minutes
-publishes again what capture spilled and those batches (docs/aws-durability.md); and the daily
-purge."""
+publishes again what capture spilled and those batches (docs/aws-durability.md); the daily
+purge; and the webhooks' delivery, every minute, its missed runs kept in a dead-letter queue."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from lambdas.functions import CONSUMERS
@@ -32,6 +33,10 @@ PURGE_TIMEOUT_S = 900
 REPLAY_INTERVAL = Duration.minutes(5)
 # a run ends before the next begins, so two never publish the same objects side by side
 REPLAY_TIMEOUT_S = 240
+# an alert reaches its webhooks within about a minute; a run (at most webhooks.delivery.RUN_LIMIT
+# deliveries) is done before the next begins
+WEBHOOKS_INTERVAL = Duration.minutes(1)
+WEBHOOKS_TIMEOUT_S = 55
 
 
 class ProcessingStack(ApplicationStack):
@@ -74,6 +79,7 @@ class ProcessingStack(ApplicationStack):
         events.Rule(self, "DailyPurge", description="deletes what is past retention from every store",
                     schedule=events.Schedule.cron(minute="17", hour="3"),
                     targets=[targets.LambdaFunction(self.purge, retry_attempts=2)])
+        self.webhooks = self._webhooks()
 
     def _replay(self, failed_batches: str) -> lambda_.Function:
         """The log and spill of its ports (read and delete on the spill prefix, publish to the
@@ -95,3 +101,17 @@ class ProcessingStack(ApplicationStack):
                     schedule=events.Schedule.rate(REPLAY_INTERVAL),
                     targets=[targets.LambdaFunction(replay, retry_attempts=0)])
         return replay
+
+    def _webhooks(self) -> lambda_.Function:
+        """The outbox's delivery (webhooks.delivery): its ports alone. A run that fails is retried
+        by the next (what is due stays due); a run EventBridge could not start lands in the
+        dead-letter queue, where an alarm or a person sees it."""
+        webhooks = self.adapter_function("webhooks", timeout_s=WEBHOOKS_TIMEOUT_S)
+        webhooks.configure_async_invoke(retry_attempts=0)
+        dead_letters = sqs.Queue(self, "WebhooksDeadLetters", encryption=sqs.QueueEncryption.SQS_MANAGED,
+                                 enforce_ssl=True, retention_period=Duration.days(14))
+        acknowledge(dead_letters, "AwsSolutions-SQS3", "it is the dead-letter queue of the webhooks' schedule")
+        events.Rule(self, "WebhookDelivery", description="sends the webhooks' due deliveries",
+                    schedule=events.Schedule.rate(WEBHOOKS_INTERVAL),
+                    targets=[targets.LambdaFunction(webhooks, retry_attempts=2, dead_letter_queue=dead_letters)])
+        return webhooks

@@ -44,3 +44,11 @@ release_sessions = _table("release_sessions", "sku", "build", "minute", "status"
 release_builds = _table("release_builds", "sku", "build", "first_seen", "last_seen")
 release_players = _table("release_players", "sku", "build", "day", "crashed", "player")
 release_sketches = _table("release_sketches", "sku", "build", "day", "crashed", "registers")
+crash_issues = _table("crash_issues", "sku", "signature", "state", "build", "ignore_until", "ignore_count", "episode",
+                      "first_seen", "changed_at", "changed_by")
+crash_issue_history = _table("crash_issue_history", "sku", "signature", "seq", "state", "build", "ignore_until",
+                             "ignore_count", "changed_at", "changed_by")
+webhook_alerts = _table("webhook_alerts", "alert_key", "kind", "created_at", "body")
+webhooks = _table("webhooks", "name", "url", "secret", "kinds", "updated_at")
+webhook_deliveries = _table("webhook_deliveries", "webhook", "alert_key", "status", "attempts", "next_attempt",
+                            "last_code", "last_error", "updated_at")

@@ -147,6 +147,38 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
      400, "invalid_field"),
     ("session build with a slash", "POST", "/v1/sessions",
      {"json": {"sku": "g", "kind": "client", "buildVersion": "1/2"}}, 400, "invalid_field"),
+    ("signature not a digest", "GET", "/v1/crash-groups/DrawMesh()?sku=g", {}, 400, "invalid_field"),
+    ("signature a traversal", "GET", "/v1/crash-groups/..%2Fetc?sku=g", {}, 404, "not_found"),
+    ("unknown crash group", "GET", "/v1/crash-groups/00000000000000ff?sku=g", {}, 404, "not_found"),
+    ("crash group of no sku", "GET", "/v1/crash-groups/00000000000000ff", {}, 400, "missing_field"),
+    ("state regressed is the consumer's", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
+     {"json": {"state": "regressed"}}, 400, "invalid_field"),
+    ("a build to an ignore", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
+     {"json": {"state": "ignored", "inBuild": "2"}}, 400, "invalid_field"),
+    ("ignore until no time", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
+     {"json": {"state": "ignored", "ignoreUntil": "soon"}}, 400, "invalid_field"),
+    ("state of an unknown group", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
+     {"json": {"state": "resolved"}}, 404, "not_found"),
+    ("webhook to a file", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "file:///etc/passwd", "secret": "0123456789abcdef", "alerts": ["regressed"]}}, 400,
+     "invalid_field"),
+    ("webhook to loopback", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "http://127.0.0.1:8080/v1/health", "secret": "0123456789abcdef", "alerts": ["regressed"]}},
+     400, "invalid_field"),
+    ("webhook to the metadata service", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "http://169.254.169.254/latest/", "secret": "0123456789abcdef", "alerts": ["regressed"]}},
+     400, "invalid_field"),
+    ("webhook to localhost by name", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "http://localhost:8080/", "secret": "0123456789abcdef", "alerts": ["regressed"]}},
+     400, "invalid_field"),
+    ("webhook secret too short", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "https://hooks.example.com/x", "secret": "short", "alerts": ["regressed"]}}, 400,
+     "invalid_field"),
+    ("webhook of an unknown alert", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "https://hooks.example.com/x", "secret": "0123456789abcdef", "alerts": ["spike"]}}, 400,
+     "invalid_field"),
+    ("deliveries of no webhook", "GET", "/v1/webhooks/nobody/deliveries", {}, 404, "not_found"),
+    ("delete no webhook", "DELETE", "/v1/webhooks/nobody", {}, 404, "not_found"),
     ("idempotency key too long", "POST", "/v1/sessions",
      {"json": {"sku": "g", "kind": "client"}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
 ]
@@ -250,7 +282,8 @@ def test_fuzzing_never_gets_a_server_error(serve: Serve, route, body, raw, use_r
     method, template = route
     segment = quote(segment, safe="")
     path = template.format(reportId=segment, name=segment, board=segment, playerId=segment, projectId=segment,
-                           key=segment, debugFile=segment, debugId=segment, build=segment)
+                           key=segment, debugFile=segment, debugId=segment, build=segment,
+                           signature=segment)
     content = raw if use_raw else json.dumps(body).encode()
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         response = client.request(method, path, params=params, content=content if method != "GET" else None,

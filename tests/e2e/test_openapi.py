@@ -47,7 +47,10 @@ def _envelope(_: Any, value: Any) -> bytes:
     return value if isinstance(value, bytes) else json.dumps(value).encode()
 ROLES = {(r.method, r.path): r.roles for r in API_ROUTES}
 NATIVE = {(r.method, r.path) for r in API_ROUTES if r.credential != "api-key"}
-PROSE = NATIVE | {("POST", "/v1/symbols"), ("PUT", "/v1/leaderboards/{board}")}
+# also prose: which fields of a crash group's state go with which state, and whether a webhook's host
+# is a public address (tests/e2e/test_bad_input.py holds both)
+PROSE = NATIVE | {("POST", "/v1/symbols"), ("PUT", "/v1/leaderboards/{board}"),
+                  ("PUT", "/v1/crash-groups/{signature}/state"), ("PUT", "/v1/webhooks/{name}")}
 
 
 @pytest.fixture(scope="module", params=["embedded", "services"])

@@ -23,11 +23,15 @@ BODIES = {
     "/v1/scores": {"board": "roles", "playerId": "p1", "score": 5},
     "/v1/leaderboards/{board}": {"order": "desc", "operator": "best"},
     "/v1/projects/{projectId}": {"sku": "roles:pc"},
+    "/v1/crash-groups/{signature}/state": {"state": "unresolved"},
+    "/v1/webhooks/{name}": {"url": "https://hooks.example.com/roles", "secret": "roles-secret-0123",
+                            "alerts": ["regressed"]},
 }
 PARAMS = {"/v1/crashes": {"sku": "roles:pc"}, "/v1/stats": {"sku": "roles:pc"},
           "/v1/crash-groups": {"sku": "roles:pc"}, "/v1/alerts": {"sku": "roles:pc"},
           "/v1/leaderboards/{board}/rank": {"score": "1"}, "/v1/releases": {"sku": "roles:pc"},
-          "/v1/releases/{build}": {"sku": "roles:pc"}}
+          "/v1/releases/{build}": {"sku": "roles:pc"}, "/v1/crash-groups/{signature}": {"sku": "roles:pc"},
+          "/v1/crash-groups/{signature}/state": {"sku": "roles:pc"}}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +49,8 @@ def call(client: httpx.Client, route: ApiRoute, key: str | None) -> httpx.Respon
     envelope, which names no project that exists)."""
     method, template = route.method, route.path
     path = template.format(reportId="1", name="a.txt", board="roles", playerId="p1", projectId="7", key=key,
-                           debugFile="game.pdb", debugId="0" * 33, build="1.0")
+                           debugFile="game.pdb", debugId="0" * 33, build="1.0",
+                           signature="0" * 16)
     if route.credential != "api-key":
         auth = {"X-Sentry-Auth": f"Sentry sentry_key={key}"} if key and route.credential == "sentry" else {}
         return client.request(method, path, content=b"{}\n",

@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft4Validator
 
 from api.requests import JsonBody, Posted
-from lambdas import capture, leaderboards, projects
+from lambdas import capture, issues, leaderboards, projects
 from lambdas.functions import API_ROUTES
 from ports.errors import BlackboxError
 from stacks.api import OPERATIONS, _body_gate
@@ -25,6 +25,8 @@ ROUTES: dict[tuple[str, str], tuple[JsonBody[Any], bool]] = {
     ("PUT", "/v1/leaderboards/{board}"): (leaderboards.SETTINGS, False),
     ("POST", "/v1/leaderboards/{board}/players:ranks"): (leaderboards.RANKS_OF, False),
     ("PUT", "/v1/projects/{projectId}"): (projects.PROJECT, False),
+    ("PUT", "/v1/crash-groups/{signature}/state"): (issues.STATE, False),
+    ("PUT", "/v1/webhooks/{name}"): (issues.WEBHOOK, False),
 }
 ASTRAL_ID = "\U0001d49c" * 128  # 128 letters (MATHEMATICAL SCRIPT CAPITAL A), 256 UTF-16 units
 TAKEN = [
@@ -35,6 +37,11 @@ TAKEN = [
     ("POST", "/v1/sessions", []),
     ("POST", "/v1/sessions", [{"sku": "g", "kind": "client", "playerId": ASTRAL_ID}] * 500),
     ("POST", "/v1/sessions", {"sku": "g", "kind": "client", "buildVersion": ASTRAL_ID, "status": "crashed"}),
+    ("PUT", "/v1/crash-groups/{signature}/state", {"state": "resolved", "inBuild": ASTRAL_ID}),
+    ("PUT", "/v1/crash-groups/{signature}/state", {"state": "ignored", "ignoreUntil": "2026-12-01T00:00:00Z",
+                                                   "ignoreForReports": 1000}),
+    ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/" + "x" * 2000, "secret": ASTRAL_ID,
+                                    "alerts": ["new-group", "regressed"]}),
     ("POST", "/v1/scores", {"board": "b", "playerId": ASTRAL_ID, "score": 9.0}),
     ("POST", "/v1/scores", [{"board": "b", "playerId": "p", "score": -(2 ** 63)}]),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {
@@ -50,6 +57,11 @@ REFUSED = [
     ("POST", "/v1/crashes", {"sku": "no spaces"}),
     ("POST", "/v1/sessions", [{"sku": "g", "kind": "client"}] * 501),
     ("POST", "/v1/sessions", {"sku": "g", "kind": "client", "status": "exited"}),
+    ("PUT", "/v1/crash-groups/{signature}/state", {"state": "regressed"}),
+    ("PUT", "/v1/crash-groups/{signature}/state", {"state": "resolved", "inBuild": 2}),
+    ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/x", "alerts": ["regressed"]}),
+    ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/x", "secret": "0123456789abcdef",
+                                    "alerts": ["regressed"], "extra": 1}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": "7"}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "extra": 1}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {"nested": {"a": 1}}}),

@@ -28,7 +28,7 @@ Grant = tuple[str, str]
 
 def deployed(dev: Blackbox) -> dict[str, lambda_.Function]:
     return {**dev.api.functions, **dev.processing.functions, "purge": dev.processing.purge,
-            "replay": dev.processing.replay}
+            "replay": dev.processing.replay, "webhooks": dev.processing.webhooks}
 
 
 def statements(function: lambda_.Function, templates: dict[str, Template]) -> list[dict[str, Any]]:

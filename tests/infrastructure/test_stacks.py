@@ -192,6 +192,13 @@ def test_processing(templates: dict[str, Template]):
     [purge] = [f for f in resources(processing, "AWS::Lambda::Function") if f["Handler"] == "lambdas.purge.handler"]
     assert purge["Timeout"] == 900
     assert "lambda:InvokeFunction" in as_text(resources(processing, "AWS::Lambda::Permission"))
+    # the webhooks' delivery runs every minute, a run EventBridge could not start kept in a queue
+    [rule] = [r for r in resources(processing, "AWS::Events::Rule") if r["ScheduleExpression"] == "rate(1 minute)"]
+    [target] = rule["Targets"]
+    assert "WebhooksDeadLetters" in as_text(target["DeadLetterConfig"]) and target["RetryPolicy"]
+    [webhooks] = [f for f in resources(processing, "AWS::Lambda::Function")
+                  if f["Handler"] == "lambdas.webhooks.handler"]
+    assert webhooks["Timeout"] < 60  # done before the next run
 
 
 # what each kind of port puts in a function's role and in its environment
@@ -206,7 +213,7 @@ PORT_TRACES = {
 
 def test_each_function_is_granted_and_told_of_its_own_ports_only(dev: Blackbox, templates: dict[str, Template]):
     deployed = {**dev.api.functions, **dev.processing.functions, "purge": dev.processing.purge,
-                "replay": dev.processing.replay}
+                "replay": dev.processing.replay, "webhooks": dev.processing.webhooks}
     assert sorted(deployed) == sorted(FUNCTION_PORTS)
     policies: dict[str, str] = {}
     for name, function in deployed.items():
@@ -249,7 +256,7 @@ def test_prod_is_sized_for_production():
 def test_every_deployed_handler_is_importable(templates: dict[str, Template]):
     handlers = {f["Handler"] for t in templates.values() for f in resources(t, "AWS::Lambda::Function")
                 if f.get("Handler", "").startswith("lambdas.")}
-    assert len(handlers) == 16  # thirteen functions, two deploy-time custom resources, the Couchbase rotation
+    assert len(handlers) == 18  # fifteen functions, two deploy-time custom resources, the Couchbase rotation
     for handler in handlers:
         module, function = handler.rsplit(".", 1)
         assert callable(getattr(importlib.import_module(module), function)), handler

@@ -27,7 +27,8 @@ def documented(path: str) -> list[str]:
 
 def get(path: str, function: str, query: dict[str, list[str]]) -> dict[str, Any]:
     event = load_event("reporter-list-crashes.json") | {
-        "path": path.format(reportId="1", name="a.txt", board="b", playerId="p", projectId="7", build="1.0"),
+        "path": path.format(reportId="1", name="a.txt", board="b", playerId="p", projectId="7", build="1.0",
+                            signature="0" * 16),
         "queryStringParameters": {name: values[-1] for name, values in query.items()} or None,
         "multiValueQueryStringParameters": query or None,
     }

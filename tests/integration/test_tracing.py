@@ -43,6 +43,7 @@ SAMPLES = {
     "ranking-worker": "ranking-worker.json", "purge": "purge-scheduled.json", "replay": "replay-scheduled.json",
     "projects": "projects-put.json", "native": "native-envelope.json", "key-source": "key-source.json",
     "symbols": "symbols-post.json", "minidump-processor": "minidump-processor.json",
+    "issues": "issues-put-webhook.json", "webhooks": "webhooks-scheduled.json",
 }
 
 

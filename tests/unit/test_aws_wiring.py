@@ -212,6 +212,7 @@ PROBES: dict[str, Callable[[Adapters], object]] = {
     "ranking": lambda a: a.ranking.get_board("none"),
     "documents": lambda a: a.documents.ping(),
     "projects": lambda a: a.projects.get(1),
+    "issues": lambda a: a.issues.webhooks(),
     "symbols": lambda a: a.symbols.local(["game.pdb/0123/game.sym"]),
 }
 

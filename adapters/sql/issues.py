@@ -1,0 +1,263 @@
+"""Crash groups as issues and the webhooks' outbox (ports.issues) on SQLite and MySQL alike: each
+engine's adapter is this class with its errors (port_errors). The index's schema holds them, so a
+count of a group's reports is a read of the reports table in the same transaction."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any, cast
+
+import sqlalchemy as sa
+
+from adapters.sql.reads import SqlDatabase, Transaction
+from adapters.sql.schema import (
+    crash_issue_history,
+    crash_issues,
+    reports,
+    webhook_alerts,
+    webhook_deliveries,
+    webhooks,
+)
+from adapters.sql.statements import Statement, insert
+from ports.issues import (
+    Alert,
+    BuildReports,
+    Change,
+    Crash,
+    Delivery,
+    DeliveryStatus,
+    Issue,
+    IssueState,
+    Webhook,
+    issue_alert,
+    moved,
+    new_issue,
+)
+
+_bind = sa.bindparam
+_ISSUE = tuple(f.name for f in fields(Issue))
+_i = crash_issues.c
+_OF_GROUP = (_i.sku == _bind("sku"), _i.signature == _bind("signature"))
+_GET = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP))
+# MySQL locks the row: two consumers moving one group take turns (SQLite's write transaction holds the file)
+_GET_FOR_UPDATE = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP).with_for_update())
+_ADD = insert(crash_issues, _ISSUE, keys=("sku", "signature"))
+_SET = Statement(sa.update(crash_issues).where(*_OF_GROUP).values(
+    **{c: _bind(f"new_{c}") for c in _ISSUE if c not in ("sku", "signature", "first_seen")}))
+_HISTORY_COLUMNS = ("sku", "signature", "seq", "state", "build", "ignore_until", "ignore_count", "changed_at",
+                    "changed_by")
+_h = crash_issue_history.c
+_ADD_HISTORY = insert(crash_issue_history, _HISTORY_COLUMNS)
+_LAST_SEQ = Statement(sa.select(sa.func.coalesce(sa.func.max(_h.seq), 0)).where(
+    _h.sku == _bind("sku"), _h.signature == _bind("signature")))
+_HISTORY = Statement(sa.select(_h.state, _h.build, _h.ignore_until, _h.ignore_count, _h.changed_at, _h.changed_by)
+                     .where(_h.sku == _bind("sku"), _h.signature == _bind("signature"))
+                     .order_by(_h.seq.desc()).limit(_bind("limit")))
+_r = reports.c
+_OF_REPORTS = (_r.sku == _bind("sku"), _r.signature == _bind("signature"))
+_REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_REPORTS))
+_BY_BUILD = Statement(sa.select(_r.build_version, sa.func.count(), sa.func.min(_r.received_at),
+                                sa.func.max(_r.received_at)).where(*_OF_REPORTS).group_by(_r.build_version))
+
+_ALERT = ("alert_key", "kind", "created_at", "body")
+_ADD_ALERT = insert(webhook_alerts, _ALERT, keys=("alert_key",))
+_w = webhooks.c
+_WEBHOOK = ("name", "url", "secret", "kinds", "updated_at")
+_PUT_WEBHOOK = insert(webhooks, _WEBHOOK, keys=("name",), replace=("url", "secret", "kinds", "updated_at"))
+_WEBHOOK_NAMED = Statement(sa.select(_w.name).where(_w.name == _bind("name")))
+_WEBHOOKS = Statement(sa.select(*(_w[c] for c in _WEBHOOK)).order_by(_w.name))
+_DELETE_WEBHOOK = Statement(sa.delete(webhooks).where(_w.name == _bind("name")))
+_d = webhook_deliveries.c
+_DELIVERY = ("webhook", "alert_key", "status", "attempts", "next_attempt", "last_code", "last_error", "updated_at")
+_DELETE_DELIVERIES = Statement(sa.delete(webhook_deliveries).where(_d.webhook == _bind("name")))
+# an alert's deliveries: one to each webhook whose kinds (",a,b,") name it
+_FAN_OUT = Statement(sa.insert(webhook_deliveries).from_select(_DELIVERY, sa.select(
+    _w.name, _bind("alert_key"), sa.literal("pending"), sa.literal(0), _bind("now"), sa.null(), sa.null(),
+    _bind("now")).where(_w.kinds.contains(_bind("kind")))))
+_a = webhook_alerts.c
+_JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_from(
+    webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
+_DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT), *(_w[c] for c in _WEBHOOK))
+                 .join_from(webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
+                 .join(webhooks, _d.webhook == _w.name)
+                 .where(_d.status == "pending", _d.next_attempt <= _bind("now"))
+                 .order_by(_d.next_attempt, _d.alert_key).limit(_bind("limit")))
+_ATTEMPTED = Statement(sa.update(webhook_deliveries).where(
+    _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key")).values(
+    status=_bind("status"), attempts=_bind("attempts"), next_attempt=_bind("next_attempt"),
+    last_code=_bind("last_code"), last_error=_bind("last_error"), updated_at=_bind("updated_at")))
+_CLAIM = Statement(sa.update(webhook_deliveries).where(
+    _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key"), _d.status == "pending",
+    _d.next_attempt == _bind("next_attempt")).values(next_attempt=_bind("until"), updated_at=_bind("now")))
+_NEWEST = (_d.updated_at.desc(), _d.alert_key.desc())
+_DELIVERIES = Statement(_JOINED.where(_d.webhook == _bind("webhook")).order_by(*_NEWEST).limit(_bind("limit")))
+_DELIVERIES_BEFORE = Statement(_JOINED.where(
+    _d.webhook == _bind("webhook"),
+    sa.or_(_d.updated_at < _bind("updated_at"),
+           sa.and_(_d.updated_at == _bind("updated_at"), _d.alert_key < _bind("alert_key"))),
+).order_by(*_NEWEST).limit(_bind("limit")))
+
+
+def _issue(row: Sequence[Any]) -> Issue:
+    sku, signature, state, build, until, count, episode, first, at, by = row
+    return Issue(str(sku), str(signature), cast(IssueState, str(state)), build, _int(until), _int(count),
+                 int(episode), int(first), int(at), str(by))
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _delivery(row: Sequence[Any]) -> Delivery:
+    webhook, key, status, attempts, next_attempt, code, error, updated = row
+    return Delivery(str(webhook), str(key), cast(DeliveryStatus, str(status)), int(attempts), int(next_attempt),
+                    _int(code), error, int(updated))
+
+
+def _alert(row: Sequence[Any]) -> Alert:
+    key, kind, created, body = row
+    return Alert(str(key), str(kind), int(created), json.loads(body))
+
+
+def _webhook(row: Sequence[Any]) -> Webhook:
+    name, url, secret, kinds, updated = row
+    return Webhook(str(name), str(url), str(secret), tuple(k for k in str(kinds).split(",") if k), int(updated))
+
+
+class SqlIssueStore:
+    _database: SqlDatabase
+
+    def __init__(self, database: SqlDatabase) -> None:
+        self._database = database
+
+    def observe(self, crashes: Sequence[Crash], now: int) -> list[Alert]:
+        # a group moves at most once a batch (unresolved and regressed the consumer never moves), so
+        # a spike of one group costs a statement or two, not two a crash
+        by_group: dict[tuple[str, str], list[Crash]] = defaultdict(list)
+        for crash in crashes:
+            by_group[crash.sku, crash.signature].append(crash)
+        raised: list[Alert] = []
+        with self._database.transaction() as t:
+            # one order for every consumer, so that two never wait on each other's rows
+            for (sku, signature), group in sorted(by_group.items()):
+                group.sort(key=lambda c: c.received_at)
+                if t.execute(_ADD, vars(new_issue(group[0]))) == 1:
+                    issue = new_issue(group[0])
+                    _remember(t, issue)
+                    raised += self._alert(t, issue_alert(issue, group[0]), now)
+                    continue
+                key = {"sku": sku, "signature": signature}
+                found = _issue(t.rows(_GET_FOR_UPDATE, key)[0])
+                # the index holds this batch's reports after this (crashes.persistence): each is
+                # counted with those before it in the batch
+                indexed = (int(t.rows(_REPORTS, key)[0][0])
+                           if found.state == "ignored" and found.ignore_count is not None else None)
+                for n, crash in enumerate(group):
+                    after = moved(found, crash, None if indexed is None else indexed + n)
+                    if after is not None:
+                        _store(t, after)
+                        if after.state == "regressed":
+                            raised += self._alert(t, issue_alert(after, crash), now)
+                        break
+        return raised
+
+    def change(self, sku: str, signature: str, change: Change) -> Issue | None:
+        key = {"sku": sku, "signature": signature}
+        with self._database.transaction() as t:
+            found = t.rows(_GET_FOR_UPDATE, key)
+            if not found:
+                return None
+            issue = _issue(found[0])
+            count = None
+            if change.ignore_for is not None:
+                count = int(t.rows(_REPORTS, key)[0][0]) + change.ignore_for
+            after = Issue(sku, signature, change.state, change.build, change.ignore_until, count, issue.episode,
+                          issue.first_seen, change.at, change.by)
+            _store(t, after)
+            return after
+
+    def issue(self, sku: str, signature: str) -> Issue | None:
+        found = self._database.rows(_GET, {"sku": sku, "signature": signature})
+        return _issue(found[0]) if found else None
+
+    def reports(self, sku: str, signature: str) -> list[BuildReports]:
+        return [BuildReports(build, int(n), int(first), int(last)) for build, n, first, last
+                in self._database.rows(_BY_BUILD, {"sku": sku, "signature": signature})]
+
+    def history(self, sku: str, signature: str, limit: int) -> list[Issue]:
+        current = self.issue(sku, signature)
+        if current is None:
+            return []
+        rows = self._database.rows(_HISTORY, {"sku": sku, "signature": signature, "limit": limit})
+        return [Issue(sku, signature, cast(IssueState, str(state)), build, _int(until), _int(count), current.episode,
+                      current.first_seen, int(at), str(by)) for state, build, until, count, at, by in rows]
+
+    def raise_alert(self, alert: Alert) -> bool:
+        with self._database.transaction() as t:
+            return bool(self._alert(t, alert, alert.created_at))
+
+    @staticmethod
+    def _alert(t: Transaction, alert: Alert, now: int) -> list[Alert]:
+        if t.execute(_ADD_ALERT, {"alert_key": alert.key, "kind": alert.kind, "created_at": alert.created_at,
+                                  "body": json.dumps(alert.body, separators=(",", ":"))}) != 1:
+            return []
+        t.execute(_FAN_OUT, {"alert_key": alert.key, "now": now, "kind": f",{alert.kind},"})
+        return [alert]
+
+    def put_webhook(self, webhook: Webhook) -> bool:
+        with self._database.transaction() as t:
+            new = not t.rows(_WEBHOOK_NAMED, {"name": webhook.name})
+            t.execute_rows(_PUT_WEBHOOK, [(webhook.name, webhook.url, webhook.secret,
+                                           f",{','.join(webhook.kinds)},", webhook.updated_at)])
+            return new
+
+    def webhooks(self) -> list[Webhook]:
+        return [_webhook(row) for row in self._database.rows(_WEBHOOKS, {})]
+
+    def delete_webhook(self, name: str) -> bool:
+        with self._database.transaction() as t:
+            t.execute(_DELETE_DELIVERIES, {"name": name})
+            return t.execute(_DELETE_WEBHOOK, {"name": name}) > 0
+
+    def due(self, now: int, limit: int) -> list[tuple[Delivery, Alert, Webhook]]:
+        rows = self._database.rows(_DUE, {"now": now, "limit": limit})
+        n, m = len(_DELIVERY), len(_DELIVERY) + len(_ALERT)
+        return [(_delivery(row[:n]), _alert(row[n:m]), _webhook(row[m:])) for row in rows]
+
+    def claim(self, delivery: Delivery, until: int, now: int) -> bool:
+        with self._database.transaction() as t:
+            return t.execute(_CLAIM, {"webhook": delivery.webhook, "alert_key": delivery.alert_key,
+                                      "next_attempt": delivery.next_attempt, "until": until, "now": now}) == 1
+
+    def attempted(self, delivery: Delivery) -> None:
+        with self._database.transaction() as t:
+            t.execute(_ATTEMPTED, vars(delivery))
+
+    def deliveries(self, webhook: str, before: tuple[int, str] | None, limit: int) -> list[tuple[Delivery, Alert]]:
+        if before is None:
+            rows = self._database.rows(_DELIVERIES, {"webhook": webhook, "limit": limit})
+        else:
+            rows = self._database.rows(_DELIVERIES_BEFORE, {"webhook": webhook, "updated_at": before[0],
+                                                            "alert_key": before[1], "limit": limit})
+        n = len(_DELIVERY)
+        return [(_delivery(row[:n]), _alert(row[n:])) for row in rows]
+
+    def close(self) -> None:
+        self._database.close()
+
+
+def _store(t: Transaction, issue: Issue) -> None:
+    t.execute(_SET, {"sku": issue.sku, "signature": issue.signature,
+                     **{f"new_{k}": v for k, v in vars(issue).items() if k not in ("sku", "signature", "first_seen")}})
+    _remember(t, issue)
+
+
+def _remember(t: Transaction, issue: Issue) -> None:
+    key = {"sku": issue.sku, "signature": issue.signature}
+    seq = int(t.rows(_LAST_SEQ, key)[0][0]) + 1
+    t.execute_rows(_ADD_HISTORY, [(issue.sku, issue.signature, seq, issue.state, issue.build, issue.ignore_until,
+                                   issue.ignore_count, issue.changed_at, issue.changed_by)])
+

@@ -1,0 +1,106 @@
+"""Crash groups as issues (a group's page, its state set with a server key) and the webhooks their
+alerts go to."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from adapters.factory import current
+from api.params import DIGITS, Cursor, Sku
+from api.requests import JsonBody
+from api.resolver import answer, create_resolver, json_response, posted
+from crashes.issues import SIGNATURE_PATTERN, CrashIssue, StateBody, change_state, crash_issue
+from ports.telemetry import instrumented
+from ports.timeutil import now_ms
+from webhooks import endpoints
+from webhooks.delivery import SIGNATURE_HEADER
+from webhooks.endpoints import (
+    MAX_DELIVERIES,
+    NAME_PATTERN,
+    DeliveryPage,
+    WebhookBody,
+    WebhookList,
+    WebhookView,
+)
+
+app = create_resolver()
+STATE = JsonBody(StateBody)
+WEBHOOK = JsonBody(WebhookBody)
+Signature = Annotated[str, Path(pattern=SIGNATURE_PATTERN, description=(
+    "the group's signature as GET /v1/crash-groups and the reports give it: a hex digest, safe in a path"))]
+Name = Annotated[str, Path(pattern=NAME_PATTERN, description="1 to 64 of A-Z a-z 0-9 . _ -")]
+# who set a state: the caller's key by its id (API Gateway's; a local key's), else the server itself
+NO_KEY = "server"
+
+
+@app.get("/v1/crash-groups/<signature>", operation_id="getCrashGroup", summary="A crash group as an issue",
+         description=(
+             "Its state (unresolved, resolved, ignored, regressed), when and by whom it was set, its last changes, "
+             "and its reports within retention by build, newest build first (by build order: runs of digits as "
+             "numbers). firstSeen is the first report the consumer saw of it, kept past retention. Players "
+             "affected are not given: the crash index keeps no playerId"),
+         responses={200: answer(CrashIssue, "the group")})
+def get_group(signature: Signature, sku: Sku) -> Response[str]:
+    return json_response(200, crash_issue(current().issues, sku, signature))
+
+
+@app.put("/v1/crash-groups/<signature>/state", operation_id="setCrashGroupState",
+         summary="Resolve, ignore or reopen a crash group",
+         description=(
+             "needs a server key. resolved, optionally inBuild: a report received later of that build or a later "
+             "one (by build order; any build when none is given) regresses it, and the webhooks taking "
+             "`regressed` are told once. ignored: forever, until ignoreUntil, or until ignoreForReports more "
+             "reports, whichever comes first; then it is unresolved again"),
+         openapi_extensions=STATE.openapi, responses={200: answer(CrashIssue, "the group with its new state")})
+def put_group_state(signature: Signature, sku: Sku) -> Response[str]:
+    by = app.current_event.request_context.identity.api_key_id or NO_KEY
+    return json_response(200, change_state(current().issues, sku, signature, STATE.one(posted(app.current_event)),
+                                           by=by, now=now_ms()))
+
+
+@app.get("/v1/webhooks", operation_id="listWebhooks", summary="The webhooks, by name",
+         description="needs a server key; secrets are never read back", responses={200: answer(WebhookList, "all")})
+def list_webhooks() -> Response[str]:
+    return json_response(200, endpoints.listing(current().issues))
+
+
+@app.put("/v1/webhooks/<name>", operation_id="putWebhook", summary="Register or replace a webhook",
+         description=(
+             "needs a server key. Each alert of the kinds named is POSTed once to the URL as JSON with a `text` "
+             f"(Slack's incoming webhooks take it as it is), signed in `{SIGNATURE_HEADER}: t=<unix seconds>,"
+             "v1=<hex HMAC-SHA256 of \"<t>.<body>\" with the secret>`; a failure is retried with exponential "
+             "backoff. The URL must be http or https, and (unless BLACKBOX_WEBHOOKS__ALLOW_PRIVATE) reach a "
+             "public address"),
+         openapi_extensions=WEBHOOK.openapi,
+         responses={200: answer(WebhookView, "replaced"), 201: answer(WebhookView, "created")})
+def put_webhook(name: Name) -> Response[str]:
+    a = current()
+    created, view = endpoints.put(a.issues, a.settings.webhooks, name, WEBHOOK.one(posted(app.current_event)),
+                                  now_ms())
+    return json_response(201 if created else 200, view)
+
+
+@app.delete("/v1/webhooks/<name>", operation_id="deleteWebhook", summary="Delete a webhook and its deliveries",
+            description="needs a server key; 404 when there is none", responses={204: {"description": "deleted"}})
+def delete_webhook(name: Name) -> Response[str]:
+    endpoints.delete(current().issues, name)
+    return Response(status_code=204, body="")
+
+
+@app.get("/v1/webhooks/<name>/deliveries", operation_id="listWebhookDeliveries",
+         summary="A webhook's deliveries, last changed first",
+         description="needs a server key; each alert's delivery with its status (pending, delivered, failed after "
+                     "the last attempt), attempts and last answer",
+         responses={200: answer(DeliveryPage, "a page of deliveries")})
+def list_deliveries(name: Name, limit: Annotated[int, Query(ge=1, le=MAX_DELIVERIES), DIGITS] = 20,
+                    cursor: Cursor = None) -> Response[str]:
+    return json_response(200, endpoints.deliveries(current().issues, name, limit=limit, cursor=cursor))
+
+
+@instrumented
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

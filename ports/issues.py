@@ -1,0 +1,213 @@
+"""Crash groups as issues: each signature of a sku has a state that a studio sets (resolved,
+optionally in a build; ignored, forever, until a time or until a count of reports) and that the
+crash consumer moves (a new group; a resolved one that crashes again in its build or a later one
+regresses), with a history. A change that needs telling raises an alert, stored once under its key
+with a delivery to each webhook that takes its kind (the outbox the delivery job reads)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
+
+IssueState = Literal["unresolved", "resolved", "ignored", "regressed"]
+AlertKind = Literal["new-group", "regressed"]
+ALERT_KINDS: tuple[AlertKind, ...] = ("new-group", "regressed")
+DeliveryStatus = Literal["pending", "delivered", "failed"]
+# who changed a state when the consumer did
+CONSUMER = "blackbox"
+
+
+@dataclass(frozen=True)
+class Crash:
+    """What the issues see of a report the crash consumer indexed."""
+
+    sku: str
+    signature: str
+    build: str | None
+    received_at: int
+
+
+@dataclass(frozen=True)
+class Issue:
+    sku: str
+    signature: str
+    state: IssueState
+    build: str | None
+    """resolved: the build it was resolved in (None: any later report regresses it)."""
+    ignore_until: int | None
+    """ignored: until this time (ms)."""
+    ignore_count: int | None
+    """ignored: until the group has this many reports in the index."""
+    episode: int
+    """how many times it regressed: an alert is once per (group, episode)."""
+    first_seen: int
+    changed_at: int
+    changed_by: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change of state a studio asks for."""
+
+    state: IssueState
+    at: int
+    by: str
+    build: str | None = None
+    ignore_until: int | None = None
+    ignore_for: int | None = None
+    """ignored until this many more reports."""
+
+
+@dataclass(frozen=True)
+class Alert:
+    key: str
+    """unique: a second alert under it is the same alert, never sent again."""
+    kind: str
+    created_at: int
+    body: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Webhook:
+    name: str
+    url: str
+    secret: str
+    kinds: tuple[str, ...]
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class Delivery:
+    webhook: str
+    alert_key: str
+    status: DeliveryStatus
+    attempts: int
+    next_attempt: int
+    last_code: int | None
+    last_error: str | None
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class BuildReports:
+    """A group's reports in one build (None: those without a buildVersion)."""
+
+    build: str | None
+    count: int
+    first_seen: int
+    last_seen: int
+
+
+class IssueStore(Protocol):
+    def observe(self, crashes: Sequence[Crash], now: int) -> list[Alert]:
+        """Moves each crash's issue (made, unresolved, on its first), in one transaction, and stores
+        the alerts that raises; returns the alerts stored now (an alert whose key is there already
+        is not). Observing a crash again changes nothing: a redelivered batch is harmless."""
+        ...
+
+    def change(self, sku: str, signature: str, change: Change) -> Issue | None:
+        """Sets the state of an issue the consumer made, with a line of history; None if none."""
+        ...
+
+    def issue(self, sku: str, signature: str) -> Issue | None: ...
+
+    def reports(self, sku: str, signature: str) -> list[BuildReports]:
+        """The group's reports in the index (within retention), by build."""
+        ...
+
+    def history(self, sku: str, signature: str, limit: int) -> list[Issue]:
+        """Its states, newest first (each as it was set)."""
+        ...
+
+    def raise_alert(self, alert: Alert) -> bool:
+        """Stores an alert and a delivery of it to each webhook taking its kind; False (and nothing
+        stored) when its key is there already."""
+        ...
+
+    def put_webhook(self, webhook: Webhook) -> bool:
+        """True if it is new, False if it replaced one of that name."""
+        ...
+
+    def webhooks(self) -> list[Webhook]: ...
+
+    def delete_webhook(self, name: str) -> bool:
+        """And its deliveries; False if there was none."""
+        ...
+
+    def due(self, now: int, limit: int) -> list[tuple[Delivery, Alert, Webhook]]:
+        """Pending deliveries whose next attempt is due, oldest first."""
+        ...
+
+    def claim(self, delivery: Delivery, until: int, now: int) -> bool:
+        """Moves a due delivery's next attempt to `until` if no one did since it was read: the run
+        that gets True sends it."""
+        ...
+
+    def attempted(self, delivery: Delivery) -> None:
+        """Stores a delivery's outcome (its status, attempts, next attempt, last answer)."""
+        ...
+
+    def deliveries(self, webhook: str, before: tuple[int, str] | None, limit: int) -> list[tuple[Delivery, Alert]]:
+        """A webhook's deliveries, last changed first, those before (updated_at, alert_key) only."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# --- the order of builds and the consumer's moves, pure: the stores run them in their transaction
+
+_PARTS = re.compile(r"\d+|[A-Za-z]+")
+
+
+def build_order(build: str) -> tuple[tuple[int, int | str], ...]:
+    """A build's place: its runs of digits compared as numbers, of letters as text, in order
+    ("1.10.0" after "1.9.2", "2.0.0-rc2" after "2.0.0-rc1"); a run of letters sorts before a
+    number where they differ, so "2.0.0-rc1" is before "2.0.0.1". Punctuation only separates."""
+    return tuple((1, int(p)) if p.isdigit() else (0, p.lower()) for p in _PARTS.findall(build))
+
+
+def at_or_after(build: str | None, resolved_in: str | None) -> bool:
+    """Whether a report of `build` regresses an issue resolved in `resolved_in`: any report does when
+    it was resolved in no build; one without a build does not when it was."""
+    if resolved_in is None:
+        return True
+    return build is not None and build_order(build) >= build_order(resolved_in)
+
+
+def new_issue(crash: Crash) -> Issue:
+    return Issue(crash.sku, crash.signature, "unresolved", None, None, None, 0, crash.received_at,
+                 crash.received_at, CONSUMER)
+
+
+def moved(issue: Issue, crash: Crash, reports: int | None) -> Issue | None:
+    """The issue after the consumer saw `crash` (None: unchanged). `reports`: the group's reports in
+    the index, asked for only when an ignore waits for a count. Only reports received after the last
+    change move it, so seeing one again (a redelivery) never moves it twice."""
+    if crash.received_at <= issue.changed_at:
+        return None
+    if issue.state == "resolved" and at_or_after(crash.build, issue.build):
+        return replace(issue, state="regressed", episode=issue.episode + 1, changed_at=crash.received_at,
+                       changed_by=CONSUMER)
+    if issue.state == "ignored":
+        over = (issue.ignore_until is not None and crash.received_at >= issue.ignore_until) or (
+            issue.ignore_count is not None and reports is not None and reports >= issue.ignore_count)
+        if over:
+            return replace(issue, state="unresolved", build=None, ignore_until=None, ignore_count=None,
+                           changed_at=crash.received_at, changed_by=CONSUMER)
+    return None
+
+
+def issue_alert(issue: Issue, crash: Crash) -> Alert:
+    """The alert a new or regressed issue raises: one per group and episode."""
+    kind: AlertKind = "new-group" if issue.episode == 0 else "regressed"
+    if kind == "new-group":
+        text = f"New crash group {issue.signature} in {issue.sku} (build {crash.build or 'unknown'})"
+    else:
+        text = (f"Crash group {issue.signature} in {issue.sku} regressed: resolved in "
+                f"{issue.build or 'no build'}, crashed again in {crash.build or 'an unknown build'}")
+    body = {"kind": kind, "sku": issue.sku, "signature": issue.signature, "episode": issue.episode,
+            "build": crash.build, "resolvedIn": issue.build if kind == "regressed" else None,
+            "receivedAt": crash.received_at, "text": text}
+    return Alert(f"{kind}:{issue.sku}:{issue.signature}:{issue.episode}", kind, crash.received_at, body)

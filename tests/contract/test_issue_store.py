@@ -1,0 +1,246 @@
+"""The issue store (ports.issues) on both storages: crash groups' states, regressions, alerts once
+per episode, webhooks and their deliveries; and random streams of crashes and changes against a
+plain model, each batch observed twice (a redelivery) without a second alert."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase
+from adapters.embedded.issues import SqliteIssueStore
+from adapters.mysql.index import MysqlCrashIndex
+from adapters.mysql.issues import MysqlIssueStore
+from ports import CrashIndex, IndexEntry
+from ports.issues import (
+    Alert,
+    BuildReports,
+    Change,
+    Crash,
+    Delivery,
+    IssueStore,
+    Webhook,
+    at_or_after,
+    build_order,
+)
+from tests.contract.conftest import ENGINES
+from tests.services import mysql_database, namespace
+
+
+@pytest.fixture(params=ENGINES)
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[CrashIndex, IssueStore]]:
+    """The crash index and the issues in one database, as a deployment has them."""
+    if request.param == "embedded":
+        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+        yield SqliteCrashIndex(database), SqliteIssueStore(database)
+        return
+    with mysql_database(namespace()) as mysql:
+        yield MysqlCrashIndex(mysql), MysqlIssueStore(mysql)
+
+
+def _kinds(alerts: list[Alert]) -> list[tuple[str, int]]:
+    return [(a.kind, a.body["episode"]) for a in alerts]
+
+
+def test_a_new_group_alerts_once_and_a_resolved_one_regresses_in_its_build_or_later(
+        stores: tuple[CrashIndex, IssueStore]) -> None:
+    _, issues = stores
+    first = Crash("g", "aa11", "1.0", 1000)
+    assert _kinds(issues.observe([first], 1000)) == [("new-group", 0)]
+    assert issues.observe([first], 1001) == []  # a redelivery
+    issue = issues.issue("g", "aa11")
+    assert issue is not None and (issue.state, issue.first_seen, issue.changed_by) == ("unresolved", 1000, "blackbox")
+    assert issues.issue("g", "bb22") is None and issues.issue("h", "aa11") is None
+
+    resolved = issues.change("g", "aa11", Change("resolved", 2000, "key-1", build="1.10"))
+    assert resolved is not None
+    assert (resolved.state, resolved.build, resolved.changed_by) == ("resolved", "1.10", "key-1")
+    # older builds, a report from before the resolution, one with no build: still resolved
+    assert issues.observe([Crash("g", "aa11", "1.9", 3000), Crash("g", "aa11", "1.10", 1500),
+                           Crash("g", "aa11", None, 3100)], 3100) == []
+    assert issues.issue("g", "aa11").state == "resolved"  # type: ignore[union-attr]
+    again = Crash("g", "aa11", "1.10.1", 4000)
+    alerts = issues.observe([again, Crash("g", "aa11", "2.0", 4500)], 4500)
+    assert _kinds(alerts) == [("regressed", 1)]
+    assert alerts[0].body["resolvedIn"] == "1.10" and alerts[0].body["build"] == "1.10.1"
+    assert issues.observe([again], 5000) == []
+    assert issues.issue("g", "aa11").state == "regressed"  # type: ignore[union-attr]
+    # a second episode: resolved in no build, any later report regresses it
+    issues.change("g", "aa11", Change("resolved", 6000, "server"))
+    assert _kinds(issues.observe([Crash("g", "aa11", None, 7000)], 7000)) == [("regressed", 2)]
+    assert [(i.state, i.changed_by) for i in issues.history("g", "aa11", 10)] == [
+        ("regressed", "blackbox"), ("resolved", "server"), ("regressed", "blackbox"), ("resolved", "key-1"),
+        ("unresolved", "blackbox")]
+    assert len(issues.history("g", "aa11", 2)) == 2
+    assert issues.change("g", "nope", Change("resolved", 1, "server")) is None
+
+
+def test_ignored_until_a_time_or_a_count_of_reports(stores: tuple[CrashIndex, IssueStore]) -> None:
+    index, issues = stores
+
+    def report(n: int, signature: str, at: int) -> None:
+        # as the consumer does: seen, then indexed (crashes.persistence)
+        issues.observe([Crash("g", signature, "1.0", at)], at)
+        index.insert_many([IndexEntry(report_key=uuid.uuid4().hex, event_id=f"e-{signature}-{n}", sku="g",
+                                      received_at=at, size_bytes=1, signature=signature, build_version="1.0")])
+
+    report(0, "c1", 100)
+    report(0, "c2", 100)
+    issues.change("g", "c1", Change("ignored", 200, "server", ignore_until=1000))
+    issues.change("g", "c2", Change("ignored", 200, "server", ignore_for=2))
+    assert issues.issue("g", "c2").ignore_count == 3  # type: ignore[union-attr]
+    report(1, "c1", 999)
+    report(1, "c2", 300)
+    assert (issues.issue("g", "c1").state, issues.issue("g", "c2").state) == ("ignored", "ignored")  # type: ignore[union-attr]
+    report(2, "c1", 1000)
+    report(2, "c2", 400)
+    assert (issues.issue("g", "c1").state, issues.issue("g", "c2").state) == ("unresolved", "ignored")  # type: ignore[union-attr]
+    report(3, "c2", 500)  # the first after two more
+    assert issues.issue("g", "c2").state == "unresolved"  # type: ignore[union-attr]
+    assert issues.reports("g", "c2") == [BuildReports("1.0", 4, 100, 500)]
+    # a batch's reports count with those before them in it: the third after two more ends it
+    report(0, "c3", 100)
+    issues.change("g", "c3", Change("ignored", 200, "server", ignore_for=2))
+    assert issues.observe([Crash("g", "c3", "1.0", 300), Crash("g", "c3", "1.0", 301)], 301) == []
+    assert issues.issue("g", "c3").state == "ignored"  # type: ignore[union-attr]
+    issues.observe([Crash("g", "c3", "1.0", 302), Crash("g", "c3", "1.0", 303), Crash("g", "c3", "1.0", 304)], 304)
+    assert issues.issue("g", "c3").state == "unresolved"  # type: ignore[union-attr]
+    # ignored forever: no report moves it, and none regresses it
+    issues.change("g", "c1", Change("ignored", 2000, "server"))
+    report(4, "c1", 5000)
+    assert issues.issue("g", "c1").state == "ignored"  # type: ignore[union-attr]
+
+
+def test_webhooks_get_each_alert_of_their_kinds_once(stores: tuple[CrashIndex, IssueStore]) -> None:
+    _, issues = stores
+    assert issues.put_webhook(Webhook("ops", "https://hooks.example/a", "s3cret", ("regressed",), 10))
+    assert issues.put_webhook(Webhook("all", "https://hooks.example/b", "s", ("new-group", "regressed"), 10))
+    assert not issues.put_webhook(Webhook("ops", "https://hooks.example/c", "s4", ("regressed", "new-group"), 20))
+    assert [w.name for w in issues.webhooks()] == ["all", "ops"]
+    assert issues.webhooks()[1] == Webhook("ops", "https://hooks.example/c", "s4", ("regressed", "new-group"), 20)
+    issues.put_webhook(Webhook("ops", "https://hooks.example/c", "s4", ("regressed",), 20))
+    alert = Alert("new-group:g:aa:0", "new-group", 100, {"text": "new", "n": [1]})
+    assert issues.raise_alert(alert)
+    assert not issues.raise_alert(alert)
+    assert issues.raise_alert(Alert("regressed:g:aa:1", "regressed", 200, {"text": "again"}))
+    assert issues.raise_alert(Alert("season-end:b:1", "season-end", 200, {"text": "nobody takes it"}))
+    due = issues.due(150, 10)
+    assert [(d.webhook, a.key, w.url) for d, a, w in due] == [("all", "new-group:g:aa:0", "https://hooks.example/b")]
+    assert due[0][1] == alert and due[0][0].status == "pending"
+    assert {(d.webhook, a.key) for d, a, _ in issues.due(300, 10)} == {
+        ("all", "new-group:g:aa:0"), ("all", "regressed:g:aa:1"), ("ops", "regressed:g:aa:1")}
+    # one run claims a delivery; another that read it before gets False
+    assert issues.claim(due[0][0], 1150, 150) and not issues.claim(due[0][0], 1160, 160)
+    assert [(d.webhook, a.key) for d, a, _ in issues.due(150, 10)] == []
+    sent = Delivery("all", "new-group:g:aa:0", "delivered", 1, 100, 200, None, 400)
+    issues.attempted(sent)
+    issues.attempted(Delivery("all", "regressed:g:aa:1", "pending", 1, 1000, 500, "HTTP 500", 300))
+    assert {(d.webhook, a.key) for d, a, _ in issues.due(300, 10)} == {("ops", "regressed:g:aa:1")}
+    page = issues.deliveries("all", None, 1)
+    assert page == [(sent, alert)]
+    rest = issues.deliveries("all", (400, "new-group:g:aa:0"), 5)
+    assert [(d.alert_key, d.last_code, d.last_error) for d, _ in rest] == [("regressed:g:aa:1", 500, "HTTP 500")]
+    assert issues.delete_webhook("all") and not issues.delete_webhook("all")
+    assert issues.deliveries("all", None, 5) == []
+    assert [d.webhook for d, _, _ in issues.due(2000, 10)] == ["ops"]
+
+
+def test_build_order_is_by_numbers_then_text() -> None:
+    ordered = ["0.9", "1.2", "1.9.2", "1.10", "1.10.0", "2.0.0-beta", "2.0.0-rc1", "2.0.0-rc2", "2.0.0.1", "10"]
+    assert sorted(ordered, key=build_order) == ordered
+    assert at_or_after("1.10", "1.9") and at_or_after("1.9", "1.9") and not at_or_after("1.8", "1.9")
+    assert at_or_after(None, None) and not at_or_after(None, "1.0")
+
+
+# --- against a model ---------------------------------------------------------------------------
+
+BUILDS = ["1", "2", "3"]
+SIGNATURES = ["s1", "s2"]
+
+
+@dataclass
+class _Group:
+    state: str = "unresolved"
+    build: str | None = None
+    until: int | None = None
+    changed_at: int = 0
+    episode: int = 0
+
+
+@dataclass
+class _Model:
+    groups: dict[str, _Group] = field(default_factory=dict)
+    alerts: list[tuple[str, str, int]] = field(default_factory=list)
+
+    def crash(self, signature: str, build: str | None, at: int) -> None:
+        g = self.groups.get(signature)
+        if g is None:
+            self.groups[signature] = _Group(changed_at=at)
+            self.alerts.append(("new-group", signature, 0))
+            return
+        if at <= g.changed_at:
+            return
+        builds_after = g.build is None or (build is not None and int(build) >= int(g.build))
+        if g.state == "resolved" and builds_after:
+            g.state, g.episode, g.changed_at = "regressed", g.episode + 1, at
+            self.alerts.append(("regressed", signature, g.episode))
+        elif g.state == "ignored" and g.until is not None and at >= g.until:
+            g.state, g.build, g.until, g.changed_at = "unresolved", None, None, at
+
+
+_crash = st.tuples(st.just("crash"), st.sampled_from(SIGNATURES), st.sampled_from([*BUILDS, None]))
+_change = st.tuples(st.just("change"), st.sampled_from(SIGNATURES),
+                    st.sampled_from(["resolved", "resolved-in", "ignored", "ignored-until", "unresolved"]),
+                    st.sampled_from(BUILDS))
+_step = st.tuples(st.one_of(_crash, _change), st.integers(1, 30))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.lists(_step, min_size=1, max_size=4), min_size=1, max_size=8))
+def test_states_and_alerts_match_a_model(stores: tuple[CrashIndex, IssueStore],
+                                         steps: list[list[tuple[tuple[str, ...], int]]]) -> None:
+    _, issues = stores
+    sku = f"m{uuid.uuid4().hex[:12]}"
+    model = _Model()
+    raised: list[Alert] = []
+    seen: list[Crash] = []
+    clock = 0
+    for batch in steps:
+        crashes: list[Crash] = []
+        for action, gap in batch:
+            clock += gap
+            if action[0] == "crash":
+                _, signature, build = action
+                crashes.append(Crash(sku, signature, build, clock))
+                model.crash(signature, build, clock)
+            elif (group := model.groups.get(action[1])) is not None:
+                _, signature, state, build = action
+                # a change is made after the crashes before it are observed: flush them
+                raised += issues.observe(crashes, clock)
+                raised += issues.observe(crashes, clock)  # redelivered
+                seen += crashes
+                crashes = []
+                change = {"resolved": Change("resolved", clock, "t"),
+                          "resolved-in": Change("resolved", clock, "t", build),
+                          "ignored": Change("ignored", clock, "t"),
+                          "ignored-until": Change("ignored", clock, "t", ignore_until=clock + 20),
+                          "unresolved": Change("unresolved", clock, "t")}[state]
+                issues.change(sku, signature, change)
+                # every crash before it, redelivered late: none moves what was set after it
+                raised += issues.observe(seen, clock)
+                group.state = change.state
+                group.build, group.until, group.changed_at = change.build, change.ignore_until, clock
+        raised += issues.observe(crashes, clock)
+        raised += issues.observe(list(reversed(crashes)), clock)  # redelivered, in another order
+        seen += crashes
+    assert sorted((a.kind, a.body["signature"], a.body["episode"]) for a in raised) == sorted(model.alerts)
+    for signature, group in model.groups.items():
+        issue = issues.issue(sku, signature)
+        assert issue is not None
+        assert (issue.state, issue.build, issue.episode) == (group.state, group.build, group.episode)

@@ -1,0 +1,140 @@
+"""The webhooks' delivery against a receiver on loopback: signed bodies, retries with exponential
+backoff up to the last attempt, a claim that keeps two runs from sending one delivery twice, and the
+addresses a webhook may not reach."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.embedded.index import SqliteIndexDatabase
+from adapters.embedded.issues import SqliteIssueStore
+from ports.issues import Alert, Webhook
+from webhooks.delivery import (
+    ALERT_HEADER,
+    CLAIM_MS,
+    SIGNATURE_HEADER,
+    RefusedAddress,
+    WebhookPolicy,
+    body_of,
+    check_url,
+    deliver_due,
+    sign,
+)
+
+SECRET = "0123456789abcdef"
+LOCAL = WebhookPolicy(allow_private=True, backoff_s=30, max_backoff_s=100, max_attempts=4)
+
+
+class Receiver:
+    """Answers each POST with the next of `answers` (the last one from then on)."""
+
+    def __init__(self, answers: list[int]) -> None:
+        self.got: list[tuple[dict[str, str], bytes]] = []
+        got, pending = self.got, list(answers)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                got.append((dict(self.headers), self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(pending.pop(0) if len(pending) > 1 else pending[0])
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def issues(tmp_path: Path) -> Iterator[SqliteIssueStore]:
+    store = SqliteIssueStore(SqliteIndexDatabase(tmp_path / "index.sqlite"))
+    yield store
+    store.close()
+
+
+def receiving(issues: SqliteIssueStore, answers: list[int]) -> Iterator[Receiver]:
+    receiver = Receiver(answers)
+    issues.put_webhook(Webhook("ops", receiver.url, SECRET, ("regressed",), 0))
+    issues.raise_alert(Alert("regressed:g:ab:1", "regressed", 1000, {"text": "ab regressed", "episode": 1}))
+    yield receiver
+    receiver.server.shutdown()
+
+
+def test_a_delivery_is_signed_and_slack_compatible(issues: SqliteIssueStore) -> None:
+    for receiver in receiving(issues, [200]):
+        assert deliver_due(issues, LOCAL, now=5_000) == 1
+        [(headers, body)] = receiver.got
+        t, v1 = (part.split("=", 1)[1] for part in headers[SIGNATURE_HEADER].split(","))
+        assert t == "5" and hmac.compare_digest(
+            v1, hmac.new(SECRET.encode(), b"5." + body, hashlib.sha256).hexdigest())
+        sent = json.loads(body)
+        assert sent["text"] == "ab regressed" and sent["alertKey"] == headers[ALERT_HEADER] == "regressed:g:ab:1"
+        assert sent["alert"] == {"text": "ab regressed", "episode": 1}
+        assert deliver_due(issues, LOCAL, now=10**12) == 0  # delivered: never again
+        [(delivery, _)] = issues.deliveries("ops", None, 5)
+        assert (delivery.status, delivery.attempts, delivery.last_code) == ("delivered", 1, 200)
+
+
+def test_failures_back_off_exponentially_until_the_last_attempt(issues: SqliteIssueStore) -> None:
+    for receiver in receiving(issues, [500]):
+        now, waits = 1000, []  # the alert's time: its deliveries are due from then
+        for _ in range(LOCAL.max_attempts):
+            assert deliver_due(issues, LOCAL, now=now) == 0
+            [(delivery, _)] = issues.deliveries("ops", None, 5)
+            waits.append(delivery.next_attempt - now)
+            assert deliver_due(issues, LOCAL, now=delivery.next_attempt - 1) == 0  # not due yet
+            now = delivery.next_attempt
+        assert waits == [30_000, 60_000, 100_000, 100_000]  # doubling, up to max_backoff_s
+        assert (delivery.status, delivery.attempts, delivery.last_code, delivery.last_error) == (
+            "failed", 4, 500, "HTTP 500")
+        assert len(receiver.got) == 4
+        assert deliver_due(issues, LOCAL, now=10**12) == 0 and len(receiver.got) == 4
+
+
+def test_a_run_that_lost_the_claim_does_not_send(issues: SqliteIssueStore) -> None:
+    for receiver in receiving(issues, [204]):
+        [(due, _, _)] = issues.due(2000, 10)
+        assert issues.claim(due, 2000 + CLAIM_MS, 2000)  # another run has it
+        assert deliver_due(issues, LOCAL, now=2000) == 0 and receiver.got == []
+        # it sent nothing and was cut off: the claim runs out, and the next run sends it
+        assert deliver_due(issues, LOCAL, now=2000 + CLAIM_MS) == 1 and len(receiver.got) == 1
+
+
+def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteIssueStore) -> None:
+    for receiver in receiving(issues, [204]):
+        assert deliver_due(issues, WebhookPolicy(), now=1000) == 0 and receiver.got == []
+        [(delivery, _)] = issues.deliveries("ops", None, 5)
+        assert delivery.status == "pending" and (delivery.last_error or "").startswith("refused: a public address")
+
+
+@pytest.mark.parametrize("url", ["ftp://hooks.example.com/x", "file:///etc/passwd", "http://", "http://[::1",
+                                 "https://user:pw@hooks.example.com/", "http://127.0.0.1/", "http://10.1.2.3/",
+                                 "http://169.254.169.254/latest/meta-data/", "http://[::ffff:127.0.0.1]/",
+                                 "http://localhost:8080/", "http://api.localhost/", "http://0.0.0.0/"])
+def test_what_a_webhook_may_not_point_at(url: str) -> None:
+    with pytest.raises(RefusedAddress):
+        check_url(url, WebhookPolicy(), resolve=False)
+
+
+def test_a_name_that_resolves_to_loopback_is_refused_and_private_is_allowed_when_set() -> None:
+    with pytest.raises(RefusedAddress):
+        check_url("http://2130706433/", WebhookPolicy(), resolve=True)  # 127.0.0.1 as a number
+    check_url("https://hooks.example.com/x", WebhookPolicy(), resolve=False)
+    check_url("http://127.0.0.1:9/x", WebhookPolicy(allow_private=True), resolve=True)
+
+
+def test_the_signature_is_an_hmac_of_the_time_and_the_body() -> None:
+    body = body_of(Alert("k", "new-group", 1, {"text": "hi"}))
+    assert sign("s", 1700000000, body) == (
+        "t=1700000000,v1=" + hmac.new(b"s", b"1700000000." + body, hashlib.sha256).hexdigest())
+    assert json.loads(body)["text"] == "hi"

@@ -483,8 +483,9 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
         """The ban list by playerId after `after`: each player and when it was banned."""
         ...
 
-    def drop_season(self, board: str, start: int) -> int:
-        """Deletes a season of the board, its records and trees (retention); how many rows went."""
+    def purge_seasons(self, now_ms: int) -> int:
+        """Deletes the past seasons of each board beyond the newest `keep_seasons` (their records,
+        trees and listing; never the current one); how many rows went."""
         ...
 
     def keys_of(self, player_id: str) -> list[str]:

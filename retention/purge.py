@@ -11,7 +11,6 @@ from typing import Protocol
 from pipeline.topics import ALL_TOPICS
 from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
 from ports.telemetry import logger
-from ranking.seasons import season_start
 
 DAY_MS = 86_400_000
 
@@ -71,29 +70,8 @@ def purge(adapters: Retained, now_ms: int, *, include_log: bool = True) -> Purge
         documents=adapters.documents.purge_expired(),
         reports=adapters.index.purge(before),
         counter_rows=adapters.counters.purge(before),
-        season_rows=purge_seasons(adapters.ranking, now_ms),
+        season_rows=adapters.ranking.purge_seasons(now_ms),
     )
     logger.info("purged what is past retention", extra={"purged": purged.__dict__, "before": before})
     return purged
 
-
-# boards read a page, and past seasons dropped a board, each run (the rest go the next day)
-_BOARDS_A_PAGE = 100
-_DROPPED_A_RUN = 1000
-
-
-def purge_seasons(store: RankingStore, now_ms: int) -> int:
-    """Drops the past seasons of each board beyond the newest `keep_seasons`; rows deleted."""
-    dropped, after = 0, ""
-    while True:
-        page = store.boards(after, _BOARDS_A_PAGE)
-        for board in page:
-            current = season_start(board.reset, now_ms, board.epochs)
-            if board.keep_seasons is None or current is None:  # None: its one season, current
-                continue
-            past = store.seasons(board.board, current, board.keep_seasons + _DROPPED_A_RUN)
-            for start in past[board.keep_seasons :]:
-                dropped += store.drop_season(board.board, start)
-        if len(page) < _BOARDS_A_PAGE:
-            return dropped
-        after = page[-1].board

@@ -61,7 +61,7 @@ from ports import (
 )
 from ports.limits import INT64_MAX
 from ports.timeutil import now_ms
-from ranking.seasons import season_key
+from ranking.seasons import season_key, season_start
 
 Rows = list[tuple[Any, ...]]
 
@@ -217,6 +217,11 @@ class SessionCounterReads(Checkpointed):
         return skus_seen(self._database.rows(self.SKUS, {"after": after, "limit": limit}))
 
 
+# retention: boards read a page, and past seasons dropped a board, each run (the rest go the next day)
+_BOARDS_A_PAGE = 100
+_DROPPED_A_RUN = 1000
+
+
 class RankingReads(Checkpointed):
     # players a lookup asks for at once: within each engine's limit of bound values a statement
     SCORES_AT_ONCE: ClassVar[int]
@@ -297,7 +302,21 @@ class RankingReads(Checkpointed):
         return [(str(player), int(at)) for player, at in self._database.rows(ranking_sql.BANS,
                                                                               {"after": after, "limit": limit})]
 
-    def drop_season(self, board: str, start: int) -> int:
+    def purge_seasons(self, now_ms: int) -> int:
+        dropped, after = 0, ""
+        while True:
+            page = self.boards(after, _BOARDS_A_PAGE)
+            for board in page:
+                current = season_start(board.reset, now_ms, board.epochs)
+                if board.keep_seasons is None or current is None:  # None: its one season, current
+                    continue
+                past = self.seasons(board.board, current, board.keep_seasons + _DROPPED_A_RUN)
+                dropped += sum(self._drop_season(board.board, start) for start in past[board.keep_seasons :])
+            if len(page) < _BOARDS_A_PAGE:
+                return dropped
+            after = page[-1].board
+
+    def _drop_season(self, board: str, start: int) -> int:
         key = season_key(board, start)
         dropped = 0
         for statement in ranking_sql.DROP_SEASON:

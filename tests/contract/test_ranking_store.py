@@ -29,7 +29,6 @@ from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
 from ranking.tree import Tree
 from ranking.worker import apply_scores
-from retention.purge import purge_seasons
 from tests.brute import BruteBoard
 
 TREE = Tree(4)
@@ -498,14 +497,14 @@ def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store:
     before = {start: leaderboard.top(ranking_store, TREE, board, season=start) for start in starts}
     past = [start for start in reversed(starts) if start < current]
     gone = past[keep:] if keep is not None else []
-    dropped = purge_seasons(ranking_store, current + 1)  # every board's: earlier examples' boards too
+    dropped = ranking_store.purge_seasons(current + 1)  # every board's: earlier examples' boards too
     assert dropped > 0 or not gone
     assert ranking_store.seasons(board, None, 100) == [start for start in reversed(starts) if start not in gone]
     for start in starts:
         got = leaderboard.top(ranking_store, TREE, board, season=start)
         assert got == ({"entries": [], "nextCursor": None} if start in gone else before[start])
         assert leaderboard.describe(ranking_store, TREE, board, start)["players"] == (0 if start in gone else 3)
-    assert purge_seasons(ranking_store, current + 1) == 0
+    assert ranking_store.purge_seasons(current + 1) == 0
 
 
 def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingStore, log, tmp_path: Path):

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from api.access import ApiKeys
 from api.requests import MAX_IN_FLIGHT
 from crashes.spikes import SpikePolicy
+from ranking.season_ends import SeasonEndPolicy
 from webhooks.delivery import WebhookPolicy
 
 # written by scripts/services start: where the local engines listen
@@ -36,6 +37,8 @@ class Settings(BaseSettings):
     spikes: SpikePolicy = SpikePolicy()
     # e.g. BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true: webhooks may reach loopback and private addresses
     webhooks: WebhookPolicy = WebhookPolicy()
+    # e.g. BLACKBOX_SEASON_END__AFTER_S=1: a season's final top is told this long after its end
+    season_end: SeasonEndPolicy = SeasonEndPolicy()
     # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
     # and the ids of the keys that may post scores, and of the title keys → their skus (set by the deployment)
     api_keys: ApiKeys = ApiKeys()

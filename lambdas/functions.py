@@ -131,7 +131,7 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "symbols": frozenset({"symbols", "log", "spill"}),
     "minidump-processor": frozenset({"documents", "index", "symbols", "log"}),
     "issues": frozenset({"issues"}),
-    "webhooks": frozenset({"issues"}),
+    "webhooks": frozenset({"issues", "ranking"}),  # and the ends of seasons, told
 }
 
 

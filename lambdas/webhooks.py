@@ -1,5 +1,6 @@
-"""The webhooks' delivery, on a schedule (AWS; under `blackbox serve`, a periodic thread runs the
-same): POSTs the due deliveries of the outbox and stores each outcome."""
+"""The webhooks' delivery, on a schedule (AWS; under `blackbox serve`, periodic threads run the
+same): raises the alerts of the leaderboards' seasons that ended, then POSTs the due deliveries of
+the outbox and stores each outcome."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from ports.telemetry import instrumented
+from ports.timeutil import now_ms
+from ranking.season_ends import tell_season_ends
+from ranking.tree import DEFAULT_TREE
 from webhooks.delivery import deliver_due
 
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     a = current()
-    return {"delivered": deliver_due(a.issues, a.settings.webhooks)}
+    told = tell_season_ends(a.ranking, a.issues, DEFAULT_TREE, a.settings.season_end, now_ms())
+    return {"seasonEnds": told, "delivered": deliver_due(a.issues, a.settings.webhooks)}

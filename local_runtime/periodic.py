@@ -11,6 +11,8 @@ from adapters.factory import Adapters
 from pipeline.topics import replay_spilled
 from ports.telemetry import logger
 from ports.timeutil import now_ms
+from ranking.season_ends import tell_season_ends
+from ranking.tree import DEFAULT_TREE
 from retention.purge import purge
 from webhooks.delivery import deliver_due
 
@@ -18,6 +20,8 @@ SPILL_REPLAY_INTERVAL_S = 2.0
 PURGE_INTERVAL_S = 3600.0
 # an alert reaches its webhooks within about this (the AWS schedule's is a minute)
 WEBHOOK_INTERVAL_S = 1.0
+# the ends of seasons are looked for this often (in AWS, at each of the webhooks' runs)
+SEASON_END_INTERVAL_S = 10.0
 
 
 class Periodic(threading.Thread):
@@ -54,3 +58,8 @@ def purger(adapters: Adapters, stop: threading.Event, interval_s: float = PURGE_
 
 def webhook_sender(adapters: Adapters, stop: threading.Event, interval_s: float = WEBHOOK_INTERVAL_S) -> Periodic:
     return Periodic("webhooks", lambda: deliver_due(adapters.issues, adapters.settings.webhooks), stop, interval_s)
+
+
+def season_teller(adapters: Adapters, stop: threading.Event, interval_s: float = SEASON_END_INTERVAL_S) -> Periodic:
+    return Periodic("season-ends", lambda: tell_season_ends(adapters.ranking, adapters.issues, DEFAULT_TREE,
+                                                            adapters.settings.season_end, now_ms()), stop, interval_s)

@@ -442,6 +442,10 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
 
     def put_board(self, settings: BoardSettings) -> None: ...
 
+    def add_board(self, settings: BoardSettings) -> bool:
+        """Makes the board only if it is missing; True when it did."""
+        ...
+
     def boards(self, after: str, limit: int) -> list[BoardSettings]:
         """The boards by name, after `after`."""
         ...
@@ -462,9 +466,10 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
         """The starts of the board's seasons that hold scores, newest first, before `before`."""
         ...
 
-    def following(self, board: str, order: Order, position: Position, worse: bool, limit: int) -> list[Entry]:
+    def following(self, board: str, order: Order, position: Position, *, worse: bool, limit: int,
+                  skip: int = 0) -> list[Entry]:
         """The players strictly worse (or better) than `position` in the board's order, nearest
-        first (hidden records left out, as in every read below)."""
+        first, the first `skip` of them left out (hidden records too, as in every read below)."""
         ...
 
     def ban(self, player_id: str, banned_at: int) -> bool:

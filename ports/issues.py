@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 IssueState = Literal["unresolved", "resolved", "ignored", "regressed"]
-AlertKind = Literal["new-group", "regressed"]
-ALERT_KINDS: tuple[AlertKind, ...] = ("new-group", "regressed")
+AlertKind = Literal["new-group", "regressed", "season-end"]
+# season-end: a leaderboard's season is over, with its final top (ranking.season_ends)
+ALERT_KINDS: tuple[AlertKind, ...] = ("new-group", "regressed", "season-end")
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 # who changed a state when the consumer did
 CONSUMER = "blackbox"

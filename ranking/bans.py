@@ -68,9 +68,10 @@ def ban(store: RankingStore, log: EventLog, spill: SpillStore, player_id: str) -
 
 
 def restore(store: RankingStore, log: EventLog, spill: SpillStore, player_id: str) -> BanChange:
+    """Lifts the player's ban. Its records are rechecked even when it was not banned: a lifting
+    cut off after the ban list's write and sent again must still show them."""
     player = _player(player_id)
-    if not store.unban(player):
-        raise NotFound(f"player {player} is not banned")
+    store.unban(player)
     return {"playerId": player, "banned": False, "records": _recheck(store, log, spill, player)}
 
 

@@ -179,22 +179,33 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
 
 
 def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> BoardSettings:
-    """`board` is a name the route took (ranking.model.NAME_PATTERN). A new schedule starts a
-    season now and applies from then on; the seasons before keep the schedule they had. Ties are
-    chosen when the board is made (its records' tiebreaks and tie trees are of that mode): left
-    out, they stay; another is refused."""
+    """`board` is a name the route took (ranking.model.NAME_PATTERN). A PUT sets the settings it
+    names; those left out stay as they are (a new board takes the defaults). A new schedule starts
+    a season now and applies from then on; the seasons before keep the schedule they had. Ties are
+    chosen when the board is made (its records' tiebreaks and tie trees are of that mode), and an
+    earliest board keeps its order (its tiebreaks are receipt times signed by it)."""
     known = store.get_board(board)
-    ties = body.ties if known is None or "ties" in body.model_fields_set else known.ties
-    if known is not None and ties != known.ties:
+    if known is None:
+        made = Stored(board, body.order, body.operator, body.reset, ties=body.ties, keep_seasons=body.keepSeasons)
+        # only if still missing: the board's first scores may make it meanwhile, as shared
+        if store.add_board(made):
+            return _settings(made)
+        known = settings_of(store, board)
+    named = body.model_fields_set
+    settings = replace(known, **{field: getattr(body, name) for name, field in _FIELDS.items() if name in named})
+    if settings.ties != known.ties:
         raise InvalidField(f"leaderboard {board} ranks ties {known.ties}: that cannot change (make a new board)",
                            "ties")
-    settings = Stored(board, body.order, body.operator, body.reset, ties=ties, keep_seasons=body.keepSeasons)
-    if known is not None:
-        # a new schedule applies from now on: the seasons before keep the one they had
-        changed = body.reset != known.reset
-        settings = replace(settings, epochs=started(known, now_ms(), body.reset) if changed else known.epochs)
+    if known.ties == "earliest" and settings.order != known.order:
+        raise InvalidField(f"leaderboard {board} ranks ties earliest first: its order cannot change", "order")
+    if settings.reset != known.reset:  # from now on: the seasons before keep the schedule they had
+        settings = replace(settings, epochs=started(known, now_ms(), settings.reset))
     store.put_board(settings)
     return _settings(settings)
+
+
+# the settings a PUT names, by their names in the body and in the store
+_FIELDS = {"order": "order", "operator": "operator", "reset": "reset", "ties": "ties", "keepSeasons": "keep_seasons"}
 
 
 def wipe(store: RankingStore, board: str) -> Wiped:
@@ -295,7 +306,7 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
         # before every player of that score, of whom `skip` are above the offset
         after = Position(first, best_tiebreak(settings.order), "")
         skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
-    entries = store.following(key, settings.order, after, worse=True, limit=skip + limit + 1)[skip:]
+    entries = store.following(key, settings.order, after, worse=True, limit=limit + 1, skip=skip)
     page = entries[:limit]
     return _page(_ranked(store, tree, settings, key, entries), page[-1] if page else None, limit, False, start)
 

@@ -26,6 +26,9 @@ NEVER = NEVER_RESETS
 # the names a schedule may have, as cron: midnight UTC, Mondays, the first of the month
 ALIASES = {"daily": "0 0 * * *", "weekly": "0 0 * * 1", "monthly": "0 0 1 * *"}
 MAX_SCHEDULE_CHARS = 128
+# retention drops a season this long after it ended, at the soonest: an update received in it may
+# reach its worker late (a failed batch is replayed minutes later)
+SEASON_PURGE_GRACE_MS = 3_600_000
 
 
 def _cron(schedule: str) -> str:

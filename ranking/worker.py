@@ -92,7 +92,11 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> lis
 
     def settings_of(board: str) -> BoardSettings:
         if board not in settings:
-            settings[board] = store.get_board(board) or BoardSettings(board)
+            found = store.get_board(board)
+            if found is None:  # made here, unless a PUT makes it meanwhile: then that one's settings
+                store.add_board(BoardSettings(board))
+                found = store.get_board(board)
+            settings[board] = found or BoardSettings(board)
         return settings[board]
 
     # stored key → its board, its season's start, and player → the changes in log order

@@ -66,9 +66,9 @@ def _banned(count: int) -> Statement:
 def banned(player_ids: list[str]) -> Query:
     return _banned(padded(len(player_ids))), listed("player", player_ids)
 
-_BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons")
-PUT_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",), replace=_BOARD_COLUMNS[1:])
-ADD_BOARD = insert(boards, _BOARD_COLUMNS, keys=("board",))
+BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons")
+PUT_BOARD = insert(boards, BOARD_COLUMNS, keys=("board",), replace=BOARD_COLUMNS[1:])
+ADD_BOARD = insert(boards, BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score", "tiebreak", "hidden"), keys=("board", "player_id"),
                     replace=("score", "tiebreak", "hidden"))
 SET_METADATA = Statement(sa.update(rank_scores).where(_board, rank_scores.c.player_id == _bind("player"))
@@ -169,11 +169,7 @@ def at_scores(board: str, scores: list[int]) -> Query:
     return _at_scores(padded(len(scores))), {"board": board, **listed("score", scores)}
 
 
-@functools.cache
-def _following(step: str, down: bool, worse: bool) -> Statement:
-    """One step of `following`: the players of the same score and tiebreak past the player
-    ("tied"), of the same score past the tiebreak ("score"), or past the score ("beyond"); going
-    down the values or up them, and worse or better (ties by playerId ascending going worse)."""
+def _past(step: str, down: bool, worse: bool) -> tuple[sa.ColumnElement[bool], ...]:
     score: sa.BindParameter[int] = _bind("score")
     tiebreak: sa.BindParameter[int] = _bind("tiebreak")
     player: sa.BindParameter[str] = _bind("player")
@@ -182,19 +178,36 @@ def _following(step: str, down: bool, worse: bool) -> Statement:
         "score": (_s.score == score, _s.tiebreak < tiebreak if down else _s.tiebreak > tiebreak),
         "beyond": (_s.score < score if down else _s.score > score,),
     }[step]
-    return Statement(_entries.where(_board, *past, _shown).order_by(
+    return (_board, *past, _shown)
+
+
+@functools.cache
+def _following(step: str, down: bool, worse: bool) -> Statement:
+    """One step of `following`: the players of the same score and tiebreak past the player
+    ("tied"), of the same score past the tiebreak ("score"), or past the score ("beyond"); going
+    down the values or up them, and worse or better (ties by playerId ascending going worse);
+    `skip` of them left out."""
+    return Statement(_entries.where(*_past(step, down, worse)).order_by(
         _s.score.desc() if down else _s.score.asc(), _s.tiebreak.desc() if down else _s.tiebreak.asc(),
-        _s.player_id.asc() if worse else _s.player_id.desc()).limit(_bind("limit")))
+        _s.player_id.asc() if worse else _s.player_id.desc()).limit(_bind("limit")).offset(_bind("skip")))
+
+
+@functools.cache
+def _count_following(step: str, down: bool, worse: bool) -> Statement:
+    """How many players one step of `following` has."""
+    return Statement(sa.select(sa.func.count()).where(*_past(step, down, worse)))
 
 
 FOLLOWING_STEPS = ("tied", "score", "beyond")
 
 
-def following(step: str, board: str, order: Order, position: Position, *, worse: bool, limit: int) -> Query:
-    # going worse on a desc board goes down the values
-    return _following(step, worse == (order == "desc"), worse), {
+def following(step: str, board: str, order: Order, position: Position, *, worse: bool, limit: int,
+              skip: int = 0, count: bool = False) -> Query:
+    """A step's players (its count of them, for `count`); going worse on a desc board goes down the values."""
+    statement = _count_following if count else _following
+    return statement(step, worse == (order == "desc"), worse), {
         "board": board, "score": position.score, "tiebreak": position.tiebreak, "player": position.player_id,
-        "limit": limit}
+        "limit": limit, "skip": skip}
 
 
 def entries(rows: Any) -> list[Entry]:

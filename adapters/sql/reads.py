@@ -61,7 +61,7 @@ from ports import (
 )
 from ports.limits import INT64_MAX
 from ports.timeutil import now_ms
-from ranking.seasons import season_key, season_start
+from ranking.seasons import SEASON_PURGE_GRACE_MS, season_key, season_start
 
 Rows = list[tuple[Any, ...]]
 
@@ -257,13 +257,21 @@ class RankingReads(Checkpointed):
             "board": board, "level": nodes.level, "first": nodes.first, "last": nodes.last})
         return {int(prefix): int(count) for prefix, count in rows}
 
-    def following(self, board: str, order: Order, position: Position, worse: bool, limit: int) -> list[Entry]:
+    def following(self, board: str, order: Order, position: Position, *, worse: bool, limit: int,
+                  skip: int = 0) -> list[Entry]:
         found: list[Entry] = []
         for step in ranking_sql.FOLLOWING_STEPS:
             if len(found) >= limit:
                 break
-            query = ranking_sql.following(step, board, order, position, worse=worse, limit=limit - len(found))
-            found += ranking_sql.entries(self._database.rows(*query))
+            query = ranking_sql.following(step, board, order, position, worse=worse, limit=limit - len(found),
+                                          skip=skip)
+            rows = ranking_sql.entries(self._database.rows(*query))
+            if skip and not rows:  # all of this step skipped, or none there: the rest skips on
+                counted = ranking_sql.following(step, board, order, position, worse=worse, limit=0, count=True)
+                skip -= int(self._database.rows(*counted)[0][0])
+            elif rows:
+                skip = 0
+            found += rows
         return found
 
     def leaves(self, board: str, scores: Sequence[int]) -> dict[int, int]:
@@ -302,6 +310,11 @@ class RankingReads(Checkpointed):
         return [(str(player), int(at)) for player, at in self._database.rows(ranking_sql.BANS,
                                                                               {"after": after, "limit": limit})]
 
+    def add_board(self, settings: BoardSettings) -> bool:
+        with self._database.transaction() as t:
+            row = dict(zip(ranking_sql.BOARD_COLUMNS, ranking_sql.board_row(settings), strict=True))
+            return t.execute(ranking_sql.ADD_BOARD, row) > 0
+
     def purge_seasons(self, now_ms: int) -> int:
         dropped, after = 0, ""
         while True:
@@ -311,7 +324,10 @@ class RankingReads(Checkpointed):
                 if board.keep_seasons is None or current is None:  # None: its one season, current
                     continue
                 past = self.seasons(board.board, current, board.keep_seasons + _DROPPED_A_RUN)
-                dropped += sum(self._drop_season(board.board, start) for start in past[board.keep_seasons :])
+                # only those that ended a grace ago: before the season current then
+                ended = season_start(board.reset, now_ms - SEASON_PURGE_GRACE_MS, board.epochs) or 0
+                dropped += sum(self._drop_season(board.board, start)
+                               for start in past[board.keep_seasons :] if start < ended)
             if len(page) < _BOARDS_A_PAGE:
                 return dropped
             after = page[-1].board

@@ -22,11 +22,15 @@ from adapters.spill.directory import DirectorySpillStore
 from pipeline.topics import SCORES
 from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, RankingStore
 from ports.errors import InvalidField, NotFound
+from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
+from ports.timeutil import to_rfc3339
 from ranking import bans, leaderboard
 from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
+from ranking.season_ends import FINAL_TOP, ended_seasons
+from ranking.seasons import SEASON_PURGE_GRACE_MS
 from ranking.tree import Tree
 from ranking.worker import apply_scores
 from tests.brute import BruteBoard
@@ -399,11 +403,11 @@ def test_tie_modes_equal_brute_force(ranking_store: RankingStore, log, order, op
 def test_a_board_s_ties_are_chosen_when_it_is_made(ranking_store: RankingStore):
     leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(ties="earliest"))
     # settings set again without ties keep them; other ties are refused
-    assert leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(order="asc"))["ties"] == "earliest"
+    assert leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(operator="set"))["ties"] == "earliest"
     with pytest.raises(InvalidField) as refused:
         leaderboard.configure(ranking_store, "firsts", BoardSettingsBody(ties="shared"))
     assert refused.value.field == "ties"
-    assert ranking_store.get_board("firsts") == BoardSettings("firsts", "asc", "best", ties="earliest")
+    assert ranking_store.get_board("firsts") == BoardSettings("firsts", "desc", "set", ties="earliest")
 
 
 ban_ops = st.lists(st.one_of(
@@ -480,12 +484,13 @@ def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingSt
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(keep=st.none() | st.integers(0, 3), written=st.sets(st.integers(0, 7), min_size=1), now=st.integers(0, 9))
+@given(keep=st.none() | st.integers(0, 3), written=st.sets(st.integers(0, 14), min_size=1), now=st.integers(0, 16))
 def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store: RankingStore, log, keep, written,
                                                                   now):
     """A board that resets every ten minutes, with scores in some of its seasons: the purge at
-    `now` drops the past seasons beyond the newest `keep`, records, trees and listing, and
-    leaves the current one (and any after it) and the other seasons' reads as they were."""
+    `now` drops the past seasons beyond the newest `keep` that ended a grace ago (records, trees
+    and listing), and leaves the current one (and any after it) and the other seasons' reads as
+    they were."""
     board = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=keep,
                                                                   ties="earliest"))
@@ -493,18 +498,20 @@ def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store:
     offsets = itertools.count()
     apply_scores(timed_records(board, [(start - T0 + i, f"p{i}", i, None) for start in starts for i in range(3)],
                                offsets), ranking_store, log, TREE)
-    current = T0 + now * PERIODS[EVERY_TEN_MINUTES]
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    current, at = T0 + now * ten, T0 + now * ten + 1
     before = {start: leaderboard.top(ranking_store, TREE, board, season=start) for start in starts}
     past = [start for start in reversed(starts) if start < current]
-    gone = past[keep:] if keep is not None else []
-    dropped = ranking_store.purge_seasons(current + 1)  # every board's: earlier examples' boards too
+    grace_ago = (at - SEASON_PURGE_GRACE_MS) // ten * ten  # the season current a grace ago
+    gone = [start for start in past[keep:] if start < grace_ago] if keep is not None else []
+    dropped = ranking_store.purge_seasons(at)  # every board's: earlier examples' boards too
     assert dropped > 0 or not gone
     assert ranking_store.seasons(board, None, 100) == [start for start in reversed(starts) if start not in gone]
     for start in starts:
         got = leaderboard.top(ranking_store, TREE, board, season=start)
         assert got == ({"entries": [], "nextCursor": None} if start in gone else before[start])
         assert leaderboard.describe(ranking_store, TREE, board, start)["players"] == (0 if start in gone else 3)
-    assert ranking_store.purge_seasons(current + 1) == 0
+    assert ranking_store.purge_seasons(at) == 0
 
 
 def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingStore, log, tmp_path: Path):
@@ -527,3 +534,139 @@ def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingS
     apply_scores(records(board, [("p", 7)], offsets), ranking_store, log, TREE)
     delete()
     assert ranking_store.scores(board, ["p"]) == {"p": 7}
+
+
+# how long after a season's end its top is told, in these tests
+TELL_AFTER_MS = 10_000
+
+
+def test_a_season_s_end_is_told_with_its_final_top(ranking_store: RankingStore, log):
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, ties="earliest"))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(i, f"p{i}", 100 - i % 3, None) for i in range(12)], itertools.count()),
+                 ranking_store, log, TREE)
+
+    def told(at: int) -> list[Alert]:
+        return [a for a in ended_seasons(ranking_store, TREE, at, TELL_AFTER_MS) if a.body["board"] == board]
+
+    assert told(T0 + ten + TELL_AFTER_MS - 1) == []  # the worker may still apply the season's last updates
+    (alert,) = told(T0 + ten + TELL_AFTER_MS)
+    final = leaderboard.top(ranking_store, TREE, board, limit=FINAL_TOP, season=T0)["entries"]
+    assert len(final) == FINAL_TOP and [e["rank"] for e in final] == list(range(1, FINAL_TOP + 1))
+    assert (alert.key, alert.kind) == (f"season-end:{board}:{T0}", "season-end")
+    assert alert.body["top"] == final and alert.body["endedAt"] == to_rfc3339(T0 + ten)
+    assert alert.body["text"].endswith(": " + ", ".join(f"{e['rank']}. {e['playerId']} ({e['score']})" for e in final))
+    # the next season held no scores: nothing more to tell, then or later
+    assert told(T0 + 2 * ten + TELL_AFTER_MS) == []
+
+
+# found in review (stop 29) --------------------------------------------------------------------
+
+
+class _Spy:
+    """The store, with the rows each `following` asked for noted."""
+
+    def __init__(self, store: RankingStore) -> None:
+        self._store = store
+        self.asked: list[int] = []
+
+    def following(self, *args: Any, **kwargs: Any) -> Any:
+        self.asked.append(kwargs["limit"])
+        return self._store.following(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@pytest.mark.parametrize("ties", ["shared", "earliest"])
+def test_top_at_an_offset_deep_in_a_tie_reads_a_page_not_the_rows_before_it(ranking_store: RankingStore, log, ties):
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(ties=ties))
+    apply_scores(records(board, [(f"q{i:03d}", 0) for i in range(300)], itertools.count()), ranking_store, log, TREE)
+    spy = _Spy(ranking_store)
+    page = leaderboard.top(spy, TREE, board, offset=250, limit=3)  # type: ignore[arg-type]
+    assert [e["playerId"] for e in page["entries"]] == [e["playerId"] for e in leaderboard.top(
+        ranking_store, TREE, board, limit=300)["entries"]][250:253]
+    assert max(spy.asked) <= 4
+
+
+def test_lifting_a_ban_again_rechecks_what_a_cut_off_lifting_left_hidden(ranking_store: RankingStore, log,
+                                                                         tmp_path: Path):
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    player = f"cheat-{uuid.uuid4().hex[:6]}"
+    spill = DirectorySpillStore(tmp_path / "spill")
+    consumer = log.consumer("test", SCORES)
+    offsets = itertools.count()
+    ranking_store.ban(player, T0)
+    apply_scores(records(board, [(player, 5)], offsets), ranking_store, log, TREE)
+    ranking_store.unban(player)  # the lifting's first try: cut off before its rechecks went out
+    assert bans.restore(ranking_store, log, spill, player)["records"] == 1
+    apply_scores(consumer.poll(10, 1 << 20, 1), ranking_store, log, TREE)
+    assert leaderboard.player(ranking_store, TREE, board, player)["score"] == 5
+
+
+def test_settings_left_out_of_a_put_stay_and_an_earliest_board_keeps_its_order(ranking_store: RankingStore):
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(order="asc", operator="set", ties="earliest"))
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(keepSeasons=3))
+    assert ranking_store.get_board(board) == BoardSettings(board, "asc", "set", ties="earliest", keep_seasons=3)
+    with pytest.raises(InvalidField) as refused:  # its tiebreaks are receipt times signed by the order
+        leaderboard.configure(ranking_store, board, BoardSettingsBody(order="desc"))
+    assert refused.value.field == "order"
+
+
+class _BoardReadBefore:
+    """The store, with a board's settings read as they were before a PUT (None: no board yet) the
+    first time they are read: a worker that read them just before the PUT landed."""
+
+    def __init__(self, store: RankingStore, board: str) -> None:
+        self._store, self._board, self._stale = store, board, True
+
+    def get_board(self, board: str) -> BoardSettings | None:
+        if board == self._board and self._stale:
+            self._stale = False
+            return None
+        return self._store.get_board(board)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_board_made_by_a_put_and_by_its_first_scores_at_once_is_one_board(ranking_store: RankingStore, log):
+    first = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, first, BoardSettingsBody(ties="earliest"))
+    # the worker read "no board" before the PUT: it takes the board the PUT made
+    apply_scores(records(first, [("a", 5), ("b", 5)], itertools.count()),
+                 _BoardReadBefore(ranking_store, first), log, TREE)  # type: ignore[arg-type]
+    assert [e["rank"] for e in leaderboard.top(ranking_store, TREE, first)["entries"]] == [1, 2]
+    # the PUT read "no board" before the worker made it, shared: the PUT may not make it another
+    second = f"b-{uuid.uuid4().hex[:12]}"
+    apply_scores(records(second, [("a", 5)], itertools.count()), ranking_store, log, TREE)
+    with pytest.raises(InvalidField):
+        leaderboard.configure(_BoardReadBefore(ranking_store, second), second,  # type: ignore[arg-type]
+                              BoardSettingsBody(ties="earliest"))
+    assert ranking_store.get_board(second).ties == "shared"
+
+
+def test_the_end_of_a_never_reset_board_s_first_season_is_told_at_its_wipe(ranking_store: RankingStore, log,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    apply_scores(records(board, [("a", 5)], itertools.count()), ranking_store, log, TREE)
+    monkeypatch.setattr(leaderboard, "WIPE_DELAY_MS", 0)
+    leaderboard.wipe(ranking_store, board)
+    at = ranking_store.get_board(board).epochs[-1][0]
+    (alert,) = [a for a in ended_seasons(ranking_store, TREE, at + TELL_AFTER_MS, TELL_AFTER_MS)
+                if a.body["board"] == board]
+    assert alert.key == f"season-end:{board}:0" and [e["playerId"] for e in alert.body["top"]] == ["a"]
+
+
+def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: RankingStore, log):
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=0))
+    apply_scores(timed_records(board, [(0, "a", 1, None)], itertools.count()), ranking_store, log, TREE)
+    ended = T0 + PERIODS[EVERY_TEN_MINUTES]
+    ranking_store.purge_seasons(ended + 1)  # a late update of it may still be on its way
+    assert ranking_store.seasons(board, None, 10) == [T0]
+    ranking_store.purge_seasons(ended + SEASON_PURGE_GRACE_MS)
+    assert ranking_store.seasons(board, None, 10) == []

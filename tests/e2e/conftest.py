@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -69,3 +74,42 @@ def browser() -> Iterator[Browser]:
         launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         yield launched
         launched.close()
+
+
+class Receiver:
+    """A webhook receiver on loopback: what each path was sent, with its headers."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, dict[str, str], bytes]] = []
+        received = self.got
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append((self.path, dict(self.headers), body))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def at(self, path: str) -> list[tuple[dict[str, str], dict[str, Any]]]:
+        return [(headers, json.loads(body)) for p, headers, body in self.got if p == path]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+
+
+def verified(headers: dict[str, str], body: bytes, secret: str) -> bool:
+    """As docs/api.md tells a receiver to check a delivery."""
+    fields = dict(part.split("=", 1) for part in headers["X-Blackbox-Signature"].split(","))
+    expected = hmac.new(secret.encode(), f"{fields['t']}.".encode() + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, fields["v1"]) and abs(time.time() - int(fields["t"])) < 300

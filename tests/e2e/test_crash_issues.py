@@ -5,14 +5,8 @@ back to the first offset) sends no second one."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,52 +15,13 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from local_runtime.process import Serve
-from tests.e2e.conftest import eventually, running
+from tests.e2e.conftest import Receiver, eventually, running, verified
 from tests.services import settings
 
 SKU = "issues:pc"
 GROUP = "blackbox-crash-consumer"
 SECRET = "a-secret-of-the-studio"
 TRACE = "#0 0x7ff6a1b2c3d4 in Renderer::DrawMesh() at renderer.cpp:412\n#1 0x7ff6a1b2a000 in main"
-
-
-class Receiver:
-    """A webhook receiver on loopback: what each path was sent, with its headers."""
-
-    def __init__(self) -> None:
-        self.got: list[tuple[str, dict[str, str], bytes]] = []
-        received = self.got
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.append((self.path, dict(self.headers), body))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def at(self, path: str) -> list[tuple[dict[str, str], dict[str, Any]]]:
-        return [(headers, json.loads(body)) for p, headers, body in self.got if p == path]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-
-
-def verified(headers: dict[str, str], body: bytes) -> bool:
-    """As docs/api.md tells a receiver to check a delivery."""
-    fields = dict(part.split("=", 1) for part in headers["X-Blackbox-Signature"].split(","))
-    expected = hmac.new(SECRET.encode(), f"{fields['t']}.".encode() + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, fields["v1"]) and abs(time.time() - int(fields["t"])) < 300
 
 
 def redeliver(server: Serve) -> None:
@@ -128,7 +83,7 @@ def test_a_resolved_group_regresses_once_and_its_webhook_is_signed_and_sent_once
         headers, body = ops[0]
         assert body["kind"] == "regressed" and signature in body["text"] and body["alert"]["build"] == "3"
         raw = next(b for p, _, b in receiver.got if p == "/ops")
-        assert verified(headers, raw) and not verified(headers, raw + b" ")
+        assert verified(headers, raw, SECRET) and not verified(headers, raw + b" ", SECRET)
         assert eventually(lambda: [b["kind"] for _, b in receiver.at("/all")], lambda k: len(k) == 2) == [
             "new-group", "regressed"]
 

@@ -1,7 +1,7 @@
 """Seasons end to end through `blackbox serve` on both profiles: scores stream in across a reset
 (a board that resets every minute), and each lands in the season current when it was received;
-the closed season stays as it ended while the next fills; deletions and a friends list read the
-current season."""
+the closed season stays as it ended while the next fills, and its final top reaches a webhook
+once; deletions and a friends list read the current season."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from local_runtime.process import Serve
 from ports.timeutil import parse_epoch_ms
-from tests.e2e.conftest import running
+from tests.e2e.conftest import Receiver, running, verified
 
 BOARD = "arena:minutely"
 MINUTE_MS = 60_000
@@ -22,9 +22,23 @@ MINUTE_MS = 60_000
 AROUND_S = 4.0
 
 
+SECRET = "the-studio-s-season-secret"
+# a season's top is told this long after its end (6 minutes by default)
+TELL_AFTER_S = 2
+
+
+@pytest.fixture(scope="module")
+def hook() -> Iterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    receiver.server.shutdown()
+
+
 @pytest.fixture(scope="module", params=["embedded", "services"])
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    with running(request.param, tmp_path_factory.mktemp(f"seasons-{request.param}")) as serve:
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+           hook: Receiver) -> Iterator[Serve]:
+    env = {"BLACKBOX_WEBHOOKS__ALLOW_PRIVATE": "true", "BLACKBOX_SEASON_END__AFTER_S": str(TELL_AFTER_S)}
+    with running(request.param, tmp_path_factory.mktemp(f"seasons-{request.param}"), env) as serve:
         yield serve
 
 
@@ -58,8 +72,12 @@ def players(client: httpx.Client, season: int, expected: int) -> dict[str, int]:
         time.sleep(0.2)
 
 
-def test_scores_land_in_the_season_they_were_received_in_and_the_closed_one_stays(server: Serve) -> None:
+def test_scores_land_in_the_season_they_were_received_in_and_the_closed_one_stays(server: Serve,
+                                                                                   hook: Receiver) -> None:
+    path = f"/{server.profile}"
     with httpx.Client(base_url=server.url, timeout=30) as client:
+        assert client.put("/v1/webhooks/seasons", json={"url": f"{hook.url}{path}", "secret": SECRET,
+                                                         "alerts": ["season-end"]}).status_code == 201
         assert client.put(f"/v1/leaderboards/{BOARD}", json={"reset": "* * * * *"}).status_code == 200
         reset, sent = stream_across_a_reset(client)
         before = [p for p, _, answered in sent if answered < reset]
@@ -87,6 +105,17 @@ def test_scores_land_in_the_season_they_were_received_in_and_the_closed_one_stay
         else:
             raise AssertionError("the late update never landed")
         assert players(client, reset - MINUTE_MS, len(before)) == old
+
+        # its end told once, with its final top, to the webhook that takes season ends
+        deadline = time.monotonic() + 60
+        while not hook.at(path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(12)  # the job runs every 10 s: a second telling would be here by now
+        ((headers, told),) = hook.at(path)
+        raw = next(body for p, _, body in hook.got if p == path)
+        assert verified(headers, raw, SECRET)
+        final = client.get(f"/v1/leaderboards/{BOARD}/top", params={"season": reset - MINUTE_MS}).json()["entries"]
+        assert told["kind"] == "season-end" and told["alert"]["board"] == BOARD and told["alert"]["top"] == final
 
 
 def test_a_deleted_record_leaves_the_board_and_a_friends_list_reads_ranks_and_metadata(server: Serve) -> None:

@@ -1,0 +1,72 @@
+"""A season's end, told once: when a board's season is over (a reset, a wipe, a change of
+schedule), its final top is raised as a `season-end` alert, delivered to the webhooks that take
+that kind (webhooks.delivery). The alert's key names the board and the season, and the outbox keeps
+one alert a key, so however often the job runs, and on however many processes, a season's end is
+told once.
+
+"Final": an update received before the end may be applied by the board's worker after it: a
+moment after in the common case (its lag is well under a second at the rates of BENCHMARKS.md), or
+minutes after when its batch failed and is replayed (every 5 minutes in AWS). The top is read
+`after_s` after the end (6 minutes by default); an update that lands later still is in the season,
+not in its told top."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ports import RankingStore
+from ports.issues import Alert, IssueStore
+from ports.timeutil import to_rfc3339
+from ranking import leaderboard
+from ranking.seasons import FIRST_SEASON, season_start
+from ranking.tree import Tree
+
+SEASON_END = "season-end"
+# the entries of the final top an alert carries
+FINAL_TOP = 10
+_BOARDS_A_PAGE = 100
+# an end is looked at this long after `after_s`, at each run of the job, then left (told or not)
+LOOKING_MS = 3_600_000
+
+
+class SeasonEndPolicy(BaseModel):
+    """e.g. BLACKBOX_SEASON_END__AFTER_S=1: how long after a season's end its top is told."""
+
+    after_s: float = Field(default=360.0, ge=0, le=86_400)
+
+
+def season_key_of_alert(board: str, start: int) -> str:
+    return f"{SEASON_END}:{board}:{start}"
+
+
+def tell_season_ends(store: RankingStore, issues: IssueStore, tree: Tree, policy: SeasonEndPolicy, now_ms: int) -> int:
+    """Raises the alerts of the seasons that ended; how many were new."""
+    return sum(issues.raise_alert(alert) for alert in ended_seasons(store, tree, now_ms, round(policy.after_s * 1000)))
+
+
+def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int) -> list[Alert]:
+    """For each board that resets (or was wiped), the season before the one current `after_ms`
+    ago, if it ended within LOOKING_MS of then and holds scores, as an alert with its final top
+    (raise each: the outbox keeps one a key). A job that does not run in that hour leaves that end
+    untold."""
+    alerts, after = [], ""
+    at = now_ms - after_ms
+    while True:
+        page = store.boards(after, _BOARDS_A_PAGE)
+        for board in page:
+            current = season_start(board.reset, at, board.epochs)
+            if current is None or at - current > LOOKING_MS:  # one season, not over; or told by now
+                continue
+            start = season_start(board.reset, current - 1, board.epochs) or FIRST_SEASON
+            if store.seasons(board.board, current, 1) != [start]:
+                continue  # the season before held no scores: nothing to tell
+            top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
+            lines = [f"{e['rank']}. {e['playerId']} ({e['score']})" for e in top]
+            alerts.append(Alert(season_key_of_alert(board.board, start), SEASON_END, now_ms, {
+                "text": f"Season of {board.board} from {to_rfc3339(start)} ended at {to_rfc3339(current)}"
+                        + (": " + ", ".join(lines) if lines else ""),
+                "board": board.board, "season": to_rfc3339(start), "endedAt": to_rfc3339(current), "top": top,
+            }))
+        if len(page) < _BOARDS_A_PAGE:
+            return alerts
+        after = page[-1].board

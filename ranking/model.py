@@ -76,8 +76,8 @@ class ScoreEnvelope(BaseModel):
     receivedAt: int
     scores: list[Score]
     bodyHash: str | None = None
-    removed: list[PlayerRef] = []
-    rechecked: list[Recheck] = []
+    removed: list[PlayerRef] = Field(default_factory=list)
+    rechecked: list[Recheck] = Field(default_factory=list)
 
 
 _SCORES = TypeAdapter(list[Score])

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.factory import build, migrate
 from api.requests import Posted
-from benchmarks import crs, crs_tables, minidumps, ranking, soak
+from benchmarks import crs, crs_tables, minidumps, ranking, releases, soak
 from benchmarks.isolation import isolated
 from crashes.model import attachment_key
 from crashes.persistence import persist_crashes
@@ -30,11 +30,23 @@ def test_ranking_section_runs_on_a_tiny_plan():
     text = "\n".join(lines)
     assert "### Worker throughput" in text and "### Rank query latency" in text and "### Update-to-visible" in text
     assert any(line.startswith("| the same on boards that reset daily") for line in lines)
-    [size_row] = [line for line in lines if line.startswith("| 300 |")]
-    assert len(size_row.split("|")) == 8  # players, three rank methods, a friends list, a wipe
+    # players, three rank methods, a friends list, a wipe; then a player's rank by tie mode
+    [size_row, tie_row] = [line for line in lines if line.startswith("| 300 |")]
+    assert len(size_row.split("|")) == 8 and len(tie_row.split("|")) == 5
+    assert sum(line.startswith(("| earliest |", "| subscore |")) for line in lines) == 2
     visible_row = next(line for line in lines if line.startswith("| 500/s"))
     assert visible_row.split("|")[4].strip() == "0"  # probes not seen
     assert any(m.startswith("rank: loading") for m in messages)
+
+
+@pytest.mark.services
+def test_release_health_section_runs_on_a_tiny_plan():
+    lines = releases.run(releases.Plan(counted=2000, boards=((1, 1000), (3, 2000)), queries=3), lambda _: None)
+    assert lines[0] == "## Release health"
+    [counter] = [line for line in lines if line.startswith("| session counter |")]
+    assert all(cell.strip() for cell in counter.split("|")[1:-1])
+    assert [line.split("|")[1:3] for line in lines if line.startswith(("| 1 |", "| 3 |"))] == [
+        [" 1 ", " 1,000 "], [" 3 ", " 2,000 "]]
 
 
 @pytest.mark.services

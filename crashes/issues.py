@@ -64,15 +64,9 @@ class BuildLine(TypedDict):
 
 
 @with_config(ConfigDict(extra="forbid"))
-class CrashIssue(TypedDict):
+class CrashIssue(StateLine):
     sku: str
     signature: str
-    state: IssueState
-    inBuild: str | None
-    ignoreUntil: Time | None
-    ignoreUntilReports: int | None
-    changedAt: Time
-    changedBy: str
     regressions: int
     firstSeen: Time
     lastSeen: Time | None

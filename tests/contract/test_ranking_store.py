@@ -9,7 +9,7 @@ import itertools
 import json
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,23 @@ def records(board: str, batch: list[tuple[str, int]], offsets: itertools.count) 
     ]
 
 
+def in_cuts(stream: list[Any], cuts: list[int]) -> Iterator[list[Any]]:
+    """The stream in consecutive parts of the cuts' sizes, cycling through them."""
+    done = 0
+    for cut in itertools.cycle(cuts):
+        if done >= len(stream):
+            return
+        yield stream[done : done + cut]
+        done += cut
+
+
+def applied(batch: list[LogRecord], store: RankingStore, log: SqliteEventLog, redeliver: bool) -> None:
+    """The batch through the worker, and again (applying nothing) when `redeliver`."""
+    apply_scores(batch, store, log, TREE)
+    if redeliver:
+        assert apply_scores(batch, store, log, TREE) == 0
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     order=st.sampled_from(["desc", "asc"]),
@@ -79,17 +96,10 @@ def test_leaderboard_reads_equal_brute_force(ranking_store: RankingStore, log, o
     ranking_store.put_board(BoardSettings(board, order, operator))
     brute = BruteBoard(order, operator)
     offsets = itertools.count()
-    done = 0
-    for cut in itertools.cycle(cuts):
-        if done >= len(sequence):
-            break
-        batch = records(board, sequence[done : done + cut], offsets)
-        apply_scores(batch, ranking_store, log, TREE)
-        if redeliver:
-            assert apply_scores(batch, ranking_store, log, TREE) == 0
-        for player, value in sequence[done : done + cut]:
+    for part in in_cuts(sequence, cuts):
+        applied(records(board, part, offsets), ranking_store, log, redeliver)
+        for player, value in part:
             brute.apply(player, value)
-        done += cut
 
     expected = brute.ordered()
     assert leaderboard.describe(ranking_store, TREE, board)["players"] == len(expected)
@@ -187,17 +197,19 @@ changes = st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(PL
 Change = tuple[int, str, int | None, dict[str, int] | None]
 
 
-def timed_records(board: str, stream: list[Change], offsets: itertools.count) -> list[LogRecord]:
+def timed_records(board: str, stream: list[Any], offsets: itertools.count) -> list[LogRecord]:
     """A record per change as capture publishes them, received `at` ms after T0: a score with
-    perhaps metadata, or (None) the player's record deleted."""
+    perhaps metadata (and a subscore, a fifth item), or (None) the player's record deleted."""
     return [
         LogRecord(f"scores.{board}", 0, next(offsets), json.dumps({
             "eventId": str(uuid.uuid4()), "receivedAt": T0 + at,
             "scores": [] if value is None else [{"board": board, "playerId": player, "score": value,
-                                                 **({} if carried is None else {"metadata": carried})}],
+                                                 **({} if carried is None else {"metadata": carried}),
+                                                 **({"subscore": subscore[0]} if subscore and subscore[0] is not None
+                                                    else {})}],
             "removed": [{"board": board, "playerId": player}] if value is None else [],
         }).encode(), board.encode(), (), 0)
-        for at, player, value, carried in stream
+        for at, player, value, carried, *subscore in stream
     ]
 
 
@@ -231,19 +243,11 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
 
     brutes: dict[int, BruteBoard] = {}
     offsets = itertools.count()
-    done = 0
-    for cut in itertools.cycle(cuts):
-        if done >= len(stream):
-            break
-        part = stream[done : done + cut]
-        batch = timed_records(board, part, offsets)
-        apply_scores(batch, ranking_store, log, TREE)
-        if redeliver:
-            assert apply_scores(batch, ranking_store, log, TREE) == 0
+    for part in in_cuts(stream, cuts):
+        applied(timed_records(board, part, offsets), ranking_store, log, redeliver)
         for at, player, value, carried in part:
             brute = brutes.setdefault(season_of(at), BruteBoard(order, operator))
             brute.remove(player) if value is None else brute.apply(player, value, carried)
-        done += cut
 
     assert ranking_store.seasons(board, None, 100) == sorted(brutes, reverse=True)
     for season, brute in brutes.items():
@@ -358,23 +362,11 @@ def test_tie_modes_equal_brute_force(ranking_store: RankingStore, log, order, op
     leaderboard.configure(ranking_store, board, BoardSettingsBody(order=order, operator=operator, ties=ties))
     brute = BruteBoard(order, operator, ties)
     offsets = itertools.count()
-    done = 0
-    for cut in itertools.cycle(cuts):
-        if done >= len(stream):
-            break
-        part = stream[done : done + cut]
-        batch = [LogRecord(f"scores.{board}", 0, next(offsets), json.dumps({
-            "eventId": str(uuid.uuid4()), "receivedAt": T0 + at,
-            "scores": [] if value is None else [{"board": board, "playerId": player, "score": value,
-                                                 **({} if subscore is None else {"subscore": subscore})}],
-            "removed": [{"board": board, "playerId": player}] if value is None else [],
-        }).encode(), board.encode(), (), 0) for at, player, value, subscore in part]
-        apply_scores(batch, ranking_store, log, TREE)
-        if redeliver:
-            assert apply_scores(batch, ranking_store, log, TREE) == 0
+    for part in in_cuts(stream, cuts):
+        applied(timed_records(board, [(at, player, value, None, subscore) for at, player, value, subscore in part],
+                              offsets), ranking_store, log, redeliver)
         for at, player, value, subscore in part:
             brute.remove(player) if value is None else brute.apply(player, value, at=T0 + at, subscore=subscore)
-        done += cut
 
     expected = brute.ordered()
     assert [e["rank"] for e in expected] == list(range(1, len(expected) + 1))
@@ -437,11 +429,6 @@ def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingSt
     offsets = itertools.count()
     pending: list[LogRecord] = []
 
-    def apply(records: list[LogRecord]) -> None:
-        apply_scores(records, ranking_store, log, TREE)
-        if redeliver:
-            assert apply_scores(records, ranking_store, log, TREE) == 0
-
     banned: set[str] = set()
     for index, (kind, board, player, value, at) in enumerate(ops):
         if kind in ("ban", "unban"):
@@ -460,9 +447,9 @@ def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingSt
             brute.remove(player) if kind == "delete" else brute.apply(player, value, at=T0 + (at or 0),
                                                                       subscore=value)
         if len(pending) >= cuts[index % len(cuts)]:
-            apply(pending)
+            applied(pending, ranking_store, log, redeliver)
             pending = []
-    apply(pending)
+    applied(pending, ranking_store, log, redeliver)
 
     for name, brute in zip(names, brutes, strict=True):
         brute.banned = banned

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,10 +17,11 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from playwright.sync_api import Browser, sync_playwright
 
 from local_runtime.process import Serve
-from tests.services import drop_database, mysql_url, namespace
+from tests.services import drop_database, mysql_url, namespace, settings
 
 T = TypeVar("T")
 
@@ -113,3 +115,22 @@ def verified(headers: dict[str, str], body: bytes, secret: str) -> bool:
     fields = dict(part.split("=", 1) for part in headers["X-Blackbox-Signature"].split(","))
     expected = hmac.new(secret.encode(), f"{fields['t']}.".encode() + body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, fields["v1"]) and abs(time.time() - int(fields["t"])) < 300
+
+
+def redeliver(server: Serve, group: str, topic: str) -> None:
+    """Sends a consumer group (as named without the topic prefix) back to the first offset of
+    every partition of a topic, with serve stopped: on restart it is handed every record again."""
+    if server.profile == "embedded":
+        with sqlite3.connect(server.data_dir / "log.sqlite") as db:
+            assert db.execute("UPDATE commits SET next_offset = 0 WHERE grp = ?", (group,)).rowcount > 0
+        return
+    prefix = server.env["BLACKBOX_KAFKA_TOPIC_PREFIX"]
+    consumer = Consumer({"bootstrap.servers": settings().kafka_bootstrap, "group.id": prefix + group,
+                         "enable.auto.commit": False})
+    try:
+        partitions = consumer.list_topics(prefix + topic, timeout=10).topics[prefix + topic].partitions
+        consumer.commit(offsets=[TopicPartition(prefix + topic, p, 0) for p in partitions], asynchronous=False)
+        back = consumer.committed([TopicPartition(prefix + topic, p) for p in partitions], timeout=10)
+        assert [tp.offset for tp in back] == [0] * len(partitions)
+    finally:
+        consumer.close()

@@ -5,40 +5,19 @@ back to the first offset) sends no second one."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from local_runtime.process import Serve
-from tests.e2e.conftest import Receiver, eventually, running, verified
-from tests.services import settings
+from tests.e2e.conftest import Receiver, eventually, redeliver, running, verified
 
 SKU = "issues:pc"
 GROUP = "blackbox-crash-consumer"
 SECRET = "a-secret-of-the-studio"
 TRACE = "#0 0x7ff6a1b2c3d4 in Renderer::DrawMesh() at renderer.cpp:412\n#1 0x7ff6a1b2a000 in main"
-
-
-def redeliver(server: Serve) -> None:
-    """Sends the crash consumer's group back to the first offset, with serve stopped."""
-    if server.profile == "embedded":
-        with sqlite3.connect(server.data_dir / "log.sqlite") as db:
-            assert db.execute("UPDATE commits SET next_offset = 0 WHERE grp = ?", (GROUP,)).rowcount > 0
-        return
-    prefix = server.env["BLACKBOX_KAFKA_TOPIC_PREFIX"]
-    consumer = Consumer({"bootstrap.servers": settings().kafka_bootstrap, "group.id": prefix + GROUP,
-                         "enable.auto.commit": False})
-    try:
-        topic = prefix + "crashes"
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in partitions], asynchronous=False)
-    finally:
-        consumer.close()
 
 
 @pytest.mark.parametrize("profile", ["embedded", "services"])
@@ -89,7 +68,7 @@ def test_a_resolved_group_regresses_once_and_its_webhook_is_signed_and_sent_once
 
         # every crash record again: no second alert, no second delivery
         assert server.stop() == 0
-        redeliver(server)
+        redeliver(server, GROUP, "crashes")
         server.start()
         marker = "#0 0x1 in Marker::Crash() at marker.cpp:1"
         for _ in range(8):

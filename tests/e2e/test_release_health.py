@@ -5,17 +5,13 @@ first offset) changes no count."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from local_runtime.process import Serve
-from tests.e2e.conftest import eventually, running
-from tests.services import settings
+from tests.e2e.conftest import eventually, redeliver, running
 
 SKU = "release:pc"
 GROUP = "blackbox-session-counter"
@@ -30,26 +26,6 @@ def counts(figures: dict[str, Any]) -> tuple[Any, ...]:
     """A build's counts (its shares of the sku move with other builds' sessions)."""
     return tuple(figures[k] for k in ("build", "firstSeen", "sessions", "outcomes", "players", "crashedPlayers",
                                       "crashes"))
-
-
-def redeliver(server: Serve) -> None:
-    """Sends the session counter's consumer group back to the first offset of every partition, with
-    serve stopped: on restart it is handed every session record again."""
-    if server.profile == "embedded":
-        with sqlite3.connect(server.data_dir / "log.sqlite") as db:
-            assert db.execute("UPDATE commits SET next_offset = 0 WHERE grp = ?", (GROUP,)).rowcount > 0
-        return
-    prefix = server.env["BLACKBOX_KAFKA_TOPIC_PREFIX"]
-    consumer = Consumer({"bootstrap.servers": settings().kafka_bootstrap, "group.id": prefix + GROUP,
-                         "enable.auto.commit": False})
-    try:
-        topic = prefix + "sessions"
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in partitions], asynchronous=False)
-        back = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=10)
-        assert [tp.offset for tp in back] == [0] * len(partitions)
-    finally:
-        consumer.close()
 
 
 @pytest.mark.parametrize("profile", ["embedded", "services"])
@@ -102,7 +78,7 @@ def test_two_builds_give_exact_crash_free_figures_and_a_redelivered_batch_change
         assert len(hourly["series"]) == 7 * 24 and sum(b["crashedSessions"] for b in hourly["series"]) == 2
 
         assert server.stop() == 0
-        redeliver(server)
+        redeliver(server, GROUP, "sessions")
         server.start()
         # sessions after the redelivered ones in every partition: once all are counted, so are those
         markers = 40

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import httpx
+import uvloop
 from confluent_kafka import Producer
 from rich.console import Console
 
@@ -40,6 +40,7 @@ from crashes.model import CrashEnvelope, attachment_key, report_key
 from crashes.persistence import persist_crashes
 from lambdas import capture
 from loadgen import payloads
+from loadgen.http import Client
 from loadgen.profiles import SPIKE_WINDOW
 from loadgen.run import LoadConfig, LoadReport
 from loadgen.run import run as run_load
@@ -110,28 +111,26 @@ async def _closed_loop(url: str, path: str, bodies: Sequence[bytes], *, concurre
                        content_type: str, accepted: int) -> Loop:
     """Requests acknowledged (answered `accepted`) with `concurrency` clients sending back to back."""
     acknowledged = 0
-    async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=concurrency),
-                                     headers={"content-type": content_type},
-                                     timeout=aiohttp.ClientTimeout(total=60)) as client:
-        deadline = time.perf_counter() + seconds
+    client = Client(url, {"content-type": content_type}, limit=concurrency, timeout_s=60)
+    deadline = time.perf_counter() + seconds
 
-        async def worker(n: int) -> None:
-            nonlocal acknowledged
-            i = n
-            while time.perf_counter() < deadline:
-                async with client.post(path, data=bodies[i % len(bodies)]) as response:
-                    await response.read()
-                    acknowledged += response.status == accepted
-                i += concurrency
+    async def worker(n: int) -> None:
+        nonlocal acknowledged
+        i = n
+        while time.perf_counter() < deadline:
+            answer = await client.post(path, bodies[i % len(bodies)], {})
+            acknowledged += answer.status == accepted
+            i += concurrency
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker(n) for n in range(concurrency)))
-        return Loop(acknowledged, time.perf_counter() - started)
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(n) for n in range(concurrency)))
+    client.close()
+    return Loop(acknowledged, time.perf_counter() - started)
 
 
 def closed_loop(url: str, path: str, bodies: Sequence[bytes], plan: Plan, *, content_type: str = "application/json",
                 accepted: int = 202) -> Loop:
-    return asyncio.run(_closed_loop(url, path, bodies, concurrency=plan.concurrency, seconds=plan.capture_seconds,
+    return uvloop.run(_closed_loop(url, path, bodies, concurrency=plan.concurrency, seconds=plan.capture_seconds,
                                     content_type=content_type, accepted=accepted))
 
 

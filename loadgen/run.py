@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import aiohttp
 import httpx
+import uvloop
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from loadgen import payloads
+from loadgen.http import Client
 from loadgen.memory import MemoryWatch, flatness
 from loadgen.profiles import PROFILES, arrivals
 from loadgen.stats import percentile
@@ -36,6 +37,7 @@ from ports.timeutil import now_ms, parse_time
 KINDS = ("crashes", "sessions", "scores")
 CRASH_POOL = 64  # distinct crash bodies, made once: building 100 KB per request would load the client
 VERIFY_INTERVAL_S = 0.5
+REQUEST_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -259,8 +261,8 @@ class _Requests:
 
 def retry_after_s(status: int | str, headers: Mapping[str, str]) -> float | None:
     """How long the server asked to wait before the request is sent again; None if it did not shed
-    it. Retry-After is seconds or an HTTP date (RFC 9110 §10.2.3)."""
-    value = headers.get("Retry-After")
+    it. Retry-After is seconds or an HTTP date (RFC 9110 §10.2.3); `headers` by lower-case name."""
+    value = headers.get("retry-after")
     if status not in (429, 503) or value is None:
         return None
     if value.strip().isdigit():
@@ -277,57 +279,54 @@ async def _send_all(config: LoadConfig, requests: _Requests, on_outcome: Callabl
     overflow = 0
     on_wire = 0
     in_flight: set[asyncio.Task[None]] = set()
-    # aiohttp: several times the requests per second of httpx's async client for the same CPU
-    connector = aiohttp.TCPConnector(limit=config.max_in_flight)
-    async with aiohttp.ClientSession(config.url, headers=headers, connector=connector,
-                                     timeout=aiohttp.ClientTimeout(total=60)) as client:
-        async def attempt(path: str, body: bytes, key: str) -> tuple[int | str, Any, float | None]:
-            nonlocal on_wire
-            on_wire += 1
-            try:
-                async with client.post(path, data=body, headers={"Idempotency-Key": key}) as response:
-                    status: int | str = response.status
-                    text = await response.read()  # read to the end even when unused: the connection is reused
-                    wait = retry_after_s(status, response.headers)
-                return status, json.loads(text) if status == 202 else None, wait
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                return type(exc).__name__, None, None
-            finally:
-                on_wire -= 1
+    client = Client(config.url, headers, limit=config.max_in_flight, timeout_s=REQUEST_TIMEOUT_S)
 
-        async def one(kind: str, path: str, body: bytes, due: float, start: float) -> None:
-            key = uuid.uuid4().hex  # kept across tries: a retry can never make a second event
-            shed: list[float] = []
-            tried = due
-            for tries in range(1, config.max_tries + 1):
-                status, answer, wait = await attempt(path, body, key)
-                if wait is None:
-                    break
-                shed.append((time.perf_counter() - start - tried) * 1000)
-                if tries < config.max_tries:
-                    # no sooner than asked, longer each time (a server still shedding is still
-                    # overloaded, and retries add to its load), and spread out: clients all told
-                    # "1 s" at once must not all come back in the same instant
-                    await asyncio.sleep(wait * 2 ** (tries - 1) * (1 + random.random()))
-                    tried = time.perf_counter() - start
-            now = time.perf_counter() - start
-            players = tuple(s["playerId"] for s in json.loads(body)) if kind == "scores" and status == 202 else ()
-            on_outcome(Outcome(kind, due, status, (now - tried) * 1000, answer, players, tuple(shed),
-                               total_ms=(now - due) * 1000))
+    async def attempt(path: str, body: bytes, key: str) -> tuple[int | str, Any, float | None]:
+        nonlocal on_wire
+        on_wire += 1
+        try:
+            answer = await client.post(path, body, {"Idempotency-Key": key})
+        except (OSError, TimeoutError) as exc:
+            return type(exc).__name__, None, None
+        finally:
+            on_wire -= 1
+        wait = retry_after_s(answer.status, answer.headers)
+        return answer.status, json.loads(answer.body) if answer.status == 202 else None, wait
 
-        start = time.perf_counter()
-        for due in arrivals(PROFILES[config.profile], config.rate, config.duration_s):
-            delay = start + due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            kind, path, body = requests.next()
-            if on_wire >= config.max_in_flight:
-                overflow += 1
-                continue
-            task = asyncio.create_task(one(kind, path, body, due, start))
-            in_flight.add(task)
-            task.add_done_callback(in_flight.discard)
-        await asyncio.gather(*in_flight)
+    async def one(kind: str, path: str, body: bytes, due: float, start: float) -> None:
+        key = uuid.uuid4().hex  # kept across tries: a retry can never make a second event
+        shed: list[float] = []
+        tried = due
+        for tries in range(1, config.max_tries + 1):
+            status, answer, wait = await attempt(path, body, key)
+            if wait is None:
+                break
+            shed.append((time.perf_counter() - start - tried) * 1000)
+            if tries < config.max_tries:
+                # no sooner than asked, longer each time (a server still shedding is still
+                # overloaded, and retries add to its load), and spread out: clients all told
+                # "1 s" at once must not all come back in the same instant
+                await asyncio.sleep(wait * 2 ** (tries - 1) * (1 + random.random()))
+                tried = time.perf_counter() - start
+        now = time.perf_counter() - start
+        players = tuple(s["playerId"] for s in json.loads(body)) if kind == "scores" and status == 202 else ()
+        on_outcome(Outcome(kind, due, status, (now - tried) * 1000, answer, players, tuple(shed),
+                           total_ms=(now - due) * 1000))
+
+    start = time.perf_counter()
+    for due in arrivals(PROFILES[config.profile], config.rate, config.duration_s):
+        delay = start + due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        kind, path, body = requests.next()
+        if on_wire >= config.max_in_flight:
+            overflow += 1
+            continue
+        task = asyncio.create_task(one(kind, path, body, due, start))
+        in_flight.add(task)
+        task.add_done_callback(in_flight.discard)
+    await asyncio.gather(*in_flight)
+    client.close()
     return overflow
 
 
@@ -440,7 +439,7 @@ def _send_with_display(config: LoadConfig, requests: _Requests, tally: Tally, li
                 await asyncio.sleep(0.5)
             return await sender
 
-        return asyncio.run(with_display())
+        return uvloop.run(with_display())
 
 
 def _progress(config: LoadConfig, tally: Tally, started: float) -> Table:

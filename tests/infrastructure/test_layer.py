@@ -26,7 +26,7 @@ RUNTIME_PACKAGES = {"boto3", "botocore", "s3transfer", "jmespath", "python-dateu
 # callback unless polled, so topic provisioning hung on MSK IAM
 FIRST_WORKING_CONFLUENT_KAFKA = Version("2.13.0")
 # what the serve, load and bench extras bring, which no function imports
-NOT_RUNTIME = {"uvicorn", "httptools", "uvloop", "httpx", "rich", "aiohttp", "matplotlib", "redis"}
+NOT_RUNTIME = {"uvicorn", "httptools", "uvloop", "httpx", "rich", "matplotlib", "redis"}
 
 
 def locked() -> dict[str, tuple[str, list[str]]]:

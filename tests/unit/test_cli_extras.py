@@ -37,7 +37,7 @@ def blackbox(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (["serve"], "serve", "uvicorn"),
     (["invoke", "capture-crash", "--event", "events/capture-crash.json"], "serve", "uvicorn"),
     (["--help"], "serve", "rich"),
-    (["--debug", "load", "--rate", "5"], "load", "aiohttp"),
+    (["--debug", "load", "--rate", "5"], "load", "psutil"),
     (["bench", "--quick"], "bench", "matplotlib"),
 ])
 def test_a_command_without_its_extra_names_the_extra_to_install(bare_python: Path, args: list[str], extra: str,
@@ -53,7 +53,7 @@ def test_a_command_without_its_extra_names_the_extra_to_install(bare_python: Pat
 def test_an_extra_counts_the_extras_it_names(bare_python: Path):
     """bench runs serve and load: what those need is missing too."""
     [line] = blackbox(bare_python, "bench").stderr.splitlines()
-    assert all(name in line for name in ("redis", "aiohttp", "uvicorn")), line
+    assert all(name in line for name in ("redis", "psutil", "uvicorn")), line
 
 
 def test_with_its_extra_installed_the_command_runs():

@@ -1,0 +1,134 @@
+"""The load generator's HTTP/1.1 client against a small asyncio server whose every answer the test
+chooses: answers parsed whole, connections kept and reused, closed when the server says so or a
+request fails on them, and never more open at once than the limit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from loadgen.http import Client, Disconnected
+
+Reply = Callable[[bytes, asyncio.StreamWriter], Awaitable[None]]
+
+
+class Server:
+    """Reads requests with Content-Length bodies; `reply` answers each (or not)."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.busy = self.most_busy = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                request = head + await reader.readexactly(length)
+                self.requests.append(request)
+                self.busy += 1
+                self.most_busy = max(self.most_busy, self.busy)
+                try:
+                    await self.reply(request, writer)
+                finally:
+                    self.busy -= 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+def answer(status: int, body: bytes, *headers: str) -> bytes:
+    head = "".join(f"{h}\r\n" for h in (*headers, f"Content-Length: {len(body)}"))
+    return f"HTTP/1.1 {status} X\r\n{head}\r\n".encode() + body
+
+
+async def serving(reply: Reply, use: Callable[[Server, str], Awaitable[None]]) -> Server:
+    server = Server(reply)
+    listening = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    async with listening:
+        await use(server, f"http://127.0.0.1:{port}/stage")
+    return server
+
+
+def test_an_answer_is_read_whole_and_its_connection_used_again() -> None:
+    async def reply(request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(answer(503, b'{"error": "unavailable"}', "Retry-After: 1", "X-Two: a"))
+
+    async def use(server: Server, url: str) -> None:
+        client = Client(url, {"x-api-key": "k"}, limit=4, timeout_s=5)
+        answers = [await client.post("/v1/sessions", b'{"n": %d}' % n, {"Idempotency-Key": f"i{n}"}) for n in range(3)]
+        assert [(a.status, a.body, a.headers["retry-after"], a.headers["x-two"]) for a in answers] == [
+            (503, b'{"error": "unavailable"}', "1", "a")] * 3
+        client.close()
+
+    server = asyncio.run(serving(reply, use))
+    assert server.connections == 1
+    first = server.requests[0]
+    assert first.startswith(b"POST /stage/v1/sessions HTTP/1.1\r\n") and first.endswith(b'\r\n\r\n{"n": 0}')
+    assert all(h in first for h in (b"x-api-key: k\r\n", b"Idempotency-Key: i0\r\n", b"Host: 127.0.0.1:"))
+
+
+def test_a_connection_the_server_closes_is_not_used_again() -> None:
+    async def reply(request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(answer(413, b"{}", "Connection: close"))
+        await writer.drain()
+        writer.close()
+
+    async def use(server: Server, url: str) -> None:
+        client = Client(url, {}, limit=4, timeout_s=5)
+        assert [(await client.post("/p", b"x", {})).status for _ in range(3)] == [413] * 3
+
+    assert asyncio.run(serving(reply, use)).connections == 3
+
+
+def test_a_server_that_closes_before_answering_fails_the_request_and_the_next_gets_a_new_connection() -> None:
+    async def reply(request: bytes, writer: asyncio.StreamWriter) -> None:
+        if b"drop" in request:
+            writer.transport.abort()
+        else:
+            writer.write(answer(202, b"{}"))
+
+    async def use(server: Server, url: str) -> None:
+        client = Client(url, {}, limit=4, timeout_s=5)
+        with pytest.raises(Disconnected):
+            await client.post("/p", b"drop", {})
+        assert (await client.post("/p", b"keep", {})).status == 202
+
+    assert asyncio.run(serving(reply, use)).connections == 2
+
+
+def test_a_request_past_the_timeout_fails_and_its_connection_is_dropped() -> None:
+    async def reply(request: bytes, writer: asyncio.StreamWriter) -> None:
+        if b"slow" in request:
+            await asyncio.sleep(1)
+        writer.write(answer(202, b"{}"))
+
+    async def use(server: Server, url: str) -> None:
+        client = Client(url, {}, limit=4, timeout_s=0.2)
+        with pytest.raises(TimeoutError):
+            await client.post("/p", b"slow", {})
+        # a late answer to the request that timed out must not be read as this one's
+        assert (await client.post("/p", b"fast", {})).status == 202
+
+    assert asyncio.run(serving(reply, use)).connections == 2
+
+
+def test_no_more_connections_are_open_at_once_than_the_limit() -> None:
+    async def reply(request: bytes, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.05)
+        writer.write(answer(202, b"{}"))
+
+    async def use(server: Server, url: str) -> None:
+        client = Client(url, {}, limit=3, timeout_s=5)
+        answers = await asyncio.gather(*(client.post("/p", b"x", {}) for _ in range(12)))
+        assert [a.status for a in answers] == [202] * 12
+
+    server = asyncio.run(serving(reply, use))
+    assert server.most_busy == 3 and server.connections == 3

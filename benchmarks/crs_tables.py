@@ -252,8 +252,10 @@ BOUNDS = """### What bounds the misses
 
 Profiled with py-spy under load (`--gil` shows where the Python time goes). Fixed on the way:
 the load generator moved from httpx's async client, which topped out near 225 requests/s on its
-own CPU, to aiohttp; the embedded log group-commits concurrent publishes, one fsync for all that
-wait; the Kafka consumer stopped waiting out its poll timeout and refetching what did not fit a
+own CPU, to aiohttp, then to a client of its own (httptools on uvloop, a quarter of aiohttp's CPU
+a request: it had measured its own lag as the server's past 2,000 requests/s); the embedded log
+group-commits concurrent publishes, one fsync for all that wait; the Kafka consumer stopped
+waiting out its poll timeout and refetching what did not fit a
 batch (48 to thousands of records/s); base64 is pybase64's (the standard library's was half of
 capture's CPU for 100 KB reports, 215 µs against 6 µs to decode 75 KB, and as much again in the
 consumer); bodies are parsed by pydantic-core (10 µs against json.loads's 78 µs) and the crash

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import decode_cursor, page_of
 from ports.errors import InvalidField, NotFound
 from ports.releases import DAY_MS, OUTCOMES, BuildSeen
 from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
@@ -108,12 +108,9 @@ def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor:
             before = (int(first), build)
         except ValueError:
             raise InvalidField("cursor is not one this listing gave out", "cursor") from None
-    found = counters.builds(sku, before, limit + 1)
-    page = found[:limit]
-    last = page[-1] if page else None
-    return {"builds": [_build(b) for b in page],
-            "nextCursor": encode_cursor(_CURSOR_KIND, f"{last.first_seen}:{last.build}")
-            if last is not None and len(found) > limit else None}
+    page, after = page_of(counters.builds(sku, before, limit + 1), limit, _CURSOR_KIND,
+                          lambda last: f"{last.first_seen}:{last.build}")
+    return {"builds": [_build(b) for b in page], "nextCursor": after}
 
 
 def _build(seen: BuildSeen) -> ReleaseBuild:

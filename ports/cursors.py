@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ports.errors import InvalidField
+
+Row = TypeVar("Row")
 
 
 def encode_cursor(kind: str, position: str) -> str:
@@ -25,3 +29,11 @@ def decode_cursor(text: str | None, kind: str) -> str | None:
     if not decoded.startswith(kind):
         raise InvalidField("cursor is not one this listing gave out (with the same order)", "cursor")
     return decoded[len(kind):]
+
+
+def page_of(found: Sequence[Row], limit: int, kind: str,
+            position: Callable[[Row], str]) -> tuple[Sequence[Row], str | None]:
+    """The first `limit` rows of `found` (fetched as limit + 1, to know whether more remain), and the
+    cursor past the last of them when more do."""
+    page = found[:limit]
+    return page, encode_cursor(kind, position(page[-1])) if len(found) > limit else None

@@ -20,7 +20,7 @@ from typing_extensions import TypedDict
 from pipeline.idempotency import new_event_id
 from pipeline.topics import SCORES, publish
 from ports import EventLog, OutgoingRecord, RankingStore, SpillStore
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import decode_cursor, page_of
 from ports.errors import InvalidField, NotFound
 from ports.timeutil import Time, now_ms, to_rfc3339
 from ranking.model import PlayerId, Recheck, ScoreEnvelope
@@ -85,10 +85,9 @@ def banned_player(store: RankingStore, player_id: str) -> BannedPlayer:
 
 def bans(store: RankingStore, *, limit: int = 100, cursor: str | None = None) -> BanPage:
     """The ban list, by playerId."""
-    found = store.bans(decode_cursor(cursor, _CURSOR) or "", limit + 1)
-    page = found[:limit]
-    return {"bans": [{"playerId": player, "bannedAt": to_rfc3339(at)} for player, at in page],
-            "nextCursor": encode_cursor(_CURSOR, page[-1][0]) if len(found) > limit else None}
+    page, after = page_of(store.bans(decode_cursor(cursor, _CURSOR) or "", limit + 1), limit, _CURSOR,
+                          lambda last: last[0])
+    return {"bans": [{"playerId": player, "bannedAt": to_rfc3339(at)} for player, at in page], "nextCursor": after}
 
 
 def _recheck(store: RankingStore, log: EventLog, spill: SpillStore, player: str) -> int:

@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 
 from ports import Project as Stored
 from ports import ProjectStore
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import decode_cursor, page_of
 from ports.errors import InvalidField, NotFound, StoreUnavailable
 from ports.limits import Sku
 from ports.timeutil import Time, now_ms, to_rfc3339
@@ -74,10 +74,9 @@ def listing(store: ProjectStore, *, limit: int = 100, cursor: str | None = None)
     position = decode_cursor(cursor, _CURSOR_KIND)
     if position is not None and not (position.isascii() and position.isdigit() and int(position) <= MAX_PROJECT_ID):
         raise InvalidField("cursor is not one this listing gave out", "cursor")
-    found = store.projects(int(position or 0), limit + 1)
-    page = found[:limit]
-    return {"projects": [_answer(p) for p in page],
-            "nextCursor": encode_cursor(_CURSOR_KIND, str(page[-1].project_id)) if len(found) > limit else None}
+    page, after = page_of(store.projects(int(position or 0), limit + 1), limit, _CURSOR_KIND,
+                          lambda last: str(last.project_id))
+    return {"projects": [_answer(p) for p in page], "nextCursor": after}
 
 
 class Skus:

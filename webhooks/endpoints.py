@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import decode_cursor, page_of
 from ports.errors import InvalidField, NotFound
 from ports.issues import ALERT_KINDS, AlertKind, Delivery, DeliveryStatus, IssueStore, Webhook
 from ports.timeutil import Time, to_rfc3339
@@ -102,9 +102,7 @@ def deliveries(issues: IssueStore, name: str, *, limit: int, cursor: str | None)
         if not at.isdigit() or not key:
             raise InvalidField("cursor must be a nextCursor of this list", "cursor")
         before = (int(at), key)
-    found = issues.deliveries(name, before, limit + 1)
-    page = found[:limit]
-    last = page[-1][0] if page else None
+    page, after = page_of(issues.deliveries(name, before, limit + 1), limit, _CURSOR_KIND,
+                          lambda last: f"{last[0].updated_at}:{last[0].alert_key}")
     return {"deliveries": [_delivery(d, a.kind, str(a.body.get("text", a.kind))) for d, a in page],
-            "nextCursor": encode_cursor(_CURSOR_KIND, f"{last.updated_at}:{last.alert_key}")
-            if last is not None and len(found) > limit else None}
+            "nextCursor": after}

@@ -18,7 +18,7 @@ ties alone; a rank reads O(log range) nodes either way."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping
 
 from ports import BoardSettings, Order, RankingStore, Ties
@@ -92,25 +92,22 @@ def tie_changes(store: RankingStore, board: str,
     after = {s: before.get(s, 0) - len(leaving[s]) + len(joining[s]) for s in touched}
     lone = [s for s in touched if before.get(s, 0) == 1 and after[s] >= 2]
     alone = {entry.score: entry for entry in store.at_scores(board, lone)}
-    counter: Counter[tuple[int, int, int]] = Counter()
+    found: TieDeltas = {}
 
-    def count(score: int, tiebreaks: list[int], sign: int) -> None:
-        for t in tiebreaks:
-            for level, prefix in TIE_TREE.path(t):
-                counter[score, level, prefix] += sign
+    def count(score: int, moves: list[tuple[int | None, int | None]]) -> None:
+        found.update(((score, level, prefix), delta) for (level, prefix), delta in TIE_TREE.deltas(moves).items())
 
     cleared = []
     for s in touched:
         had, has = before.get(s, 0) >= 2, after[s] >= 2
         if had and has:
-            count(s, [t for _, t in leaving[s]], -1)
-            count(s, [t for _, t in joining[s]], 1)
+            count(s, [(t, None) for _, t in leaving[s]] + [(None, t) for _, t in joining[s]])
         elif had:
             cleared.append(s)
         elif has:
             stayed = alone.get(s)
-            members = [t for _, t in joining[s]]
+            members: list[tuple[int | None, int | None]] = [(None, t) for _, t in joining[s]]
             if stayed is not None and stayed.player_id not in {p for p, _ in leaving[s]}:
-                members.append(stayed.tiebreak)
-            count(s, members, 1)
-    return {node: delta for node, delta in counter.items() if delta}, cleared
+                members.append((None, stayed.tiebreak))
+            count(s, members)
+    return found, cleared

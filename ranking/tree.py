@@ -13,7 +13,6 @@ O(B * log_B(range)) rows whatever the number of players."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -43,7 +42,7 @@ class Tree:
         return tuple((level, self.bits * level) for level in range(self.top + 1))
 
     def path(self, score: int) -> list[tuple[int, int]]:
-        """Every node that counts a player with this score, leaf to top (the worker's hot path)."""
+        """Every node that counts a player with this score, leaf to top."""
         return [(level, score >> shift) for level, shift in self._shifts]
 
     def better_ranges(self, score: int, order: Order) -> list[NodeRange]:
@@ -74,15 +73,26 @@ class Tree:
     def deltas(self, moves: Iterable[tuple[int | None, int | None]]) -> dict[tuple[int, int], int]:
         """Node count changes for players moving from an old score to a new one (None: absent);
         nodes whose changes cancel out are left out, so nothing is written for them."""
-        counter: Counter[tuple[int, int]] = Counter()
+        # level by level, each from the one below (a node's change is the sum of its children's):
+        # the distinct prefixes shrink going up and cancelled ones drop out, where a path a player
+        # would cost a node at every level (the worker's hot path)
+        below: dict[int, int] = {}
         for old, new in moves:
-            if old == new:
-                continue
-            if old is not None:
-                counter.subtract(self.path(old))
-            if new is not None:
-                counter.update(self.path(new))
-        return {node: delta for node, delta in counter.items() if delta}
+            if old != new:
+                if old is not None:
+                    below[old] = below.get(old, 0) - 1
+                if new is not None:
+                    below[new] = below.get(new, 0) + 1
+        found: dict[tuple[int, int], int] = {}
+        bits = self.bits
+        for level in range(self.top + 1):
+            above: dict[int, int] = {}
+            for prefix, delta in below.items():
+                if delta:
+                    found[level, prefix] = delta
+                    above[prefix >> bits] = above.get(prefix >> bits, 0) + delta
+            below = above
+        return found
 
 
 # the deployment's tree: B = 16, so 17 levels; changing it needs the node counts rebuilt

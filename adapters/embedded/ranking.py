@@ -19,11 +19,12 @@ from adapters.sql.ranking import (
     SET_METADATA,
     SET_SCORES,
     board_row,
+    cleared_rows,
     metadata_rows,
     removed_rows,
     score_rows,
     season_rows,
-    tie_rows,
+    tie_count_rows,
 )
 from adapters.sql.reads import RankingReads
 from ports import BoardSettings, BoardUpdate, Checkpoint
@@ -54,9 +55,8 @@ class SqliteRankingStore(RankingReads):
             t.execute_rows(SET_METADATA, metadata_rows(updates))
             t.execute_rows(ADD_COUNTS, [(u.stored_as, level, prefix, delta)
                                         for u in updates for (level, prefix), delta in u.deltas.items()])
-            cleared, tie_counts = tie_rows(updates)
-            t.execute_rows(CLEAR_TIES, cleared)
-            t.execute_rows(ADD_TIE_COUNTS, tie_counts)
+            t.execute_rows(CLEAR_TIES, cleared_rows(updates))
+            t.execute_rows(ADD_TIE_COUNTS, tie_count_rows(updates))
 
     def close(self) -> None:
         self._db.close()

@@ -119,11 +119,15 @@ def score_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str, int, int,
             for u in updates for player, score in u.scores.items()]
 
 
-def tie_rows(updates: Sequence[BoardUpdate]) -> tuple[list[tuple[str, int]], list[tuple[str, int, int, int, int]]]:
-    """The values of CLEAR_TIES, then of ADD_TIE_COUNTS."""
-    return ([(u.stored_as, score) for u in updates for score in u.cleared],
-            [(u.stored_as, score, level, prefix, delta)
-             for u in updates for (score, level, prefix), delta in u.tie_deltas.items()])
+def cleared_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:
+    """The values of CLEAR_TIES, run before ADD_TIE_COUNTS."""
+    return [(u.stored_as, score) for u in updates for score in u.cleared]
+
+
+def tie_count_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int, int, int, int]]:
+    """The values of ADD_TIE_COUNTS."""
+    return [(u.stored_as, score, level, prefix, delta)
+            for u in updates for (score, level, prefix), delta in u.tie_deltas.items()]
 
 
 def metadata_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str | None, str, str]]:

@@ -244,7 +244,7 @@ def context_values(data: bytes) -> dict[str, Any]:
     with no DTD allowed, so no entity can expand."""
     try:
         root: Element = fromstring(data, forbid_dtd=True)
-    except (ParseError, DefusedXmlException) as exc:
+    except (ParseError, DefusedXmlException, LookupError) as exc:  # LookupError: an encoding Python lacks
         raise ReporterError("invalid", f"{CONTEXT_FILE} is not plain XML: {exc}", CONTEXT_FILE) from None
     values = _element(root, 1)
     return values if isinstance(values, dict) else {}

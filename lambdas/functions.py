@@ -85,6 +85,7 @@ API_ROUTES = (
     ApiRoute("DELETE", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/leaderboards/{board}/seasons", "leaderboards", READERS),
     ApiRoute("POST", "/v1/leaderboards/{board}/players:ranks", "leaderboards", READERS),
+    ApiRoute("POST", "/v1/leaderboards/{board}/attempts", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/leaderboards/{board}/top", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/rank", "leaderboards", READERS),

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
@@ -16,7 +17,7 @@ from api.requests import JsonBody
 from api.resolver import answer, create_resolver, idempotency_key, json_response, posted
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.telemetry import instrumented
-from ranking import bans, leaderboard
+from ranking import bans, leaderboard, tournaments
 from ranking.capture import Removal, capture_removal
 from ranking.leaderboard import (
     Board,
@@ -29,7 +30,7 @@ from ranking.leaderboard import (
     Seasons,
     Wiped,
 )
-from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, BoardSettingsBody, PlayerRanksBody
+from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, AttemptBody, BoardSettingsBody, PlayerRanksBody
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
@@ -92,6 +93,29 @@ def delete_player(board: str, player_id: str) -> Response[str]:
     a = current()
     return json_response(202, capture_removal(a.log, a.spill, leaderboard.settings_of(a.ranking, board), player_id,
                                               idempotency_key=idempotency_key(app.current_event)))
+
+
+ATTEMPT = JsonBody(AttemptBody)
+_CONFLICT: OpenAPIResponse = {"description": "not_a_tournament (a board without maxAttempts nor maxPlayers), tournament_closed "
+                            "(outside startsAt..endsAt), attempts_exhausted (the player made maxAttempts this season), "
+                            "tournament_full (a new player once the season has maxPlayers), idempotency_conflict "
+                            "(the Idempotency-Key was used with another body)",
+             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+@app.post("/v1/leaderboards/<board>/attempts", operation_id="postAttempt",
+          summary="An attempt at a tournament board: counted against its limits, then its score applied",
+          description="needs a server key; one score as in /v1/scores, without its board. Counted at once (409 past "
+                      "a limit), and 202 once the score is durable: the board's worker applies it within its delay. "
+                      "An Idempotency-Key makes a retry the same attempt: the same answer, counted once",
+          openapi_extensions=ATTEMPT.openapi,
+          responses={202: answer(tournaments.AttemptReceipt, "the attempt is counted and its score durable"),
+                     409: _CONFLICT})
+def post_attempt(board: str) -> Response[str]:
+    a = current()
+    body = ATTEMPT.one(posted(app.current_event))
+    return json_response(202, tournaments.attempt(a.ranking, a.log, a.spill, leaderboard.settings_of(a.ranking, board),
+                                                  body, idempotency_key=idempotency_key(app.current_event)))
 
 
 RANKS_OF = JsonBody(PlayerRanksBody)

@@ -376,6 +376,24 @@ class BoardSettings:
     ties: Ties = "shared"
     keep_seasons: int | None = None
     """How many past seasons retention keeps (the current one is always kept); None: all."""
+    starts_at: int | None = None
+    """From when the board takes scores (epoch ms, by when they were received); None: always."""
+    ends_at: int | None = None
+    """Until when (excluded); None: for ever."""
+    max_attempts: int | None = None
+    """A tournament's attempts a player and season (ranking.tournaments); None: unlimited."""
+    max_players: int | None = None
+    """A tournament's players a season; None: unlimited."""
+
+    @property
+    def tournament(self) -> bool:
+        """Its scores come only through attempts (ranking.tournaments)."""
+        return self.max_attempts is not None or self.max_players is not None
+
+    def takes(self, received_at: int) -> bool:
+        """Whether a score received then is within the board's window."""
+        return ((self.starts_at is None or self.starts_at <= received_at)
+                and (self.ends_at is None or received_at < self.ends_at))
 
 
 @dataclass(frozen=True)
@@ -432,7 +450,58 @@ class Position(NamedTuple):
     player_id: str
 
 
-class RankingStore(NodeReader, Checkpoints, Protocol):
+AttemptOutcome = Literal["recorded", "retried", "conflict", "closed", "exhausted", "full"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An attempt at a tournament board's season (ranking.tournaments), as the store decides it."""
+
+    key: str
+    """The season it counts in (ranking.seasons.season_key)."""
+    player_id: str
+    event_id: str
+    body_hash: str | None
+    """None: an event without an Idempotency-Key, which no retry can name, so it is not kept."""
+    received_at: int
+    open: bool
+    """Whether the board takes scores now (its window)."""
+    max_attempts: int | None
+    max_players: int | None
+
+
+@dataclass(frozen=True)
+class Attempted:
+    outcome: AttemptOutcome
+    key: str = ""
+    """The season the attempt counts in: for a retry, the first one's."""
+    attempt: int = 0
+    """Its number among the player's attempts of that season (recorded or retried)."""
+    received_at: int = 0
+    """When it was first received (recorded or retried)."""
+
+
+class TournamentStore(Protocol):
+    """Attempts at tournament boards: each season's players and their attempts, counted under a
+    lock, so that no limit is passed by requests that race."""
+
+    def attempt(self, attempt: Attempt) -> Attempted:
+        """In one transaction that holds the season's lock: a kept event id with the same body
+        hash → `retried`, with another → `conflict`; else not open → `closed`; a player with
+        `max_attempts` attempts → `exhausted`; a new player once the season has `max_players` →
+        `full`; else the attempt is counted (and its event kept) → `recorded`."""
+        ...
+
+    def attempts(self, key: str, player_ids: Sequence[str]) -> dict[str, int]:
+        """These players' attempts in the season (those with none left out)."""
+        ...
+
+    def entrants(self, key: str) -> int:
+        """The season's players (with at least one attempt)."""
+        ...
+
+
+class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
     def snapshot(self) -> AbstractContextManager[None]:
         """Reads of this thread within it see one state of the store: a list's entries and their
         ranks are read apart, while the worker writes."""
@@ -490,7 +559,7 @@ class RankingStore(NodeReader, Checkpoints, Protocol):
 
     def purge_seasons(self, now_ms: int) -> int:
         """Deletes the past seasons of each board beyond the newest `keep_seasons` (their records,
-        trees and listing; never the current one); how many rows went."""
+        trees, attempts and listing; never the current one); how many rows went."""
         ...
 
     def keys_of(self, player_id: str) -> list[str]:

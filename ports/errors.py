@@ -53,6 +53,34 @@ class NotFound(BlackboxError):
     code = "not_found"
 
 
+class Conflict(BlackboxError):
+    """A request the state refuses (a tournament's limits): the same request is refused again,
+    until that state changes."""
+
+    status = 409
+    code = "conflict"
+
+
+class NotATournament(Conflict):
+    code = "not_a_tournament"
+
+
+class TournamentClosed(Conflict):
+    code = "tournament_closed"
+
+
+class AttemptsExhausted(Conflict):
+    code = "attempts_exhausted"
+
+
+class TournamentFull(Conflict):
+    code = "tournament_full"
+
+
+class IdempotencyConflict(Conflict):
+    code = "idempotency_conflict"
+
+
 class RequestTimeout(BlackboxError):
     status = 408
     code = "request_timeout"

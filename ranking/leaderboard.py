@@ -18,7 +18,7 @@ from ports import Entry, NodeRange, Operator, Order, Position, RankingStore, Tie
 from ports.cursors import decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
-from ports.timeutil import Time, now_ms, to_rfc3339
+from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
 from ranking.queries import rank_of, rank_of_entry, rank_of_score, score_at
 from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start, started
@@ -46,6 +46,10 @@ class BoardSettings(TypedDict):
     reset: Annotated[str, Field(description="never, daily, weekly, monthly or a cron expression in UTC")]
     ties: Ties
     keepSeasons: Annotated[int | None, Field(description="past seasons retention keeps; null: all")]
+    startsAt: Annotated[Time | None, Field(description="the board takes scores received from then on; null: always")]
+    endsAt: Annotated[Time | None, Field(description="the board takes no score received from then on; null: never")]
+    maxAttempts: Annotated[int | None, Field(ge=1, description="a tournament's attempts a player and season")]
+    maxPlayers: Annotated[int | None, Field(ge=1, description="a tournament's players a season")]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -54,7 +58,8 @@ class Board(BoardSettings):
 
     players: Annotated[int, Field(ge=0)]
     season: Annotated[Time | None, Field(description="the season's start; null for a board that never resets")]
-    nextReset: Annotated[Time | None, Field(description="when the current season ends; null: never")]
+    nextReset: Annotated[Time | None, Field(description=(
+        "when the current season ends: its next reset, or endsAt when that comes first; null: never"))]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -141,19 +146,27 @@ def _season(settings: Stored, season: int | None) -> tuple[str, int | None]:
     return season_key(settings.board, start), start
 
 
+def _time(at: int | None) -> str | None:
+    return None if at is None else to_rfc3339(at)
+
+
 def _settings(settings: Stored) -> BoardSettings:
     return {"board": settings.board, "order": settings.order, "operator": settings.operator, "reset": settings.reset,
-            "ties": settings.ties, "keepSeasons": settings.keep_seasons}
+            "ties": settings.ties, "keepSeasons": settings.keep_seasons, "startsAt": _time(settings.starts_at),
+            "endsAt": _time(settings.ends_at), "maxAttempts": settings.max_attempts,
+            "maxPlayers": settings.max_players}
 
 
 @_one_state
 def describe(store: RankingStore, tree: Tree, board: str, season: int | None = None) -> Board:
     settings = settings_of(store, board)
     key, start = _season(settings, season)
-    upcoming = next_reset(settings.reset, now_ms())
+    now = now_ms()
+    upcoming = next_reset(settings.reset, now)
+    if settings.ends_at is not None and now < settings.ends_at and (upcoming is None or settings.ends_at < upcoming):
+        upcoming = settings.ends_at
     return {**_settings(settings), "players": store.sum_counts(key, [tree.top_range()]),
-            "season": None if start is None else to_rfc3339(start),
-            "nextReset": None if upcoming is None else to_rfc3339(upcoming)}
+            "season": _time(start), "nextReset": _time(upcoming)}
 
 
 def seasons(store: RankingStore, board: str, *, limit: int = 100, cursor: str | None = None) -> Seasons:
@@ -186,13 +199,14 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
     earliest board keeps its order (its tiebreaks are receipt times signed by it)."""
     known = store.get_board(board)
     if known is None:
-        made = Stored(board, body.order, body.operator, body.reset, ties=body.ties, keep_seasons=body.keepSeasons)
+        made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}))
         # only if still missing: the board's first scores may make it meanwhile, as shared
         if store.add_board(made):
             return _settings(made)
         known = settings_of(store, board)
     named = body.model_fields_set
-    settings = replace(known, **{field: getattr(body, name) for name, field in _FIELDS.items() if name in named})
+    settings = _window(replace(known, **{field: _value(body, name) for name, field in _FIELDS.items()
+                                         if name in named}))
     if settings.ties != known.ties:
         raise InvalidField(f"leaderboard {board} ranks ties {known.ties}: that cannot change (make a new board)",
                            "ties")
@@ -205,7 +219,22 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
 
 
 # the settings a PUT names, by their names in the body and in the store
-_FIELDS = {"order": "order", "operator": "operator", "reset": "reset", "ties": "ties", "keepSeasons": "keep_seasons"}
+_FIELDS = {"order": "order", "operator": "operator", "reset": "reset", "ties": "ties", "keepSeasons": "keep_seasons",
+           "startsAt": "starts_at", "endsAt": "ends_at", "maxAttempts": "max_attempts", "maxPlayers": "max_players"}
+_TIMES = frozenset({"startsAt", "endsAt"})
+
+
+def _value(body: BoardSettingsBody, name: str) -> Any:
+    """A setting as stored: times in epoch ms."""
+    value = getattr(body, name)
+    return parse_epoch_ms(value) if name in _TIMES and value is not None else value
+
+
+def _window(settings: Stored) -> Stored:
+    """The settings, if their window is one: it ends after it starts (also when a PUT names one end)."""
+    if settings.starts_at is not None and settings.ends_at is not None and settings.ends_at <= settings.starts_at:
+        raise InvalidField(f"leaderboard {settings.board}'s endsAt must be after its startsAt", "endsAt")
+    return settings
 
 
 def wipe(store: RankingStore, board: str) -> Wiped:

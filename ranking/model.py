@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from ports import Operator, Order, Ties
 from ports.limits import Int64, PathSegment
+from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
 MAX_BATCH = 500
@@ -31,19 +32,38 @@ def metadata_text(metadata: dict[str, Any]) -> str:
     return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
 
 
+Subscore = Annotated[Int64 | None, Field(description=(
+    "breaks ties on a board whose ties are `subscore`, sorted the way the board sorts (absent: 0); "
+    "ignored on other boards"))]
+CarriedMetadata = Annotated[Metadata | None, Field(description=(
+    f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, a "
+    "number, true, false or null; replaced by the next update that sets the score (for best, one at least "
+    "as good), left by one that does not"))]
+
+
 class Score(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     board: Name
     playerId: PlayerId
     score: Int64
-    subscore: Annotated[Int64 | None, Field(description=(
-        "breaks ties on a board whose ties are `subscore`, sorted the way the board sorts (absent: 0); "
-        "ignored on other boards"))] = None
-    metadata: Annotated[Metadata | None, Field(description=(
-        f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, a "
-        "number, true, false or null; replaced by the next update that sets the score (for best, one at least "
-        "as good), left by one that does not"))] = None
+    subscore: Subscore = None
+    metadata: CarriedMetadata = None
+
+
+class AttemptBody(BaseModel):
+    """A score as an attempt at a tournament board (the board is the route's)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    playerId: PlayerId
+    score: Int64
+    subscore: Subscore = None
+    metadata: CarriedMetadata = None
+
+    def on(self, board: str) -> Score:
+        return Score(board=board, playerId=self.playerId, score=self.score, subscore=self.subscore,
+                     metadata=self.metadata)
 
 
 class PlayerRef(BaseModel):
@@ -78,6 +98,8 @@ class ScoreEnvelope(BaseModel):
     bodyHash: str | None = None
     removed: list[PlayerRef] = Field(default_factory=list)
     rechecked: list[Recheck] = Field(default_factory=list)
+    attempt: bool | None = None
+    """An attempt at a tournament board (ranking.tournaments): the only scores such a board takes."""
 
 
 _SCORES = TypeAdapter(list[Score])
@@ -90,6 +112,18 @@ def scores_json(scores: list[Score]) -> bytes:
 
 
 MAX_KEPT_SEASONS = 100_000
+MAX_ATTEMPTS = 1_000_000
+MAX_PLAYERS = 100_000_000
+
+
+def _time(value: str) -> str:
+    parse_epoch_ms(value)
+    return value
+
+
+# a time in a body, as the query parameters take it; epoch ms in BoardSettings (leaderboard.configure)
+BodyTime = Annotated[str, StringConstraints(max_length=64), AfterValidator(_time),
+                     Field(json_schema_extra={"format": "date-time"})]
 
 
 class BoardSettingsBody(BaseModel):
@@ -110,6 +144,15 @@ class BoardSettingsBody(BaseModel):
     keepSeasons: int | None = Field(None, ge=0, le=MAX_KEPT_SEASONS, description=(
         "how many past seasons retention keeps, newest first (the current one is always kept): older ones are "
         "deleted by the daily purge; left out, every season is kept"))
+    startsAt: BodyTime | None = Field(None, description=(
+        "RFC 3339: the board takes scores received from then on; null: from the start"))
+    endsAt: BodyTime | None = Field(None, description=(
+        "RFC 3339, after startsAt: the board takes no score received from then on; null: never ends"))
+    maxAttempts: int | None = Field(None, ge=1, le=MAX_ATTEMPTS, description=(
+        "a tournament: each player's attempts a season (POST .../attempts); null: unlimited"))
+    maxPlayers: int | None = Field(None, ge=1, le=MAX_PLAYERS, description=(
+        "a tournament: the players a season takes, first come; null: unlimited. A board with maxAttempts or "
+        "maxPlayers takes scores only as attempts: a /v1/scores update to it is not applied"))
 
 
 MAX_PLAYER_RANKS = 1000

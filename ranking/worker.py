@@ -49,6 +49,8 @@ class _Event(NamedTuple):
     scores: list[tuple[str, str, int | None, int | None, str | None]]
     # (key, player): records to show or hide as the ban list says
     rechecked: list[tuple[str, str]]
+    # a tournament's attempt (ranking.tournaments)
+    attempt: bool
 
 
 def _event(value: bytes) -> _Event:
@@ -59,7 +61,13 @@ def _event(value: bytes) -> _Event:
         for s in envelope.scores]
     changes += [(r.board, r.playerId, None, None, None) for r in envelope.removed]
     return _Event(envelope.eventId, envelope.bodyHash, envelope.receivedAt, changes,
-                  [(r.key, r.playerId) for r in envelope.rechecked])
+                  [(r.key, r.playerId) for r in envelope.rechecked], bool(envelope.attempt))
+
+
+def _takes(settings: BoardSettings, event: _Event) -> bool:
+    """Whether the board takes the event's scores: received within its window, and on a tournament
+    only as attempts (counted against its limits when received)."""
+    return settings.takes(event.receivedAt) and (event.attempt or not settings.tournament)
 
 
 # a record's metadata left as it is (None clears it)
@@ -104,6 +112,8 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> lis
     for event in events:
         for board, player, value, subscore, carried in event.scores:
             board_settings = settings_of(board)
+            if value is not None and not _takes(board_settings, event):  # a deletion applies whenever
+                continue
             season = season_start(board_settings.reset, event.receivedAt, board_settings.epochs)
             brings = tiebreak(board_settings.ties, board_settings.order, event.receivedAt, subscore)
             key = season_key(board, season)

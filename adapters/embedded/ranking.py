@@ -27,11 +27,12 @@ from adapters.sql.ranking import (
     tie_count_rows,
 )
 from adapters.sql.reads import RankingReads
+from adapters.sql.tournaments import TournamentRecords
 from ports import BoardSettings, BoardUpdate, Checkpoint
 
 
 @port_errors("ranking", sqlite_meaning)
-class SqliteRankingStore(RankingReads):
+class SqliteRankingStore(RankingReads, TournamentRecords):
     SCORES_AT_ONCE = 500  # SQLite's bound values a statement: 999 before 3.32
     _database: SqliteIndexDatabase
 

@@ -19,6 +19,7 @@ from adapters.sql.ranking import (
     season_rows,
 )
 from adapters.sql.reads import Cursor, RankingReads
+from adapters.sql.tournaments import TournamentRecords
 from ports import BoardSettings, BoardUpdate, Checkpoint
 
 # well under max_allowed_packet (16 MiB by default) at about 60 bytes a row
@@ -28,7 +29,7 @@ _METADATA_PER_STATEMENT = 1_000
 
 
 @port_errors("ranking", mysql_meaning)
-class MysqlRankingStore(RankingReads):
+class MysqlRankingStore(RankingReads, TournamentRecords):
     SCORES_AT_ONCE = 1000
     _database: MysqlDatabase
 

@@ -10,7 +10,17 @@ from typing import Any
 import sqlalchemy as sa
 
 from adapters.sql.queries import PURGE_CHUNK
-from adapters.sql.schema import banned_players, board_seasons, boards, rank_nodes, rank_scores, rank_tie_nodes
+from adapters.sql.schema import (
+    banned_players,
+    board_seasons,
+    boards,
+    rank_nodes,
+    rank_scores,
+    rank_tie_nodes,
+    tournament_attempts,
+    tournament_players,
+    tournament_seasons,
+)
 from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
 from ports import NEVER_RESETS, BoardSettings, BoardUpdate, Entry, NodeRange, Order, Position
 
@@ -40,8 +50,9 @@ _n = rank_nodes.c
 NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
     _n.board == _bind("board"), _n.level == _bind("level"), _n.prefix.between(_bind("first"), _bind("last")),
     _n.count > 0))
-_settings = sa.select(boards.c.board, boards.c.sort_order, boards.c.operator, boards.c.reset_schedule,
-                      boards.c.epochs, boards.c.ties, boards.c.keep_seasons)
+BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons", "starts_at",
+                 "ends_at", "max_attempts", "max_players")
+_settings = sa.select(*(boards.c[column] for column in BOARD_COLUMNS))
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
 _entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata, rank_scores.c.tiebreak,
@@ -66,7 +77,6 @@ def _banned(count: int) -> Statement:
 def banned(player_ids: list[str]) -> Query:
     return _banned(padded(len(player_ids))), listed("player", player_ids)
 
-BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons")
 PUT_BOARD = insert(boards, BOARD_COLUMNS, keys=("board",), replace=BOARD_COLUMNS[1:])
 ADD_BOARD = insert(boards, BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score", "tiebreak", "hidden"), keys=("board", "player_id"),
@@ -79,7 +89,8 @@ ADD_SEASON = insert(board_seasons, ("board", "season_start"), keys=("board", "se
 # a season's rows, PURGE_CHUNK a statement on MySQL (run each until it deletes fewer), then its listing
 DROP_SEASON = tuple(Statement(sa.delete(table).where(table.c.board == _bind("board"))
                               .with_dialect_options(mysql_limit=PURGE_CHUNK), in_order=("board",))
-                    for table in (rank_scores, rank_nodes, rank_tie_nodes))
+                    for table in (rank_scores, rank_nodes, rank_tie_nodes, tournament_attempts, tournament_players,
+                                  tournament_seasons))
 FORGET_SEASON = Statement(sa.delete(board_seasons).where(
     board_seasons.c.board == _bind("board"), board_seasons.c.season_start == _bind("start")))
 SEASONS = Statement(sa.select(board_seasons.c.season_start).where(
@@ -87,20 +98,26 @@ SEASONS = Statement(sa.select(board_seasons.c.season_start).where(
     .order_by(board_seasons.c.season_start.desc()).limit(_bind("limit")))
 
 
-def board_row(settings: BoardSettings) -> tuple[str, str, str, str | None, str | None, str | None, int | None]:
+def board_row(settings: BoardSettings) -> tuple[Any, ...]:
     """The values of PUT_BOARD and ADD_BOARD (a board that never resets has no schedule, one whose
     ties share a rank no ties)."""
-    return (settings.board, settings.order, settings.operator,
-            None if settings.reset == NEVER_RESETS else settings.reset,
-            json.dumps([list(epoch) for epoch in settings.epochs]) if settings.epochs else None,
-            None if settings.ties == "shared" else settings.ties, settings.keep_seasons)
+    s = settings
+    return (s.board, s.order, s.operator, None if s.reset == NEVER_RESETS else s.reset,
+            json.dumps([list(epoch) for epoch in s.epochs]) if s.epochs else None,
+            None if s.ties == "shared" else s.ties, s.keep_seasons, s.starts_at, s.ends_at, s.max_attempts,
+            s.max_players)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def board_settings(row: Any) -> BoardSettings:
-    board, order, operator, reset, epochs, ties, keep_seasons = row
+    board, order, operator, reset, epochs, ties, keep_seasons, starts_at, ends_at, max_attempts, max_players = row
     return BoardSettings(board, order, operator, reset or NEVER_RESETS,
                          tuple((int(since), str(schedule)) for since, schedule in json.loads(epochs)) if epochs else (),
-                         ties or "shared", None if keep_seasons is None else int(keep_seasons))
+                         ties or "shared", _int(keep_seasons), _int(starts_at), _int(ends_at), _int(max_attempts),
+                         _int(max_players))
 
 
 def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:

@@ -31,7 +31,8 @@ session_counts = _table("session_counts", "sku", "minute", "kind", "count")
 applied_offsets = _table("applied_offsets", "consumer", "topic_partition", "applied", "fingerprint")
 applied_events = _table("applied_events", "consumer", "event_id", "applied_at", BODY_HASH)
 applied_ranges = _table("applied_ranges", "consumer", "topic_partition", "first_offset", "last_offset", "applied_at")
-boards = _table("boards", "board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons")
+boards = _table("boards", "board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons",
+                "starts_at", "ends_at", "max_attempts", "max_players")
 board_seasons = _table("board_seasons", "board", "season_start")
 rank_scores = _table("rank_scores", "board", "player_id", "score", "metadata", "tiebreak", "hidden")
 banned_players = _table("banned_players", "player_id", "banned_at")
@@ -48,6 +49,10 @@ crash_issues = _table("crash_issues", "sku", "signature", "state", "build", "ign
                       "first_seen", "changed_at", "changed_by")
 crash_issue_history = _table("crash_issue_history", "sku", "signature", "seq", "state", "build", "ignore_until",
                              "ignore_count", "changed_at", "changed_by")
+tournament_seasons = _table("tournament_seasons", "board", "players")
+tournament_players = _table("tournament_players", "board", "player_id", "attempts")
+tournament_attempts = _table("tournament_attempts", "event_id", "board", "player_id", "attempt", "received_at",
+                             "body_hash")
 webhook_alerts = _table("webhook_alerts", "alert_key", "kind", "created_at", "body")
 webhooks = _table("webhooks", "name", "url", "secret", "kinds", "updated_at")
 webhook_deliveries = _table("webhook_deliveries", "webhook", "alert_key", "status", "attempts", "next_attempt",

@@ -22,6 +22,7 @@ BODIES = {
     "/v1/sessions": {"sku": "roles:pc", "kind": "client"},
     "/v1/scores": {"board": "roles", "playerId": "p1", "score": 5},
     "/v1/leaderboards/{board}": {"order": "desc", "operator": "best"},
+    "/v1/leaderboards/{board}/attempts": {"playerId": "p1", "score": 5},
     "/v1/projects/{projectId}": {"sku": "roles:pc"},
     "/v1/crash-groups/{signature}/state": {"state": "unresolved"},
     "/v1/webhooks/{name}": {"url": "https://hooks.example.com/roles", "secret": "roles-secret-0123",

@@ -276,7 +276,7 @@ def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: Ra
     wiped = leaderboard.wipe(ranking_store, "forever")
     assert leaderboard.describe(ranking_store, TREE, "forever") | {"nextReset": None} == {
         "board": "forever", "order": "desc", "operator": "best", "reset": "never", "ties": "shared",
-        "keepSeasons": None, "players": 0,
+        "keepSeasons": None, "startsAt": None, "endsAt": None, "maxAttempts": None, "maxPlayers": None, "players": 0,
         "season": wiped["season"], "nextReset": None}
     # what it held: the season before, as it was
     assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, "forever", season=0)["entries"]] == ["a"]

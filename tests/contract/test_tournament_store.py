@@ -23,12 +23,13 @@ from adapters.spill.directory import DirectorySpillStore
 from pipeline.topics import SCORES
 from ports import Attempt, Attempted, RankingStore
 from ports.errors import AttemptsExhausted, IdempotencyConflict, NotATournament, TournamentClosed, TournamentFull
+from ports.timeutil import now_ms, parse_epoch_ms
 from ranking import leaderboard, tournaments
 from ranking.capture import capture_scores
 from ranking.model import AttemptBody, BoardSettingsBody, Score
-from ranking.seasons import season_key
+from ranking.seasons import SEASON_PURGE_GRACE_MS, season_key
 from ranking.worker import apply_scores
-from tests.contract.test_ranking_store import TREE
+from tests.contract.test_ranking_store import EVERY_TEN_MINUTES, PERIODS, TREE
 
 PLAYERS = ["p0", "p1", "p2", "p3"]
 KEYS = ["k0", "k1", "k2"]
@@ -182,3 +183,16 @@ def test_a_board_without_limits_takes_no_attempt(ranking_store: RankingStore, lo
     t = Tournament(ranking_store, log, tmp_path, startsAt="2000-01-01T00:00:00Z")
     with pytest.raises(NotATournament):
         t.attempt("a", 1)
+
+
+def test_retention_drops_a_purged_season_s_attempts_with_it(ranking_store: RankingStore, log, tmp_path: Path):
+    t = Tournament(ranking_store, log, tmp_path, reset=EVERY_TEN_MINUTES, keepSeasons=0, maxAttempts=2)
+    season = t.attempt("a", 5, "a-1")["season"]
+    assert t.work() == {"a": 5}
+    key = season_key(t.board, parse_epoch_ms(season))
+    assert (ranking_store.attempts(key, ["a"]), ranking_store.entrants(key)) == ({"a": 1}, 1)
+    # two seasons on, a grace after: the season is past, beyond the none kept
+    assert ranking_store.purge_seasons(now_ms() + 2 * PERIODS[EVERY_TEN_MINUTES] + SEASON_PURGE_GRACE_MS) > 0
+    assert (ranking_store.attempts(key, ["a"]), ranking_store.entrants(key)) == ({}, 0)
+    t.attempt("a", 5, "a-1")  # its kept event went too: sent again (in that season, here), it counts anew
+    assert ranking_store.attempts(key, ["a"]) == {"a": 1}

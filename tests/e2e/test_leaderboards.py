@@ -75,7 +75,10 @@ def test_20000_updates_then_every_answer_equals_brute_force(serve: Serve):
                 body = {"order": settings[0], "operator": settings[1]}
                 assert client.put(f"/v1/leaderboards/{board}", json=body).json() == {"board": board, **body,
                                                                                      "reset": "never", "ties": "shared",
-                                                                                     "keepSeasons": None}
+                                                                                     "keepSeasons": None,
+                                                                                     "startsAt": None, "endsAt": None,
+                                                                                     "maxAttempts": None,
+                                                                                     "maxPlayers": None}
 
     updates = [{"board": rng.choice(list(BOARDS)), "playerId": rng.choice(PLAYERS), "score": value(rng)}
                for _ in range(UPDATES)]

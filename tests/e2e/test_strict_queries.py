@@ -128,9 +128,10 @@ def test_skus_and_boards_list_what_was_posted(serve: Serve):
         assert skus[counted]["lastSession"] is not None and skus[counted]["lastCrash"] is None
         boards = eventually(lambda: ours(every_page(client, "/v1/leaderboards", "boards", {"limit": 1}), "board"),
                             lambda found: len(found) == 2)
+        plain = {"keepSeasons": None, "startsAt": None, "endsAt": None, "maxAttempts": None, "maxPlayers": None}
         assert boards == {f"{board}:auto": {"board": f"{board}:auto", "order": "desc", "operator": "best",
-                                            "reset": "never", "ties": "shared", "keepSeasons": None},
+                                            "reset": "never", "ties": "shared", **plain},
                           f"{board}:set": {"board": f"{board}:set", "order": "asc", "operator": "set",
-                                           "reset": "never", "ties": "shared", "keepSeasons": None}}
+                                           "reset": "never", "ties": "shared", **plain}}
         everything = every_page(client, "/v1/skus", "skus", {"limit": 1000})
         assert [s["sku"] for s in everything] == sorted({s["sku"] for s in everything})

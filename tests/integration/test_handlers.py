@@ -200,7 +200,7 @@ def test_score_samples_through_capture_worker_and_leaderboards(adapters: Adapter
     assert (call(capture.handler, "capture-scores.json")["statusCode"]) == 202
     assert body(call(leaderboards.handler, "leaderboards-put-board.json")) == \
         {"board": "season-7:ranked", "order": "desc", "operator": "best", "reset": "never", "ties": "shared",
-         "keepSeasons": None}
+         "keepSeasons": None, "startsAt": None, "endsAt": None, "maxAttempts": None, "maxPlayers": None}
     assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 3}
     assert call(ranking_worker.handler, "ranking-worker.json") == {"applied": 0}  # redelivered
     assert body(call(leaderboards.handler, "leaderboards-get-board.json"))["players"] == 3

@@ -149,7 +149,8 @@ def test_boards_page_by_name_with_their_settings(adapters: Adapters):
     assert [len(page) for page in got] == [3, 1]
     assert [b["board"] for page in got for b in page] == sorted(names)
     assert got[0][0] == {"board": "all", "order": "asc", "operator": "best", "reset": "never",
-                         "ties": "shared", "keepSeasons": None}
+                         "ties": "shared", "keepSeasons": None, "startsAt": None, "endsAt": None,
+                         "maxAttempts": None, "maxPlayers": None}
     adapters.counters.apply(Checkpoint("c", "s-0", -1, 0), {SessionBucket(sku, 0, "client"): 1 for sku in "xy"})
     sku_cursor = ok(get(reporter.handler, "/v1/skus", limit=1))["nextCursor"]
     assert refused(leaderboards.handler, "/v1/leaderboards", cursor=sku_cursor) == "cursor"  # another listing's

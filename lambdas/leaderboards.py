@@ -96,11 +96,12 @@ def delete_player(board: str, player_id: str) -> Response[str]:
 
 
 ATTEMPT = JsonBody(AttemptBody)
-_CONFLICT: OpenAPIResponse = {"description": "not_a_tournament (a board without maxAttempts nor maxPlayers), tournament_closed "
-                            "(outside startsAt..endsAt), attempts_exhausted (the player made maxAttempts this season), "
-                            "tournament_full (a new player once the season has maxPlayers), idempotency_conflict "
-                            "(the Idempotency-Key was used with another body)",
-             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_CONFLICT: OpenAPIResponse = {
+    "description": "not_a_tournament (a board without maxAttempts nor maxPlayers), tournament_closed (outside "
+                   "startsAt..endsAt), attempts_exhausted (the player made maxAttempts this season), tournament_full "
+                   "(a new player once the season has maxPlayers), idempotency_conflict (the Idempotency-Key was "
+                   "used with another body)",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
 @app.post("/v1/leaderboards/<board>/attempts", operation_id="postAttempt",

@@ -1,6 +1,7 @@
 """Tournament attempts on SQLite and MySQL alike (ports.TournamentStore): each season's row in
 tournament_seasons is its lock, taken FOR UPDATE on MySQL (SQLite's write transaction holds the
-whole file), so attempts that race for a season's last slot are decided one after the other."""
+whole file), so attempts that race for a season's last slot are decided one after the other; what
+else an attempt reads and writes of the season is only ever written under that lock."""
 
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ ENTRANTS = Statement(_players)
 LOCK_SEASON = Statement(_players.with_for_update())
 COUNT_PLAYER = Statement(sa.update(tournament_seasons).where(_s.board == _bind("board"))
                          .values(players=_s.players + 1))
-KEPT = Statement(sa.select(_a.board, _a.attempt, _a.received_at, _a.body_hash)
-                 .where(_a.event_id == _bind("event_id")).with_for_update())
-PLAYER = Statement(sa.select(_p.attempts).where(_p.board == _bind("board"), _p.player_id == _bind("player"))
-                   .with_for_update())
-ADD_ATTEMPT = insert(tournament_players, ("board", "player_id", "attempts"), keys=("board", "player_id"),
-                     add=("attempts",))
+# plain reads, under the season's lock: on MySQL, a locking read of a row that is not there would
+# lock the gap it would go in, where another season's attempt may insert (a deadlock)
+KEPT = Statement(sa.select(_a.board, _a.attempt, _a.received_at, _a.body_hash).where(_a.event_id == _bind("event_id")))
+_player = (_p.board == _bind("board"), _p.player_id == _bind("player"))
+PLAYER = Statement(sa.select(_p.attempts).where(*_player))
+NEW_PLAYER = insert(tournament_players, ("board", "player_id", "attempts"))
+ANOTHER_ATTEMPT = Statement(sa.update(tournament_players).where(*_player).values(attempts=_p.attempts + 1))
 KEEP = insert(tournament_attempts, ("event_id", "board", "player_id", "attempt", "received_at", "body_hash"))
 
 
@@ -59,11 +61,13 @@ def _decide(t: Transaction, a: Attempt, players: int) -> Attempted:
     made = int(found[0][0]) if found else 0
     if a.max_attempts is not None and made >= a.max_attempts:
         return Attempted("exhausted", a.key, made)
-    if not found:
-        if a.max_players is not None and players >= a.max_players:
-            return Attempted("full", a.key)
+    if found:
+        t.execute(ANOTHER_ATTEMPT, {"board": a.key, "player": a.player_id})
+    elif a.max_players is not None and players >= a.max_players:
+        return Attempted("full", a.key)
+    else:
         t.execute(COUNT_PLAYER, {"board": a.key})
-    t.execute(ADD_ATTEMPT, {"board": a.key, "player_id": a.player_id, "attempts": 1})
+        t.execute(NEW_PLAYER, {"board": a.key, "player_id": a.player_id, "attempts": 1})
     if a.body_hash is not None:
         t.execute(KEEP, {"event_id": a.event_id, "board": a.key, "player_id": a.player_id, "attempt": made + 1,
                          "received_at": a.received_at, "body_hash": a.body_hash})

@@ -90,18 +90,21 @@ def test_attempts_are_decided_as_brute_force(ranking_store: RankingStore, max_at
         assert ranking_store.entrants(key) == len(brute.made[key])
 
 
-@pytest.mark.parametrize("limit", ["attempts", "players"])
+@pytest.mark.parametrize("limit", ["attempts", "players", "retries"])
 def test_attempts_racing_for_the_last_slot_take_it_once(ranking_store: RankingStore, limit):
-    """Eight requests at once for the season's last attempt (one player) or last place (eight
-    players): exactly one is counted, whichever engine holds the lock."""
+    """Eight requests at once for the season's last attempt (one player), its last place (eight
+    players), or eight sends of one attempt (its Idempotency-Key): exactly one is counted,
+    whichever engine holds the lock."""
     key = f"t-{uuid.uuid4().hex[:12]}"
     racers = 8
     barrier = threading.Barrier(racers)
     outcomes: list[str] = []
+    retried = str(uuid.uuid5(uuid.NAMESPACE_URL, key))
 
     def race(i: int) -> None:
-        player = "p" if limit == "attempts" else f"p{i}"
-        attempt = Attempt(key, player, str(uuid.uuid4()), None, i, True, 1 if limit == "attempts" else None,
+        player = f"p{i}" if limit == "players" else "p"
+        event_id, digest = (retried, "same body") if limit == "retries" else (str(uuid.uuid4()), None)
+        attempt = Attempt(key, player, event_id, digest, i, True, 1 if limit == "attempts" else None,
                           1 if limit == "players" else None)
         barrier.wait()
         outcomes.append(ranking_store.attempt(attempt).outcome)
@@ -111,9 +114,10 @@ def test_attempts_racing_for_the_last_slot_take_it_once(ranking_store: RankingSt
         thread.start()
     for thread in threads:
         thread.join()
-    refused = "exhausted" if limit == "attempts" else "full"
+    refused = {"attempts": "exhausted", "players": "full", "retries": "retried"}[limit]
     assert sorted(outcomes) == sorted(["recorded"] + [refused] * (racers - 1))
     assert ranking_store.entrants(key) == 1
+    assert sum(ranking_store.attempts(key, ["p", *(f"p{i}" for i in range(racers))]).values()) == 1
 
 
 class Tournament:

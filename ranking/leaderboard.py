@@ -196,7 +196,8 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
     names; those left out stay as they are (a new board takes the defaults). A new schedule starts
     a season now and applies from then on; the seasons before keep the schedule they had. Ties are
     chosen when the board is made (its records' tiebreaks and tie trees are of that mode), and an
-    earliest board keeps its order (its tiebreaks are receipt times signed by it)."""
+    earliest board keeps its order (its tiebreaks are receipt times signed by it). A window's end
+    comes after its start, whichever end the PUT names (ranking.tournaments for the limits)."""
     known = store.get_board(board)
     if known is None:
         made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}))

@@ -1,8 +1,8 @@
 """A season's end, told once: when a board's season is over (a reset, a wipe, a change of
-schedule), its final top is raised as a `season-end` alert, delivered to the webhooks that take
-that kind (webhooks.delivery). The alert's key names the board and the season, and the outbox keeps
-one alert a key, so however often the job runs, and on however many processes, a season's end is
-told once.
+schedule, the end of the board's window), its final top is raised as a `season-end` alert,
+delivered to the webhooks that take that kind (webhooks.delivery). The alert's key names the board
+and the season, and the outbox keeps one alert a key, so however often the job runs, and on however
+many processes, a season's end is told once.
 
 "Final": an update received before the end may be applied by the board's worker after it: a
 moment after in the common case (its lag is well under a second at the rates of BENCHMARKS.md), or
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ports import RankingStore
+from ports import BoardSettings, RankingStore
 from ports.issues import Alert, IssueStore
 from ports.timeutil import to_rfc3339
 from ranking import leaderboard
@@ -44,6 +44,19 @@ def tell_season_ends(store: RankingStore, issues: IssueStore, tree: Tree, policy
     return sum(issues.raise_alert(alert) for alert in ended_seasons(store, tree, now_ms, round(policy.after_s * 1000)))
 
 
+def _ends(board: BoardSettings, at: int) -> dict[int, int]:
+    """The start and end of each season of `board` that ended within LOOKING_MS before `at`: the
+    one a reset or an epoch ended, and the one its window's end (`endsAt`) ended, after which its
+    seasons take no scores."""
+    ends = {}
+    current = season_start(board.reset, at, board.epochs)
+    if current is not None and at - current <= LOOKING_MS and (board.ends_at is None or current <= board.ends_at):
+        ends[season_start(board.reset, current - 1, board.epochs) or FIRST_SEASON] = current
+    if board.ends_at is not None and 0 <= at - board.ends_at <= LOOKING_MS:
+        ends[season_start(board.reset, board.ends_at - 1, board.epochs) or FIRST_SEASON] = board.ends_at
+    return ends
+
+
 def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int) -> list[Alert]:
     """For each board that resets (or was wiped), the season before the one current `after_ms`
     ago, if it ended within LOOKING_MS of then and holds scores, as an alert with its final top
@@ -54,19 +67,16 @@ def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int) -
     while True:
         page = store.boards(after, _BOARDS_A_PAGE)
         for board in page:
-            current = season_start(board.reset, at, board.epochs)
-            if current is None or at - current > LOOKING_MS:  # one season, not over; or told by now
-                continue
-            start = season_start(board.reset, current - 1, board.epochs) or FIRST_SEASON
-            if store.seasons(board.board, current, 1) != [start]:
-                continue  # the season before held no scores: nothing to tell
-            top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
-            lines = [f"{e['rank']}. {e['playerId']} ({e['score']})" for e in top]
-            alerts.append(Alert(season_key_of_alert(board.board, start), SEASON_END, now_ms, {
-                "text": f"Season of {board.board} from {to_rfc3339(start)} ended at {to_rfc3339(current)}"
-                        + (": " + ", ".join(lines) if lines else ""),
-                "board": board.board, "season": to_rfc3339(start), "endedAt": to_rfc3339(current), "top": top,
-            }))
+            for start, ended in _ends(board, at).items():
+                if store.seasons(board.board, start + 1, 1) != [start]:
+                    continue  # the season held no scores: nothing to tell
+                top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
+                lines = [f"{e['rank']}. {e['playerId']} ({e['score']})" for e in top]
+                alerts.append(Alert(season_key_of_alert(board.board, start), SEASON_END, now_ms, {
+                    "text": f"Season of {board.board} from {to_rfc3339(start)} ended at {to_rfc3339(ended)}"
+                            + (": " + ", ".join(lines) if lines else ""),
+                    "board": board.board, "season": to_rfc3339(start), "endedAt": to_rfc3339(ended), "top": top,
+                }))
         if len(page) < _BOARDS_A_PAGE:
             return alerts
         after = page[-1].board

@@ -29,7 +29,7 @@ from ranking import bans, leaderboard
 from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
-from ranking.season_ends import FINAL_TOP, ended_seasons
+from ranking.season_ends import FINAL_TOP, LOOKING_MS, ended_seasons
 from ranking.seasons import SEASON_PURGE_GRACE_MS
 from ranking.tree import Tree
 from ranking.worker import apply_scores
@@ -646,6 +646,27 @@ def test_the_end_of_a_never_reset_board_s_first_season_is_told_at_its_wipe(ranki
     (alert,) = [a for a in ended_seasons(ranking_store, TREE, at + TELL_AFTER_MS, TELL_AFTER_MS)
                 if a.body["board"] == board]
     assert alert.key == f"season-end:{board}:0" and [e["playerId"] for e in alert.body["top"]] == ["a"]
+
+
+@pytest.mark.parametrize("reset", ["never", EVERY_TEN_MINUTES])
+def test_a_board_s_end_at_its_ends_at_is_told_with_its_final_top(ranking_store: RankingStore, log, reset: str):
+    """Found in review: a board's window closing (its endsAt, as a tournament's) ended its last
+    season, but only resets and wipes were told."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    ends = T0 + 3 * 60_000  # within the season that started at T0
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=reset, endsAt=to_rfc3339(ends)))
+    apply_scores(timed_records(board, [(0, "a", 5, None), (1, "b", 7, None)], itertools.count()),
+                 ranking_store, log, TREE)
+
+    def told(at: int) -> list[Alert]:
+        return [a for a in ended_seasons(ranking_store, TREE, at, TELL_AFTER_MS) if a.body["board"] == board]
+
+    assert told(ends + TELL_AFTER_MS - 1) == []
+    (alert,) = told(ends + TELL_AFTER_MS)
+    start = 0 if reset == "never" else T0
+    assert alert.key == f"season-end:{board}:{start}" and alert.body["endedAt"] == to_rfc3339(ends)
+    assert [e["playerId"] for e in alert.body["top"]] == ["b", "a"]
+    assert told(ends + TELL_AFTER_MS + LOOKING_MS + 1) == []  # looked at for an hour, then left
 
 
 def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: RankingStore, log):

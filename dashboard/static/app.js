@@ -14,7 +14,9 @@ const RANGES = {
 };
 // the view's state: each a URL query parameter; the form fields of the same id show it
 const FIELDS = ["sku", "range", "platform", "build", "type", "board", "player", "season"];
-const state = Object.fromEntries([...FIELDS, "group", "report"].map((name) => [name, ""]));
+const state = Object.fromEntries([...FIELDS, "group", "report", "release"].map((name) => [name, ""]));
+// the builds the releases panel shows, newest first
+const RELEASES = 5;
 let timer = null;
 
 function el(tag, attrs = {}, ...children) {
@@ -139,6 +141,78 @@ function showGroups(groups) {
   }), 4);
 }
 
+function line(change) {
+  return `${change.state}${change.inBuild ? ` in build ${change.inBuild}` : ""} by ${change.changedBy}, ${time(change.changedAt)}`;
+}
+
+async function showGroup() {
+  $("group-section").hidden = !state.group;
+  if (!state.group) return;
+  let issue;
+  try {
+    issue = await api(`/v1/crash-groups/${segment(state.group, "group")}`, { sku: state.sku });
+  } catch (error) {
+    if (error.status !== 404) throw error;
+    $("group-section").hidden = true;  // not seen by the issue tracker yet
+    return;
+  }
+  $("group-signature").textContent = issue.signature.slice(0, 16);
+  $("group-state").textContent = `(${issue.state})`;
+  $("group-section").dataset.state = issue.state;
+  const fields = { "first seen": time(issue.firstSeen), "last seen": issue.lastSeen ? time(issue.lastSeen) : "",
+    "first build": issue.firstBuild ?? "", reports: issue.reports, regressions: issue.regressions, "last change": line(issue) };
+  $("group-fields").replaceChildren(...Object.entries(fields).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  fill($("group-builds").tBodies[0], issue.builds.map((b) => el("tr", {},
+    el("td", {}, b.build ?? "(none)"), el("td", {}, b.reports), el("td", {}, time(b.firstSeen)), el("td", {}, time(b.lastSeen)))), 4);
+  $("group-history").replaceChildren(...issue.history.map((h) => el("li", {}, line(h))));
+}
+
+async function setGroupState(event) {
+  event.preventDefault();
+  const body = { state: $("group-new-state").value };
+  const build = $("group-in-build").value.trim();
+  if (body.state === "resolved" && build) body.inBuild = build;
+  const response = await fetch(`/v1/crash-groups/${segment(state.group, "group")}/state?sku=${encodeURIComponent(state.sku)}`,
+    { method: "PUT", headers: { ...headers(), "content-type": "application/json" }, body: JSON.stringify(body) });
+  if (!response.ok) {
+    const error = await response.json().catch(() => ({}));
+    throw new Error(`setting the group's state: ${response.status} ${error.message || error.error || ""}`);
+  }
+  await showGroup();
+}
+
+// a change of a share, in points: +1.5%, -30%
+function change(value) {
+  if (value === null || value === undefined) return "";
+  return `${value > 0 ? "+" : value < 0 ? "-" : ""}${percent(Math.abs(value))}`;
+}
+
+// the newest builds' health over the range, the chosen one's (else the newest's) over time
+async function showReleases() {
+  // release health comes by hour at the finest
+  const sku = state.sku, range = window_(), interval = "hour";
+  const builds = (await api("/v1/releases", { sku, limit: RELEASES })).builds;
+  const health = await Promise.all(builds.map((b) => api(`/v1/releases/${segment(b.build, "build")}`, { sku, interval, ...range })));
+  const chosen = health.find((h) => h.build === state.release) ?? health[0];
+  $("releases-note").textContent = chosen ? `(build ${chosen.build} over time; click a build)` : "";
+  fill($("releases").tBodies[0], health.map((h) => {
+    const vs = h.change ? `${h.previous.build}: crash-free sessions ${change(h.change.crashFreeSessions)}` : "";
+    const row = el("tr", { "data-build": h.build, class: h === chosen ? "selected" : "" },
+      el("td", {}, h.build), el("td", {}, percent(h.adoption)), el("td", {}, percent(h.crashFreeSessions)),
+      el("td", {}, percent(h.crashFreePlayers)), el("td", {}, percent(h.crashRate)), el("td", {}, vs), el("td", {}, time(h.firstSeen)));
+    row.addEventListener("click", () => {
+      state.release = h.build;
+      writeUrl();
+      showReleases().catch(report);
+    });
+    return row;
+  }), 7);
+  for (const id of ["chart-adoption", "chart-crash-free"]) $(id).replaceChildren();
+  if (!chosen) return;
+  drawChart($("chart-adoption"), chosen.series, (b) => b.adoption, { kind: "line", format: percent, label: "adoption" });
+  drawChart($("chart-crash-free"), chosen.series, (b) => b.crashFreeSessions, { kind: "line", format: percent, label: "crash-free" });
+}
+
 function showReports(reports) {
   $("reports-filter").textContent = state.group ? `(group ${state.group.slice(0, 12)}…, click it again to clear)` : "";
   fill($("reports").tBodies[0], reports.map((r) => {
@@ -259,6 +333,7 @@ async function refresh() {
   if (!alerts.alerts.length) $("alerts").append(el("li", { class: "none" }, "none in this range"));
   showGroups(groups.groups);
   showReports(latest.reports);
+  await Promise.all([showGroup(), showReleases()]);
   document.body.dataset.loaded = String(Date.now());
 }
 
@@ -284,12 +359,13 @@ const VIEW = ["sku", "range", "platform", "build", "type"];
 $("controls").addEventListener("submit", (event) => {
   event.preventDefault();
   sessionStorage.setItem("blackbox-key", $("key").value);
-  if ($("sku").value.trim() !== state.sku) state.group = "";
+  if ($("sku").value.trim() !== state.sku) state.group = state.release = "";
   apply(VIEW, () => loadPickers().then(refresh));
 });
 $("range").addEventListener("change", () => apply(VIEW, refresh));
 $("live").addEventListener("change", schedule);
 $("detail-close").addEventListener("click", closeDetail);
+$("group-form").addEventListener("submit", (event) => setGroupState(event).catch(report));
 document.addEventListener("keydown", (event) => { if (event.key === "Escape" && !$("detail").hidden) closeDetail(); });
 $("board-form").addEventListener("submit", (event) => {
   event.preventDefault();

@@ -116,6 +116,8 @@ MARKS = {  # name: (region, tolerance a channel, what to measure)
     "crash rate line": ("#chart-rate", 60, LINE),
     "found player": ("#leaderboard", 0, FOUND_ROW),
     "screenshot attachment": ("#detail-attachments", 0, IMAGE),
+    "adoption line": ("#chart-adoption", 60, LINE),
+    "crash-free line": ("#chart-crash-free", 60, LINE),
 }
 
 
@@ -306,6 +308,65 @@ def test_a_board_that_resets_shows_its_schedule_and_picks_a_season(serve: Serve,
     assert state(page)["season"] == today
     reload(page)  # the season is in the link
     assert page.locator("#season").input_value() == today
+    assert errors == []
+    page.close()
+
+
+RELEASE_SKU = "dash-release:pc"
+
+
+def seed_releases(serve: Serve) -> str:
+    """Build 1.0: 10 sessions, all ok; build 1.1: 10, 3 of them crashed, and a crash. Returns the
+    crash's group once the releases and the group are visible."""
+    sessions = [{"sku": RELEASE_SKU, "kind": "client", "playerId": f"r{n}", "buildVersion": build,
+                 "status": "crashed" if build == "1.1" and n < 3 else "ok"}
+                for build in ("1.0", "1.1") for n in range(10)]
+    crash = {"sku": RELEASE_SKU, "crashType": "ACCESS_VIOLATION", "buildVersion": "1.1",
+             "stackTrace": trace("Net::Resend()", 1)}
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        assert client.post("/v1/sessions", json=sessions).status_code == 202
+        assert client.post("/v1/crashes", json=crash).status_code == 202
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            reports = client.get("/v1/crashes", params={"sku": RELEASE_SKU}).json()["reports"]
+            builds = client.get("/v1/releases", params={"sku": RELEASE_SKU}).json()["builds"]
+            counted = [client.get(f"/v1/releases/{b['build']}", params={"sku": RELEASE_SKU}).json()["sessions"]
+                       for b in builds]
+            if reports and counted == [10, 10] and client.get(
+                    f"/v1/crash-groups/{reports[0]['signature']}", params={"sku": RELEASE_SKU}).status_code == 200:
+                return str(reports[0]["signature"])
+            time.sleep(0.2)
+    raise AssertionError("the releases and the group did not become visible in 60 s")
+
+
+def test_releases_and_a_crash_group_as_an_issue(serve: Serve, browser: Browser):
+    signature = seed_releases(serve)
+    page, errors = open_page(browser, f"{serve.url}/?{urlencode({'sku': RELEASE_SKU})}")
+    rows = page.locator("#releases tbody tr")
+    expect(rows).to_have_count(2)
+    # the newest build first, and chosen for the charts
+    assert [[cell.strip() for cell in rows.nth(n).locator("td").all_inner_texts()[:5]] for n in range(2)] == [
+        ["1.1", "50%", "70%", "70%", "10%"], ["1.0", "50%", "100%", "100%", "0%"]]
+    expect(rows.nth(0)).to_have_class("selected")
+    expect(rows.nth(0).locator("td").nth(5)).to_contain_text("1.0: crash-free sessions -30%")
+    shoot(page, serve, "releases", "adoption line", "crash-free line")
+    rows.nth(1).click()
+    expect(page.locator("#releases tbody tr.selected")).to_have_attribute("data-build", "1.0")
+    assert state(page)["release"] == "1.0"
+
+    assert page.locator("#group-section").is_hidden()
+    page.locator(f"#groups tbody tr[data-signature='{signature}']").click()
+    expect(page.locator("#group-section")).to_have_attribute("data-state", "unresolved")
+    expect(page.locator("#group-builds tbody tr")).to_have_count(1)
+    expect(page.locator("#group-builds tbody tr")).to_contain_text("1.1")
+    page.select_option("#group-new-state", "resolved")
+    page.fill("#group-in-build", "1.2")
+    page.click("#group-form button")
+    expect(page.locator("#group-section")).to_have_attribute("data-state", "resolved")
+    expect(page.locator("#group-history li").first).to_contain_text("resolved in build 1.2")
+    with httpx.Client(base_url=serve.url) as client:
+        issue = client.get(f"/v1/crash-groups/{signature}", params={"sku": RELEASE_SKU}).json()
+    assert (issue["state"], issue["inBuild"]) == ("resolved", "1.2")
     assert errors == []
     page.close()
 

@@ -104,7 +104,8 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> lis
             if found is None:  # made here, unless a PUT makes it meanwhile: then that one's settings
                 store.add_board(BoardSettings(board))
                 found = store.get_board(board)
-            settings[board] = found or BoardSettings(board)
+                assert found is not None, "a board, once made, is never deleted"
+            settings[board] = found
         return settings[board]
 
     # stored key → its board, its season's start, and player → the changes in log order

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from api.access import ApiKeys
 from api.requests import MAX_IN_FLIGHT
+from crashes.alerts import AlertPolicy
 from crashes.spikes import SpikePolicy
 from ranking.season_ends import SeasonEndPolicy
 from webhooks.delivery import WebhookPolicy
@@ -39,6 +40,8 @@ class Settings(BaseSettings):
     webhooks: WebhookPolicy = WebhookPolicy()
     # e.g. BLACKBOX_SEASON_END__AFTER_S=1: a season's final top is told this long after its end
     season_end: SeasonEndPolicy = SeasonEndPolicy()
+    # e.g. BLACKBOX_ALERTS__VELOCITY_RATE=0.05: the velocity and crash-free drop alerts' thresholds
+    alerts: AlertPolicy = AlertPolicy()
     # local keys by role (BLACKBOX_API_KEYS__INGEST='["…"]'); in AWS, API Gateway's keys and IAM,
     # and the ids of the keys that may post scores, and of the title keys → their skus (set by the deployment)
     api_keys: ApiKeys = ApiKeys()

@@ -132,7 +132,8 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "symbols": frozenset({"symbols", "log", "spill"}),
     "minidump-processor": frozenset({"documents", "index", "symbols", "log"}),
     "issues": frozenset({"issues"}),
-    "webhooks": frozenset({"issues", "ranking"}),  # and the ends of seasons, told
+    # and the ends of seasons, velocity and crash-free drops (the release counts), told
+    "webhooks": frozenset({"issues", "ranking", "counters"}),
 }
 
 

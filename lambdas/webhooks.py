@@ -1,5 +1,6 @@
 """The webhooks' delivery, on a schedule (AWS; under `blackbox serve`, periodic threads run the
-same): raises the alerts of the leaderboards' seasons that ended, then POSTs the due deliveries of
+same): raises the alerts of the leaderboards' seasons that ended and of the velocity and crash-free
+drops (crashes.alerts), then POSTs the due deliveries of
 the outbox and stores each outcome."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
+from crashes.alerts import tell_alerts
 from ports.telemetry import instrumented
 from ports.timeutil import now_ms
 from ranking.season_ends import tell_season_ends
@@ -20,4 +22,5 @@ from webhooks.delivery import deliver_due
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     a = current()
     told = tell_season_ends(a.ranking, a.issues, DEFAULT_TREE, a.settings.season_end, now_ms())
-    return {"seasonEnds": told, "delivered": deliver_due(a.issues, a.settings.webhooks)}
+    alerts = tell_alerts(a.counters, a.issues, a.settings.alerts, now_ms())
+    return {"seasonEnds": told, "alerts": alerts, "delivered": deliver_due(a.issues, a.settings.webhooks)}

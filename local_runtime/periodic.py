@@ -1,6 +1,6 @@
 """What a schedule runs in AWS, run by serve on a timer: the spill replay (so data held back by an
-outage arrives without anyone running `blackbox replay`), the retention purge and the webhooks'
-delivery."""
+outage arrives without anyone running `blackbox replay`), the retention purge, the webhooks'
+delivery and the alerts it sends (seasons' ends, velocity, crash-free drops)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 
 from adapters.factory import Adapters
+from crashes.alerts import tell_alerts
 from pipeline.topics import replay_spilled
 from ports.telemetry import logger
 from ports.timeutil import now_ms
@@ -22,6 +23,8 @@ PURGE_INTERVAL_S = 3600.0
 WEBHOOK_INTERVAL_S = 1.0
 # the ends of seasons are looked for this often (in AWS, at each of the webhooks' runs)
 SEASON_END_INTERVAL_S = 10.0
+# velocity and crash-free drops are looked for this often (in AWS, at each of the webhooks' runs)
+ALERT_INTERVAL_S = 10.0
 
 
 class Periodic(threading.Thread):
@@ -63,3 +66,8 @@ def webhook_sender(adapters: Adapters, stop: threading.Event, interval_s: float 
 def season_teller(adapters: Adapters, stop: threading.Event, interval_s: float = SEASON_END_INTERVAL_S) -> Periodic:
     return Periodic("season-ends", lambda: tell_season_ends(adapters.ranking, adapters.issues, DEFAULT_TREE,
                                                             adapters.settings.season_end, now_ms()), stop, interval_s)
+
+
+def alert_teller(adapters: Adapters, stop: threading.Event, interval_s: float = ALERT_INTERVAL_S) -> Periodic:
+    return Periodic("alerts", lambda: tell_alerts(adapters.counters, adapters.issues, adapters.settings.alerts,
+                                                  now_ms()), stop, interval_s)

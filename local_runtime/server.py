@@ -36,7 +36,7 @@ from adapters.settings import Settings
 from api.access import ApiKeys
 from lambdas.functions import CONSUMERS, load_handler
 from local_runtime.gateway import Gateway, http_config, return_freed_buffers
-from local_runtime.periodic import purger, season_teller, spill_replayer, webhook_sender
+from local_runtime.periodic import alert_teller, purger, season_teller, spill_replayer, webhook_sender
 from local_runtime.poller import Poller
 from ports.errors import UserError
 
@@ -235,8 +235,8 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
             gateway = Gateway(settings.api_keys, max_in_flight=settings.max_in_flight)
             _Server(http_config(gateway, host, port)).run(sockets=[sock])
         else:
-            threads += ([purger(adapters, stop), webhook_sender(adapters, stop), season_teller(adapters, stop)]
-                        if job.slot == 0 else [])
+            threads += ([purger(adapters, stop), webhook_sender(adapters, stop), season_teller(adapters, stop),
+                         alert_teller(adapters, stop)] if job.slot == 0 else [])
             prefix = settings.kafka_topic_prefix
             threads += [Poller(adapters.log, name, topic, load_handler(name), stop, topic_prefix=prefix)
                         for name, topic in CONSUMERS.items()]

@@ -12,9 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 IssueState = Literal["unresolved", "resolved", "ignored", "regressed"]
-AlertKind = Literal["new-group", "regressed", "season-end"]
-# season-end: a leaderboard's season is over, with its final top (ranking.season_ends)
-ALERT_KINDS: tuple[AlertKind, ...] = ("new-group", "regressed", "season-end")
+AlertKind = Literal["new-group", "regressed", "season-end", "velocity", "crash-free-drop"]
+# season-end: a leaderboard's season is over, with its final top (ranking.season_ends);
+# velocity, crash-free-drop: a group's crashes per session on a build, a build's crash-free sessions
+# against the build before it, each once per episode (crashes.alerts)
+ALERT_KINDS: tuple[AlertKind, ...] = ("new-group", "regressed", "season-end", "velocity", "crash-free-drop")
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 # who changed a state when the consumer did
 CONSUMER = "blackbox"
@@ -101,6 +103,25 @@ class BuildReports:
     last_seen: int
 
 
+@dataclass(frozen=True)
+class GroupCount:
+    """A group's reports in one build over a window."""
+
+    build: str
+    signature: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A condition that is true since `opened_at` (crashes.alerts): its alert was raised then, and
+    no other is until a run finds it false and closes it."""
+
+    key: str
+    kind: str
+    opened_at: int
+
+
 class IssueStore(Protocol):
     def observe(self, crashes: Sequence[Crash], now: int) -> list[Alert]:
         """Moves each crash's issue (made, unresolved, on its first), in one transaction, and stores
@@ -120,6 +141,24 @@ class IssueStore(Protocol):
 
     def history(self, sku: str, signature: str, limit: int) -> list[Issue]:
         """Its states, newest first (each as it was set)."""
+        ...
+
+    def group_counts(self, sku: str, from_ms: int, to_ms: int, at_least: int) -> list[GroupCount]:
+        """The sku's groups' reports with a build received in [from_ms, to_ms), by build and
+        signature, those with at least `at_least` only."""
+        ...
+
+    def episodes(self, kind: str) -> list[Episode]:
+        """The open episodes of a kind."""
+        ...
+
+    def open_episode(self, episode: Episode, alert: Alert) -> bool:
+        """Opens the episode and raises its alert in one transaction; False (and nothing stored) when
+        an episode under its key is open already, whoever opened it."""
+        ...
+
+    def close_episode(self, episode: Episode) -> bool:
+        """Closes it if it is still the one open under its key (opened at its `opened_at`)."""
         ...
 
     def raise_alert(self, alert: Alert) -> bool:

@@ -59,6 +59,17 @@ class BuildSeen:
     last_seen: int
 
 
+@dataclass(frozen=True)
+class BuildWindow:
+    """A build's sessions over a window: all of them, and the crashed."""
+
+    sku: str
+    build: str
+    first_seen: int
+    sessions: int
+    crashed: int
+
+
 class ReleaseCounts(Protocol):
     def builds(self, sku: str, before: tuple[int, str] | None, limit: int) -> list[BuildSeen]:
         """The sku's builds, newest first by (first_seen, build), those before `before` only."""
@@ -69,6 +80,10 @@ class ReleaseCounts(Protocol):
     def release_sessions(self, sku: str, build: str, from_ms: int, to_ms: int,
                          bucket_ms: int) -> dict[int, dict[Outcome, int]]:
         """The build's sessions by bucket start and outcome, of the minutes in [from_ms, to_ms)."""
+        ...
+
+    def window(self, from_ms: int, to_ms: int) -> list[BuildWindow]:
+        """The builds with sessions in the minutes in [from_ms, to_ms), of every sku, by sku and build."""
         ...
 
     def players(self, sku: str, build: str, from_day: int, to_day: int, crashed: bool) -> int:

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from adapters.sql.reads import SqlDatabase, Transaction
 from adapters.sql.schema import (
+    alert_episodes,
     crash_issue_history,
     crash_issues,
     reports,
@@ -29,6 +30,8 @@ from ports.issues import (
     Crash,
     Delivery,
     DeliveryStatus,
+    Episode,
+    GroupCount,
     Issue,
     IssueState,
     Webhook,
@@ -61,6 +64,15 @@ _OF_REPORTS = (_r.sku == _bind("sku"), _r.signature == _bind("signature"))
 _REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_REPORTS))
 _BY_BUILD = Statement(sa.select(_r.build_version, sa.func.count(), sa.func.min(_r.received_at),
                                 sa.func.max(_r.received_at)).where(*_OF_REPORTS).group_by(_r.build_version))
+_GROUP_COUNTS = Statement(sa.select(_r.build_version, _r.signature, sa.func.count()).where(
+    _r.sku == _bind("sku"), _r.received_at >= _bind("from_ms"), _r.received_at < _bind("to_ms"),
+    _r.build_version.is_not(None), _r.signature.is_not(None),
+).group_by(_r.build_version, _r.signature).having(sa.func.count() >= _bind("at_least")))
+_e = alert_episodes.c
+_OPEN_EPISODE = insert(alert_episodes, ("episode_key", "kind", "opened_at"), keys=("episode_key",))
+_EPISODES = Statement(sa.select(_e.episode_key, _e.kind, _e.opened_at).where(_e.kind == _bind("kind")))
+_CLOSE_EPISODE = Statement(sa.delete(alert_episodes).where(_e.episode_key == _bind("episode_key"),
+                                                           _e.opened_at == _bind("opened_at")))
 
 _ALERT = ("alert_key", "kind", "created_at", "body")
 _ADD_ALERT = insert(webhook_alerts, _ALERT, keys=("alert_key",))
@@ -194,6 +206,28 @@ class SqlIssueStore:
         rows = self._database.rows(_HISTORY, {"sku": sku, "signature": signature, "limit": limit})
         return [Issue(sku, signature, cast(IssueState, str(state)), build, _int(until), _int(count), current.episode,
                       current.first_seen, int(at), str(by)) for state, build, until, count, at, by in rows]
+
+    def group_counts(self, sku: str, from_ms: int, to_ms: int, at_least: int) -> list[GroupCount]:
+        rows = self._database.rows(_GROUP_COUNTS, {"sku": sku, "from_ms": from_ms, "to_ms": to_ms,
+                                                   "at_least": at_least})
+        return [GroupCount(str(build), str(signature), int(n)) for build, signature, n in rows]
+
+    def episodes(self, kind: str) -> list[Episode]:
+        return [Episode(str(key), str(k), int(at)) for key, k, at in self._database.rows(_EPISODES, {"kind": kind})]
+
+    def open_episode(self, episode: Episode, alert: Alert) -> bool:
+        # the episode's key is unique: of two runs opening it at once, one inserts the row (and the
+        # alert, in the same transaction), the other inserts nothing
+        with self._database.transaction() as t:
+            if t.execute(_OPEN_EPISODE, {"episode_key": episode.key, "kind": episode.kind,
+                                          "opened_at": episode.opened_at}) != 1:
+                return False
+            self._alert(t, alert, episode.opened_at)
+            return True
+
+    def close_episode(self, episode: Episode) -> bool:
+        with self._database.transaction() as t:
+            return t.execute(_CLOSE_EPISODE, {"episode_key": episode.key, "opened_at": episode.opened_at}) == 1
 
     def raise_alert(self, alert: Alert) -> bool:
         with self._database.transaction() as t:

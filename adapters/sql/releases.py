@@ -18,6 +18,7 @@ from ports.releases import (
     DAY_MS,
     EXACT_PLAYERS,
     BuildSeen,
+    BuildWindow,
     Outcome,
     PlayerDay,
     ReleaseIncrements,
@@ -124,6 +125,13 @@ _SESSIONS = Statement(sa.select(_bucket, _s.status, sa.func.sum(_s.count)).where
     _s.sku == _bind("sku"), _s.build == _bind("build"), _s.minute >= _bind("from_ms"), _s.minute < _bind("to_ms"),
 ).group_by(_bucket, _s.status))
 
+_WINDOW = Statement(sa.select(
+    _s.sku, _s.build, _b.first_seen, sa.func.sum(_s.count),
+    sa.func.sum(sa.case((_s.status == "crashed", _s.count), else_=0)),
+).join_from(release_sessions, release_builds, sa.and_(_s.sku == _b.sku, _s.build == _b.build)).where(
+    _s.minute >= _bind("from_ms"), _s.minute < _bind("to_ms"),
+).group_by(_s.sku, _s.build, _b.first_seen).order_by(_s.sku, _s.build))
+
 
 def _of_days(table: sa.Table) -> list[sa.ColumnElement[bool]]:
     c = table.c
@@ -157,6 +165,11 @@ class ReleaseReads(Checkpointed):
         for bucket, group in groupby(sorted(rows, key=lambda r: int(r[0])), key=lambda r: int(r[0])):
             found[bucket] = {cast(Outcome, str(status)): int(n) for _, status, n in group}
         return found
+
+    def window(self, from_ms: int, to_ms: int) -> list[BuildWindow]:
+        return [BuildWindow(str(sku), str(build), int(first), int(sessions), int(crashed)) for
+                sku, build, first, sessions, crashed in self._database.rows(_WINDOW, {"from_ms": from_ms,
+                                                                                       "to_ms": to_ms})]
 
     def players(self, sku: str, build: str, from_day: int, to_day: int, crashed: bool) -> int:
         values: dict[str, Any] = {"sku": sku, "build": build, "crashed": int(crashed), "from_day": from_day,

@@ -1,0 +1,133 @@
+"""Alerts on the last window's figures, once per episode: a group's **velocity** (its crash reports
+per session of one build) and a build's **crash-free drop** (its crash-free sessions below the
+previous build's by a margin). A periodic job (serve's, and the AWS webhooks function's) runs
+`tell_alerts`; the alerts reach the webhooks that take their kind through the outbox.
+
+An episode opens at the first run that finds its condition true, raising one alert, and closes at
+the first later run that finds it false; a new crossing after that is a new episode and alert.
+Opening is atomic in the store: a row per open episode, keyed by the kind and its subject, is
+inserted in the transaction that raises the alert (IssueStore.open_episode), so of two runs that
+overlap (serve and another process, two Lambda invocations) one opens it and the other raises
+nothing. A close removes only the episode it read (by its opening time), never a newer one."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from fractions import Fraction
+
+from pydantic import BaseModel, Field
+
+from ports.issues import Alert, AlertKind, Episode, IssueStore
+from ports.releases import BuildWindow, ReleaseCounts
+from ports.timeutil import to_rfc3339
+
+VELOCITY: AlertKind = "velocity"
+CRASH_FREE_DROP: AlertKind = "crash-free-drop"
+KINDS = (VELOCITY, CRASH_FREE_DROP)
+
+
+class AlertPolicy(BaseModel):
+    """e.g. BLACKBOX_ALERTS__VELOCITY_RATE=0.05: the thresholds, over the last `window_s`.
+
+    velocity: a group's crash reports on a build ≥ `velocity_rate` x the build's sessions, with at
+    least `velocity_min_events` reports (so that a build with a handful of sessions does not page).
+    crash-free drop: a build's crash-free sessions ≤ the previous build's - `crash_free_margin`
+    (0.02: two percentage points), each build with at least `crash_free_min_sessions` sessions."""
+
+    window_s: float = Field(default=3600.0, ge=60, le=7 * 86_400)
+    velocity_rate: float = Field(default=0.01, gt=0)
+    velocity_min_events: int = Field(default=10, ge=1)
+    crash_free_margin: float = Field(default=0.02, gt=0, le=1)
+    crash_free_min_sessions: int = Field(default=100, ge=1)
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """A condition true now: its episode's key and the alert an opening raises."""
+
+    key: str
+    kind: AlertKind
+    alert_body: dict[str, object]
+
+
+def episode_key(kind: str, *subject: str) -> str:
+    """`kind:` and a digest of the subject (sku, build, signature: up to 256 characters, longer than
+    a key may be); the alert's body names them."""
+    return f"{kind}:{hashlib.blake2b(chr(0).join(subject).encode(), digest_size=16).hexdigest()}"
+
+
+def _exact(value: float) -> Fraction:
+    # a threshold as written (0.01 is 1/100), so that a figure exactly on it crosses it
+    return Fraction(str(value))
+
+
+def crossings(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy, now_ms: int) -> list[Crossing]:
+    """The conditions true over [now - window, now): sessions by their minute, reports by receivedAt."""
+    from_ms = now_ms - round(policy.window_s * 1000)
+    builds = counters.window(from_ms, now_ms)
+    found: list[Crossing] = []
+    for sku in sorted({b.sku for b in builds}):
+        of_sku = {b.build: b for b in builds if b.sku == sku}
+        found += _velocities(issues, policy, sku, of_sku, from_ms=from_ms, to_ms=now_ms)
+        for build in of_sku.values():
+            before = counters.builds(sku, (build.first_seen, build.build), 1)
+            previous = of_sku.get(before[0].build) if before else None
+            if previous is not None and (drop := _crash_free_drop(policy, build, previous)) is not None:
+                found.append(drop)
+    return found
+
+
+def _velocities(issues: IssueStore, policy: AlertPolicy, sku: str, builds: dict[str, BuildWindow], *,
+                from_ms: int, to_ms: int) -> list[Crossing]:
+    found = []
+    rate = _exact(policy.velocity_rate)
+    for group in issues.group_counts(sku, from_ms, to_ms, policy.velocity_min_events):
+        build = builds.get(group.build)
+        # no sessions: no rate (a build whose game sends no sessions is not paged for)
+        if build is None or Fraction(group.count, build.sessions) < rate:
+            continue
+        found.append(Crossing(episode_key(VELOCITY, sku, group.build, group.signature), VELOCITY, {
+            "sku": sku, "build": group.build, "signature": group.signature, "events": group.count,
+            "sessions": build.sessions, "rate": group.count / build.sessions, "threshold": policy.velocity_rate,
+            "minEvents": policy.velocity_min_events, "windowS": policy.window_s,
+            "text": (f"Crash group {group.signature} in {sku} build {group.build}: {group.count} crashes in "
+                     f"{build.sessions} sessions over the last {policy.window_s:g} s "
+                     f"({group.count / build.sessions:.2%}, threshold {policy.velocity_rate:.2%})"),
+        }))
+    return found
+
+
+def _crash_free_drop(policy: AlertPolicy, build: BuildWindow, previous: BuildWindow) -> Crossing | None:
+    least = policy.crash_free_min_sessions
+    if build.sessions < least or previous.sessions < least:
+        return None
+    # crash-free b ≤ crash-free p - margin, i.e. crashed share b - crashed share p ≥ margin
+    if Fraction(build.crashed, build.sessions) - Fraction(previous.crashed, previous.sessions) < _exact(
+            policy.crash_free_margin):
+        return None
+    free, was = 1 - build.crashed / build.sessions, 1 - previous.crashed / previous.sessions
+    return Crossing(episode_key(CRASH_FREE_DROP, build.sku, build.build), CRASH_FREE_DROP, {
+        "sku": build.sku, "build": build.build, "previousBuild": previous.build, "crashFreeSessions": free,
+        "previousCrashFreeSessions": was, "sessions": build.sessions, "previousSessions": previous.sessions,
+        "margin": policy.crash_free_margin, "minSessions": least, "windowS": policy.window_s,
+        "text": (f"Build {build.build} of {build.sku}: {free:.2%} crash-free sessions over the last "
+                 f"{policy.window_s:g} s, {was:.2%} on {previous.build} (margin "
+                 f"{policy.crash_free_margin * 100:g} points)"),
+    })
+
+
+def tell_alerts(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy, now_ms: int) -> int:
+    """Closes the episodes whose condition is false now, opens those whose is true (raising their
+    alerts); how many alerts were raised."""
+    true_now = {c.key: c for c in crossings(counters, issues, policy, now_ms)}
+    for kind in KINDS:
+        for episode in issues.episodes(kind):
+            if true_now.pop(episode.key, None) is None:
+                issues.close_episode(episode)
+    raised = 0
+    for key, crossing in true_now.items():
+        body = {"kind": crossing.kind, **crossing.alert_body, "openedAt": to_rfc3339(now_ms)}
+        raised += issues.open_episode(Episode(key, crossing.kind, now_ms),
+                                      Alert(f"{key}:{now_ms}", crossing.kind, now_ms, body))
+    return raised

@@ -1,0 +1,196 @@
+"""Velocity and crash-free drop alerts (crashes.alerts) on both storages: the reads they take (a
+window's builds, its groups' reports by build), episodes opened once however many runs race, and
+random streams of sessions, crashes and runs against a brute-force model of the two conditions:
+the alerts raised are the model's episode starts, and the open episodes its true conditions."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
+from adapters.embedded.issues import SqliteIssueStore
+from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from adapters.mysql.issues import MysqlIssueStore
+from crashes.alerts import CRASH_FREE_DROP, KINDS, VELOCITY, AlertPolicy, episode_key, tell_alerts
+from ports import Checkpoint, CrashIndex, IndexEntry, SessionCounters
+from ports.issues import Alert, Episode, GroupCount, IssueStore, Webhook
+from ports.releases import DAY_MS, BuildWindow, Outcome, ReleaseBucket, ReleaseIncrements
+from tests.contract.conftest import ENGINES
+from tests.services import mysql_database, namespace
+
+M = 60_000
+Stores = tuple[CrashIndex, SessionCounters, IssueStore]
+
+
+@pytest.fixture(params=ENGINES)
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
+    """The crash index, the counters and the issues in one database, as a deployment has them."""
+    if request.param == "embedded":
+        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+        yield SqliteCrashIndex(database), SqliteSessionCounters(database), SqliteIssueStore(database)
+        return
+    with mysql_database(namespace()) as mysql:
+        yield MysqlCrashIndex(mysql), MysqlSessionCounters(mysql), MysqlIssueStore(mysql)
+
+
+class _Feed:
+    """Sessions through the counters' checkpointed writes, crashes into the index."""
+
+    def __init__(self, stores: Stores) -> None:
+        self.index, self.counters, _ = stores
+        self.partition = f"p-{uuid.uuid4().hex[:8]}"
+        self.offset = 0
+
+    def sessions(self, sku: str, build: str, minute: int, status: Outcome, n: int) -> None:
+        self.counters.apply(Checkpoint("c", self.partition, self.offset - 1, self.offset), {},
+                            ReleaseIncrements({ReleaseBucket(sku, build, minute, status): n}))
+        self.offset += 1
+
+    def crashes(self, sku: str, build: str, signature: str, at: int, n: int = 1) -> None:
+        self.index.insert_many([IndexEntry(report_key=uuid.uuid4().hex, event_id=uuid.uuid4().hex, sku=sku,
+                                           received_at=at, size_bytes=1, signature=signature, build_version=build)
+                                for _ in range(n)])
+
+
+def test_a_window_reads_each_builds_sessions_and_each_groups_reports(stores: Stores) -> None:
+    _, counters, issues = stores
+    feed = _Feed(stores)
+    feed.sessions("g", "1.0", 0, "ok", 5)
+    feed.sessions("g", "1.0", 2 * M, "crashed", 2)
+    feed.sessions("g", "1.1", 3 * M, "ok", 1)
+    feed.sessions("h", "9", 2 * M, "abnormal", 4)
+    feed.sessions("g", "1.1", 9 * M, "crashed", 1)  # after the window
+    assert counters.window(M, 9 * M) == [BuildWindow("g", "1.0", 0, 2, 2), BuildWindow("g", "1.1", 3 * M, 1, 0),
+                                         BuildWindow("h", "9", 2 * M, 4, 0)]
+    assert counters.window(10 * M, 20 * M) == []
+    feed.crashes("g", "1.0", "aa", M, 3)
+    feed.crashes("g", "1.1", "aa", M + 1)
+    feed.crashes("g", "1.0", "bb", M - 1, 3)  # before the window
+    feed.crashes("g", "1.0", "bb", M, 1)
+    feed.crashes("h", "1.0", "aa", M, 5)
+    feed.index.insert_many([IndexEntry(report_key="nb", event_id="nb", sku="g", received_at=M, size_bytes=1,
+                                       signature="cc")])  # no build: no velocity
+    assert sorted(issues.group_counts("g", M, 2 * M, 1), key=lambda c: (c.build, c.signature)) == [
+        GroupCount("1.0", "aa", 3), GroupCount("1.0", "bb", 1), GroupCount("1.1", "aa", 1)]
+    assert issues.group_counts("g", M, 2 * M, 2) == [GroupCount("1.0", "aa", 3)]
+
+
+def test_an_episode_opens_once_when_runs_race_and_again_after_it_closed(stores: Stores) -> None:
+    _, _, issues = stores
+    issues.put_webhook(Webhook("ops", "https://hooks.example.com/x", "s" * 16, (VELOCITY,), 0))
+    racers = 8
+    start = threading.Barrier(racers)
+    opened: list[bool] = []
+
+    def open_at(at: int) -> None:
+        start.wait()
+        opened.append(issues.open_episode(Episode("velocity:k", VELOCITY, at),
+                                          Alert(f"velocity:k:{at}", VELOCITY, at, {"text": "t"})))
+
+    threads = [threading.Thread(target=open_at, args=(1000 + n,)) for n in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(opened) == [False] * (racers - 1) + [True]
+    (episode,) = issues.episodes(VELOCITY)
+    assert issues.episodes(CRASH_FREE_DROP) == []
+    assert len(issues.due(10_000, 100)) == 1  # one alert, one delivery
+    # a run that read an older episode closes nothing
+    assert not issues.close_episode(Episode(episode.key, VELOCITY, episode.opened_at - 1))
+    assert issues.close_episode(episode) and issues.episodes(VELOCITY) == []
+    assert issues.open_episode(Episode("velocity:k", VELOCITY, 5000), Alert("velocity:k:5000", VELOCITY, 5000, {}))
+    assert len(issues.due(10_000, 100)) == 2
+
+
+# --- against a model ---------------------------------------------------------------------------
+
+POLICY = AlertPolicy(window_s=600, velocity_rate=0.5, velocity_min_events=2, crash_free_margin=0.2,
+                     crash_free_min_sessions=2)
+WINDOW = 10 * M
+BUILDS = ["1", "2", "3"]
+SIGNATURES = ["s1", "s2"]
+_bases = itertools.count(DAY_MS, DAY_MS)
+
+
+class _Model:
+    """The streams as lists; each condition recomputed from them at each run."""
+
+    def __init__(self, sku: str) -> None:
+        self.sku = sku
+        self.sessions: list[tuple[str, int, bool, int]] = []
+        self.crashes: list[tuple[str, str, int]] = []
+        self.true: set[str] = set()
+
+    def _window(self, build: str, t: int) -> tuple[int, int]:
+        inside = [(n, crashed) for b, minute, crashed, n in self.sessions if b == build and t - WINDOW <= minute < t]
+        return sum(n for n, _ in inside), sum(n for n, crashed in inside if crashed)
+
+    def _previous(self, build: str) -> str | None:
+        first = {b: min(m for bb, m, _, _ in self.sessions if bb == b) for b, _, _, _ in self.sessions}
+        before = [(first[b], b) for b in first if (first[b], b) < (first[build], build)]
+        return max(before)[1] if before else None
+
+    def run(self, t: int) -> int:
+        """The episodes that start at a run at t."""
+        true = set()
+        for build in BUILDS:
+            sessions, crashed = self._window(build, t)
+            if not sessions:
+                continue
+            for signature in SIGNATURES:
+                events = sum(1 for b, s, at in self.crashes if (b, s) == (build, signature) and t - WINDOW <= at < t)
+                if events >= 2 and Fraction(events, sessions) >= Fraction(1, 2):
+                    true.add(episode_key(VELOCITY, self.sku, build, signature))
+            previous = self._previous(build)
+            if previous is None:
+                continue
+            was, was_crashed = self._window(previous, t)
+            if sessions >= 2 and was >= 2 and Fraction(crashed, sessions) - Fraction(was_crashed, was) >= Fraction(
+                    1, 5):
+                true.add(episode_key(CRASH_FREE_DROP, self.sku, build))
+        starts = len(true - self.true)
+        self.true = true
+        return starts
+
+
+# data within a window or so before the run after it
+_session = st.tuples(st.just("session"), st.sampled_from(BUILDS), st.integers(0, 12), st.booleans(),
+                     st.integers(1, 3))
+_crash = st.tuples(st.just("crash"), st.sampled_from(BUILDS), st.sampled_from(SIGNATURES), st.integers(0, 12 * M))
+_batch = st.tuples(st.lists(st.one_of(_session, _crash), max_size=10), st.integers(1, 6 * M))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(_batch, min_size=1, max_size=10))
+def test_alerts_are_the_episode_starts_of_a_model(stores: Stores,
+                                                  batches: list[tuple[list[tuple[object, ...]], int]]) -> None:
+    _, _, issues = stores
+    feed = _Feed(stores)
+    sku = f"m{uuid.uuid4().hex[:12]}"
+    # each example a day of its own: the ones before are out of its windows
+    clock = next(_bases)
+    model = _Model(sku)
+    for data, gap in batches:
+        clock += gap
+        for step in data:
+            match step:
+                case ("session", str(build), int(back), bool(crashed), int(n)):
+                    minute = clock - clock % M - back * M
+                    feed.sessions(sku, build, minute, "crashed" if crashed else "ok", n)
+                    model.sessions.append((build, minute, crashed, n))
+                case ("crash", str(build), str(signature), int(back)):
+                    feed.crashes(sku, build, signature, clock - back)
+                    model.crashes.append((build, signature, clock - back))
+        assert tell_alerts(feed.counters, issues, POLICY, clock) == model.run(clock)
+        assert tell_alerts(feed.counters, issues, POLICY, clock) == 0  # a second run: nothing new
+        assert {e.key for kind in KINDS for e in issues.episodes(kind)} == model.true

@@ -1,7 +1,8 @@
 """Alerts on the last window's figures, once per episode: a group's **velocity** (its crash reports
 per session of one build) and a build's **crash-free drop** (its crash-free sessions below the
 previous build's by a margin). A periodic job (serve's, and the AWS webhooks function's) runs
-`tell_alerts`; the alerts reach the webhooks that take their kind through the outbox.
+`tell_alerts`; the alerts reach the webhooks that take their kind through the outbox, and each is
+logged and counted (metric AlertOpened) as it is raised.
 
 An episode opens at the first run that finds its condition true, raising one alert, and closes at
 the first later run that finds it false; a new crossing after that is a new episode and alert.
@@ -20,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ports.issues import Alert, AlertKind, Episode, IssueStore
 from ports.releases import BuildWindow, ReleaseCounts
+from ports.telemetry import ALERT_OPENED, emit, logger
 from ports.timeutil import to_rfc3339
 
 VELOCITY: AlertKind = "velocity"
@@ -128,6 +130,10 @@ def tell_alerts(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy
     raised = 0
     for key, crossing in true_now.items():
         body = {"kind": crossing.kind, **crossing.alert_body, "openedAt": to_rfc3339(now_ms)}
-        raised += issues.open_episode(Episode(key, crossing.kind, now_ms),
-                                      Alert(f"{key}:{now_ms}", crossing.kind, now_ms, body))
+        alert = Alert(f"{key}:{now_ms}", crossing.kind, now_ms, body)
+        if issues.open_episode(Episode(key, crossing.kind, now_ms), alert):
+            # besides the webhooks: the log line and the metric an alarm can watch, as a crash spike's
+            logger.warning(crossing.kind, extra={"alert": body})
+            emit(ALERT_OPENED, 1, kind=crossing.kind, sku=str(body["sku"]))
+            raised += 1
     return raised

@@ -35,6 +35,8 @@ metrics = Metrics(namespace=NAMESPACE, service="blackbox")
 # a call that counted nothing publishes nothing: no news, not a warning
 warnings.filterwarnings("ignore", message="No application metrics to publish", module="aws_lambda_powertools")
 CRASH_SPIKE = "CrashSpike"
+# an episode of a velocity or crash-free drop alert opened (crashes.alerts)
+ALERT_OPENED = "AlertOpened"
 DEAD_LETTERS = "DeadLetters"
 # objects the event source mappings put in the failed-batch bucket, as the scheduled replay finds them
 FAILED_BATCHES = "FailedBatches"

@@ -112,6 +112,18 @@ def test_an_episode_opens_once_when_runs_race_and_again_after_it_closed(stores: 
     assert len(issues.due(10_000, 100)) == 2
 
 
+def test_an_opened_episode_is_logged_besides_its_webhook(stores: Stores, caplog: pytest.LogCaptureFixture) -> None:
+    _, _, issues = stores
+    feed, sku, clock = _Feed(stores), f"l{uuid.uuid4().hex[:12]}", next(_bases)
+    feed.sessions(sku, "1", clock - M, "ok", 2)
+    feed.crashes(sku, "1", "s1", clock - M, n=2)
+    assert tell_alerts(feed.counters, issues, POLICY, clock) == 1
+    assert tell_alerts(feed.counters, issues, POLICY, clock) == 0
+    (logged,) = [r for r in caplog.records if r.getMessage() == VELOCITY]
+    alert = logged.__dict__["alert"]
+    assert (logged.levelname, alert["sku"], alert["signature"], alert["events"]) == ("WARNING", sku, "s1", 2)
+
+
 # --- against a model ---------------------------------------------------------------------------
 
 POLICY = AlertPolicy(window_s=600, velocity_rate=0.5, velocity_min_events=2, crash_free_margin=0.2,

@@ -166,6 +166,10 @@ class IssueStore(Protocol):
         stored) when its key is there already."""
         ...
 
+    def raised(self, key: str) -> bool:
+        """Whether an alert of this key is stored: a job can skip the work of one it raised."""
+        ...
+
     def put_webhook(self, webhook: Webhook) -> bool:
         """True if it is new, False if it replaced one of that name."""
         ...

@@ -12,6 +12,8 @@ not in its told top."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel, Field
 
 from ports import BoardSettings, RankingStore
@@ -41,7 +43,8 @@ def season_key_of_alert(board: str, start: int) -> str:
 
 def tell_season_ends(store: RankingStore, issues: IssueStore, tree: Tree, policy: SeasonEndPolicy, now_ms: int) -> int:
     """Raises the alerts of the seasons that ended; how many were new."""
-    return sum(issues.raise_alert(alert) for alert in ended_seasons(store, tree, now_ms, round(policy.after_s * 1000)))
+    return sum(issues.raise_alert(alert)
+               for alert in ended_seasons(store, tree, now_ms, round(policy.after_s * 1000), told=issues.raised))
 
 
 def _ends(board: BoardSettings, at: int) -> dict[int, int]:
@@ -57,7 +60,8 @@ def _ends(board: BoardSettings, at: int) -> dict[int, int]:
     return ends
 
 
-def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int) -> list[Alert]:
+def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int,
+                  told: Callable[[str], bool] = lambda key: False) -> list[Alert]:
     """For each board that resets (or was wiped), the season before the one current `after_ms`
     ago, if it ended within LOOKING_MS of then and holds scores, as an alert with its final top
     (raise each: the outbox keeps one a key). A job that does not run in that hour leaves that end
@@ -68,8 +72,9 @@ def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int) -
         page = store.boards(after, _BOARDS_A_PAGE)
         for board in page:
             for start, ended in _ends(board, at).items():
-                if store.seasons(board.board, start + 1, 1) != [start]:
-                    continue  # the season held no scores: nothing to tell
+                # told by an earlier run (within the hour a run looks at an end); or nothing to tell
+                if told(season_key_of_alert(board.board, start)) or store.seasons(board.board, start + 1, 1) != [start]:
+                    continue
                 top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
                 lines = [f"{e['rank']}. {e['playerId']} ({e['score']})" for e in top]
                 alerts.append(Alert(season_key_of_alert(board.board, start), SEASON_END, now_ms, {

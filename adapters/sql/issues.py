@@ -80,6 +80,7 @@ _w = webhooks.c
 _WEBHOOK = ("name", "url", "secret", "kinds", "updated_at")
 _PUT_WEBHOOK = insert(webhooks, _WEBHOOK, keys=("name",), replace=("url", "secret", "kinds", "updated_at"))
 _WEBHOOK_NAMED = Statement(sa.select(_w.name).where(_w.name == _bind("name")))
+_ALERT_KEYED = Statement(sa.select(webhook_alerts.c.alert_key).where(webhook_alerts.c.alert_key == _bind("key")))
 _WEBHOOKS = Statement(sa.select(*(_w[c] for c in _WEBHOOK)).order_by(_w.name))
 _DELETE_WEBHOOK = Statement(sa.delete(webhooks).where(_w.name == _bind("name")))
 _d = webhook_deliveries.c
@@ -232,6 +233,9 @@ class SqlIssueStore:
     def raise_alert(self, alert: Alert) -> bool:
         with self._database.transaction() as t:
             return bool(self._alert(t, alert, alert.created_at))
+
+    def raised(self, key: str) -> bool:
+        return bool(self._database.rows(_ALERT_KEYED, {"key": key}))
 
     @staticmethod
     def _alert(t: Transaction, alert: Alert, now: int) -> list[Alert]:

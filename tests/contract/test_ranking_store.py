@@ -669,6 +669,23 @@ def test_a_board_s_end_at_its_ends_at_is_told_with_its_final_top(ranking_store: 
     assert told(ends + TELL_AFTER_MS + LOOKING_MS + 1) == []  # looked at for an hour, then left
 
 
+def test_a_season_end_told_before_is_not_read_again(ranking_store: RankingStore, log):
+    """Found in review: within the hour a run looks at an end, every run (each 10 s under serve)
+    read the final top again, only for the outbox to drop the alert as a duplicate."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    apply_scores(timed_records(board, [(0, "a", 5, None)], itertools.count()), ranking_store, log, TREE)
+    at = T0 + PERIODS[EVERY_TEN_MINUTES] + TELL_AFTER_MS
+    spy = _Spy(ranking_store)
+    first = ended_seasons(spy, TREE, at, TELL_AFTER_MS)  # type: ignore[arg-type]
+    assert len([a for a in first if a.body["board"] == board]) == 1 and spy.asked
+    spy.asked.clear()
+    told = {a.key for a in first}  # the other boards' ends in this store too
+    assert [a for a in ended_seasons(spy, TREE, at, TELL_AFTER_MS, told=told.__contains__)  # type: ignore[arg-type]
+            if a.body["board"] == board] == []
+    assert spy.asked == []  # the top of a told end is not read
+
+
 def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: RankingStore, log):
     board = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=0))

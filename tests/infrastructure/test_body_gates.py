@@ -24,6 +24,7 @@ ROUTES: dict[tuple[str, str], tuple[JsonBody[Any], bool]] = {
     ("POST", "/v1/scores"): (capture.SCORES, True),
     ("PUT", "/v1/leaderboards/{board}"): (leaderboards.SETTINGS, False),
     ("POST", "/v1/leaderboards/{board}/players:ranks"): (leaderboards.RANKS_OF, False),
+    ("POST", "/v1/leaderboards/{board}/attempts"): (leaderboards.ATTEMPT, False),
     ("PUT", "/v1/projects/{projectId}"): (projects.PROJECT, False),
     ("PUT", "/v1/crash-groups/{signature}/state"): (issues.STATE, False),
     ("PUT", "/v1/webhooks/{name}"): (issues.WEBHOOK, False),
@@ -51,6 +52,11 @@ TAKEN = [
     ("PUT", "/v1/leaderboards/{board}", {"operator": "decr", "reset": "0 6 * * 5"}),
     ("POST", "/v1/leaderboards/{board}/players:ranks", {"playerIds": [ASTRAL_ID, *(f"p{i}" for i in range(999))]}),
     ("PUT", "/v1/projects/{projectId}", {"sku": "skyrift:pc"}),
+    ("PUT", "/v1/leaderboards/{board}", {"startsAt": "2026-12-01T00:00:00Z", "endsAt": "2026-12-08T00:00:00Z",
+                                         "maxAttempts": 3, "maxPlayers": None}),
+    ("POST", "/v1/leaderboards/{board}/attempts", {"playerId": ASTRAL_ID, "score": 9.0}),
+    ("POST", "/v1/leaderboards/{board}/attempts", {"playerId": "p", "score": -(2 ** 63), "subscore": 2,
+                                                   "metadata": {"lap": 3}}),
 ]
 REFUSED = [
     ("POST", "/v1/crashes", {"crashType": "AV"}),
@@ -72,6 +78,10 @@ REFUSED = [
     ("POST", "/v1/leaderboards/{board}/players:ranks", {"playerIds": ["p"] * 1001}),
     ("PUT", "/v1/projects/{projectId}", {"sku": "skyrift:pc", "name": "Skyrift"}),
     ("PUT", "/v1/projects/{projectId}", {}),
+    ("PUT", "/v1/leaderboards/{board}", {"maxAttempts": 0}),
+    ("POST", "/v1/leaderboards/{board}/attempts", {"board": "b", "playerId": "p", "score": 1}),
+    ("POST", "/v1/leaderboards/{board}/attempts", {"playerId": "p", "score": "7"}),
+    ("POST", "/v1/leaderboards/{board}/attempts", {"score": 1}),
 ]
 
 

@@ -81,7 +81,7 @@ def committed(config: dict[str, Any], group: str, topic: str) -> dict[int, int]:
         offsets = client.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
         return {tp.partition: tp.offset for tp in offsets}
     finally:
-        client.close()
+        assert outcome_within(client.close, STOP_WITHIN_S) is None
 
 
 def next_offsets(batch: list[LogRecord]) -> dict[int, int]:
@@ -107,7 +107,8 @@ def test_a_commit_returns_while_the_other_member_leaves(log: KafkaEventLog, conf
     leaving.start()
     time.sleep(delay_s)
     error = outcome_within(lambda: first.commit(held), kafka_log.COMMIT_TIMEOUT_S + 1)
-    leaving.join()
+    leaving.join(STOP_WITHIN_S)
+    assert not leaving.is_alive(), f"the second member did not close within {STOP_WITHIN_S} s"
     if error is None:  # confirmed, so durable
         stored = committed(config, f"{prefix}g", f"{prefix}t")
         assert {p: stored[p] for p in next_offsets(held)} == next_offsets(held)

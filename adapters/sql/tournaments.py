@@ -30,7 +30,13 @@ _player = (_p.board == _bind("board"), _p.player_id == _bind("player"))
 PLAYER = Statement(sa.select(_p.attempts).where(*_player))
 NEW_PLAYER = insert(tournament_players, ("board", "player_id", "attempts"))
 ANOTHER_ATTEMPT = Statement(sa.update(tournament_players).where(*_player).values(attempts=_p.attempts + 1))
-KEEP = insert(tournament_attempts, ("event_id", "board", "player_id", "attempt", "received_at", "body_hash"))
+KEEP = insert(tournament_attempts, ("event_id", "board", "player_id", "attempt", "received_at", "body_hash"),
+              keys=("event_id",))
+
+
+class _Raced(Exception):
+    """Another send of the event kept it first, under another season's lock: one sent as the
+    season reset, its retry after."""
 
 
 # within SQLite's bound values a statement (999 before 3.32), as the ranking reads
@@ -68,9 +74,10 @@ def _decide(t: Transaction, a: Attempt, players: int) -> Attempted:
     else:
         t.execute(COUNT_PLAYER, {"board": a.key})
         t.execute(NEW_PLAYER, {"board": a.key, "player_id": a.player_id, "attempts": 1})
-    if a.body_hash is not None:
-        t.execute(KEEP, {"event_id": a.event_id, "board": a.key, "player_id": a.player_id, "attempt": made + 1,
-                         "received_at": a.received_at, "body_hash": a.body_hash})
+    if a.body_hash is not None and not t.execute(KEEP, {
+            "event_id": a.event_id, "board": a.key, "player_id": a.player_id, "attempt": made + 1,
+            "received_at": a.received_at, "body_hash": a.body_hash}):
+        raise _Raced
     return Attempted("recorded", a.key, made + 1, a.received_at)
 
 
@@ -78,7 +85,18 @@ class TournamentRecords:
     _database: SqlDatabase
 
     def attempt(self, attempt: Attempt) -> Attempted:
+        try:
+            return self._decided(attempt)
+        except _Raced:
+            # rolled back: the other's event is committed now, and answers this one as its retry
+            return self._decided(attempt)
+
+    def _decided(self, attempt: Attempt) -> Attempted:
         decided = self._locked(attempt)
+        if decided is None and not attempt.open:
+            # nothing to count, so no season row: retention finds a season by its scores only
+            with self._database.transaction() as t:
+                return _decide(t, attempt, 0)
         if decided is None:
             # the season's first attempt opens its row first, committed alone: on MySQL two that
             # race would otherwise each hold a gap lock the other's insert waits for (a deadlock)

@@ -27,7 +27,7 @@ from ports.timeutil import now_ms, parse_epoch_ms
 from ranking import leaderboard, tournaments
 from ranking.capture import capture_scores
 from ranking.model import AttemptBody, BoardSettingsBody, Score
-from ranking.seasons import SEASON_PURGE_GRACE_MS, season_key
+from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons, season_key, season_start
 from ranking.worker import apply_scores
 from tests.contract.test_ranking_store import EVERY_TEN_MINUTES, PERIODS, TREE
 
@@ -90,12 +90,13 @@ def test_attempts_are_decided_as_brute_force(ranking_store: RankingStore, max_at
         assert ranking_store.entrants(key) == len(brute.made[key])
 
 
-@pytest.mark.parametrize("limit", ["attempts", "players", "retries"])
+@pytest.mark.parametrize("limit", ["attempts", "players", "retries", "retries across a reset"])
 def test_attempts_racing_for_the_last_slot_take_it_once(ranking_store: RankingStore, limit):
     """Eight requests at once for the season's last attempt (one player), its last place (eight
-    players), or eight sends of one attempt (its Idempotency-Key): exactly one is counted,
-    whichever engine holds the lock."""
+    players), or eight sends of one attempt (its Idempotency-Key), also when they straddle a reset
+    (each holds another season's lock): exactly one is counted, whichever engine holds the lock."""
     key = f"t-{uuid.uuid4().hex[:12]}"
+    seasons = [key, f"{key}'"] if limit == "retries across a reset" else [key]
     racers = 8
     barrier = threading.Barrier(racers)
     outcomes: list[str] = []
@@ -103,9 +104,9 @@ def test_attempts_racing_for_the_last_slot_take_it_once(ranking_store: RankingSt
 
     def race(i: int) -> None:
         player = f"p{i}" if limit == "players" else "p"
-        event_id, digest = (retried, "same body") if limit == "retries" else (str(uuid.uuid4()), None)
-        attempt = Attempt(key, player, event_id, digest, i, True, 1 if limit == "attempts" else None,
-                          1 if limit == "players" else None)
+        event_id, digest = (retried, "same body") if limit.startswith("retries") else (str(uuid.uuid4()), None)
+        attempt = Attempt(seasons[i % len(seasons)], player, event_id, digest, i, True,
+                          1 if limit == "attempts" else None, 1 if limit == "players" else None)
         barrier.wait()
         outcomes.append(ranking_store.attempt(attempt).outcome)
 
@@ -114,10 +115,11 @@ def test_attempts_racing_for_the_last_slot_take_it_once(ranking_store: RankingSt
         thread.start()
     for thread in threads:
         thread.join()
-    refused = {"attempts": "exhausted", "players": "full", "retries": "retried"}[limit]
+    refused = {"attempts": "exhausted", "players": "full"}.get(limit, "retried")
     assert sorted(outcomes) == sorted(["recorded"] + [refused] * (racers - 1))
-    assert ranking_store.entrants(key) == 1
-    assert sum(ranking_store.attempts(key, ["p", *(f"p{i}" for i in range(racers))]).values()) == 1
+    assert sum(ranking_store.entrants(season) for season in seasons) == 1
+    players = ["p", *(f"p{i}" for i in range(racers))]
+    assert sum(sum(ranking_store.attempts(season, players).values()) for season in seasons) == 1
 
 
 class Tournament:
@@ -196,7 +198,19 @@ def test_retention_drops_a_purged_season_s_attempts_with_it(ranking_store: Ranki
     key = season_key(t.board, parse_epoch_ms(season))
     assert (ranking_store.attempts(key, ["a"]), ranking_store.entrants(key)) == ({"a": 1}, 1)
     # two seasons on, a grace after: the season is past, beyond the none kept
-    assert ranking_store.purge_seasons(now_ms() + 2 * PERIODS[EVERY_TEN_MINUTES] + SEASON_PURGE_GRACE_MS) > 0
+    assert purge_seasons(ranking_store, now_ms() + 2 * PERIODS[EVERY_TEN_MINUTES] + SEASON_PURGE_GRACE_MS) > 0
     assert (ranking_store.attempts(key, ["a"]), ranking_store.entrants(key)) == ({}, 0)
     t.attempt("a", 5, "a-1")  # its kept event went too: sent again (in that season, here), it counts anew
     assert ranking_store.attempts(key, ["a"]) == {"a": 1}
+
+
+def test_an_attempt_at_a_closed_tournament_leaves_no_season_behind(ranking_store: RankingStore, log,
+                                                                    tmp_path: Path):
+    """Found in review: an attempt refused as closed opened its season's row first, and a season
+    no score reached is never listed, so retention never dropped that row."""
+    t = Tournament(ranking_store, log, tmp_path, reset=EVERY_TEN_MINUTES, maxAttempts=1,
+                   startsAt="2999-01-01T00:00:00Z")
+    with pytest.raises(TournamentClosed):
+        t.attempt("a", 5, "a-1")
+    start = season_start(EVERY_TEN_MINUTES, now_ms())
+    assert start is not None and ranking_store.drop_season(t.board, start) == 0

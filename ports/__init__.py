@@ -557,9 +557,9 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
         """The ban list by playerId after `after`: each player and when it was banned."""
         ...
 
-    def purge_seasons(self, now_ms: int) -> int:
-        """Deletes the past seasons of each board beyond the newest `keep_seasons` (their records,
-        trees, attempts and listing; never the current one); how many rows went."""
+    def drop_season(self, board: str, start: int) -> int:
+        """Deletes the board's season that started at `start`: its records, tree, attempts and
+        listing (retention, ranking.seasons.purge_seasons); how many rows went."""
         ...
 
     def keys_of(self, player_id: str) -> list[str]:

@@ -20,13 +20,12 @@ from ports import BoardSettings, RankingStore
 from ports.issues import Alert, IssueStore
 from ports.timeutil import to_rfc3339
 from ranking import leaderboard
-from ranking.seasons import FIRST_SEASON, season_start
+from ranking.seasons import FIRST_SEASON, every_board, season_start
 from ranking.tree import Tree
 
 SEASON_END = "season-end"
 # the entries of the final top an alert carries
 FINAL_TOP = 10
-_BOARDS_A_PAGE = 100
 # an end is looked at this long after `after_s`, at each run of the job, then left (told or not)
 LOOKING_MS = 3_600_000
 
@@ -61,27 +60,23 @@ def _ends(board: BoardSettings, at: int) -> dict[int, int]:
 
 
 def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int,
-                  told: Callable[[str], bool] = lambda key: False) -> list[Alert]:
+                  told: Callable[[str], bool]) -> list[Alert]:
     """For each board that resets (or was wiped), the season before the one current `after_ms`
     ago, if it ended within LOOKING_MS of then and holds scores, as an alert with its final top
     (raise each: the outbox keeps one a key). A job that does not run in that hour leaves that end
     untold."""
-    alerts, after = [], ""
+    alerts = []
     at = now_ms - after_ms
-    while True:
-        page = store.boards(after, _BOARDS_A_PAGE)
-        for board in page:
-            for start, ended in _ends(board, at).items():
-                # told by an earlier run (within the hour a run looks at an end); or nothing to tell
-                if told(season_key_of_alert(board.board, start)) or store.seasons(board.board, start + 1, 1) != [start]:
-                    continue
-                top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
-                lines = [f"{e['rank']}. {e['playerId']} ({e['score']})" for e in top]
-                alerts.append(Alert(season_key_of_alert(board.board, start), SEASON_END, now_ms, {
-                    "text": f"Season of {board.board} from {to_rfc3339(start)} ended at {to_rfc3339(ended)}"
-                            + (": " + ", ".join(lines) if lines else ""),
-                    "board": board.board, "season": to_rfc3339(start), "endedAt": to_rfc3339(ended), "top": top,
-                }))
-        if len(page) < _BOARDS_A_PAGE:
-            return alerts
-        after = page[-1].board
+    for board in every_board(store):
+        for start, ended in _ends(board, at).items():
+            # told by an earlier run (within the hour a run looks at an end); or nothing to tell
+            if told(season_key_of_alert(board.board, start)) or store.seasons(board.board, start + 1, 1) != [start]:
+                continue
+            top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
+            lines = [f"{e['rank']}. {e['playerId']} ({e['score']})" for e in top]
+            alerts.append(Alert(season_key_of_alert(board.board, start), SEASON_END, now_ms, {
+                "text": f"Season of {board.board} from {to_rfc3339(start)} ended at {to_rfc3339(ended)}"
+                        + (": " + ", ".join(lines) if lines else ""),
+                "board": board.board, "season": to_rfc3339(start), "endedAt": to_rfc3339(ended), "top": top,
+            }))
+    return alerts

@@ -12,14 +12,14 @@ from it, so an update received before it, applied later, still finds the season 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Annotated
 
 from cronsim import CronSim, CronSimError
 from pydantic import AfterValidator
 
-from ports import MAX_EPOCHS, NEVER_RESETS, BoardSettings
+from ports import MAX_EPOCHS, NEVER_RESETS, BoardSettings, RankingStore
 
 NEVER = NEVER_RESETS
 
@@ -29,6 +29,9 @@ MAX_SCHEDULE_CHARS = 128
 # retention drops a season this long after it ended, at the soonest: an update received in it may
 # reach its worker late (a failed batch is replayed minutes later)
 SEASON_PURGE_GRACE_MS = 3_600_000
+# boards read at once; past seasons dropped a board each run, beyond those it keeps (the rest the next day)
+BOARDS_A_PAGE = 100
+DROPPED_A_RUN = 1000
 
 
 def _cron(schedule: str) -> str:
@@ -116,3 +119,28 @@ FIRST_SEASON = 0
 def season_key(board: str, start: int | None) -> str:
     """Where a season's scores and tree are stored: the first under the board's name."""
     return board if not start else f"{board}@{start}"
+
+
+def every_board(store: RankingStore) -> Iterator[BoardSettings]:
+    after = ""
+    while True:
+        page = store.boards(after, BOARDS_A_PAGE)
+        yield from page
+        if len(page) < BOARDS_A_PAGE:
+            return
+        after = page[-1].board
+
+
+def purge_seasons(store: RankingStore, now_ms: int) -> int:
+    """Drops the past seasons of each board beyond its newest `keep_seasons`, once they ended a
+    grace ago (never the current one); how many rows went."""
+    dropped = 0
+    for board in every_board(store):
+        current = season_start(board.reset, now_ms, board.epochs)
+        if board.keep_seasons is None or current is None:  # None: its one season, current
+            continue
+        past = store.seasons(board.board, current, board.keep_seasons + DROPPED_A_RUN)
+        # only those that ended a grace ago: before the season current then
+        ended = season_start(board.reset, now_ms - SEASON_PURGE_GRACE_MS, board.epochs) or 0
+        dropped += sum(store.drop_season(board.board, start) for start in past[board.keep_seasons :] if start < ended)
+    return dropped

@@ -11,6 +11,7 @@ from typing import Protocol
 from pipeline.topics import ALL_TOPICS
 from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
 from ports.telemetry import logger
+from ranking.seasons import purge_seasons
 
 DAY_MS = 86_400_000
 
@@ -70,7 +71,7 @@ def purge(adapters: Retained, now_ms: int, *, include_log: bool = True) -> Purge
         documents=adapters.documents.purge_expired(),
         reports=adapters.index.purge(before),
         counter_rows=adapters.counters.purge(before),
-        season_rows=adapters.ranking.purge_seasons(now_ms),
+        season_rows=purge_seasons(adapters.ranking, now_ms),
     )
     logger.info("purged what is past retention", extra={"purged": purged.__dict__, "before": before})
     return purged

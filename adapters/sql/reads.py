@@ -61,7 +61,7 @@ from ports import (
 )
 from ports.limits import INT64_MAX
 from ports.timeutil import now_ms
-from ranking.seasons import SEASON_PURGE_GRACE_MS, season_key, season_start
+from ranking.seasons import season_key
 
 Rows = list[tuple[Any, ...]]
 
@@ -217,11 +217,6 @@ class SessionCounterReads(Checkpointed):
         return skus_seen(self._database.rows(self.SKUS, {"after": after, "limit": limit}))
 
 
-# retention: boards read a page, and past seasons dropped a board, each run (the rest go the next day)
-_BOARDS_A_PAGE = 100
-_DROPPED_A_RUN = 1000
-
-
 class RankingReads(Checkpointed):
     # players a lookup asks for at once: within each engine's limit of bound values a statement
     SCORES_AT_ONCE: ClassVar[int]
@@ -315,24 +310,7 @@ class RankingReads(Checkpointed):
             row = dict(zip(ranking_sql.BOARD_COLUMNS, ranking_sql.board_row(settings), strict=True))
             return t.execute(ranking_sql.ADD_BOARD, row) > 0
 
-    def purge_seasons(self, now_ms: int) -> int:
-        dropped, after = 0, ""
-        while True:
-            page = self.boards(after, _BOARDS_A_PAGE)
-            for board in page:
-                current = season_start(board.reset, now_ms, board.epochs)
-                if board.keep_seasons is None or current is None:  # None: its one season, current
-                    continue
-                past = self.seasons(board.board, current, board.keep_seasons + _DROPPED_A_RUN)
-                # only those that ended a grace ago: before the season current then
-                ended = season_start(board.reset, now_ms - SEASON_PURGE_GRACE_MS, board.epochs) or 0
-                dropped += sum(self._drop_season(board.board, start)
-                               for start in past[board.keep_seasons :] if start < ended)
-            if len(page) < _BOARDS_A_PAGE:
-                return dropped
-            after = page[-1].board
-
-    def _drop_season(self, board: str, start: int) -> int:
+    def drop_season(self, board: str, start: int) -> int:
         key = season_key(board, start)
         dropped = 0
         for statement in ranking_sql.DROP_SEASON:

@@ -30,7 +30,7 @@ from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
 from ranking.season_ends import FINAL_TOP, LOOKING_MS, ended_seasons
-from ranking.seasons import SEASON_PURGE_GRACE_MS
+from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons
 from ranking.tree import Tree
 from ranking.worker import apply_scores
 from tests.brute import BruteBoard
@@ -491,14 +491,14 @@ def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store:
     past = [start for start in reversed(starts) if start < current]
     grace_ago = (at - SEASON_PURGE_GRACE_MS) // ten * ten  # the season current a grace ago
     gone = [start for start in past[keep:] if start < grace_ago] if keep is not None else []
-    dropped = ranking_store.purge_seasons(at)  # every board's: earlier examples' boards too
+    dropped = purge_seasons(ranking_store, at)  # every board's: earlier examples' boards too
     assert dropped > 0 or not gone
     assert ranking_store.seasons(board, None, 100) == [start for start in reversed(starts) if start not in gone]
     for start in starts:
         got = leaderboard.top(ranking_store, TREE, board, season=start)
         assert got == ({"entries": [], "nextCursor": None} if start in gone else before[start])
         assert leaderboard.describe(ranking_store, TREE, board, start)["players"] == (0 if start in gone else 3)
-    assert ranking_store.purge_seasons(at) == 0
+    assert purge_seasons(ranking_store, at) == 0
 
 
 def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingStore, log, tmp_path: Path):
@@ -525,6 +525,13 @@ def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingS
 
 # how long after a season's end its top is told, in these tests
 TELL_AFTER_MS = 10_000
+# what an outbox answers that kept no alert yet
+NOTHING_TOLD = frozenset[str]().__contains__
+
+
+def ends_told(store: RankingStore, board: str, at: int) -> list[Alert]:
+    """The ends of `board`'s seasons a run at `at` tells, none told before."""
+    return [a for a in ended_seasons(store, TREE, at, TELL_AFTER_MS, told=NOTHING_TOLD) if a.body["board"] == board]
 
 
 def test_a_season_s_end_is_told_with_its_final_top(ranking_store: RankingStore, log):
@@ -534,18 +541,16 @@ def test_a_season_s_end_is_told_with_its_final_top(ranking_store: RankingStore, 
     apply_scores(timed_records(board, [(i, f"p{i}", 100 - i % 3, None) for i in range(12)], itertools.count()),
                  ranking_store, log, TREE)
 
-    def told(at: int) -> list[Alert]:
-        return [a for a in ended_seasons(ranking_store, TREE, at, TELL_AFTER_MS) if a.body["board"] == board]
-
-    assert told(T0 + ten + TELL_AFTER_MS - 1) == []  # the worker may still apply the season's last updates
-    (alert,) = told(T0 + ten + TELL_AFTER_MS)
+    # the worker may still apply the season's last updates
+    assert ends_told(ranking_store, board, T0 + ten + TELL_AFTER_MS - 1) == []
+    (alert,) = ends_told(ranking_store, board, T0 + ten + TELL_AFTER_MS)
     final = leaderboard.top(ranking_store, TREE, board, limit=FINAL_TOP, season=T0)["entries"]
     assert len(final) == FINAL_TOP and [e["rank"] for e in final] == list(range(1, FINAL_TOP + 1))
     assert (alert.key, alert.kind) == (f"season-end:{board}:{T0}", "season-end")
     assert alert.body["top"] == final and alert.body["endedAt"] == to_rfc3339(T0 + ten)
     assert alert.body["text"].endswith(": " + ", ".join(f"{e['rank']}. {e['playerId']} ({e['score']})" for e in final))
     # the next season held no scores: nothing more to tell, then or later
-    assert told(T0 + 2 * ten + TELL_AFTER_MS) == []
+    assert ends_told(ranking_store, board, T0 + 2 * ten + TELL_AFTER_MS) == []
 
 
 # found in review (stop 29) --------------------------------------------------------------------
@@ -643,7 +648,7 @@ def test_the_end_of_a_never_reset_board_s_first_season_is_told_at_its_wipe(ranki
     monkeypatch.setattr(leaderboard, "WIPE_DELAY_MS", 0)
     leaderboard.wipe(ranking_store, board)
     at = ranking_store.get_board(board).epochs[-1][0]
-    (alert,) = [a for a in ended_seasons(ranking_store, TREE, at + TELL_AFTER_MS, TELL_AFTER_MS)
+    (alert,) = [a for a in ended_seasons(ranking_store, TREE, at + TELL_AFTER_MS, TELL_AFTER_MS, told=NOTHING_TOLD)
                 if a.body["board"] == board]
     assert alert.key == f"season-end:{board}:0" and [e["playerId"] for e in alert.body["top"]] == ["a"]
 
@@ -658,15 +663,13 @@ def test_a_board_s_end_at_its_ends_at_is_told_with_its_final_top(ranking_store: 
     apply_scores(timed_records(board, [(0, "a", 5, None), (1, "b", 7, None)], itertools.count()),
                  ranking_store, log, TREE)
 
-    def told(at: int) -> list[Alert]:
-        return [a for a in ended_seasons(ranking_store, TREE, at, TELL_AFTER_MS) if a.body["board"] == board]
-
-    assert told(ends + TELL_AFTER_MS - 1) == []
-    (alert,) = told(ends + TELL_AFTER_MS)
+    assert ends_told(ranking_store, board, ends + TELL_AFTER_MS - 1) == []
+    (alert,) = ends_told(ranking_store, board, ends + TELL_AFTER_MS)
     start = 0 if reset == "never" else T0
     assert alert.key == f"season-end:{board}:{start}" and alert.body["endedAt"] == to_rfc3339(ends)
     assert [e["playerId"] for e in alert.body["top"]] == ["b", "a"]
-    assert told(ends + TELL_AFTER_MS + LOOKING_MS + 1) == []  # looked at for an hour, then left
+    # looked at for an hour, then left
+    assert ends_told(ranking_store, board, ends + TELL_AFTER_MS + LOOKING_MS + 1) == []
 
 
 def test_a_season_end_told_before_is_not_read_again(ranking_store: RankingStore, log):
@@ -677,7 +680,7 @@ def test_a_season_end_told_before_is_not_read_again(ranking_store: RankingStore,
     apply_scores(timed_records(board, [(0, "a", 5, None)], itertools.count()), ranking_store, log, TREE)
     at = T0 + PERIODS[EVERY_TEN_MINUTES] + TELL_AFTER_MS
     spy = _Spy(ranking_store)
-    first = ended_seasons(spy, TREE, at, TELL_AFTER_MS)  # type: ignore[arg-type]
+    first = ended_seasons(spy, TREE, at, TELL_AFTER_MS, told=NOTHING_TOLD)  # type: ignore[arg-type]
     assert len([a for a in first if a.body["board"] == board]) == 1 and spy.asked
     spy.asked.clear()
     told = {a.key for a in first}  # the other boards' ends in this store too
@@ -691,7 +694,7 @@ def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: 
     leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=0))
     apply_scores(timed_records(board, [(0, "a", 1, None)], itertools.count()), ranking_store, log, TREE)
     ended = T0 + PERIODS[EVERY_TEN_MINUTES]
-    ranking_store.purge_seasons(ended + 1)  # a late update of it may still be on its way
+    purge_seasons(ranking_store, ended + 1)  # a late update of it may still be on its way
     assert ranking_store.seasons(board, None, 10) == [T0]
-    ranking_store.purge_seasons(ended + SEASON_PURGE_GRACE_MS)
+    purge_seasons(ranking_store, ended + SEASON_PURGE_GRACE_MS)
     assert ranking_store.seasons(board, None, 10) == []

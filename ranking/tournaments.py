@@ -46,13 +46,17 @@ class AttemptReceipt(TypedDict):
 
 def _refusal(settings: BoardSettings, attempted: Attempted, player: str) -> Conflict | None:
     board = settings.board
-    return {
-        "conflict": IdempotencyConflict(f"this Idempotency-Key was used for another attempt at {board}"),
-        "closed": TournamentClosed(f"tournament {board} takes no attempt now (see its startsAt and endsAt)"),
-        "exhausted": AttemptsExhausted(f"player {player} made its {settings.max_attempts} attempts at {board} "
-                                       "this season"),
-        "full": TournamentFull(f"tournament {board} has its {settings.max_players} players this season"),
-    }.get(attempted.outcome)
+    match attempted.outcome:
+        case "conflict":
+            return IdempotencyConflict(f"this Idempotency-Key was used for another attempt at {board}")
+        case "closed":
+            return TournamentClosed(f"tournament {board} takes no attempt now (see its startsAt and endsAt)")
+        case "exhausted":
+            return AttemptsExhausted(f"player {player} made its {settings.max_attempts} attempts at {board} "
+                                     "this season")
+        case "full":
+            return TournamentFull(f"tournament {board} has its {settings.max_players} players this season")
+    return None
 
 
 def attempt(store: TournamentStore, log: EventLog, spill: SpillStore, settings: BoardSettings, body: AttemptBody,

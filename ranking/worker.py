@@ -35,8 +35,9 @@ def _apply(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tre
     for part in fresh_by_partition(records, store, CONSUMER, log):
         events = parse_each(part.records, _event, "score")
         fresh = part.unseen(store, CONSUMER, events)
-        store.apply(part.checkpoint(CONSUMER, fresh), _aggregate(fresh, store, tree))
-        applied += sum(len(e.scores) for e in fresh)
+        updates, taken = _aggregate(fresh, store, tree)
+        store.apply(part.checkpoint(CONSUMER, fresh), updates)
+        applied += taken
     return applied
 
 
@@ -95,7 +96,8 @@ def _fold(settings: BoardSettings, current: Key | None, changes: Sequence[Change
     return latest, metadata
 
 
-def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> list[BoardUpdate]:
+def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> tuple[list[BoardUpdate], int]:
+    """The boards' updates, and how many of the events' changes their boards take."""
     settings: dict[str, BoardSettings] = {}
 
     def settings_of(board: str) -> BoardSettings:
@@ -110,6 +112,7 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> lis
 
     # stored key → its board, its season's start, and player → the changes in log order
     pending: dict[str, tuple[str, int | None, dict[str, list[Change]]]] = {}
+    taken = 0
     for event in events:
         for board, player, value, subscore, carried in event.scores:
             board_settings = settings_of(board)
@@ -119,13 +122,14 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> lis
             brings = tiebreak(board_settings.ties, board_settings.order, event.receivedAt, subscore)
             key = season_key(board, season)
             pending.setdefault(key, (board, season, defaultdict(list)))[2][player].append((value, brings, carried))
+            taken += 1
         for key, player in event.rechecked:
             board, _, start = key.partition("@")
             settings_of(board)
             pending.setdefault(key, (board, int(start) if start else None, defaultdict(list)))[2].setdefault(player, [])
     banned = set(store.banned(list({player for _, _, players in pending.values() for player in players})))
     return [_update(key, settings[board], season=season, players=players, banned=banned, store=store, tree=tree)
-            for key, (board, season, players) in pending.items()]
+            for key, (board, season, players) in pending.items()], taken
 
 
 def _update(key: str, settings: BoardSettings, *, season: int | None, players: dict[str, list[Change]],

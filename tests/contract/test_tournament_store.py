@@ -139,8 +139,9 @@ class Tournament:
         return dict(receipt)
 
     def work(self) -> dict[str, int]:
-        """Applies what was published; the board's scores."""
-        apply_scores(self._consumer.poll(100, 1 << 20, 1), self.store, self.log, TREE)
+        """Applies what was published (`applied`: how many updates the worker says it applied);
+        the board's scores."""
+        self.applied = apply_scores(self._consumer.poll(100, 1 << 20, 1), self.store, self.log, TREE)
         return {e["playerId"]: e["score"] for e in leaderboard.top(self.store, TREE, self.board, limit=100)["entries"]}
 
 
@@ -164,6 +165,7 @@ def test_a_tournament_takes_its_scores_only_as_attempts_within_its_limits(rankin
     capture_scores(log, t.spill, [Score(board=t.board, playerId="a", score=1000)])
     capture_scores(log, t.spill, [Score(board=t.board, playerId="z", score=1000)])
     assert t.work() == {"a": 12, "b": 1}
+    assert t.applied == 3  # found in review: the plain updates passed over were counted as applied
     assert ranking_store.attempts(season_key(t.board, None), ["a", "b", "c"]) == {"a": 2, "b": 1}
 
 

@@ -80,6 +80,15 @@ IDEMPOTENCY_KEY = {
     "schema": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_CHARS},
 }
 
+# the other routes that take one: a request the route itself decides (a tournament's attempt, a
+# record's deletion), so it can answer a retry as it answered the first
+RETRY_KEY = {
+    **IDEMPOTENCY_KEY,
+    "description": "a retry with the same key (and board) is the same request: what it changes happens once, and "
+                   "it gets the first answer; another body under the same key is refused where the route says so "
+                   "(409 idempotency_conflict)",
+}
+
 _RETRY_AFTER: dict[str, Any] = {"description": "seconds to wait before trying again",
                                 "schema": {"type": "integer", "minimum": 1}}
 
@@ -146,6 +155,9 @@ class RouteFacts(Protocol):
 
     @property
     def ingest(self) -> bool: ...
+
+    @property
+    def idempotent(self) -> bool: ...
 
     @property
     def credential(self) -> str: ...
@@ -237,8 +249,8 @@ def _operation(operation: dict[str, Any], names: Mapping[str, str], route: Route
         operation["requestBody"] = body
         for content in body["content"].values():
             schemas |= content["schema"].pop("$defs", {})
-    if route.ingest:  # capture: a retry carries the same key
-        parameters.append(IDEMPOTENCY_KEY)
+    if route.idempotent:  # a retry carries the same key
+        parameters.append(IDEMPOTENCY_KEY if route.ingest else RETRY_KEY)
     if parameters:
         operation["parameters"] = parameters
     answers = {status: _or_error(answer) if int(status) in ERRORS else _bodiless(status, answer)

@@ -47,11 +47,17 @@ class ApiRoute:
     # where the caller's key is: the x-api-key header, where a Sentry SDK puts it
     # (reporters.sentry.parse_auth), or the path's last part (CrashReportClient's URL can hold no other)
     credential: Credential = "api-key"
+    # a route beside capture's whose retry an Idempotency-Key makes the same request
+    keyed: bool = False
 
     @property
     def ingest(self) -> bool:
         """Capture's: called with an API key in AWS too (a usage plan), and idempotent by a header."""
         return self.function == "capture"
+
+    @property
+    def idempotent(self) -> bool:
+        return self.ingest or self.keyed
 
 
 # The REST API's routes (DESIGN §5), with who may call each: API Gateway declares exactly these, and
@@ -82,10 +88,10 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/leaderboards/{board}", "leaderboards", READERS),
     ApiRoute("DELETE", "/v1/leaderboards/{board}", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", READERS),
-    ApiRoute("DELETE", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", SERVER),
+    ApiRoute("DELETE", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", SERVER, keyed=True),
     ApiRoute("GET", "/v1/leaderboards/{board}/seasons", "leaderboards", READERS),
     ApiRoute("POST", "/v1/leaderboards/{board}/players:ranks", "leaderboards", READERS),
-    ApiRoute("POST", "/v1/leaderboards/{board}/attempts", "leaderboards", SERVER),
+    ApiRoute("POST", "/v1/leaderboards/{board}/attempts", "leaderboards", SERVER, keyed=True),
     ApiRoute("GET", "/v1/leaderboards/{board}/top", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards", READERS),
     ApiRoute("GET", "/v1/leaderboards/{board}/rank", "leaderboards", READERS),

@@ -91,8 +91,9 @@ def get_player(board: str, player_id: str, season: Season = None) -> Response[st
             responses={202: answer(Removal, "the deletion is durable")})
 def delete_player(board: str, player_id: str) -> Response[str]:
     a = current()
+    key = idempotency_key(app.current_event)  # a bad request is a 400 whatever the board
     return json_response(202, capture_removal(a.log, a.spill, leaderboard.settings_of(a.ranking, board), player_id,
-                                              idempotency_key=idempotency_key(app.current_event)))
+                                              idempotency_key=key))
 
 
 ATTEMPT = JsonBody(AttemptBody)

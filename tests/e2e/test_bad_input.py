@@ -195,6 +195,11 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("delete no webhook", "DELETE", "/v1/webhooks/nobody", {}, 404, "not_found"),
     ("idempotency key too long", "POST", "/v1/sessions",
      {"json": {"sku": "g", "kind": "client"}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
+    # the other routes the contract says take one (tests/unit/test_contract_drift.py)
+    ("attempt's idempotency key too long", "POST", "/v1/leaderboards/b/attempts",
+     {"json": {"playerId": "p", "score": 1}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
+    ("deletion's idempotency key too long", "DELETE", "/v1/leaderboards/b/players/p",
+     {"headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
 ]
 
 

@@ -67,7 +67,7 @@ def test_the_document_asks_each_route_for_the_keys_of_its_roles():
         assert schemes == expected, (route.method, route.path)
         headers = {p["name"] for p in GENERATED["paths"][route.path][route.method.lower()].get("parameters", [])
                    if p["in"] == "header"}
-        assert ("Idempotency-Key" in headers) == route.ingest, (route.method, route.path)
+        assert ("Idempotency-Key" in headers) == route.idempotent, (route.method, route.path)
 
 
 def test_no_route_answers_powertools_422_and_every_error_is_the_contracts():

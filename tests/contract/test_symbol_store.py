@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,25 @@ from tests.conftest import s3_bucket
 BUCKET = "blackbox-spill"
 
 
+class OneCallAtATime:
+    """An S3 client whose calls moto serves one at a time: its in-memory S3 is not thread-safe (a
+    put closes the buffer a concurrent get of the same key reads, which failed a CI run), as S3 is."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self._lock = client, threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._client, name)
+        if not callable(call):
+            return call
+
+        def serialized(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return call(*args, **kwargs)
+
+        return serialized
+
+
 @pytest.fixture(params=["directory", "s3"])
 def symbol_store(request: pytest.FixtureRequest, tmp_path: Path,
                  monkeypatch: pytest.MonkeyPatch) -> Iterator[SymbolStore]:
@@ -29,7 +49,7 @@ def symbol_store(request: pytest.FixtureRequest, tmp_path: Path,
         # the bucket is shared: keys on either side of the prefix are none of the store's
         for key in ("spill/1.json", "symbols", "tmp/x/y/z.sym"):
             client.put_object(Bucket=BUCKET, Key=key, Body=b"not a symbol file")
-        yield S3SymbolStore(client, BUCKET, tmp_path / "cache")
+        yield S3SymbolStore(OneCallAtATime(client), BUCKET, tmp_path / "cache")
 
 
 GAME = "game.pdb/0123456789ABCDEF0123456789ABCDEF1/game.sym"

@@ -35,8 +35,10 @@ class AlertPolicy(BaseModel):
     velocity: a group's crash reports on a build ≥ `velocity_rate` x the build's sessions, with at
     least `velocity_min_events` reports (so that a build with a handful of sessions does not page).
     crash-free drop: a build's crash-free sessions ≤ the previous build's - `crash_free_margin`
-    (0.02: two percentage points), each build with at least `crash_free_min_sessions` sessions."""
+    (0.02: two percentage points), each build with at least `crash_free_min_sessions` sessions.
+    `look_every_s`: how often serve looks (in AWS, each run of the webhooks function)."""
 
+    look_every_s: float = Field(default=10.0, ge=0.1, le=3600)
     window_s: float = Field(default=3600.0, ge=60, le=7 * 86_400)
     velocity_rate: float = Field(default=0.01, gt=0)
     velocity_min_events: int = Field(default=10, ge=1)

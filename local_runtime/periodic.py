@@ -21,10 +21,6 @@ SPILL_REPLAY_INTERVAL_S = 2.0
 PURGE_INTERVAL_S = 3600.0
 # an alert reaches its webhooks within about this (the AWS schedule's is a minute)
 WEBHOOK_INTERVAL_S = 1.0
-# the ends of seasons are looked for this often (in AWS, at each of the webhooks' runs)
-SEASON_END_INTERVAL_S = 10.0
-# velocity and crash-free drops are looked for this often (in AWS, at each of the webhooks' runs)
-ALERT_INTERVAL_S = 10.0
 
 
 class Periodic(threading.Thread):
@@ -63,11 +59,13 @@ def webhook_sender(adapters: Adapters, stop: threading.Event, interval_s: float 
     return Periodic("webhooks", lambda: deliver_due(adapters.issues, adapters.settings.webhooks), stop, interval_s)
 
 
-def season_teller(adapters: Adapters, stop: threading.Event, interval_s: float = SEASON_END_INTERVAL_S) -> Periodic:
-    return Periodic("season-ends", lambda: tell_season_ends(adapters.ranking, adapters.issues, DEFAULT_TREE,
-                                                            adapters.settings.season_end, now_ms()), stop, interval_s)
+def season_teller(adapters: Adapters, stop: threading.Event) -> Periodic:
+    policy = adapters.settings.season_end
+    return Periodic("season-ends", lambda: tell_season_ends(adapters.ranking, adapters.issues, DEFAULT_TREE, policy,
+                                                            now_ms()), stop, policy.look_every_s)
 
 
-def alert_teller(adapters: Adapters, stop: threading.Event, interval_s: float = ALERT_INTERVAL_S) -> Periodic:
-    return Periodic("alerts", lambda: tell_alerts(adapters.counters, adapters.issues, adapters.settings.alerts,
-                                                  now_ms()), stop, interval_s)
+def alert_teller(adapters: Adapters, stop: threading.Event) -> Periodic:
+    policy = adapters.settings.alerts
+    return Periodic("alerts", lambda: tell_alerts(adapters.counters, adapters.issues, policy, now_ms()), stop,
+                    policy.look_every_s)

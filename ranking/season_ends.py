@@ -31,9 +31,11 @@ LOOKING_MS = 3_600_000
 
 
 class SeasonEndPolicy(BaseModel):
-    """e.g. BLACKBOX_SEASON_END__AFTER_S=1: how long after a season's end its top is told."""
+    """e.g. BLACKBOX_SEASON_END__AFTER_S=1: how long after a season's end its top is told;
+    LOOK_EVERY_S: how often serve looks for ends (in AWS, each run of the webhooks function)."""
 
     after_s: float = Field(default=360.0, ge=0, le=86_400)
+    look_every_s: float = Field(default=10.0, ge=0.1, le=3600)
 
 
 def season_key_of_alert(board: str, start: int) -> str:

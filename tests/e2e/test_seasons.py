@@ -37,7 +37,8 @@ def hook() -> Iterator[Receiver]:
 @pytest.fixture(scope="module", params=["embedded", "services"])
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
            hook: Receiver) -> Iterator[Serve]:
-    env = {"BLACKBOX_WEBHOOKS__ALLOW_PRIVATE": "true", "BLACKBOX_SEASON_END__AFTER_S": str(TELL_AFTER_S)}
+    env = {"BLACKBOX_WEBHOOKS__ALLOW_PRIVATE": "true", "BLACKBOX_SEASON_END__AFTER_S": str(TELL_AFTER_S),
+           "BLACKBOX_SEASON_END__LOOK_EVERY_S": "1"}
     with running(request.param, tmp_path_factory.mktemp(f"seasons-{request.param}"), env) as serve:
         yield serve
 
@@ -110,7 +111,7 @@ def test_scores_land_in_the_season_they_were_received_in_and_the_closed_one_stay
         deadline = time.monotonic() + 60
         while not hook.at(path) and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(12)  # the job runs every 10 s: a second telling would be here by now
+        time.sleep(3)  # the job runs every second, the sender too: a second telling would be here by now
         ((headers, told),) = hook.at(path)
         raw = next(body for p, _, body in hook.got if p == path)
         assert verified(headers, raw, SECRET)

@@ -128,12 +128,12 @@ def tell_alerts(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy
     for kind in KINDS:
         for episode in issues.episodes(kind):
             if true_now.pop(episode.key, None) is None:
-                issues.close_episode(episode)
+                issues.close_episode(episode, now_ms)
     raised = 0
     for key, crossing in true_now.items():
         body = {"kind": crossing.kind, **crossing.alert_body, "openedAt": to_rfc3339(now_ms)}
-        alert = Alert(f"{key}:{now_ms}", crossing.kind, now_ms, body)
-        if issues.open_episode(Episode(key, crossing.kind, now_ms), alert):
+        episode = Episode(key, crossing.kind, now_ms)
+        if issues.open_episode(episode, Alert(episode.alert_key, crossing.kind, now_ms, body)):
             # besides the webhooks: the log line and the metric an alarm can watch, as a crash spike's
             logger.warning(crossing.kind, extra={"alert": body})
             emit(ALERT_OPENED, 1, kind=crossing.kind, sku=str(body["sku"]))

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
-from ports.cursors import decode_cursor, page_of
+from ports.cursors import decode_ordered, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
 from ports.releases import DAY_MS, OUTCOMES, BuildSeen
 from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
@@ -100,16 +100,9 @@ class ReleaseHealth(ReleaseFigures):
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:
-    position = decode_cursor(cursor, _CURSOR_KIND)
-    before = None
-    if position is not None:
-        first, _, build = position.partition(":")
-        try:
-            before = (int(first), build)
-        except ValueError:
-            raise InvalidField("cursor is not one this listing gave out", "cursor") from None
+    before = decode_ordered(cursor, _CURSOR_KIND)
     page, after = page_of(counters.builds(sku, before, limit + 1), limit, _CURSOR_KIND,
-                          lambda last: f"{last.first_seen}:{last.build}")
+                          lambda last: ordered_position(last.first_seen, last.build))
     return {"builds": [_build(b) for b in page], "nextCursor": after}
 
 

@@ -31,6 +31,22 @@ def decode_cursor(text: str | None, kind: str) -> str | None:
     return decoded[len(kind):]
 
 
+def decode_ordered(text: str | None, kind: str) -> tuple[int, str] | None:
+    """The position (a number, then a key) in a cursor of a listing ordered by both, as
+    `ordered_position` wrote it; None for none."""
+    position = decode_cursor(text, kind)
+    if position is None:
+        return None
+    number, _, key = position.partition(":")
+    if not number.isdigit():
+        raise InvalidField("cursor is not one this listing gave out", "cursor")
+    return int(number), key
+
+
+def ordered_position(number: int, key: str) -> str:
+    return f"{number}:{key}"
+
+
 def page_of(found: Sequence[Row], limit: int, kind: str,
             position: Callable[[Row], str]) -> tuple[Sequence[Row], str | None]:
     """The first `limit` rows of `found` (fetched as limit + 1, to know whether more remain), and the

@@ -121,6 +121,21 @@ class Episode:
     kind: str
     opened_at: int
 
+    @property
+    def alert_key(self) -> str:
+        """Its alert's: one per opening."""
+        return f"{self.key}:{self.opened_at}"
+
+
+@dataclass(frozen=True)
+class RaisedAlert:
+    """An alert as the history shows it: when its episode closed (None while open, and for an alert
+    that is no episode) and its delivery to each webhook that took its kind."""
+
+    alert: Alert
+    closed_at: int | None
+    deliveries: tuple[Delivery, ...]
+
 
 class IssueStore(Protocol):
     def observe(self, crashes: Sequence[Crash], now: int) -> list[Alert]:
@@ -157,13 +172,20 @@ class IssueStore(Protocol):
         an episode under its key is open already, whoever opened it."""
         ...
 
-    def close_episode(self, episode: Episode) -> bool:
-        """Closes it if it is still the one open under its key (opened at its `opened_at`)."""
+    def close_episode(self, episode: Episode, at: int) -> bool:
+        """Closes it if it is still the one open under its key (opened at its `opened_at`), and
+        records `at` as its alert's closing."""
         ...
 
     def raise_alert(self, alert: Alert) -> bool:
         """Stores an alert and a delivery of it to each webhook taking its kind; False (and nothing
         stored) when its key is there already."""
+        ...
+
+    def alert_history(self, sku: str, from_ms: int, to_ms: int, before: tuple[int, str] | None,
+                      limit: int) -> list[RaisedAlert]:
+        """The sku's alerts (by the `sku` of their body) raised in [from_ms, to_ms), newest first (by
+        created_at, then key), those before (created_at, key) only."""
         ...
 
     def raised(self, key: str) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -34,6 +34,7 @@ from ports.issues import (
     GroupCount,
     Issue,
     IssueState,
+    RaisedAlert,
     Webhook,
     issue_alert,
     moved,
@@ -75,7 +76,10 @@ _CLOSE_EPISODE = Statement(sa.delete(alert_episodes).where(_e.episode_key == _bi
                                                            _e.opened_at == _bind("opened_at")))
 
 _ALERT = ("alert_key", "kind", "created_at", "body")
-_ADD_ALERT = insert(webhook_alerts, _ALERT, keys=("alert_key",))
+_ADD_ALERT = insert(webhook_alerts, (*_ALERT, "sku"), keys=("alert_key",))
+_a = webhook_alerts.c
+_CLOSE_ALERT = Statement(sa.update(webhook_alerts).where(_a.alert_key == _bind("alert_key"))
+                         .values(closed_at=_bind("closed_at")))
 _w = webhooks.c
 _WEBHOOK = ("name", "url", "secret", "kinds", "updated_at")
 _PUT_WEBHOOK = insert(webhooks, _WEBHOOK, keys=("name",), replace=("url", "secret", "kinds", "updated_at"))
@@ -90,7 +94,6 @@ _DELETE_DELIVERIES = Statement(sa.delete(webhook_deliveries).where(_d.webhook ==
 _FAN_OUT = Statement(sa.insert(webhook_deliveries).from_select(_DELIVERY, sa.select(
     _w.name, _bind("alert_key"), sa.literal("pending"), sa.literal(0), _bind("now"), sa.null(), sa.null(),
     _bind("now")).where(_w.kinds.contains(_bind("kind")))))
-_a = webhook_alerts.c
 _JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_from(
     webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
 _DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT), *(_w[c] for c in _WEBHOOK))
@@ -112,6 +115,23 @@ _DELIVERIES_BEFORE = Statement(_JOINED.where(
     sa.or_(_d.updated_at < _bind("updated_at"),
            sa.and_(_d.updated_at == _bind("updated_at"), _d.alert_key < _bind("alert_key"))),
 ).order_by(*_NEWEST).limit(_bind("limit")))
+
+
+
+
+def _history(after: Any) -> Statement:
+    """A page of a sku's alerts, newest first, each joined with its deliveries (none: a row of NULLs)."""
+    page = sa.select(*(_a[c] for c in _ALERT), _a.closed_at).where(
+        _a.sku == _bind("sku"), _a.created_at >= _bind("from_ms"), _a.created_at < _bind("to_ms"), after,
+    ).order_by(_a.created_at.desc(), _a.alert_key.desc()).limit(_bind("limit")).subquery()
+    return Statement(sa.select(page, *(_d[c] for c in _DELIVERY)).join_from(
+        page, webhook_deliveries, _d.alert_key == page.c.alert_key, isouter=True,
+    ).order_by(page.c.created_at.desc(), page.c.alert_key.desc(), _d.webhook))
+
+
+_HISTORY_FIRST = _history(sa.true())
+_HISTORY_BEFORE = _history(sa.or_(_a.created_at < _bind("created_at"), sa.and_(
+    _a.created_at == _bind("created_at"), _a.alert_key < _bind("alert_key"))))
 
 
 def _issue(row: Sequence[Any]) -> Issue:
@@ -226,9 +246,27 @@ class SqlIssueStore:
             self._alert(t, alert, episode.opened_at)
             return True
 
-    def close_episode(self, episode: Episode) -> bool:
+    def close_episode(self, episode: Episode, at: int) -> bool:
         with self._database.transaction() as t:
-            return t.execute(_CLOSE_EPISODE, {"episode_key": episode.key, "opened_at": episode.opened_at}) == 1
+            if t.execute(_CLOSE_EPISODE, {"episode_key": episode.key, "opened_at": episode.opened_at}) != 1:
+                return False
+            t.execute(_CLOSE_ALERT, {"alert_key": episode.alert_key, "closed_at": at})
+            return True
+
+    def alert_history(self, sku: str, from_ms: int, to_ms: int, before: tuple[int, str] | None,
+                      limit: int) -> list[RaisedAlert]:
+        values: dict[str, Any] = {"sku": sku, "from_ms": from_ms, "to_ms": to_ms, "limit": limit}
+        if before is None:
+            rows = self._database.rows(_HISTORY_FIRST, values)
+        else:
+            rows = self._database.rows(_HISTORY_BEFORE, {**values, "created_at": before[0], "alert_key": before[1]})
+        n = len(_ALERT)
+        found: dict[str, RaisedAlert] = {}
+        for row in rows:
+            alert = found.get(str(row[0])) or RaisedAlert(_alert(row[:n]), _int(row[n]), ())
+            delivered = () if row[n + 1] is None else (_delivery(row[n + 1:]),)
+            found[alert.alert.key] = replace(alert, deliveries=alert.deliveries + delivered)
+        return list(found.values())
 
     def raise_alert(self, alert: Alert) -> bool:
         with self._database.transaction() as t:
@@ -239,8 +277,10 @@ class SqlIssueStore:
 
     @staticmethod
     def _alert(t: Transaction, alert: Alert, now: int) -> list[Alert]:
+        sku = alert.body.get("sku")
         if t.execute(_ADD_ALERT, {"alert_key": alert.key, "kind": alert.kind, "created_at": alert.created_at,
-                                  "body": json.dumps(alert.body, separators=(",", ":"))}) != 1:
+                                  "body": json.dumps(alert.body, separators=(",", ":")),
+                                  "sku": sku if isinstance(sku, str) else None}) != 1:
             return []
         t.execute(_FAN_OUT, {"alert_key": alert.key, "now": now, "kind": f",{alert.kind},"})
         return [alert]

@@ -53,7 +53,7 @@ tournament_seasons = _table("tournament_seasons", "board", "players")
 tournament_players = _table("tournament_players", "board", "player_id", "attempts")
 tournament_attempts = _table("tournament_attempts", "event_id", "board", "player_id", "attempt", "received_at",
                              "body_hash")
-webhook_alerts = _table("webhook_alerts", "alert_key", "kind", "created_at", "body")
+webhook_alerts = _table("webhook_alerts", "alert_key", "kind", "created_at", "body", "sku", "closed_at")
 alert_episodes = _table("alert_episodes", "episode_key", "kind", "opened_at")
 webhooks = _table("webhooks", "name", "url", "secret", "kinds", "updated_at")
 webhook_deliveries = _table("webhook_deliveries", "webhook", "alert_key", "status", "attempts", "next_attempt",

@@ -106,8 +106,8 @@ def test_an_episode_opens_once_when_runs_race_and_again_after_it_closed(stores: 
     assert issues.episodes(CRASH_FREE_DROP) == []
     assert len(issues.due(10_000, 100)) == 1  # one alert, one delivery
     # a run that read an older episode closes nothing
-    assert not issues.close_episode(Episode(episode.key, VELOCITY, episode.opened_at - 1))
-    assert issues.close_episode(episode) and issues.episodes(VELOCITY) == []
+    assert not issues.close_episode(Episode(episode.key, VELOCITY, episode.opened_at - 1), 4000)
+    assert issues.close_episode(episode, 4000) and issues.episodes(VELOCITY) == []
     assert issues.open_episode(Episode("velocity:k", VELOCITY, 5000), Alert("velocity:k:5000", VELOCITY, 5000, {}))
     assert len(issues.due(10_000, 100)) == 2
 

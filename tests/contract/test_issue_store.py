@@ -24,7 +24,9 @@ from ports.issues import (
     Change,
     Crash,
     Delivery,
+    Episode,
     IssueStore,
+    RaisedAlert,
     Webhook,
     at_or_after,
     build_order,
@@ -153,6 +155,51 @@ def test_webhooks_get_each_alert_of_their_kinds_once(stores: tuple[CrashIndex, I
     assert [d.webhook for d, _, _ in issues.due(2000, 10)] == ["ops"]
 
 
+def _history(issues: IssueStore, sku: str, from_ms: int, to_ms: int, limit: int) -> list[RaisedAlert]:
+    """Every page, each asked for after the last alert of the one before."""
+    found: list[RaisedAlert] = []
+    while True:
+        before = None if not found else (found[-1].alert.created_at, found[-1].alert.key)
+        page = issues.alert_history(sku, from_ms, to_ms, before, limit)
+        found += page
+        if len(page) < limit:
+            return found
+
+
+def test_the_alert_history_is_a_skus_alerts_newest_first_with_their_deliveries(
+        stores: tuple[CrashIndex, IssueStore]) -> None:
+    _, issues = stores
+    issues.put_webhook(Webhook("b-ops", "https://hooks.example/a", "s" * 16, ("regressed", "velocity"), 10))
+    issues.put_webhook(Webhook("a-all", "https://hooks.example/b", "s" * 16, ("regressed",), 10))
+    raised = [Alert("new-group:g:aa:0", "new-group", 100, {"sku": "g", "signature": "aa", "text": "new"}),
+              Alert("regressed:g:aa:1", "regressed", 200, {"sku": "g", "signature": "aa", "text": "again"}),
+              Alert("regressed:g:bb:1", "regressed", 200, {"sku": "g", "signature": "bb", "text": "tie"}),
+              Alert("new-group:h:aa:0", "new-group", 150, {"sku": "h", "signature": "aa", "text": "other sku"}),
+              Alert("season-end:b:1", "season-end", 150, {"board": "b", "text": "a board's"})]
+    for alert in raised:
+        assert issues.raise_alert(alert)
+    sent = Delivery("b-ops", "regressed:g:aa:1", "delivered", 1, 200, 204, None, 300)
+    issues.attempted(sent)
+    episode = Episode("velocity:k", "velocity", 250)
+    assert issues.open_episode(episode, Alert(episode.alert_key, "velocity", 250, {"sku": "g", "text": "fast"}))
+    history = issues.alert_history("g", 0, 1000, None, 10)
+    assert [(h.alert.key, h.closed_at) for h in history] == [
+        ("velocity:k:250", None), ("regressed:g:bb:1", None), ("regressed:g:aa:1", None), ("new-group:g:aa:0", None)]
+    assert history[2].alert == raised[1]
+    pending = Delivery("a-all", "regressed:g:aa:1", "pending", 0, 200, None, None, 200)
+    assert history[2].deliveries == (pending, sent)
+    assert [d.webhook for d in history[0].deliveries] == ["b-ops"] and history[3].deliveries == ()
+    assert _history(issues, "g", 0, 1000, 1) == history
+    assert [h.alert.key for h in issues.alert_history("g", 100, 250, (200, "regressed:g:bb:1"), 10)] == [
+        "regressed:g:aa:1", "new-group:g:aa:0"]
+    assert issues.alert_history("h", 151, 1000, None, 10) == []
+    assert [h.alert.key for h in issues.alert_history("h", 150, 151, None, 10)] == ["new-group:h:aa:0"]
+    # a closing is timed on the episode's alert; a run that read an older one times nothing
+    assert not issues.close_episode(Episode("velocity:k", "velocity", 249), 400)
+    assert issues.close_episode(episode, 500)
+    assert issues.alert_history("g", 250, 251, None, 10)[0].closed_at == 500
+
+
 def test_build_order_is_by_numbers_then_text() -> None:
     ordered = ["0.9", "1.2", "1.9.2", "1.10", "1.10.0", "2.0.0-beta", "2.0.0-rc1", "2.0.0-rc2", "2.0.0.1", "10"]
     assert sorted(ordered, key=build_order) == ordered
@@ -242,6 +289,8 @@ def test_states_and_alerts_match_a_model(stores: tuple[CrashIndex, IssueStore],
         raised += issues.observe(list(reversed(crashes)), clock)  # redelivered, in another order
         seen += crashes
     assert sorted((a.kind, a.body["signature"], a.body["episode"]) for a in raised) == sorted(model.alerts)
+    newest_first = sorted(raised, key=lambda a: (a.created_at, a.key), reverse=True)
+    assert [h.alert for h in _history(issues, sku, 0, clock + 1, 2)] == newest_first
     for signature, group in model.groups.items():
         issue = issues.issue(sku, signature)
         assert issue is not None

@@ -80,6 +80,7 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/webhooks/{name}/deliveries", "issues", SERVER),
     ApiRoute("GET", "/v1/skus", "reporter", READERS),
     ApiRoute("GET", "/v1/alerts", "reporter", READERS),
+    ApiRoute("GET", "/v1/alerts/history", "issues", READERS),
     ApiRoute("GET", "/v1/releases", "reporter", READERS),
     ApiRoute("GET", "/v1/releases/{build}", "reporter", READERS),
     ApiRoute("GET", "/v1/health", "reporter", None),

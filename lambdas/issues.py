@@ -1,5 +1,5 @@
-"""Crash groups as issues (a group's page, its state set with a server key) and the webhooks their
-alerts go to."""
+"""Crash groups as issues (a group's page, its state set with a server key), the webhooks their
+alerts go to, and the history of a sku's alerts."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from api.params import DIGITS, Cursor, Sku
+from api.params import DIGITS, Cursor, From, Sku, To
 from api.requests import JsonBody
 from api.resolver import answer, create_resolver, json_response, posted
+from crashes.alert_history import DEFAULT_DAYS, MAX_HISTORY, AlertHistory, alert_history
 from crashes.issues import SIGNATURE_PATTERN, CrashIssue, StateBody, change_state, crash_issue
 from ports.telemetry import instrumented
 from ports.timeutil import now_ms
@@ -99,6 +100,22 @@ def delete_webhook(name: Name) -> Response[str]:
 def list_deliveries(name: Name, limit: Annotated[int, Query(ge=1, le=MAX_DELIVERIES), DIGITS] = 20,
                     cursor: Cursor = None) -> Response[str]:
     return json_response(200, endpoints.deliveries(current().issues, name, limit=limit, cursor=cursor))
+
+
+@app.get("/v1/alerts/history", operation_id="getAlertHistory", summary="The alerts raised for a sku, newest first",
+         description=(
+             "Raised in [from, to) (by default the last "
+             f"{DEFAULT_DAYS} days): new-group, regressed, velocity and crash-free-drop alerts (a season end is a "
+             "board's, in its webhooks' deliveries), each with what it names (signature, build), when it opened "
+             "and, for velocity and crash-free-drop episodes, closed (null while the condition holds, and for "
+             "the other kinds), its delivery to each webhook that took its kind, and the alert as they got it. "
+             "GET /v1/alerts gives the crash spikes, recomputed from the index"),
+         responses={200: answer(AlertHistory, "a page of alerts")})
+def get_alert_history(sku: Sku, from_: From = None, to: To = None,
+                      limit: Annotated[int, Query(ge=1, le=MAX_HISTORY), DIGITS] = 20,
+                      cursor: Cursor = None) -> Response[str]:
+    return json_response(200, alert_history(current().issues, sku, from_ms=from_, to_ms=to, limit=limit,
+                                            cursor=cursor))
 
 
 @instrumented

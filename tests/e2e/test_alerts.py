@@ -1,7 +1,8 @@
 """Velocity and crash-free drop alerts through `blackbox serve` on both profiles: build 1.1's
 crash-free sessions fall well below 1.0's and one of its groups crashes in a large share of its
 sessions; a receiver started here gets exactly one signed webhook of each kind, naming the build
-(and the group), and the runs of the alerts' job after that send nothing more."""
+(and the group), and the runs of the alerts' job after that send nothing more. The sku's alert
+history lists them, open, with their delivery, besides the new group's (which no webhook took)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,26 @@ def test_a_velocity_and_a_crash_free_drop_are_each_told_once(profile: str, tmp_p
         # the job may have run once 3 of the 4 were indexed: 30% is over the threshold too
         assert velocity["events"] in (3, 4) and (velocity["sessions"], velocity["threshold"]) == (10, 0.2)
         assert velocity["signature"] in by_kind["velocity"]["text"]
+
+        def history() -> list[dict[str, Any]]:
+            answer = client.get("/v1/alerts/history", params={"sku": SKU})
+            assert answer.status_code == 200, answer.text
+            return list(answer.json()["alerts"])
+
+        lines = eventually(history, lambda h: all(d["status"] == "delivered" for a in h for d in a["deliveries"])
+                           and len(h) == 3)
+        assert [a["openedAt"] for a in lines] == sorted((a["openedAt"] for a in lines), reverse=True)
+        listed = {a["kind"]: a for a in lines}
+        assert listed.keys() == {"new-group", "velocity", "crash-free-drop"}
+        assert (listed["new-group"]["signature"], listed["new-group"]["deliveries"]) == (velocity["signature"], [])
+        assert (listed["velocity"]["signature"], listed["velocity"]["build"]) == (velocity["signature"], "1.1")
+        assert (listed["crash-free-drop"]["signature"], listed["crash-free-drop"]["build"]) == (None, "1.1")
+        for kind in ("velocity", "crash-free-drop"):
+            line = listed[kind]
+            assert (line["closedAt"], line["alert"], line["text"]) == (None, by_kind[kind]["alert"],
+                                                                       by_kind[kind]["text"])
+            assert [(d["webhook"], d["status"], d["lastStatusCode"]) for d in line["deliveries"]] == [
+                ("ops", "delivered", 204)]
+        page = client.get("/v1/alerts/history", params={"sku": SKU, "limit": 2}).json()
+        rest = client.get("/v1/alerts/history", params={"sku": SKU, "cursor": page["nextCursor"]}).json()
+        assert page["alerts"] + rest["alerts"] == lines and rest["nextCursor"] is None

@@ -193,6 +193,11 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
      "invalid_field"),
     ("deliveries of no webhook", "GET", "/v1/webhooks/nobody/deliveries", {}, 404, "not_found"),
     ("delete no webhook", "DELETE", "/v1/webhooks/nobody", {}, 404, "not_found"),
+    ("alert history of no sku", "GET", "/v1/alerts/history", {}, 400, "missing_field"),
+    ("too many alerts asked for", "GET", "/v1/alerts/history?sku=g&limit=101", {}, 400, "invalid_field"),
+    ("alert history backwards", "GET", "/v1/alerts/history?sku=g&from=2000&to=1000", {}, 400, "invalid_field"),
+    ("another listing's cursor for alerts", "GET", "/v1/alerts/history?sku=g&cursor=c3g", {}, 400,
+     "invalid_field"),
     ("idempotency key too long", "POST", "/v1/sessions",
      {"json": {"sku": "g", "kind": "client"}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
     # the other routes the contract says take one (tests/unit/test_contract_drift.py)

@@ -30,6 +30,7 @@ BODIES = {
 }
 PARAMS = {"/v1/crashes": {"sku": "roles:pc"}, "/v1/stats": {"sku": "roles:pc"},
           "/v1/crash-groups": {"sku": "roles:pc"}, "/v1/alerts": {"sku": "roles:pc"},
+          "/v1/alerts/history": {"sku": "roles:pc"},
           "/v1/leaderboards/{board}/rank": {"score": "1"}, "/v1/releases": {"sku": "roles:pc"},
           "/v1/releases/{build}": {"sku": "roles:pc"}, "/v1/crash-groups/{signature}": {"sku": "roles:pc"},
           "/v1/crash-groups/{signature}/state": {"sku": "roles:pc"}}

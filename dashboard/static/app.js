@@ -17,6 +17,8 @@ const FIELDS = ["sku", "range", "platform", "build", "type", "board", "player", 
 const state = Object.fromEntries([...FIELDS, "group", "report", "release"].map((name) => [name, ""]));
 // the builds the releases panel shows, newest first
 const RELEASES = 5;
+// the newest alerts the history panel shows
+const HISTORY = 10;
 let timer = null;
 
 function el(tag, attrs = {}, ...children) {
@@ -213,6 +215,41 @@ async function showReleases() {
   drawChart($("chart-crash-free"), chosen.series, (b) => b.crashFreeSessions, { kind: "line", format: percent, label: "crash-free" });
 }
 
+// a link to this view with `name` set to `value`: a real link (it opens in a new tab too); a
+// click opens it here
+function viewLink(name, value, text, then) {
+  const url = new URL(location.href);
+  url.searchParams.set(name, value);
+  const link = el("a", { href: url.href, [`data-${name}`]: value }, text);
+  link.addEventListener("click", (event) => {
+    event.preventDefault();
+    state[name] = value;
+    writeUrl();
+    then().catch(report);
+  });
+  return link;
+}
+
+function deliveryNote(delivery) {
+  const answer = delivery.lastStatusCode ?? delivery.lastError;
+  return `${delivery.webhook}: ${delivery.status}${answer ? ` (${answer})` : ""}`;
+}
+
+// an alert names a crash group (new group, regression, velocity) and a build (all but a new group
+// without one): each opens its page
+function showHistory(alerts) {
+  fill($("history").tBodies[0], alerts.map((a) => {
+    const names = el("td", { class: "names" });
+    if (a.signature) names.append(viewLink("group", a.signature, `group ${a.signature.slice(0, 12)}…`, refresh), " ");
+    if (a.build) names.append(viewLink("release", a.build, `build ${a.build}`, showReleases));
+    const episode = a.kind === "velocity" || a.kind === "crash-free-drop";
+    return el("tr", { "data-kind": a.kind, "data-key": a.key },
+      el("td", {}, time(a.openedAt)), el("td", {}, a.kind), names, el("td", { class: "text" }, a.text),
+      el("td", {}, a.closedAt ? time(a.closedAt) : episode ? "open" : ""),
+      el("td", {}, a.deliveries.length ? a.deliveries.map(deliveryNote).join("\n") : "no webhook"));
+  }), 6);
+}
+
 function showReports(reports) {
   $("reports-filter").textContent = state.group ? `(group ${state.group.slice(0, 12)}…, click it again to clear)` : "";
   fill($("reports").tBodies[0], reports.map((r) => {
@@ -314,11 +351,12 @@ async function refresh() {
   if (!state.sku) return;
   const sku = state.sku, range = window_(), granularity = RANGES[state.range].granularity;
   const filtered = Boolean(state.platform || state.build || state.type);
-  const [stats, narrowed, alerts, groups, latest] = await Promise.all([
+  const [stats, narrowed, alerts, raised, groups, latest] = await Promise.all([
     api("/v1/stats", { sku, granularity, ...range }),
     // sessions carry no platform, build or type: the crashes are filtered, sessions and rate are not
     filtered ? api("/v1/stats", { sku, granularity, ...range, ...filters() }) : null,
     api("/v1/alerts", { sku, ...range }),
+    api("/v1/alerts/history", { sku, limit: HISTORY, ...range }),
     api("/v1/crash-groups", { sku, limit: 10, ...range, ...filters() }),
     api("/v1/crashes", { sku, order: "desc", limit: LATEST, signature: state.group, ...range, ...filters() }),
   ]);
@@ -331,6 +369,7 @@ async function refresh() {
   $("alerts").replaceChildren(...alerts.alerts.map((a) =>
     el("li", {}, `${time(a.start)}: ${a.crashes} crashes in a minute (baseline ${a.baseline}/min, threshold ${a.threshold})`)));
   if (!alerts.alerts.length) $("alerts").append(el("li", { class: "none" }, "none in this range"));
+  showHistory(raised.alerts);
   showGroups(groups.groups);
   showReports(latest.reports);
   await Promise.all([showGroup(), showReleases()]);

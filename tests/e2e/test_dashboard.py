@@ -1,6 +1,6 @@
 """The dashboard in a real browser (Debian's chromium, headless, driven by Playwright) against
-`blackbox serve` with data: the chart, the spike alert, the crash groups, a report's detail with
-its screenshot, and a leaderboard. Saves a screenshot of each view to test-artifacts/ and checks
+`blackbox serve` with data: the chart, the spike alert, the alert history, the crash groups, a
+report's detail with its screenshot, and a leaderboard. Saves a screenshot of each view to test-artifacts/ and checks
 what it shows: not blank, and the charts' marks, the found player and the attachment painted."""
 
 from __future__ import annotations
@@ -186,6 +186,9 @@ def test_dashboard_first_triage(serve: Serve, browser: Browser, screenshot_id: i
         assert outside == [], chart
     expect(page.locator("#chart-rate .y-max")).to_have_text(re.compile(r"^\d+(\.\d+)?%$"))
     expect(page.locator("#alerts li").first).to_contain_text("crashes in a minute")
+    # each of the two groups was new: raised, and taken by no webhook
+    expect(page.locator("#history tbody tr[data-kind='new-group']")).to_have_count(2)
+    expect(page.locator("#history tbody tr").first).to_contain_text("no webhook")
 
     groups = page.locator("#groups tbody tr")
     expect(groups).to_have_count(2)
@@ -354,9 +357,18 @@ def test_releases_and_a_crash_group_as_an_issue(serve: Serve, browser: Browser):
     expect(page.locator("#releases tbody tr.selected")).to_have_attribute("data-build", "1.0")
     assert state(page)["release"] == "1.0"
 
+    # the group's first crash raised a new-group alert: its history line opens its build and its page
+    alert = page.locator("#history tbody tr")
+    expect(alert).to_have_count(1)
+    expect(alert).to_have_attribute("data-kind", "new-group")
+    expect(alert).to_contain_text("New crash group")
+    alert.locator("a[data-release='1.1']").click()
+    expect(page.locator("#releases tbody tr.selected")).to_have_attribute("data-build", "1.1")
+    assert state(page)["release"] == "1.1"
     assert page.locator("#group-section").is_hidden()
-    page.locator(f"#groups tbody tr[data-signature='{signature}']").click()
+    alert.locator(f"a[data-group='{signature}']").click()
     expect(page.locator("#group-section")).to_have_attribute("data-state", "unresolved")
+    assert state(page)["group"] == signature
     expect(page.locator("#group-builds tbody tr")).to_have_count(1)
     expect(page.locator("#group-builds tbody tr")).to_contain_text("1.1")
     page.select_option("#group-new-state", "resolved")

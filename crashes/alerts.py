@@ -9,7 +9,8 @@ the first later run that finds it false; a new crossing after that is a new epis
 Opening is atomic in the store: a row per open episode, keyed by the kind and its subject, is
 inserted in the transaction that raises the alert (IssueStore.open_episode), so of two runs that
 overlap (serve and another process, two Lambda invocations) one opens it and the other raises
-nothing. A close removes only the episode it read (by its opening time), never a newer one."""
+nothing. A close removes only the episode it read (by its opening time), never a newer one, and
+times its alert's close (crashes.alert_history shows it)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ plain model, each batch observed twice (a redelivery) without a second alert."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +19,10 @@ from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase
 from adapters.embedded.issues import SqliteIssueStore
 from adapters.mysql.index import MysqlCrashIndex
 from adapters.mysql.issues import MysqlIssueStore
+from adapters.sql import migrations
+from adapters.sql.reads import SqlDatabase
+from adapters.sql.schema import webhook_alerts
+from adapters.sql.statements import insert
 from ports import CrashIndex, IndexEntry
 from ports.issues import (
     Alert,
@@ -198,6 +204,37 @@ def test_the_alert_history_is_a_skus_alerts_newest_first_with_their_deliveries(
     assert not issues.close_episode(Episode("velocity:k", "velocity", 249), 400)
     assert issues.close_episode(episode, 500)
     assert issues.alert_history("g", 250, 251, None, 10)[0].closed_at == 500
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_alert_raised_before_the_history_was_kept_is_in_it(engine: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migration shared/0012 gives the alerts stored before it their body's sku."""
+    earlier = tmp_path / "shared"
+    earlier.mkdir()
+    for migration in Path(str(migrations.SHARED)).glob("*.sql"):
+        if migration.name < "0012":
+            shutil.copy(migration, earlier / migration.name)
+    monkeypatch.setattr(migrations, "SHARED", earlier)
+    old = Alert("new-group:g:aa:0", "new-group", 100, {"kind": "new-group", "sku": "g:pc", "text": "new"})
+
+    def raise_as_before(database: SqlDatabase) -> None:
+        with database.transaction() as t:
+            t.execute_rows(insert(webhook_alerts, ("alert_key", "kind", "created_at", "body")),
+                           [(old.key, old.kind, old.created_at, json.dumps(old.body))])
+        monkeypatch.undo()
+
+    if engine == "embedded":
+        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+        raise_as_before(database)
+        database.close()
+        issues: IssueStore = SqliteIssueStore(SqliteIndexDatabase(tmp_path / "index.sqlite"))
+        assert [h.alert for h in issues.alert_history("g:pc", 0, 1000, None, 10)] == [old]
+        return
+    with mysql_database(namespace()) as mysql:
+        raise_as_before(mysql)
+        assert mysql.migrate() == ["shared/0012_alert_history.sql"]
+        assert [h.alert for h in MysqlIssueStore(mysql).alert_history("g:pc", 0, 1000, None, 10)] == [old]
 
 
 def test_build_order_is_by_numbers_then_text() -> None:

@@ -1,7 +1,8 @@
 """Velocity and crash-free drop alerts (crashes.alerts) on both storages: the reads they take (a
 window's builds, its groups' reports by build), episodes opened once however many runs race, and
 random streams of sessions, crashes and runs against a brute-force model of the two conditions:
-the alerts raised are the model's episode starts, and the open episodes its true conditions."""
+the alerts raised are the model's episode starts, the open episodes its true conditions, and the
+alert history each episode with the run that closed it."""
 
 from __future__ import annotations
 
@@ -142,6 +143,8 @@ class _Model:
         self.sessions: list[tuple[str, int, bool, int]] = []
         self.crashes: list[tuple[str, str, int]] = []
         self.true: set[str] = set()
+        # each episode's alert key: when it closed (None: open)
+        self.closed: dict[str, int | None] = {}
 
     def _window(self, build: str, t: int) -> tuple[int, int]:
         inside = [(n, crashed) for b, minute, crashed, n in self.sessions if b == build and t - WINDOW <= minute < t]
@@ -170,6 +173,11 @@ class _Model:
             if sessions >= 2 and was >= 2 and Fraction(crashed, sessions) - Fraction(was_crashed, was) >= Fraction(
                     1, 5):
                 true.add(episode_key(CRASH_FREE_DROP, self.sku, build))
+        for key in true - self.true:
+            self.closed[f"{key}:{t}"] = None
+        for key in self.true - true:
+            (opened,) = [a for a, closed in self.closed.items() if a.startswith(f"{key}:") and closed is None]
+            self.closed[opened] = t
         starts = len(true - self.true)
         self.true = true
         return starts
@@ -206,3 +214,5 @@ def test_alerts_are_the_episode_starts_of_a_model(stores: Stores,
         assert tell_alerts(feed.counters, issues, POLICY, clock) == model.run(clock)
         assert tell_alerts(feed.counters, issues, POLICY, clock) == 0  # a second run: nothing new
         assert {e.key for kind in KINDS for e in issues.episodes(kind)} == model.true
+    history = issues.alert_history(sku, 0, clock + 1, None, len(model.closed) + 1)
+    assert {h.alert.key: h.closed_at for h in history} == model.closed

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ports.errors import InvalidField
+from ports.limits import INT64_MAX
 
 Row = TypeVar("Row")
 
@@ -38,7 +39,8 @@ def decode_ordered(text: str | None, kind: str) -> tuple[int, str] | None:
     if position is None:
         return None
     number, _, key = position.partition(":")
-    if not number.isdigit():
+    # ASCII digits only (int() takes others), and a number the stores can hold
+    if not (number.isascii() and number.isdigit()) or int(number) > INT64_MAX:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
     return int(number), key
 

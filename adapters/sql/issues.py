@@ -117,8 +117,6 @@ _DELIVERIES_BEFORE = Statement(_JOINED.where(
 ).order_by(*_NEWEST).limit(_bind("limit")))
 
 
-
-
 def _history(after: Any) -> Statement:
     """A page of a sku's alerts, newest first, each joined with its deliveries (none: a row of NULLs)."""
     page = sa.select(*(_a[c] for c in _ALERT), _a.closed_at).where(

@@ -198,6 +198,11 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("alert history backwards", "GET", "/v1/alerts/history?sku=g&from=2000&to=1000", {}, 400, "invalid_field"),
     ("another listing's cursor for alerts", "GET", "/v1/alerts/history?sku=g&cursor=c3g", {}, 400,
      "invalid_field"),
+    # "h²:k" and "h99999999999999999999:k", as the history's cursors are written
+    ("alert cursor a superscript digit", "GET", "/v1/alerts/history?sku=g&cursor=aMKyOms", {}, 400,
+     "invalid_field"),
+    ("alert cursor beyond int64", "GET", "/v1/alerts/history?sku=g&cursor=aDk5OTk5OTk5OTk5OTk5OTk5OTk5Omtz",
+     {}, 400, "invalid_field"),
     ("idempotency key too long", "POST", "/v1/sessions",
      {"json": {"sku": "g", "kind": "client"}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
     # the other routes the contract says take one (tests/unit/test_contract_drift.py)

@@ -127,8 +127,9 @@ def _history(after: Any) -> Statement:
     ).order_by(page.c.created_at.desc(), page.c.alert_key.desc(), _d.webhook))
 
 
-_HISTORY_FIRST = _history(sa.true())
-_HISTORY_BEFORE = _history(sa.or_(_a.created_at < _bind("created_at"), sa.and_(
+# public: tests/integration/test_index_plans reads their plans
+HISTORY_FIRST = _history(sa.true())
+HISTORY_BEFORE = _history(sa.or_(_a.created_at < _bind("created_at"), sa.and_(
     _a.created_at == _bind("created_at"), _a.alert_key < _bind("alert_key"))))
 
 
@@ -255,9 +256,9 @@ class SqlIssueStore:
                       limit: int) -> list[RaisedAlert]:
         values: dict[str, Any] = {"sku": sku, "from_ms": from_ms, "to_ms": to_ms, "limit": limit}
         if before is None:
-            rows = self._database.rows(_HISTORY_FIRST, values)
+            rows = self._database.rows(HISTORY_FIRST, values)
         else:
-            rows = self._database.rows(_HISTORY_BEFORE, {**values, "created_at": before[0], "alert_key": before[1]})
+            rows = self._database.rows(HISTORY_BEFORE, {**values, "created_at": before[0], "alert_key": before[1]})
         n = len(_ALERT)
         found: dict[str, RaisedAlert] = {}
         for row in rows:

@@ -1,7 +1,8 @@
 """A page of one sku's reports reads that sku's rows only, however many reports other skus have:
 the bench's one-report query on MariaDB once took 29 ms because the primary key was walked
 through 27,000 other reports, and SQLite sorted every report of the sku for a LIMIT 1. The same
-holds newest first (the index read backwards). Listing the skus reads one index entry a sku."""
+holds newest first (the index read backwards). Listing the skus reads one index entry a sku. A page
+of a sku's alert history seeks its alerts and each one's deliveries."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
 from adapters.sql.queries import find_query
 from adapters.sql.statements import Engine
 from ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
@@ -112,3 +114,16 @@ def test_mysql_lists_skus_with_a_loose_index_scan() -> None:
                 table = _table(json.loads(analysis))
                 # one index entry a sku ("Using index for group-by"), not every report or minute of it
                 assert table.get("using_index_for_group_by") is True and table["r_rows"] <= 3, analysis
+
+
+def test_sqlite_reads_a_page_of_alert_history_by_seeks(tmp_path: Path) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    values = {"sku": "g", "from_ms": 0, "to_ms": 10, "limit": 20, "created_at": 5, "alert_key": "k"}
+    for statement in (HISTORY_FIRST, HISTORY_BEFORE):
+        compiled = statement.on("sqlite")
+        plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {compiled.text}",
+                                                                   compiled.params(values))]
+        # the page's alerts in the index's order (a sort, if any, is of the page's rows only)
+        assert "SEARCH webhook_alerts USING INDEX webhook_alerts_sku (sku=? AND created_at>? AND created_at<?)" in plan
+        assert any(step.startswith("SEARCH webhook_deliveries USING INDEX webhook_deliveries_alert") for step in plan)
+        assert not any(step.startswith("SCAN webhook") for step in plan), plan

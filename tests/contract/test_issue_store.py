@@ -209,11 +209,11 @@ def test_the_alert_history_is_a_skus_alerts_newest_first_with_their_deliveries(
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_alert_raised_before_the_history_was_kept_is_in_it(engine: str, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Migration shared/0012 gives the alerts stored before it their body's sku."""
+    """Migration shared/0013 gives the alerts stored before it their body's sku."""
     earlier = tmp_path / "shared"
     earlier.mkdir()
     for migration in Path(str(migrations.SHARED)).glob("*.sql"):
-        if migration.name < "0012":
+        if migration.name < "0013":
             shutil.copy(migration, earlier / migration.name)
     monkeypatch.setattr(migrations, "SHARED", earlier)
     old = Alert("new-group:g:aa:0", "new-group", 100, {"kind": "new-group", "sku": "g:pc", "text": "new"})
@@ -233,7 +233,7 @@ def test_an_alert_raised_before_the_history_was_kept_is_in_it(engine: str, tmp_p
         return
     with mysql_database(namespace()) as mysql:
         raise_as_before(mysql)
-        assert mysql.migrate() == ["shared/0012_alert_history.sql"]
+        assert mysql.migrate() == ["shared/0013_alert_history.sql"]
         assert [h.alert for h in MysqlIssueStore(mysql).alert_history("g:pc", 0, 1000, None, 10)] == [old]
 
 

@@ -20,7 +20,7 @@ from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
-from ranking.queries import rank_of, rank_of_entry, rank_of_score, score_at
+from ranking.queries import ahead_among_ties, rank_of, rank_of_entry, rank_of_score, score_at
 from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start, started
 from ranking.ties import best_tiebreak
 from ranking.tree import Tree
@@ -369,18 +369,19 @@ class PlayerRanks(TypedDict):
 @_one_state
 def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[str],
              season: int | None = None) -> PlayerRanks:
-    """Each player's record and global rank (a friends list): a rank query per distinct score, or
-    per player where ties do not share a rank."""
+    """Each player's record and global rank (a friends list): a rank query per distinct score, and
+    where ties do not share a rank, one for the scores' players, and two a player whose score others
+    have too."""
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
     found = _shown(store, key, list(dict.fromkeys(player_ids)))
     sign = -1 if settings.order == "desc" else 1
     ordered = sorted(found.values(), key=lambda e: (sign * e.score, sign * e.tiebreak, e.player_id))
-    if settings.ties == "shared":
-        ranks = {score: rank_of(tree, store, key, settings.order, score) for score in {e.score for e in ordered}}
-        entries = [_entry(ranks[entry.score], entry) for entry in ordered]
-    else:
-        entries = [_entry(rank_of_entry(tree, store, key, settings, entry), entry) for entry in ordered]
+    scores = list({e.score: None for e in ordered})
+    ranks = {score: rank_of(tree, store, key, settings.order, score) for score in scores}
+    shared = () if settings.ties == "shared" else {s for s, n in store.leaves(key, scores).items() if n > 1}
+    entries = [_entry(ranks[entry.score] + (ahead_among_ties(store, key, settings, entry) if entry.score in shared
+                                            else 0), entry) for entry in ordered]
     return {"entries": entries,
             "missing": [player for player in dict.fromkeys(player_ids) if player not in found]}
 

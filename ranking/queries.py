@@ -16,9 +16,12 @@ def rank_of_entry(tree: Tree, store: RankingStore, board: str, settings: BoardSe
     """A record's rank: on a board whose ties do not share a rank, after those of its score with a
     better tiebreak (their tie tree, ranking.ties) or the same tiebreak and a smaller playerId."""
     rank = rank_of(tree, store, board, settings.order, entry.score)
-    if settings.ties == "shared":
-        return rank
-    return (rank + store.tie_sum(board, entry.score, TIE_TREE.better_ranges(entry.tiebreak, settings.order))
+    return rank if settings.ties == "shared" else rank + ahead_among_ties(store, board, settings, entry)
+
+
+def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, entry: Entry) -> int:
+    """On a board whose ties do not share a rank, the players of the record's score ranked before it."""
+    return (store.tie_sum(board, entry.score, TIE_TREE.better_ranges(entry.tiebreak, settings.order))
             + store.tied_before(board, entry.position))
 
 

@@ -17,7 +17,7 @@ from adapters.factory import build, migrate
 from adapters.settings import Settings
 from adapters.stackwalk import Stackwalker
 from benchmarks.isolation import isolated
-from crashes.model import attachment_key
+from crashes.model import ReportDocument, attachment_key
 from crashes.processing import Processor, walk_request
 from loadgen.stats import percentile
 from pipeline.topics import MINIDUMPS
@@ -28,6 +28,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "minidum
 DUMPS = ("level-magic", "level-version", "patch")
 # a poller's batch of walk requests
 BATCH = 50
+SKU = "bench-walks:linux"
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,10 @@ def _walker_alone(walker: Stackwalker, dumps: Sequence[bytes], symbols: Path) ->
     return Walks(len(dumps), time.perf_counter() - started, tuple(timed.samples))
 
 
+def _body(key: str) -> bytes:
+    return ReportDocument(eventId=key, reportKey=key, receivedAt=1, payload={"sku": SKU}).model_dump_json().encode()
+
+
 def _processor(settings: Settings, walker: Stackwalker, count: int, with_symbols: bool) -> Walks:
     """`count` reports' walk requests in poller batches."""
     a = build(settings)
@@ -76,9 +81,10 @@ def _processor(settings: Settings, walker: Stackwalker, count: int, with_symbols
         keys = [f"{n:032x}" for n in range(count)]
         for start in range(0, count, BATCH):
             part = keys[start:start + BATCH]
-            a.documents.upsert_many({attachment_key(key, "crash.dmp"): dump
-                                     for key, dump in zip(part, itertools.cycle(dumps), strict=False)}, 3600)
-            a.index.insert_many([IndexEntry(report_key=key, event_id=key, sku="bench-walks:linux", received_at=1,
+            # each report's body too: its sku says how its walk is grouped
+            a.documents.upsert_many({k: v for key, dump in zip(part, itertools.cycle(dumps), strict=False)
+                                     for k, v in ((attachment_key(key, "crash.dmp"), dump), (key, _body(key)))}, 3600)
+            a.index.insert_many([IndexEntry(report_key=key, event_id=key, sku=SKU, received_at=1,
                                             size_bytes=1, attachments=("crash.dmp",), processing="pending")
                                  for key in part])
         if with_symbols:
@@ -86,7 +92,7 @@ def _processor(settings: Settings, walker: Stackwalker, count: int, with_symbols
             a.symbols.put(str(sym.relative_to(FIXTURES)), sym.read_bytes(), 1)
         timed = _Timed(walker)
         processor = Processor(documents=a.documents, index=a.index, symbols=a.symbols, walker=timed, log=a.log,
-                              ttl_seconds=3600)
+                              issues=a.issues, ttl_seconds=3600)
         batches = [[LogRecord(MINIDUMPS, 0, n, r.value, r.key, r.headers, 0)
                     for n, r in enumerate(walk_request(key, "crash.dmp") for key in keys[start:start + BATCH])]
                    for start in range(0, count, BATCH)]

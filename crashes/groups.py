@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from crashes.persistence import ReportDocument
+from crashes.model import ReportDocument
 from crashes.signature import top_frames
 from ports import CrashIndex, DocumentStore
 from ports.timeutil import HOUR_MS, Time, time_range, to_rfc3339

@@ -67,6 +67,8 @@ class BuildLine(TypedDict):
 class CrashIssue(StateLine):
     sku: str
     signature: str
+    mergedInto: Annotated[str | None, Field(description=(
+        "the group its reports are counted in since it was merged; its state and history stay as they were"))]
     regressions: int
     firstSeen: Time
     lastSeen: Time | None
@@ -99,7 +101,9 @@ def crash_issue(issues: IssueStore, sku: str, signature: str) -> CrashIssue:
         raise NotFound(f"no crash group {signature!r} in {sku!r}")
     builds = issues.reports(sku, signature)
     first = min(builds, key=lambda b: b.first_seen, default=None)
-    return {**_line(issue), "sku": sku, "signature": signature, "regressions": issue.episode,
+    merged = issues.grouping(sku).merges.get(signature)
+    return {**_line(issue), "sku": sku, "signature": signature, "mergedInto": None if merged is None else merged.into,
+            "regressions": issue.episode,
             "firstSeen": to_rfc3339(issue.first_seen),
             "lastSeen": to_rfc3339(max(b.last_seen for b in builds)) if builds else None,
             "firstBuild": first.build if first is not None else None,

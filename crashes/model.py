@@ -93,3 +93,15 @@ def envelope_value(event_id: str, key: str, received_at: int, size_bytes: int, p
     head = json.dumps({"eventId": event_id, "reportKey": key, "receivedAt": received_at, "sizeBytes": size_bytes,
                        "bodyHash": body_hash(event_id, payload_json)})
     return b"".join((head[:-1].encode(), b', "payload": ', payload_json, b"}"))
+
+
+class ReportDocument(BaseModel):
+    """The report body in the document store: the payload as submitted, but for the attachment
+    data, which is stored apart; each attachment's value here is null (names and key order stay)."""
+
+    model_config = ConfigDict(strict=True)
+
+    eventId: str
+    reportKey: str
+    receivedAt: int
+    payload: dict[str, Any]

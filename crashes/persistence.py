@@ -10,11 +10,9 @@ them; seeing one twice changes nothing."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from crashes.model import CrashEnvelope, CrashSubmission, attachment_key, decode_attachment
+from crashes.grouping import Groupings
+from crashes.model import CrashEnvelope, CrashSubmission, ReportDocument, attachment_key, decode_attachment
 from crashes.processing import minidump_of, walk_request
 from crashes.signature import signature
 from pipeline.failures import land
@@ -26,29 +24,26 @@ from ports.issues import Crash, IssueStore
 from ports.timeutil import now_ms
 
 
-class ReportDocument(BaseModel):
-    """The report body in the document store: the payload as submitted, but for the attachment
-    data, which is stored apart; each attachment's value here is null (names and key order stay)."""
-
-    model_config = ConfigDict(strict=True)
-
-    eventId: str
-    reportKey: str
-    receivedAt: int
-    payload: dict[str, Any]
-
-
 def _optional_str(value: object) -> str | None:
     return None if value is None else str(value)
 
 
 def persist_crashes(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int,
-    *, issues: IssueStore | None = None,
+    *, issues: IssueStore | None = None, groupings: Groupings | None = None,
 ) -> list[IndexEntry]:
-    """Returns the index entries of the newly persisted reports."""
-    persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds, issues=issues), log)
+    """Returns the index entries of the newly persisted reports, grouped by their sku's grouping
+    (the default without `groupings`)."""
+    persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds, issues=issues,
+                                                    groupings=groupings), log)
     return [entry for entries in persisted for entry in entries]
+
+
+def _signature(sku: str, stack_trace: str | None, groupings: Groupings | None) -> str | None:
+    if groupings is None:
+        return signature(stack_trace)
+    grouping = groupings(sku)
+    return grouping.group(signature(stack_trace, grouping.rules))
 
 
 def _parse(value: bytes) -> tuple[CrashEnvelope, CrashSubmission]:
@@ -58,7 +53,7 @@ def _parse(value: bytes) -> tuple[CrashEnvelope, CrashSubmission]:
 
 def _persist(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int,
-    *, issues: IssueStore | None,
+    *, issues: IssueStore | None, groupings: Groupings | None,
 ) -> list[IndexEntry]:
     parsed = parse_each(records, _parse, "crash")
     # a keyed report (an Idempotency-Key) may be here already: a retry is skipped, another body
@@ -102,7 +97,7 @@ def _persist(
                 error_code=_optional_str(submission.errorCode),
                 platform=submission.platform,
                 build_version=submission.buildVersion,
-                signature=signature(submission.stackTrace),
+                signature=_signature(submission.sku, submission.stackTrace, groupings),
                 attachments=tuple(attachments),
                 processing="pending" if minidump is not None else None,
             )

@@ -9,7 +9,8 @@ A walk is a function of the dump and the symbols held, and every write is an ups
 key: a request that comes twice writes the same again (effectively once, DESIGN §3.3). A report's
 walk names the symbol files it lacked; when one arrives (`POST /v1/symbols`), a request names the
 file, and the processor asks, a page at a time, for the reports that awaited it to be walked again,
-which moves them to the group their symbolicated frames make."""
+which moves them to the group their symbolicated frames make. The topic also carries the pages of a
+reprocessing of a sku's groups (crashes.grouping)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator, with_config
 from typing_extensions import TypedDict
 
-from crashes.model import attachment_key
+from crashes.grouping import RegroupRequest, regroup
+from crashes.model import ReportDocument, attachment_key
 from crashes.signature import frames_signature
 from crashes.symbols import symbol_path
 from pipeline.failures import land
 from pipeline.topics import MINIDUMPS, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord, Processed, SymbolStore
+from ports.issues import Grouping, IssueStore
 from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed
 from ports.timeutil import now_ms
 
@@ -119,6 +122,8 @@ class ProcessedReport(TypedDict):
 
 
 _DOCUMENT = TypeAdapter(ProcessedReport)
+# a record of the topic: a walk, or a page of a reprocessing (crashes.grouping)
+_REQUEST: TypeAdapter[WalkRequest | RegroupRequest] = TypeAdapter(WalkRequest | RegroupRequest)
 
 
 def read_processed(raw: bytes) -> ProcessedReport:
@@ -159,8 +164,8 @@ def module_symbols(module: Module) -> str | None:
     return str(path)
 
 
-def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at: int) -> tuple[ProcessedReport,
-                                                                                               Processed]:
+def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at: int,
+               grouping: Grouping) -> tuple[ProcessedReport, Processed]:
     if isinstance(walked, WalkFailed):
         failed: ProcessedReport = {
             "state": "failed", "reason": walked.reason, "attachment": attachment, "processedAt": at,
@@ -169,7 +174,8 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
         return failed, Processed(report_key, "failed", at=at)
     frames = walked.frames
     # frames found by scanning the stack are guesses that differ between runs of one crash
-    signature = frames_signature([signature_frame(f) for f in frames if f.trust != "scan"])
+    signature = grouping.group(frames_signature([signature_frame(f) for f in frames if f.trust != "scan"],
+                                                grouping.rules))
     missing = sorted({path for m in walked.modules_missing_symbols if (path := module_symbols(m)) is not None})
     document: ProcessedReport = {
         "state": "processed", "reason": None, "attachment": attachment, "processedAt": at,
@@ -209,6 +215,8 @@ class Processor:
     symbols: SymbolStore
     walker: StackWalker
     log: EventLog
+    issues: IssueStore
+    """the skus' groupings, and the issues of the groups a reprocessing moves reports to"""
     ttl_seconds: int
 
     def process(self, records: Sequence[LogRecord]) -> list[Processed]:
@@ -216,7 +224,11 @@ class Processor:
         return [result for results in land(records, self._process, self.log) for result in results]
 
     def _process(self, records: Sequence[LogRecord]) -> list[Processed]:
-        requests = parse_each(records, WalkRequest.model_validate_json, "minidump request")
+        parsed = parse_each(records, _REQUEST.validate_json, "minidump request")
+        for regrouping in parsed:
+            if isinstance(regrouping, RegroupRequest):
+                self._regroup(regrouping)
+        requests = [r for r in parsed if isinstance(r, WalkRequest)]
         for request in requests:
             if request.symbols is not None:
                 self._ask_again(request.symbols, request.after)
@@ -224,14 +236,19 @@ class Processor:
         # a report purged since it was asked for is not walked again (nor its walk kept)
         indexed = self.index.body_hashes(list(walks)) if walks else {}
         walks = {key: name for key, name in walks.items() if key in indexed}
-        dumps = self.documents.get_many([attachment_key(key, name) for key, name in walks.items()])
+        # and its body: the sku, whose grouping groups the walk
+        found = self.documents.get_many([k for key, name in walks.items() for k in (attachment_key(key, name), key)])
+        groupings: dict[str, Grouping] = {}
         documents: dict[str, bytes] = {}
         results: list[Processed] = []
         for key, name in walks.items():
-            dump = dumps.get(attachment_key(key, name))
-            if dump is None:  # expired or purged with its report: nothing left to walk
+            dump, body = found.get(attachment_key(key, name)), found.get(key)
+            if dump is None or body is None:  # expired or purged with its report: nothing left to walk
                 continue
-            document, result = _processed(key, name, walk(self.walker, self.symbols, dump), now_ms())
+            sku = str(ReportDocument.model_validate_json(body).payload["sku"])
+            if sku not in groupings:
+                groupings[sku] = self.issues.grouping(sku)
+            document, result = _processed(key, name, walk(self.walker, self.symbols, dump), now_ms(), groupings[sku])
             documents[processed_key(key)] = _DOCUMENT.dump_json(document)
             results.append(result)
         # the document first: a state the index shows has its walk to read
@@ -265,6 +282,13 @@ class Processor:
             raw = last.get(processed_key(key))
             named[key] = None if raw is None else read_processed(raw)["attachment"]
         return {key: name for key, name in named.items() if name is not None}
+
+    def _regroup(self, request: RegroupRequest) -> None:
+        """A page of a reprocessing; the reports grouped by their walk are walked again, after it."""
+        done = regroup(self.index, self.documents, self.issues, request)
+        again = [walk_request(key) for key in done.walk_again]
+        if again or done.more is not None:
+            self.log.publish(MINIDUMPS, [*again, *([done.more] if done.more is not None else [])])
 
     def _ask_again(self, path: str, after: str) -> None:
         """Asks for a page of the reports that awaited this symbol file to be walked again, and, if

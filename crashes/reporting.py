@@ -13,8 +13,7 @@ import pybase64
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from crashes.model import attachment_key
-from crashes.persistence import ReportDocument
+from crashes.model import ReportDocument, attachment_key
 from crashes.processing import ProcessedReport, processed_key, read_processed
 from ports import CrashIndex, DocumentStore, IndexedReport, ProcessingState, ReportFilter
 from ports.cursors import decode_cursor, encode_cursor

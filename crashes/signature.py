@@ -1,13 +1,19 @@
 """Crash signatures: crashes whose stack traces differ only in addresses, offsets, line numbers or
-frame indices share one. A deterministic hash of the top normalised frames."""
+frame indices share one. A deterministic hash of the top normalised frames, under the sku's
+grouping rules (ports.issues.GroupingRules; none by default)."""
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+
+from ports.issues import GroupingRules
 
 TOP_FRAMES = 5
+DEFAULT_RULES = GroupingRules()
 
 _FRAME_INDEX = re.compile(r"^\s*(?:#\s*\d+|\[\s*\d+\s*\]|frame\s+\d+:?|\d+)\s+", re.IGNORECASE)
 _OFFSET = re.compile(r"\s*\+\s*(?:0x)?[0-9a-f]+\b", re.IGNORECASE)
@@ -34,27 +40,49 @@ def normalise_frame(line: str) -> str:
     return _SPACE.sub(" ", frame).strip(" \t()[]@:")
 
 
-def top_frames(stack_trace: str, count: int = TOP_FRAMES) -> list[str]:
-    frames = []
-    for line in stack_trace.splitlines():
-        frame = normalise_frame(line)
-        if frame and not _HANDLER_FRAMES.search(frame):
-            frames.append(frame)
-            if len(frames) == count:
-                break
-    return frames
+def top_frames(stack_trace: str, rules: GroupingRules = DEFAULT_RULES, count: int = TOP_FRAMES) -> list[str]:
+    return grouped(filter(None, map(normalise_frame, stack_trace.splitlines())), rules, count)
 
 
-def signature(stack_trace: str | None) -> str | None:
+def grouped(frames: Iterable[str], rules: GroupingRules = DEFAULT_RULES, count: int = TOP_FRAMES) -> list[str]:
+    """The elements of a signature, innermost first: the frames but the crash handler's and those a
+    `skip` glob matches; a frame a `join` glob matches takes the next one into its element (`a | b`),
+    as Socorro's prefix list does for allocators and other frames that say nothing alone."""
+    skip, join = _matcher(rules.skip), _matcher(rules.join)
+    elements: list[str] = []
+    joining = False
+    for frame in frames:
+        if _HANDLER_FRAMES.search(frame) or (skip is not None and skip(frame)):
+            continue
+        if joining:
+            elements[-1] = f"{elements[-1]} | {frame}"
+        elif len(elements) == count:
+            break
+        else:
+            elements.append(frame)
+        joining = join is not None and join(frame) is not None
+    return elements
+
+
+@functools.lru_cache(maxsize=1024)
+def _matcher(globs: tuple[str, ...]) -> Callable[[str], object] | None:
+    """One expression for all of a list's globs. fnmatch's translation of `*` cannot backtrack
+    catastrophically, and a rule's length is bounded (crashes.grouping)."""
+    if not globs:
+        return None
+    return re.compile("|".join(fnmatch.translate(glob) for glob in globs)).match
+
+
+def signature(stack_trace: str | None, rules: GroupingRules = DEFAULT_RULES) -> str | None:
     if not stack_trace:
         return None
-    return _digest(top_frames(stack_trace))
+    return _digest(top_frames(stack_trace, rules))
 
 
-def frames_signature(frames: Sequence[str]) -> str | None:
+def frames_signature(frames: Sequence[str], rules: GroupingRules = DEFAULT_RULES) -> str | None:
     """The signature of frames already reduced to what groups them (a walked minidump's
-    functions, or module@offset without symbols), innermost first; the crash handler's skipped."""
-    return _digest([frame for frame in frames if not _HANDLER_FRAMES.search(frame)][:TOP_FRAMES])
+    functions, or module@offset without symbols), innermost first."""
+    return _digest(grouped(frames, rules))
 
 
 def _digest(frames: Sequence[str]) -> str | None:

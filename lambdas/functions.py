@@ -74,6 +74,10 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/crash-groups", "reporter", READERS),
     ApiRoute("GET", "/v1/crash-groups/{signature}", "issues", READERS),
     ApiRoute("PUT", "/v1/crash-groups/{signature}/state", "issues", SERVER),
+    ApiRoute("POST", "/v1/crash-groups/{signature}/merge", "issues", SERVER),
+    ApiRoute("GET", "/v1/crash-groups:rules", "issues", READERS),
+    ApiRoute("PUT", "/v1/crash-groups:rules", "issues", SERVER),
+    ApiRoute("POST", "/v1/crash-groups:reprocess", "issues", SERVER),
     ApiRoute("GET", "/v1/webhooks", "issues", SERVER),
     ApiRoute("PUT", "/v1/webhooks/{name}", "issues", SERVER),
     ApiRoute("DELETE", "/v1/webhooks/{name}", "issues", SERVER),
@@ -137,8 +141,10 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "key-source": frozenset(),
     # an upload asks for the reports that lacked the file to be walked again (the log, or spill)
     "symbols": frozenset({"symbols", "log", "spill"}),
-    "minidump-processor": frozenset({"documents", "index", "symbols", "log"}),
-    "issues": frozenset({"issues"}),
+    # issues: the skus' groupings, and the groups a reprocessing (its pages come on its topic) moves to
+    "minidump-processor": frozenset({"documents", "index", "symbols", "log", "issues"}),
+    # the log (or spill): a merge or a reprocessing asks the minidump processor to group reports again
+    "issues": frozenset({"issues", "log", "spill"}),
     # and the ends of seasons, velocity and crash-free drops (the release counts), told
     "webhooks": frozenset({"issues", "ranking", "counters"}),
 }
@@ -168,6 +174,7 @@ FUNCTION_TOPICS: dict[str, TopicAccess] = {
     # and it, for the reports that awaited a symbol file, in pages
     "minidump-processor": TopicAccess(writes=frozenset({DEADLETTER, MINIDUMPS}), reads=frozenset({MINIDUMPS})),
     "symbols": TopicAccess(writes=frozenset({MINIDUMPS})),
+    "issues": TopicAccess(writes=frozenset({MINIDUMPS})),
     # a failed batch goes back to its topic, read back by offset when its object lacks the records
     "replay": TopicAccess(writes=frozenset(CONSUMED), reads=frozenset(CONSUMED)),
 }

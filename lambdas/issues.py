@@ -1,5 +1,6 @@
-"""Crash groups as issues (a group's page, its state set with a server key), the webhooks their
-alerts go to, and the history of a sku's alerts."""
+"""Crash groups as issues (a group's page, its state set with a server key), how they are grouped
+(a sku's rules, merges, a reprocessing), the webhooks their alerts go to, and the history of a
+sku's alerts."""
 
 from __future__ import annotations
 
@@ -14,6 +15,20 @@ from api.params import DIGITS, Cursor, From, Sku, To
 from api.requests import JsonBody
 from api.resolver import answer, create_resolver, json_response, posted
 from crashes.alert_history import DEFAULT_DAYS, MAX_HISTORY, AlertHistory, alert_history
+from crashes.grouping import (
+    GROUPING_TTL_MS,
+    MAX_GLOB_CHARS,
+    MAX_RULES,
+    REGROUP_PAGE,
+    MergeBody,
+    Reprocessing,
+    RulesBody,
+    RulesView,
+    grouping_rules,
+    merge_groups,
+    reprocess,
+    set_rules,
+)
 from crashes.issues import SIGNATURE_PATTERN, CrashIssue, StateBody, change_state, crash_issue
 from ports.telemetry import instrumented
 from ports.timeutil import now_ms
@@ -30,6 +45,8 @@ from webhooks.endpoints import (
 
 app = create_resolver()
 STATE = JsonBody(StateBody)
+RULES = JsonBody(RulesBody)
+MERGE = JsonBody(MergeBody)
 WEBHOOK = JsonBody(WebhookBody)
 Signature = Annotated[str, Path(pattern=SIGNATURE_PATTERN, description=(
     "the group's signature as GET /v1/crash-groups and the reports give it: a hex digest, safe in a path"))]
@@ -58,9 +75,63 @@ def get_group(signature: Signature, sku: Sku) -> Response[str]:
              "reports, whichever comes first; then it is unresolved again"),
          openapi_extensions=STATE.openapi, responses={200: answer(CrashIssue, "the group with its new state")})
 def put_group_state(signature: Signature, sku: Sku) -> Response[str]:
-    by = app.current_event.request_context.identity.api_key_id or NO_KEY
     return json_response(200, change_state(current().issues, sku, signature, STATE.one(posted(app.current_event)),
-                                           by=by, now=now_ms()))
+                                           by=_caller(), now=now_ms()))
+
+
+def _caller() -> str:
+    return app.current_event.request_context.identity.api_key_id or NO_KEY
+
+
+@app.post("/v1/crash-groups/<signature>/merge", operation_id="mergeCrashGroup",
+          summary="Merge a crash group into another",
+          description=(
+              "needs a server key. From now on the group's reports are counted in `into`: new ones are grouped "
+              "there, and those indexed already move there shortly (a reprocessing of this signature's reports). "
+              "The group keeps its state and history, and says mergedInto; the groups merged into it follow it. "
+              "Merging into a merged group merges into the group that one is counted in. Again: the same answer. "
+              "400 into itself, 404 when either group has no issue, 409 when it is merged into another group "
+              "already or `into` is counted in it (a cycle)"),
+          openapi_extensions=MERGE.openapi, responses={200: answer(CrashIssue, "the merged group")})
+def merge_group(signature: Signature, sku: Sku) -> Response[str]:
+    a = current()
+    return json_response(200, merge_groups(a.issues, a.log, a.spill, sku, signature,
+                                           body=MERGE.one(posted(app.current_event)), by=_caller(), now=now_ms()))
+
+
+@app.get("/v1/crash-groups:rules", operation_id="getCrashGroupingRules", summary="A sku's grouping rules",
+         description="the frames its signatures skip and join; version 0 and empty lists before any were set",
+         responses={200: answer(RulesView, "the rules")})
+def get_rules(sku: Sku) -> Response[str]:
+    return json_response(200, grouping_rules(current().issues, sku))
+
+
+@app.put("/v1/crash-groups:rules", operation_id="putCrashGroupingRules", summary="Set a sku's grouping rules",
+         description=(
+             f"needs a server key. Up to {MAX_RULES} globs a list, each up to {MAX_GLOB_CHARS} characters (`*`, `?` "
+             "and `[...]` as in fnmatch, matched case-sensitively against a whole frame as the signature normalises "
+             "it: no address, offset or line). A frame of the crash handler is always skipped; after `skip`, a frame "
+             "a `join` glob matches takes the next frame into its element of the signature. New reports are "
+             f"grouped by them within {GROUPING_TTL_MS // 1000} s; POST /v1/crash-groups:reprocess groups the past "
+             "ones. A group's signature changes with the frames that make it: merges name signatures as grouped "
+             "when they were made"),
+         openapi_extensions=RULES.openapi, responses={200: answer(RulesView, "the rules, with their new version")})
+def put_rules(sku: Sku) -> Response[str]:
+    return json_response(200, set_rules(current().issues, sku, RULES.one(posted(app.current_event)), by=_caller(),
+                                        now=now_ms()))
+
+
+@app.post("/v1/crash-groups:reprocess", operation_id="reprocessCrashGroups",
+          summary="Group a sku's past reports again, by its rules and merges now",
+          description=(
+              f"needs a server key. Done in the background, {REGROUP_PAGE} reports at a time: each report's "
+              "signature is computed again from its stack trace as submitted (a report with a walked minidump is "
+              "walked again), and nothing else of it changes. A group new to the sku gets an issue without an "
+              "alert; a group's firstSeen moves to an earlier report it gains. Asking again is harmless"),
+          responses={202: answer(Reprocessing, "asked for")})
+def post_reprocess(sku: Sku) -> Response[str]:
+    a = current()
+    return json_response(202, reprocess(a.issues, a.log, a.spill, sku))
 
 
 @app.get("/v1/webhooks", operation_id="listWebhooks", summary="The webhooks, by name",

@@ -26,7 +26,7 @@ def _walker() -> Stackwalker:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     processor = Processor(documents=a.documents, index=a.index, symbols=a.symbols, walker=_walker(), log=a.log,
-                          ttl_seconds=a.retention_seconds)
+                          issues=a.issues, ttl_seconds=a.retention_seconds)
     results = processor.process(from_msk_event(event, a.settings.kafka_topic_prefix))
     for metric, state in ((MINIDUMPS_PROCESSED, "processed"), (MINIDUMPS_FAILED, "failed")):
         if count := sum(result.state == state for result in results):

@@ -220,6 +220,11 @@ class CrashIndex(Protocol):
         passed over. Idempotent: the same results again change nothing."""
         ...
 
+    def regroup(self, signatures: Mapping[int, str | None]) -> None:
+        """Sets these reports' signatures (by report id), and nothing else of them: a reprocessing
+        under a sku's grouping (crashes.grouping). Idempotent; a report purged since is passed over."""
+        ...
+
     def awaiting_symbols(self, path: str, after_key: str, limit: int) -> list[str]:
         """The report keys, ascending after `after_key`, whose last walk lacked this symbol file."""
         ...

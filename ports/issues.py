@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 IssueState = Literal["unresolved", "resolved", "ignored", "regressed"]
@@ -61,6 +61,60 @@ class Change:
     ignore_until: int | None = None
     ignore_for: int | None = None
     """ignored until this many more reports."""
+
+
+@dataclass(frozen=True)
+class GroupingRules:
+    """A sku's grouping rules (crashes.signature), as Socorro's signature rules: frames matching a
+    `skip` glob are dropped, and a frame matching a `join` glob takes the next one into the same
+    element of the signature. Version 0: none were ever set (the default grouping)."""
+
+    skip: tuple[str, ...] = ()
+    join: tuple[str, ...] = ()
+    version: int = 0
+    updated_at: int = 0
+    updated_by: str = CONSUMER
+
+
+@dataclass(frozen=True)
+class Merge:
+    """Signature `signature` of a sku is counted in group `into` from `at` on."""
+
+    signature: str
+    into: str
+    at: int
+    by: str
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How a sku's reports are grouped: its rules, and the merges of one signature into another.
+    A merge names the group a signature ends in (merging into a merged group merges into its
+    group, and the merges into a group that merges follow it), so grouping is one lookup."""
+
+    rules: GroupingRules = GroupingRules()
+    merges: Mapping[str, Merge] = field(default_factory=dict)
+
+    def group(self, signature: str | None) -> str | None:
+        merge = None if signature is None else self.merges.get(signature)
+        return signature if merge is None else merge.into
+
+
+MergeRefusal = Literal["no-group", "into-itself", "merged-elsewhere", "cycle"]
+
+
+def merge_refusal(grouping: Grouping, signature: str, into: str, known: bool) -> MergeRefusal | None:
+    """Why `signature` cannot be merged into `into` (None: it can, or was already). `known`: both
+    groups have an issue. A group merges into one other only."""
+    if signature == into:
+        return "into-itself"
+    if not known:
+        return "no-group"
+    target = grouping.group(into)
+    if target == signature:
+        return "cycle"
+    made = grouping.merges.get(signature)
+    return "merged-elsewhere" if made is not None and made.into != target else None
 
 
 @dataclass(frozen=True)
@@ -161,6 +215,25 @@ class IssueStore(Protocol):
     def group_counts(self, sku: str, from_ms: int, to_ms: int, at_least: int) -> list[GroupCount]:
         """The sku's groups' reports with a build received in [from_ms, to_ms), by build and
         signature, those with at least `at_least` only."""
+        ...
+
+    def grouping(self, sku: str) -> Grouping:
+        """The sku's rules and merges (the default grouping when none were set)."""
+        ...
+
+    def set_rules(self, sku: str, skip: Sequence[str], join: Sequence[str], at: int, by: str) -> GroupingRules:
+        """Replaces the sku's rules; the new ones have the next version."""
+        ...
+
+    def merge(self, sku: str, signature: str, into: str, at: int, by: str) -> Merge | MergeRefusal:
+        """Merges a group into another in one transaction (merge_refusal says when not): the merges
+        into `signature` follow it, and the group's first_seen is the earlier of the two. Returns the
+        merge (the one made before, when it was)."""
+        ...
+
+    def regrouped(self, crashes: Sequence[Crash]) -> None:
+        """Reports moved to a group by a reprocessing (crashes.grouping): an issue is made for a group
+        that has none, without an alert, and a group's first_seen moves to an earlier report."""
         ...
 
     def episodes(self, kind: str) -> list[Episode]:

@@ -15,8 +15,10 @@ import sqlalchemy as sa
 from adapters.sql.reads import SqlDatabase, Transaction
 from adapters.sql.schema import (
     alert_episodes,
+    crash_grouping_rules,
     crash_issue_history,
     crash_issues,
+    crash_merges,
     reports,
     webhook_alerts,
     webhook_deliveries,
@@ -32,11 +34,16 @@ from ports.issues import (
     DeliveryStatus,
     Episode,
     GroupCount,
+    Grouping,
+    GroupingRules,
     Issue,
     IssueState,
+    Merge,
+    MergeRefusal,
     RaisedAlert,
     Webhook,
     issue_alert,
+    merge_refusal,
     moved,
     new_issue,
 )
@@ -49,6 +56,8 @@ _GET = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP))
 # MySQL locks the row: two consumers moving one group take turns (SQLite's write transaction holds the file)
 _GET_FOR_UPDATE = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP).with_for_update())
 _ADD = insert(crash_issues, _ISSUE, keys=("sku", "signature"))
+_EARLIER = Statement(sa.update(crash_issues).where(*_OF_GROUP, _i.first_seen > _bind("first_seen")).values(
+    first_seen=_bind("first_seen")))
 _SET = Statement(sa.update(crash_issues).where(*_OF_GROUP).values(
     **{c: _bind(f"new_{c}") for c in _ISSUE if c not in ("sku", "signature", "first_seen")}))
 _HISTORY_COLUMNS = ("sku", "signature", "seq", "state", "build", "ignore_until", "ignore_count", "changed_at",
@@ -69,6 +78,18 @@ _GROUP_COUNTS = Statement(sa.select(_r.build_version, _r.signature, sa.func.coun
     _r.sku == _bind("sku"), _r.received_at >= _bind("from_ms"), _r.received_at < _bind("to_ms"),
     _r.build_version.is_not(None), _r.signature.is_not(None),
 ).group_by(_r.build_version, _r.signature).having(sa.func.count() >= _bind("at_least")))
+_g = crash_grouping_rules.c
+_RULES = Statement(sa.select(_g.skip_globs, _g.join_globs, _g.version, _g.updated_at, _g.updated_by)
+                   .where(_g.sku == _bind("sku")))
+# a new sku's rules are version 1, each change after adds one
+_SET_RULES = insert(crash_grouping_rules, ("sku", "skip_globs", "join_globs", "version", "updated_at", "updated_by"),
+                    keys=("sku",), replace=("skip_globs", "join_globs", "updated_at", "updated_by"), add=("version",))
+_m = crash_merges.c
+_MERGES = Statement(sa.select(_m.signature, _m.into_signature, _m.merged_at, _m.merged_by)
+                    .where(_m.sku == _bind("sku")))
+_ADD_MERGE = insert(crash_merges, ("sku", "signature", "into_signature", "merged_at", "merged_by"))
+_FOLLOW = Statement(sa.update(crash_merges).where(_m.sku == _bind("sku"), _m.into_signature == _bind("signature"))
+                    .values(into_signature=_bind("into")))
 _e = alert_episodes.c
 _OPEN_EPISODE = insert(alert_episodes, ("episode_key", "kind", "opened_at"), keys=("episode_key",))
 _EPISODES = Statement(sa.select(_e.episode_key, _e.kind, _e.opened_at).where(_e.kind == _bind("kind")))
@@ -232,6 +253,50 @@ class SqlIssueStore:
                                                    "at_least": at_least})
         return [GroupCount(str(build), str(signature), int(n)) for build, signature, n in rows]
 
+    def grouping(self, sku: str) -> Grouping:
+        with self._database.transaction() as t:
+            return _grouping(t, sku)
+
+    def set_rules(self, sku: str, skip: Sequence[str], join: Sequence[str], at: int, by: str) -> GroupingRules:
+        with self._database.transaction() as t:
+            t.execute(_SET_RULES, {"sku": sku, "skip_globs": json.dumps(list(skip)),
+                                   "join_globs": json.dumps(list(join)), "version": 1, "updated_at": at,
+                                   "updated_by": by})
+            return _grouping(t, sku).rules
+
+    def merge(self, sku: str, signature: str, into: str, at: int, by: str) -> Merge | MergeRefusal:
+        with self._database.transaction() as t:
+            # both rows locked, in one order: a consumer moving either waits, and merges do not deadlock
+            found = {s: t.rows(_GET_FOR_UPDATE, {"sku": sku, "signature": s}) for s in sorted({signature, into})}
+            grouping = _grouping(t, sku)
+            refusal = merge_refusal(grouping, signature, into, all(found.values()))
+            if refusal is not None:
+                return refusal
+            if (made := grouping.merges.get(signature)) is not None:
+                return made
+            merge = Merge(signature, str(grouping.group(into)), at, by)
+            t.execute(_ADD_MERGE, {"sku": sku, "signature": signature, "into_signature": merge.into,
+                                   "merged_at": at, "merged_by": by})
+            t.execute(_FOLLOW, {"sku": sku, "signature": signature, "into": merge.into})
+            t.execute(_EARLIER, {"sku": sku, "signature": merge.into,
+                                 "first_seen": _issue(found[signature][0]).first_seen})
+            return merge
+
+    def regrouped(self, crashes: Sequence[Crash]) -> None:
+        earliest: dict[tuple[str, str], Crash] = {}
+        for crash in crashes:
+            known = earliest.get((crash.sku, crash.signature))
+            if known is None or crash.received_at < known.received_at:
+                earliest[crash.sku, crash.signature] = crash
+        with self._database.transaction() as t:
+            for _, crash in sorted(earliest.items()):
+                issue = new_issue(crash)
+                if t.execute(_ADD, vars(issue)) == 1:
+                    _remember(t, issue)
+                else:
+                    t.execute(_EARLIER, {"sku": crash.sku, "signature": crash.signature,
+                                         "first_seen": crash.received_at})
+
     def episodes(self, kind: str) -> list[Episode]:
         return [Episode(str(key), str(k), int(at)) for key, k, at in self._database.rows(_EPISODES, {"kind": kind})]
 
@@ -324,6 +389,17 @@ class SqlIssueStore:
 
     def close(self) -> None:
         self._database.close()
+
+
+def _grouping(t: Transaction, sku: str) -> Grouping:
+    key = {"sku": sku}
+    found = t.rows(_RULES, key)
+    rules = GroupingRules()
+    if found:
+        skip, join, version, at, by = found[0]
+        rules = GroupingRules(tuple(json.loads(skip)), tuple(json.loads(join)), int(version), int(at), str(by))
+    merges = {str(s): Merge(str(s), str(into), int(at), str(by)) for s, into, at, by in t.rows(_MERGES, key)}
+    return Grouping(rules, merges)
 
 
 def _store(t: Transaction, issue: Issue) -> None:

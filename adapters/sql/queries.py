@@ -191,6 +191,8 @@ SET_PROCESSED = Statement(sa.update(reports).where(_c.report_id == _bind("report
     crash_type=sa.case((sa.or_(_c.crash_type.is_(None), _c.crash_type == UNNAMED_CRASH_TYPE),
                         sa.func.coalesce(_bind("crash_type"), _c.crash_type)), else_=_c.crash_type),
 ))
+SET_SIGNATURE = Statement(sa.update(reports).where(_c.report_id == _bind("report_id")).values(
+    signature=_bind("signature")), in_order=("signature", "report_id"))
 AWAIT_SYMBOLS = insert(awaiting_symbols, ("symbol_path", "report_key", "added_at"), keys=("symbol_path", "report_key"),
                        replace=("added_at",))
 AWAITING = Statement(sa.select(awaiting_symbols.c.report_key).where(

@@ -21,6 +21,7 @@ from adapters.sql.queries import (
     PURGE_CHUNK,
     SESSION_COUNTS,
     SET_PROCESSED,
+    SET_SIGNATURE,
     STORE_EVENTS,
     STORE_OFFSET,
     applied,
@@ -184,6 +185,11 @@ class CrashIndexReads:
                 t.execute(SET_PROCESSED, processed_values(result, ids[result.report_key]))
             t.execute(*forget_awaiting([result.report_key for result in known]))
             t.execute_rows(AWAIT_SYMBOLS, [(path, r.report_key, r.at) for r in known for path in r.missing_symbols])
+
+    def regroup(self, signatures: Mapping[int, str | None]) -> None:
+        if signatures:
+            with self._database.transaction() as t:
+                t.execute_rows(SET_SIGNATURE, [(signature, report_id) for report_id, signature in signatures.items()])
 
     def awaiting_symbols(self, path: str, after_key: str, limit: int) -> list[str]:
         return [str(key) for (key,) in self._database.rows(AWAITING, {"path": path, "after": after_key,

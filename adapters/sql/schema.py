@@ -49,6 +49,9 @@ crash_issues = _table("crash_issues", "sku", "signature", "state", "build", "ign
                       "first_seen", "changed_at", "changed_by")
 crash_issue_history = _table("crash_issue_history", "sku", "signature", "seq", "state", "build", "ignore_until",
                              "ignore_count", "changed_at", "changed_by")
+crash_grouping_rules = _table("crash_grouping_rules", "sku", "skip_globs", "join_globs", "version", "updated_at",
+                              "updated_by")
+crash_merges = _table("crash_merges", "sku", "signature", "into_signature", "merged_at", "merged_by")
 tournament_seasons = _table("tournament_seasons", "board", "players")
 tournament_players = _table("tournament_players", "board", "player_id", "attempts")
 tournament_attempts = _table("tournament_attempts", "event_id", "board", "player_id", "attempt", "received_at",

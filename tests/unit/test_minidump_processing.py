@@ -15,7 +15,7 @@ from adapters.factory import Adapters
 from adapters.stackwalk import Stackwalker
 from adapters.symbols.s3 import S3SymbolStore
 from crashes import processing
-from crashes.model import attachment_key
+from crashes.model import ReportDocument, attachment_key
 from crashes.processing import (
     Processor,
     minidump_of,
@@ -43,13 +43,21 @@ def walker() -> Stackwalker:
 
 def processor(adapters: Adapters, walker: StackWalker, **ports: Any) -> Processor:
     return Processor(**{"documents": adapters.documents, "index": adapters.index, "symbols": adapters.symbols,
-                        "walker": walker, "log": adapters.log, "ttl_seconds": 3600, **ports})
+                        "walker": walker, "log": adapters.log, "issues": adapters.issues, "ttl_seconds": 3600,
+                        **ports})
+
+
+def stored(adapters: Adapters, key: str, dump: bytes) -> None:
+    """A report's body and its minidump, as the crash consumer stores them."""
+    body = ReportDocument(eventId=key, reportKey=key, receivedAt=1, payload={"sku": SKU})
+    adapters.documents.upsert_many({key: body.model_dump_json().encode(), attachment_key(key, "crash.dmp"): dump},
+                                   3600)
 
 
 def indexed(adapters: Adapters, n: int, dump: str = "level-magic") -> str:
     """A report with this minidump, as the crash consumer leaves it; its key."""
     key = f"{n:032x}"
-    adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): (FIXTURES / f"{dump}.dmp").read_bytes()}, 3600)
+    stored(adapters, key, (FIXTURES / f"{dump}.dmp").read_bytes())
     adapters.index.insert_many([IndexEntry(report_key=key, event_id=f"e{n}", sku=SKU, received_at=n, size_bytes=1,
                                            attachments=("crash.dmp",), processing="pending")])
     return key
@@ -128,7 +136,7 @@ def test_a_bad_request_is_set_aside_alone(adapters: Adapters, walker: Stackwalke
 def test_an_unreadable_dump_is_failed_with_its_reason_and_keeps_the_clients_crash(adapters: Adapters,
                                                                                    walker: Stackwalker):
     key = f"{9:032x}"
-    adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): b"MDMP\x93\xa7" + b"\xff" * 64}, 3600)
+    stored(adapters, key, b"MDMP\x93\xa7" + b"\xff" * 64)
     adapters.index.insert_many([IndexEntry(report_key=key, event_id="e9", sku=SKU, received_at=9, size_bytes=1,
                                            crash_type="minidump", signature="client", processing="pending")])
     [result] = processor(adapters, walker).process(records([walk_request(key, "crash.dmp")]))
@@ -193,6 +201,6 @@ def test_a_module_naming_no_file_a_store_could_hold_awaits_none(debug_file: str)
 def test_a_report_purged_since_it_was_asked_for_is_not_walked(adapters: Adapters, walker: Stackwalker):
     """Found in review: a symbol file's arrival walked a purged report again and wrote its walk."""
     key = f"{7:032x}"
-    adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): (FIXTURES / "patch.dmp").read_bytes()}, 3600)
+    stored(adapters, key, (FIXTURES / "patch.dmp").read_bytes())
     assert processor(adapters, walker).process(records([walk_request(key, "crash.dmp")])) == []
     assert adapters.documents.get_many([processed_key(key)]) == {}

@@ -10,8 +10,8 @@ import pytest
 
 from adapters.factory import Adapters
 from api.requests import Posted
-from crashes.model import attachment_key
-from crashes.persistence import ReportDocument, persist_crashes
+from crashes.model import ReportDocument, attachment_key
+from crashes.persistence import persist_crashes
 from lambdas import capture
 from pipeline.idempotency import retriable
 from pipeline.msk import from_msk_event

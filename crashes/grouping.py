@@ -138,10 +138,11 @@ class Regrouped:
     """the request of the next page"""
 
 
-def regroup(index: CrashIndex, documents: DocumentStore, issues: IssueStore, request: RegroupRequest) -> Regrouped:
+def regroup(index: CrashIndex, documents: DocumentStore, issues: IssueStore, request: RegroupRequest, *,
+            page_size: int = REGROUP_PAGE) -> Regrouped:
     sku = request.regroup
     equals = {} if request.signature is None else {"signature": request.signature}
-    page = index.find(ReportFilter(sku, REGROUP_PAGE, after_id=request.afterId, equals=equals))
+    page = index.find(ReportFilter(sku, page_size, after_id=request.afterId, equals=equals))
     grouping = issues.grouping(sku)
     walk_again: list[str] = []
     if request.signature is not None:
@@ -156,7 +157,7 @@ def regroup(index: CrashIndex, documents: DocumentStore, issues: IssueStore, req
     issues.regrouped([Crash(sku, s, by_id[i].build_version, by_id[i].received_at)
                       for i, s in moved.items() if s is not None])
     index.regroup(moved)
-    more = regroup_request(sku, page[-1].report_id, request.signature) if len(page) == REGROUP_PAGE else None
+    more = regroup_request(sku, page[-1].report_id, request.signature) if len(page) == page_size else None
     return Regrouped(len(moved), walk_again, more)
 
 

@@ -11,13 +11,16 @@ import pytest
 from adapters.couchbase.documents import CouchbaseDocumentStore
 from adapters.embedded.documents import SqliteDocumentStore
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteProjectStore, SqliteSessionCounters
+from adapters.embedded.issues import SqliteIssueStore
 from adapters.embedded.log import SqliteEventLog
 from adapters.embedded.ranking import SqliteRankingStore
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
 from adapters.mysql.index import MysqlCrashIndex, MysqlProjectStore, MysqlSessionCounters
+from adapters.mysql.issues import MysqlIssueStore
 from adapters.mysql.ranking import MysqlRankingStore
 from ports import CrashIndex, DocumentStore, EventLog, ProjectStore, RankingStore, SessionCounters
+from ports.issues import IssueStore
 from tests.services import mysql_database, namespace, settings
 
 ENGINES = ["embedded", "services"]
@@ -79,3 +82,14 @@ def project_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pr
         return
     with mysql_database(namespace()) as database:
         yield MysqlProjectStore(database)
+
+
+@pytest.fixture(params=ENGINES)
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[CrashIndex, IssueStore]]:
+    """The crash index and the issues in one database, as a deployment has them."""
+    if request.param == "embedded":
+        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+        yield SqliteCrashIndex(database), SqliteIssueStore(database)
+        return
+    with mysql_database(namespace()) as mysql:
+        yield MysqlCrashIndex(mysql), MysqlIssueStore(mysql)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase
+from adapters.embedded.index import SqliteIndexDatabase
 from adapters.embedded.issues import SqliteIssueStore
-from adapters.mysql.index import MysqlCrashIndex
 from adapters.mysql.issues import MysqlIssueStore
 from adapters.sql import migrations
 from adapters.sql.reads import SqlDatabase
@@ -39,17 +37,6 @@ from ports.issues import (
 )
 from tests.contract.conftest import ENGINES
 from tests.services import mysql_database, namespace
-
-
-@pytest.fixture(params=ENGINES)
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[CrashIndex, IssueStore]]:
-    """The crash index and the issues in one database, as a deployment has them."""
-    if request.param == "embedded":
-        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
-        yield SqliteCrashIndex(database), SqliteIssueStore(database)
-        return
-    with mysql_database(namespace()) as mysql:
-        yield MysqlCrashIndex(mysql), MysqlIssueStore(mysql)
 
 
 def _kinds(alerts: list[Alert]) -> list[tuple[str, int]]:

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import time
+
 from crashes.signature import signature, top_frames
+from ports.issues import GroupingRules
 
 TRACE = """#0 0x00007ff6a1b2c3d4 in Renderer::DrawMesh(Mesh const*) at renderer.cpp:412
 #1 0x00007ff6a1b2a000 in Scene::Render() at scene.cpp:88
@@ -53,3 +56,23 @@ def test_a_games_own_frames_that_name_a_sentry_or_an_abort_are_its_crash():
                  "#3 0x4 in sentry_sdk.integrations.threading.run at threading.py:99\n#4 0x5 in abort\n"
                  "#5 0x6 in Sentry.Unity.UnityLogHandler.Capture\n")
     assert signature(reporters + TRACE) == signature(TRACE)
+
+
+def test_rules_skip_frames_and_join_a_frame_with_the_next_as_top_frames_show_them():
+    alloc = "#0 0x1 in malloc\n#1 0x2 in std::vector::push\n#2 0x3 in Texture::Load()\n" + TRACE
+    assert top_frames(alloc, GroupingRules(skip=("in std::*",), join=("in malloc",))) == [
+        "in malloc | in Texture::Load", *top_frames(TRACE)]
+    # joined frames make one element: a chain of them is one, and the element count stays 5
+    chain = GroupingRules(join=("in *",))
+    assert top_frames(alloc, chain) == [" | ".join(top_frames(alloc, count=100))]
+    assert signature(alloc, GroupingRules()) == signature(alloc)
+    assert signature(alloc, GroupingRules(skip=("in malloc", "in std::*", "in Texture::*"))) == signature(TRACE)
+
+
+def test_a_glob_is_matched_whole_and_without_catastrophic_backtracking():
+    rules = GroupingRules(skip=("*a*a*a*a*a*a*a*a*a*a*a*a*b",))
+    long = "in " + "a" * 5000
+    started = time.perf_counter()
+    assert top_frames(long, rules) == [long]
+    assert time.perf_counter() - started < 1
+    assert top_frames("in Game::Tick", GroupingRules(skip=("Game::*",))) == ["in Game::Tick"]

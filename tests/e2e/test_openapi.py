@@ -47,10 +47,11 @@ def _envelope(_: Any, value: Any) -> bytes:
     return value if isinstance(value, bytes) else json.dumps(value).encode()
 ROLES = {(r.method, r.path): r.roles for r in API_ROUTES}
 NATIVE = {(r.method, r.path) for r in API_ROUTES if r.credential != "api-key"}
-# also prose: which fields of a crash group's state go with which state, and whether a webhook's host
-# is a public address (tests/e2e/test_bad_input.py holds both)
+# also prose: which fields of a crash group's state go with which state, that a group is merged into
+# another, and whether a webhook's host is a public address (tests/e2e/test_bad_input.py holds them)
 PROSE = NATIVE | {("POST", "/v1/symbols"), ("PUT", "/v1/leaderboards/{board}"),
-                  ("PUT", "/v1/crash-groups/{signature}/state"), ("PUT", "/v1/webhooks/{name}")}
+                  ("PUT", "/v1/crash-groups/{signature}/state"), ("POST", "/v1/crash-groups/{signature}/merge"),
+                  ("PUT", "/v1/webhooks/{name}")}
 
 
 @pytest.fixture(scope="module", params=["embedded", "services"])

@@ -25,6 +25,8 @@ BODIES = {
     "/v1/leaderboards/{board}/attempts": {"playerId": "p1", "score": 5},
     "/v1/projects/{projectId}": {"sku": "roles:pc"},
     "/v1/crash-groups/{signature}/state": {"state": "unresolved"},
+    "/v1/crash-groups/{signature}/merge": {"into": "1" * 16},
+    "/v1/crash-groups:rules": {"skip": ["in std::*"]},
     "/v1/webhooks/{name}": {"url": "https://hooks.example.com/roles", "secret": "roles-secret-0123",
                             "alerts": ["regressed"]},
 }
@@ -33,7 +35,9 @@ PARAMS = {"/v1/crashes": {"sku": "roles:pc"}, "/v1/stats": {"sku": "roles:pc"},
           "/v1/alerts/history": {"sku": "roles:pc"},
           "/v1/leaderboards/{board}/rank": {"score": "1"}, "/v1/releases": {"sku": "roles:pc"},
           "/v1/releases/{build}": {"sku": "roles:pc"}, "/v1/crash-groups/{signature}": {"sku": "roles:pc"},
-          "/v1/crash-groups/{signature}/state": {"sku": "roles:pc"}}
+          "/v1/crash-groups/{signature}/state": {"sku": "roles:pc"},
+          "/v1/crash-groups/{signature}/merge": {"sku": "roles:pc"}, "/v1/crash-groups:rules": {"sku": "roles:pc"},
+          "/v1/crash-groups:reprocess": {"sku": "roles:pc"}}
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,8 @@ ROUTES: dict[tuple[str, str], tuple[JsonBody[Any], bool]] = {
     ("PUT", "/v1/projects/{projectId}"): (projects.PROJECT, False),
     ("PUT", "/v1/crash-groups/{signature}/state"): (issues.STATE, False),
     ("PUT", "/v1/webhooks/{name}"): (issues.WEBHOOK, False),
+    ("POST", "/v1/crash-groups/{signature}/merge"): (issues.MERGE, False),
+    ("PUT", "/v1/crash-groups:rules"): (issues.RULES, False),
 }
 ASTRAL_ID = "\U0001d49c" * 128  # 128 letters (MATHEMATICAL SCRIPT CAPITAL A), 256 UTF-16 units
 TAKEN = [
@@ -43,6 +45,10 @@ TAKEN = [
                                                    "ignoreForReports": 1000}),
     ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/" + "x" * 2000, "secret": ASTRAL_ID,
                                     "alerts": ["new-group", "regressed"]}),
+    ("POST", "/v1/crash-groups/{signature}/merge", {"into": "0123456789abcdef"}),
+    ("PUT", "/v1/crash-groups:rules", {}),
+    ("PUT", "/v1/crash-groups:rules", {"skip": ["in std::*", "\U0001d49c" * 200] * 25,
+                                       "join": ["*operator new*", "in [mc]alloc"]}),
     ("POST", "/v1/scores", {"board": "b", "playerId": ASTRAL_ID, "score": 9.0}),
     ("POST", "/v1/scores", [{"board": "b", "playerId": "p", "score": -(2 ** 63)}]),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {
@@ -68,6 +74,12 @@ REFUSED = [
     ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/x", "alerts": ["regressed"]}),
     ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/x", "secret": "0123456789abcdef",
                                     "alerts": ["regressed"], "extra": 1}),
+    ("POST", "/v1/crash-groups/{signature}/merge", {}),
+    ("POST", "/v1/crash-groups/{signature}/merge", {"into": "NOT-HEX"}),
+    ("PUT", "/v1/crash-groups:rules", {"skip": ["in std::*"] * 51}),
+    ("PUT", "/v1/crash-groups:rules", {"join": [""]}),
+    ("PUT", "/v1/crash-groups:rules", {"join": "in malloc"}),
+    ("PUT", "/v1/crash-groups:rules", {"skip": [], "regex": [".*"]}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": "7"}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "extra": 1}),
     ("POST", "/v1/scores", {"board": "b", "playerId": "p", "score": 1, "metadata": {"nested": {"a": 1}}}),

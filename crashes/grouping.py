@@ -148,8 +148,11 @@ def regroup(index: CrashIndex, documents: DocumentStore, issues: IssueStore, req
     if request.signature is not None:
         signatures = {r.report_id: grouping.group(r.entry.signature) for r in page}
     else:
+        # a walked report's signature is its walk's; one awaiting its walk gets it from that walk,
+        # which reads the grouping then (a signature from its trace now could overwrite the walk's)
         walk_again = [r.entry.report_key for r in page if r.entry.processing == "processed"]
-        signatures = _from_traces([r for r in page if r.entry.processing != "processed"], documents, grouping)
+        signatures = _from_traces([r for r in page if r.entry.processing not in ("processed", "pending")], documents,
+                                  grouping)
     moved = {r.report_id: signatures[r.report_id] for r in page
              if r.report_id in signatures and signatures[r.report_id] != r.entry.signature}
     by_id = {r.report_id: r.entry for r in page}

@@ -15,9 +15,11 @@ from adapters.factory import Adapters
 from adapters.stackwalk import Stackwalker
 from adapters.symbols.s3 import S3SymbolStore
 from crashes import processing
+from crashes.grouping import regroup_request
 from crashes.model import ReportDocument, attachment_key
 from crashes.processing import (
     Processor,
+    WalkRequest,
     minidump_of,
     module_symbols,
     processed_key,
@@ -25,6 +27,7 @@ from crashes.processing import (
     symbols_arrived,
     walk_request,
 )
+from crashes.signature import frames_signature
 from pipeline.topics import DEADLETTER, MINIDUMPS
 from ports import IndexEntry, LogRecord, OutgoingRecord, ReportFilter
 from ports.minidumps import Module, StackWalker, Walked, WalkFailed
@@ -204,3 +207,22 @@ def test_a_report_purged_since_it_was_asked_for_is_not_walked(adapters: Adapters
     stored(adapters, key, (FIXTURES / "patch.dmp").read_bytes())
     assert processor(adapters, walker).process(records([walk_request(key, "crash.dmp")])) == []
     assert adapters.documents.get_many([processed_key(key)]) == {}
+
+
+def test_a_walk_is_grouped_by_its_skus_rules_and_a_reprocessing_walks_it_again(adapters: Adapters,
+                                                                               walker: Stackwalker):
+    key = indexed(adapters, 11)
+    process = processor(adapters, walker)
+    process.process(records([walk_request(key, "crash.dmp")]))
+    before = entries(adapters)[key].signature
+    document = read_processed(adapters.documents.get_many([processed_key(key)])[processed_key(key)])
+    named = [f["function"] or f"{f['module']}@{f['moduleOffset']}" for f in document["frames"] if f["trust"] != "scan"]
+    assert before == frames_signature(named) and len(named) > 1
+    adapters.issues.set_rules(SKU, [named[0]], [], 1, "test")
+    # a reprocessing's page asks for the walked report's walk again, which the rules now group
+    process.process(records([regroup_request(SKU)]))
+    [again] = published(adapters, "regroup")
+    assert WalkRequest.model_validate_json(again.value).reportKey == key
+    assert entries(adapters)[key].signature == before
+    process.process([again])
+    assert entries(adapters)[key].signature == frames_signature(named[1:]) != before

@@ -74,7 +74,9 @@ def test_rules_and_merges_group_past_and_new_reports(profile: str, tmp_path: Pat
         assert merged.status_code == 200, merged.text
         assert (merged.json()["mergedInto"], merged.json()["state"]) == (texture, "ignored")
         again = client.post(f"/v1/crash-groups/{shader}/merge", params=params, json={"into": texture})
-        assert again.json() == merged.json()
+        # the same merge (its reports may have moved since)
+        assert (again.status_code, again.json()["mergedInto"], again.json()["history"]) == (
+            200, texture, merged.json()["history"])
         back = client.post(f"/v1/crash-groups/{texture}/merge", params=params, json={"into": shader})
         assert (back.status_code, back.json()["error"]) == (409, "conflict")
         assert groups(lambda g: len(g) == 1) == [(texture, 4)]

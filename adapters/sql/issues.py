@@ -259,9 +259,10 @@ class SqlIssueStore:
 
     def set_rules(self, sku: str, skip: Sequence[str], join: Sequence[str], at: int, by: str) -> GroupingRules:
         with self._database.transaction() as t:
-            t.execute(_SET_RULES, {"sku": sku, "skip_globs": json.dumps(list(skip)),
-                                   "join_globs": json.dumps(list(join)), "version": 1, "updated_at": at,
-                                   "updated_by": by})
+            # unescaped: the longest lists the contract takes (crashes.grouping) then fit a TEXT's 64 KB
+            t.execute(_SET_RULES, {"sku": sku, "skip_globs": json.dumps(list(skip), ensure_ascii=False),
+                                   "join_globs": json.dumps(list(join), ensure_ascii=False), "version": 1,
+                                   "updated_at": at, "updated_by": by})
             return _grouping(t, sku).rules
 
     def merge(self, sku: str, signature: str, into: str, at: int, by: str) -> Merge | MergeRefusal:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from adapters.embedded.documents import SqliteDocumentStore
 from adapters.embedded.log import SqliteEventLog
-from crashes.grouping import Groupings, RegroupRequest, regroup
+from crashes.grouping import MAX_GLOB_CHARS, MAX_RULES, Groupings, RegroupRequest, regroup
 from crashes.model import envelope_value, report_key
 from crashes.persistence import persist_crashes
 from pipeline.topics import CRASHES
@@ -49,6 +49,11 @@ def test_rules_replace_the_ones_before_with_the_next_version(stores: tuple[Crash
     assert (second.skip, second.join, second.version) == ((), ("operator new*", "malloc"), 2)
     assert issues.grouping("g").rules == second
     assert issues.grouping("h").rules.version == 0  # another sku's
+    # the longest the contract takes, in characters of 4 bytes, and in ones JSON escapes
+    astral = ["\U0001d49c" * MAX_GLOB_CHARS] * MAX_RULES
+    escaped = [c * MAX_GLOB_CHARS for c in ("\\", '"')] * (MAX_RULES // 2)
+    stored = issues.set_rules("g", astral, escaped, 3000, "server")
+    assert (list(stored.skip), list(stored.join)) == (astral, escaped)
 
 
 def test_a_merge_is_made_once_follows_its_target_and_refuses_cycles(stores: tuple[CrashIndex, IssueStore]) -> None:

@@ -32,8 +32,9 @@ MAX_GLOB_CHARS = 200
 GROUPING_TTL_MS = 3_000
 # skus whose grouping the consumer keeps: past it, it forgets them all
 MAX_KNOWN = 10_000
-# reports a reprocessing request regroups
-REGROUP_PAGE = 500
+# reports a reprocessing request regroups: their bodies (each up to 1 MiB, DESIGN §5) are read at
+# once, so a page stays within a Lambda's memory, and its time within a second or so
+REGROUP_PAGE = 200
 
 # fnmatch's: `*` any run of characters, `?` one, `[...]` one of a set; matched against a whole
 # normalised frame, case-sensitive. No user regex: a glob cannot backtrack catastrophically

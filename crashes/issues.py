@@ -69,6 +69,8 @@ class CrashIssue(StateLine):
     signature: str
     mergedInto: Annotated[str | None, Field(description=(
         "the group its reports are counted in since it was merged; its state and history stay as they were"))]
+    mergedAt: Time | None
+    mergedBy: str | None
     regressions: int
     firstSeen: Time
     lastSeen: Time | None
@@ -103,7 +105,8 @@ def crash_issue(issues: IssueStore, sku: str, signature: str) -> CrashIssue:
     first = min(builds, key=lambda b: b.first_seen, default=None)
     merged = issues.grouping(sku).merges.get(signature)
     return {**_line(issue), "sku": sku, "signature": signature, "mergedInto": None if merged is None else merged.into,
-            "regressions": issue.episode,
+            "mergedAt": None if merged is None else to_rfc3339(merged.at),
+            "mergedBy": None if merged is None else merged.by, "regressions": issue.episode,
             "firstSeen": to_rfc3339(issue.first_seen),
             "lastSeen": to_rfc3339(max(b.last_seen for b in builds)) if builds else None,
             "firstBuild": first.build if first is not None else None,

@@ -72,11 +72,12 @@ def test_rules_and_merges_group_past_and_new_reports(profile: str, tmp_path: Pat
                           json={"state": "ignored"}).status_code == 200
         merged = client.post(f"/v1/crash-groups/{shader}/merge", params=params, json={"into": texture})
         assert merged.status_code == 200, merged.text
-        assert (merged.json()["mergedInto"], merged.json()["state"]) == (texture, "ignored")
+        assert (merged.json()["mergedInto"], merged.json()["mergedBy"], merged.json()["state"]) == (
+            texture, "server", "ignored")
         again = client.post(f"/v1/crash-groups/{shader}/merge", params=params, json={"into": texture})
         # the same merge (its reports may have moved since)
-        assert (again.status_code, again.json()["mergedInto"], again.json()["history"]) == (
-            200, texture, merged.json()["history"])
+        assert (again.status_code, again.json()["mergedInto"], again.json()["mergedAt"]) == (
+            200, texture, merged.json()["mergedAt"])
         back = client.post(f"/v1/crash-groups/{texture}/merge", params=params, json={"into": shader})
         assert (back.status_code, back.json()["error"]) == (409, "conflict")
         assert groups(lambda g: len(g) == 1) == [(texture, 4)]

@@ -59,6 +59,7 @@ class StateLine(TypedDict):
 class BuildLine(TypedDict):
     build: str | None
     reports: int
+    players: Annotated[int, Field(description="distinct playerIds of its reports in this build")]
     firstSeen: Time
     lastSeen: Time
 
@@ -76,6 +77,8 @@ class CrashIssue(StateLine):
     lastSeen: Time | None
     firstBuild: str | None
     reports: int
+    players: Annotated[int, Field(description=(
+        "players affected: distinct playerIds of its reports (a report without one counts none)"))]
     builds: list[BuildLine]
     history: list[StateLine]
 
@@ -88,7 +91,8 @@ def _line(issue: Issue) -> StateLine:
 
 
 def _build(reports: BuildReports) -> BuildLine:
-    return {"build": reports.build, "reports": reports.count, "firstSeen": to_rfc3339(reports.first_seen),
+    return {"build": reports.build, "reports": reports.count, "players": reports.players,
+            "firstSeen": to_rfc3339(reports.first_seen),
             "lastSeen": to_rfc3339(reports.last_seen)}
 
 
@@ -110,7 +114,7 @@ def crash_issue(issues: IssueStore, sku: str, signature: str) -> CrashIssue:
             "firstSeen": to_rfc3339(issue.first_seen),
             "lastSeen": to_rfc3339(max(b.last_seen for b in builds)) if builds else None,
             "firstBuild": first.build if first is not None else None,
-            "reports": sum(b.count for b in builds),
+            "reports": sum(b.count for b in builds), "players": issues.players(sku, signature),
             "builds": [_build(b) for b in _newest_first(builds)[:MAX_BUILDS]],
             "history": [_line(i) for i in issues.history(sku, signature, HISTORY)]}
 

@@ -100,6 +100,7 @@ def _persist(
                 signature=_signature(submission.sku, submission.stackTrace, groupings),
                 attachments=tuple(attachments),
                 processing="pending" if minidump is not None else None,
+                player_id=submission.playerId,
             )
         )
     # documents first: an index row is what makes a report visible, so its body must exist by then

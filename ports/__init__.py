@@ -135,6 +135,8 @@ class IndexEntry:
     attachments: tuple[str, ...] = ()
     processing: ProcessingState | None = None
     """Of a report with a minidump: where its walk stands (None: nothing to walk)."""
+    player_id: str | None = None
+    """The report's playerId: its group's players affected count it (crashes.issues)."""
 
 
 ProcessingState = Literal["pending", "processed", "failed"]

@@ -155,6 +155,8 @@ class BuildReports:
     count: int
     first_seen: int
     last_seen: int
+    players: int
+    """distinct playerIds among them (reports without one count none)"""
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,10 @@ class IssueStore(Protocol):
 
     def reports(self, sku: str, signature: str) -> list[BuildReports]:
         """The group's reports in the index (within retention), by build."""
+        ...
+
+    def players(self, sku: str, signature: str) -> int:
+        """The distinct playerIds of the group's reports in the index (within retention)."""
         ...
 
     def history(self, sku: str, signature: str, limit: int) -> list[Issue]:

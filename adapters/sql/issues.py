@@ -73,7 +73,9 @@ _r = reports.c
 _OF_REPORTS = (_r.sku == _bind("sku"), _r.signature == _bind("signature"))
 _REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_REPORTS))
 _BY_BUILD = Statement(sa.select(_r.build_version, sa.func.count(), sa.func.min(_r.received_at),
-                                sa.func.max(_r.received_at)).where(*_OF_REPORTS).group_by(_r.build_version))
+                                sa.func.max(_r.received_at), sa.func.count(sa.distinct(_r.player_id)))
+                      .where(*_OF_REPORTS).group_by(_r.build_version))
+_PLAYERS = Statement(sa.select(sa.func.count(sa.distinct(_r.player_id))).where(*_OF_REPORTS))
 _GROUP_COUNTS = Statement(sa.select(_r.build_version, _r.signature, sa.func.count()).where(
     _r.sku == _bind("sku"), _r.received_at >= _bind("from_ms"), _r.received_at < _bind("to_ms"),
     _r.build_version.is_not(None), _r.signature.is_not(None),
@@ -237,8 +239,11 @@ class SqlIssueStore:
         return _issue(found[0]) if found else None
 
     def reports(self, sku: str, signature: str) -> list[BuildReports]:
-        return [BuildReports(build, int(n), int(first), int(last)) for build, n, first, last
+        return [BuildReports(build, int(n), int(first), int(last), int(players)) for build, n, first, last, players
                 in self._database.rows(_BY_BUILD, {"sku": sku, "signature": signature})]
+
+    def players(self, sku: str, signature: str) -> int:
+        return int(self._database.rows(_PLAYERS, {"sku": sku, "signature": signature})[0][0])
 
     def history(self, sku: str, signature: str, limit: int) -> list[Issue]:
         current = self.issue(sku, signature)

@@ -162,10 +162,12 @@ async function showGroup() {
   $("group-state").textContent = `(${issue.state})`;
   $("group-section").dataset.state = issue.state;
   const fields = { "first seen": time(issue.firstSeen), "last seen": issue.lastSeen ? time(issue.lastSeen) : "",
-    "first build": issue.firstBuild ?? "", reports: issue.reports, regressions: issue.regressions, "last change": line(issue) };
+    "first build": issue.firstBuild ?? "", reports: issue.reports, players: issue.players, regressions: issue.regressions,
+    "last change": line(issue) };
   $("group-fields").replaceChildren(...Object.entries(fields).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   fill($("group-builds").tBodies[0], issue.builds.map((b) => el("tr", {},
-    el("td", {}, b.build ?? "(none)"), el("td", {}, b.reports), el("td", {}, time(b.firstSeen)), el("td", {}, time(b.lastSeen)))), 4);
+    el("td", {}, b.build ?? "(none)"), el("td", {}, b.reports), el("td", {}, b.players), el("td", {}, time(b.firstSeen)),
+    el("td", {}, time(b.lastSeen)))), 5);
   $("group-history").replaceChildren(...issue.history.map((h) => el("li", {}, line(h))));
 }
 

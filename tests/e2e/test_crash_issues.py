@@ -31,11 +31,12 @@ def test_a_resolved_group_regresses_once_and_its_webhook_is_signed_and_sent_once
             assert put.status_code == 201, put.text
             assert "secret" not in put.json()
 
-        def crash(build: str, trace: str = TRACE) -> None:
-            sent = client.post("/v1/crashes", json={"sku": SKU, "buildVersion": build, "stackTrace": trace})
+        def crash(build: str, trace: str = TRACE, player: str | None = None) -> None:
+            report = {"sku": SKU, "buildVersion": build, "stackTrace": trace, "playerId": player}
+            sent = client.post("/v1/crashes", json={k: v for k, v in report.items() if v is not None})
             assert sent.status_code == 202
 
-        crash("1")
+        crash("1", player="p-1")
         reports = eventually(lambda: client.get("/v1/crashes", params={"sku": SKU}).json()["reports"], bool)
         signature = reports[0]["signature"]
         page = eventually(lambda: client.get(f"/v1/crash-groups/{signature}", params={"sku": SKU}),
@@ -45,17 +46,19 @@ def test_a_resolved_group_regresses_once_and_its_webhook_is_signed_and_sent_once
                               json={"state": "resolved", "inBuild": "2"})
         assert resolved.status_code == 200, resolved.text
         assert (resolved.json()["state"], resolved.json()["inBuild"]) == ("resolved", "2")
-        crash("1")  # an older build: not a regression
+        crash("1", player="p-2")  # an older build: not a regression
 
         def group() -> dict[str, Any]:
             found: dict[str, Any] = client.get(f"/v1/crash-groups/{signature}", params={"sku": SKU}).json()
             return found
 
         assert eventually(group, lambda g: g["reports"] == 2)["state"] == "resolved"
-        crash("3")
+        crash("3", player="p-1")
         regressed = eventually(group, lambda g: g["state"] == "regressed")
         assert (regressed["state"], regressed["regressions"], regressed["reports"]) == ("regressed", 1, 3)
-        assert [b["build"] for b in regressed["builds"]] == ["3", "1"]
+        # players affected: distinct playerIds, in all and by build
+        assert regressed["players"] == 2
+        assert [(b["build"], b["players"]) for b in regressed["builds"]] == [("3", 1), ("1", 2)]
         assert [h["state"] for h in regressed["history"]] == ["regressed", "resolved", "unresolved"]
         ops = eventually(lambda: receiver.at("/ops"), bool)
         assert len(ops) == 1

@@ -325,7 +325,7 @@ def seed_releases(serve: Serve) -> str:
                  "status": "crashed" if build == "1.1" and n < 3 else "ok"}
                 for build in ("1.0", "1.1") for n in range(10)]
     crash = {"sku": RELEASE_SKU, "crashType": "ACCESS_VIOLATION", "buildVersion": "1.1",
-             "stackTrace": trace("Net::Resend()", 1)}
+             "stackTrace": trace("Net::Resend()", 1), "playerId": "p-1"}
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         assert client.post("/v1/sessions", json=sessions).status_code == 202
         assert client.post("/v1/crashes", json=crash).status_code == 202
@@ -370,7 +370,9 @@ def test_releases_and_a_crash_group_as_an_issue(serve: Serve, browser: Browser):
     expect(page.locator("#group-section")).to_have_attribute("data-state", "unresolved")
     assert state(page)["group"] == signature
     expect(page.locator("#group-builds tbody tr")).to_have_count(1)
-    expect(page.locator("#group-builds tbody tr")).to_contain_text("1.1")
+    # build, reports, players affected
+    expect(page.locator("#group-builds tbody tr td")).to_have_text(["1.1", "1", "1", re.compile(r"."),
+                                                                    re.compile(r".")])
     page.select_option("#group-new-state", "resolved")
     page.fill("#group-in-build", "1.2")
     page.click("#group-form button")

@@ -15,14 +15,14 @@ from typing import Any, Protocol
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 from api.access import API_KEY_HEADER, READERS, Role
-from api.requests import BODY_EXTENSION
+from api.requests import BODY_EXTENSION, MAX_IN_FLIGHT
 from ports.errors import BlackboxError
 from ports.limits import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_CHARS
 
 OPENAPI_VERSION = "3.1.0"
 SCHEMAS = "#/components/schemas/"
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Crash reporting and leaderboards for online games. POSTs take an API key (`x-api-key`; ingest keys
 post crashes and sessions, server keys also scores; a title's ingest key posts only its own skus,
 and 403 for any other); reads need a read key locally and IAM (SigV4) in AWS. A 429 says when to
@@ -36,7 +36,7 @@ the connection). `blackbox serve` also gives a request's line and headers 10 s a
 `request_timeout`, 431 `headers_too_large`) and its body 30 s (408), and with no API keys
 configured it serves only requests addressed to localhost, 127.0.0.1 or [::1] (any port; else
 403), against DNS rebinding. Overloaded, it answers at once rather than queue: past
-`BLACKBOX_MAX_IN_FLIGHT` requests in its handlers (default twice its threads), any route is answered
+`BLACKBOX_MAX_IN_FLIGHT` requests in its handlers (default {MAX_IN_FLIGHT}), any route is answered
 503 `unavailable` with `Retry-After` before a handler runs (as a rule before its body is read), so
 nothing of it was published; send it again after that many seconds with the same `Idempotency-Key`.
 

@@ -107,7 +107,7 @@ def crash_issue(issues: IssueStore, sku: str, signature: str) -> CrashIssue:
         raise NotFound(f"no crash group {signature!r} in {sku!r}")
     builds = issues.reports(sku, signature)
     first = min(builds, key=lambda b: b.first_seen, default=None)
-    merged = issues.grouping(sku).merges.get(signature)
+    merged = issues.merged_into(sku, signature)
     return {**_line(issue), "sku": sku, "signature": signature, "mergedInto": None if merged is None else merged.into,
             "mergedAt": None if merged is None else to_rfc3339(merged.at),
             "mergedBy": None if merged is None else merged.by, "regressions": issue.episode,

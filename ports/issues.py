@@ -227,6 +227,11 @@ class IssueStore(Protocol):
         """The sku's rules and merges (the default grouping when none were set)."""
         ...
 
+    def merged_into(self, sku: str, signature: str) -> Merge | None:
+        """The merge that counts this group in another (None: it is counted in its own): one row,
+        where grouping() reads all the sku's."""
+        ...
+
     def set_rules(self, sku: str, skip: Sequence[str], join: Sequence[str], at: int, by: str) -> GroupingRules:
         """Replaces the sku's rules; the new ones have the next version."""
         ...

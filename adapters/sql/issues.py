@@ -89,6 +89,8 @@ _SET_RULES = insert(crash_grouping_rules, ("sku", "skip_globs", "join_globs", "v
 _m = crash_merges.c
 _MERGES = Statement(sa.select(_m.signature, _m.into_signature, _m.merged_at, _m.merged_by)
                     .where(_m.sku == _bind("sku")))
+_MERGE = Statement(sa.select(_m.into_signature, _m.merged_at, _m.merged_by)
+                   .where(_m.sku == _bind("sku"), _m.signature == _bind("signature")))
 _ADD_MERGE = insert(crash_merges, ("sku", "signature", "into_signature", "merged_at", "merged_by"))
 _FOLLOW = Statement(sa.update(crash_merges).where(_m.sku == _bind("sku"), _m.into_signature == _bind("signature"))
                     .values(into_signature=_bind("into")))
@@ -261,6 +263,13 @@ class SqlIssueStore:
     def grouping(self, sku: str) -> Grouping:
         with self._database.transaction() as t:
             return _grouping(t, sku)
+
+    def merged_into(self, sku: str, signature: str) -> Merge | None:
+        found = self._database.rows(_MERGE, {"sku": sku, "signature": signature})
+        if not found:
+            return None
+        into, at, by = found[0]
+        return Merge(signature, str(into), int(at), str(by))
 
     def set_rules(self, sku: str, skip: Sequence[str], join: Sequence[str], at: int, by: str) -> GroupingRules:
         with self._database.transaction() as t:

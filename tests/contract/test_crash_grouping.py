@@ -74,6 +74,8 @@ def test_a_merge_is_made_once_follows_its_target_and_refuses_cycles(stores: tupl
     assert issues.merge("g", a, c, 6000, "k") == Merge(a, c, 6000, "k")
     assert issues.grouping("g").merges == {b: Merge(b, c, 4000, "k"), a: Merge(a, c, 6000, "k")}
     assert issues.grouping("g").group(b) == c and issues.grouping("g").group(d) == d
+    assert issues.merged_into("g", b) == Merge(b, c, 4000, "k") and issues.merged_into("g", a) == Merge(a, c, 6000, "k")
+    assert issues.merged_into("g", c) is None and issues.merged_into("h", b) is None  # c's own; another sku's
     assert issues.issue("g", c).first_seen == 1000  # type: ignore[union-attr]
     issues.observe([Crash("g", d, None, 7000)], 7000)
     assert issues.merge("g", d, b, 8000, "k") == Merge(d, c, 8000, "k")
@@ -194,6 +196,7 @@ def test_every_report_ends_in_the_group_a_recomputation_gives(
                 event("a merge moved reports")
                 _regroup_all(index, documents, issues, RegroupRequest(regroup=sku, signature=signature))
                 assert not {r.entry.signature for r in index.find(ReportFilter(sku, 1000))} & set(model.merges)
+            assert {s: m.into for s in model.issues if (m := issues.merged_into(sku, s)) is not None} == model.merges
         elif step[0] == "reprocess":
             before = index.find(ReportFilter(sku, 1000))
             _regroup_all(index, documents, issues, RegroupRequest(regroup=sku))

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator,
 from typing_extensions import TypedDict
 
 from crashes.grouping import RegroupRequest, regroup
-from crashes.model import ReportDocument, attachment_key
+from crashes.model import attachment_key
 from crashes.signature import frames_signature
 from crashes.symbols import symbol_path
 from pipeline.failures import land
@@ -233,19 +233,18 @@ class Processor:
             if request.symbols is not None:
                 self._ask_again(request.symbols, request.after)
         walks = self._attachments([r for r in requests if r.reportKey is not None])
-        # a report purged since it was asked for is not walked again (nor its walk kept)
-        indexed = self.index.body_hashes(list(walks)) if walks else {}
-        walks = {key: name for key, name in walks.items() if key in indexed}
-        # and its body: the sku, whose grouping groups the walk
-        found = self.documents.get_many([k for key, name in walks.items() for k in (attachment_key(key, name), key)])
+        # a report purged since it was asked for is not walked again (nor its walk kept); the index
+        # row names the sku whose grouping groups the walk
+        skus = self.index.report_skus(list(walks)) if walks else {}
+        found = self.documents.get_many([attachment_key(key, name) for key, name in walks.items() if key in skus])
         groupings: dict[str, Grouping] = {}
         documents: dict[str, bytes] = {}
         results: list[Processed] = []
         for key, name in walks.items():
-            dump, body = found.get(attachment_key(key, name)), found.get(key)
-            if dump is None or body is None:  # expired or purged with its report: nothing left to walk
+            dump = found.get(attachment_key(key, name))
+            if dump is None:  # expired or purged with its report: nothing left to walk
                 continue
-            sku = str(ReportDocument.model_validate_json(body).payload["sku"])
+            sku = skus[key]
             if sku not in groupings:
                 groupings[sku] = self.issues.grouping(sku)
             document, result = _processed(key, name, walk(self.walker, self.symbols, dump), now_ms(), groupings[sku])

@@ -209,6 +209,10 @@ class CrashIndex(Protocol):
         """Those of these report keys already indexed, with the body hash each was indexed with."""
         ...
 
+    def report_skus(self, report_keys: Sequence[str]) -> dict[str, str]:
+        """Those of these report keys indexed, with the sku of each."""
+        ...
+
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         """Reports by report_id, ascending or (newest_first) descending, submit_time in
         [from_ms, to_ms), read in that order from an index whatever the sku's size."""

@@ -171,6 +171,21 @@ def body_hashes(table: sa.Table, report_keys: Sequence[str]) -> Query:
 
 
 @functools.cache
+def _report_skus(table: sa.Table, count: int) -> Statement:
+    found = sa.select(table.c.report_key, reports.c.sku)
+    if table is not reports:  # MySQL's report_keys: each key's report by its id, a seek a partition
+        found = found.join_from(table, reports, reports.c.report_id == table.c.report_id)
+    return Statement(found.where(table.c.report_key.in_(marks("key", count))))
+
+
+def report_skus(table: sa.Table, report_keys: Sequence[str]) -> Query:
+    """Those of these report keys that are indexed, with their skus (rows of key, sku); `table`
+    holds the keys (reports on SQLite, report_keys on MySQL)."""
+    keys = list(report_keys) or [""]
+    return _report_skus(table, padded(len(keys))), listed("key", keys)
+
+
+@functools.cache
 def _report_ids(table: sa.Table, count: int) -> Statement:
     return Statement(sa.select(table.c.report_key, table.c.report_id).where(
         table.c.report_key.in_(marks("key", count))))

@@ -41,6 +41,7 @@ from adapters.sql.queries import (
     processed_values,
     report_from_row,
     report_ids,
+    report_skus,
     seen_events,
     skus_seen,
     stored_offset,
@@ -170,6 +171,9 @@ class CrashIndexReads:
 
     def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
         return dict(self._database.rows(*body_hashes(self.BODY_HASHES, report_keys)))
+
+    def report_skus(self, report_keys: Sequence[str]) -> dict[str, str]:
+        return {str(key): str(sku) for key, sku in self._database.rows(*report_skus(self.BODY_HASHES, report_keys))}
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         return [report_from_row(row) for row in self._database.rows(*find_query(query))]

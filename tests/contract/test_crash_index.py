@@ -42,6 +42,14 @@ def test_body_hashes_are_those_of_the_first_insert(crash_index: CrashIndex):
     assert crash_index.body_hashes(keys) == {keys[1]: "a" * 64, keys[2]: None, keys[3]: "c" * 64}
 
 
+def test_report_skus_are_those_of_the_indexed_keys(crash_index: CrashIndex):
+    assert crash_index.report_skus([]) == {}
+    crash_index.insert_many([entry(1), entry(2, sku="ember:ps5")])
+    crash_index.insert_many([entry(2, sku="game:pc")])  # indexed already: stays as it was
+    keys = [entry(n).report_key for n in range(4)]
+    assert crash_index.report_skus(keys) == {keys[1]: "game:pc", keys[2]: "ember:ps5"}
+
+
 def test_find_pages_with_after_id_and_offset(crash_index: CrashIndex):
     crash_index.insert_many([entry(n) for n in range(10)])
     all_ids = [r.report_id for r in crash_index.find(ReportFilter(sku="game:pc", limit=100))]
@@ -208,6 +216,8 @@ def test_purge_drops_reports_submitted_before_the_cut_and_nothing_after(crash_in
     kept = crash_index.find(ReportFilter(sku="game:pc", limit=10))
     assert [r.entry.event_id for r in kept] == ["event-3", "event-4"]
     assert crash_index.crash_groups("game:pc", 0, 2_000_000, 10)[0].count == 2
+    keys = [entry(n).report_key for n in range(5)]
+    assert crash_index.report_skus(keys) == dict.fromkeys(keys[3:], "game:pc")
     assert crash_index.purge(cut) == 0
     # a purged report that comes again is a new report, after the ones kept
     crash_index.insert_many([entry(0)])

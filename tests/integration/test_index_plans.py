@@ -2,7 +2,8 @@
 the bench's one-report query on MariaDB once took 29 ms because the primary key was walked
 through 27,000 other reports, and SQLite sorted every report of the sku for a LIMIT 1. The same
 holds newest first (the index read backwards). Listing the skus reads one index entry a sku. A page
-of a sku's alert history seeks its alerts and each one's deliveries."""
+of a sku's alert history seeks its alerts and each one's deliveries. The skus of the reports a
+batch of walks names are seeks by key."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
-from adapters.sql.queries import find_query
+from adapters.sql.queries import find_query, report_skus
 from adapters.sql.statements import Engine
 from ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
 from tests.services import mysql_database, namespace
@@ -84,6 +85,21 @@ def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
         table = _table(json.loads(analysis))
         assert table["key"] == "reports_sku_id"
         assert table["r_rows"] == 1  # the index is read in order: a LIMIT 1 stops at the first row
+
+
+@pytest.mark.services
+def test_mysql_finds_reports_skus_by_key_seeks() -> None:
+    with mysql_database(namespace()) as database:
+        _load(MysqlCrashIndex(database))
+        statement, values = report_skus(MysqlCrashIndex.BODY_HASHES, [f"{n:032x}" for n in (5, OTHER_REPORTS + 5)])
+        compiled = statement.on("mysql")
+        with database.connection().cursor() as cursor:
+            cursor.execute("ANALYZE TABLE reports, report_keys")
+            cursor.fetchall()
+            cursor.execute(f"EXPLAIN {compiled.text}", compiled.params(values))
+            # table → the index it reads: the keys' unique index, then each partition's primary key
+            plan = {row[2]: row[5] for row in cursor.fetchall()}
+        assert plan == {"report_keys": "report_keys_key", "reports": "PRIMARY"}
 
 
 def test_sqlite_steps_from_sku_to_sku_by_index_seeks(tmp_path: Path) -> None:

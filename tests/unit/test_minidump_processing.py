@@ -16,7 +16,7 @@ from adapters.stackwalk import Stackwalker
 from adapters.symbols.s3 import S3SymbolStore
 from crashes import processing
 from crashes.grouping import regroup_request
-from crashes.model import ReportDocument, attachment_key
+from crashes.model import attachment_key
 from crashes.processing import (
     Processor,
     WalkRequest,
@@ -51,10 +51,9 @@ def processor(adapters: Adapters, walker: StackWalker, **ports: Any) -> Processo
 
 
 def stored(adapters: Adapters, key: str, dump: bytes) -> None:
-    """A report's body and its minidump, as the crash consumer stores them."""
-    body = ReportDocument(eventId=key, reportKey=key, receivedAt=1, payload={"sku": SKU})
-    adapters.documents.upsert_many({key: body.model_dump_json().encode(), attachment_key(key, "crash.dmp"): dump},
-                                   3600)
+    """A report's minidump, as the crash consumer stores it; not its body: the walk's sku is the
+    index row's."""
+    adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): dump}, 3600)
 
 
 def indexed(adapters: Adapters, n: int, dump: str = "level-magic") -> str:

@@ -24,6 +24,8 @@ from ports.issues import IssueStore
 if TYPE_CHECKING:
     from adapters.embedded.index import SqliteIndexDatabase
     from adapters.mysql.database import MysqlDatabase, MysqlTarget
+    from crashes.grouping import Groupings
+    from reporters.projects import Skus
 
 Port = Literal["log", "documents", "index", "counters", "ranking", "spill", "projects", "symbols", "issues"]
 PORTS: tuple[Port, ...] = get_args(Port)
@@ -94,11 +96,35 @@ class Adapters:
     def __init__(self, settings: Settings, wiring: Wiring) -> None:
         self.settings = settings
         self._ports: dict[str, Once[Any]] = {port: Once(getattr(wiring, port)) for port in PORTS}
+        # what the hot paths keep of the stores, one a process (made on first use, as a port is): it
+        # outlives an invocation, and is read again once stale
+        self._groupings = Once(self._new_groupings)
+        self._skus = Once(self._new_skus)
 
     @cached_property
     def key_skus(self) -> dict[str, list[str]]:
         """Title key id → the skus it may post: the deployment's (AWS) and the local title keys'."""
         return self.settings.key_skus | self.settings.api_keys.key_skus
+
+    @property
+    def groupings(self) -> Groupings:
+        """Each sku's grouping, as the crash consumer reads it from the issues."""
+        return self._groupings.get()
+
+    def _new_groupings(self) -> Groupings:
+        from crashes.grouping import Groupings
+
+        return Groupings(self.issues)
+
+    @property
+    def skus(self) -> Skus:
+        """Each project's sku, as a native upload reads it from the projects."""
+        return self._skus.get()
+
+    def _new_skus(self) -> Skus:
+        from reporters.projects import Skus
+
+        return Skus(self.projects)
 
     @property
     def retention_seconds(self) -> int:

@@ -3,35 +3,25 @@ crash spikes this batch started."""
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
-from crashes.grouping import Groupings
 from crashes.persistence import persist_crashes
 from crashes.spikes import crossed
 from pipeline.msk import from_msk_event
-from ports.issues import IssueStore
 from ports.telemetry import CRASH_SPIKE, VISIBILITY_LATENCY, emit, instrumented, logger
 from ports.timeutil import now_ms
-
-# one per store: the skus' groupings outlive an invocation, read again once stale
-_groupings: weakref.WeakKeyDictionary[IssueStore, Groupings] = weakref.WeakKeyDictionary()
-_groupings_lock = threading.Lock()
 
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
-    with _groupings_lock:
-        groupings = _groupings.get(a.issues) or _groupings.setdefault(a.issues, Groupings(a.issues))
     records = from_msk_event(event, a.settings.kafka_topic_prefix)
     persisted = persist_crashes(records, a.documents, a.index, a.log, a.retention_seconds, issues=a.issues,
-                                groupings=groupings)
+                                groupings=a.groupings)
     for spike in crossed(a.index, a.settings.spikes, persisted):
         logger.warning("crash spike", extra={"alert": spike.body()})
         emit(CRASH_SPIKE, 1, sku=spike.sku)

@@ -6,8 +6,6 @@ CrashReportClient. Each answers as its client expects once what it carried is du
 from __future__ import annotations
 
 import re
-import threading
-import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -21,7 +19,6 @@ from typing_extensions import TypedDict
 from adapters.factory import current
 from api.requests import BODY_EXTENSION
 from api.resolver import answer, create_resolver, json_response, posted, text_response
-from ports import ProjectStore
 from ports.errors import InvalidField, NotFound
 from ports.limits import MAX_BODY_BYTES
 from ports.scopes import SkuScope
@@ -29,7 +26,7 @@ from ports.telemetry import instrumented
 from reporters.breakpad import parse_minidump_upload, socorro_answer
 from reporters.capture import capture_envelope
 from reporters.encoding import decode_body
-from reporters.projects import MAX_PROJECT_ID, Skus
+from reporters.projects import MAX_PROJECT_ID
 from reporters.sentry import SentryEnvelope, parse_envelope, parse_store
 from reporters.unreal import parse_unreal_crash
 
@@ -49,18 +46,11 @@ class SentryAnswer(TypedDict, total=False):
     id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
 
 
-_skus: weakref.WeakKeyDictionary[ProjectStore, Skus] = weakref.WeakKeyDictionary()
-_skus_lock = threading.Lock()
-
-
 def _sku(project_id: str | None) -> str:
     number = int(project_id) if project_id and re.fullmatch(PROJECT_PATTERN, project_id, re.ASCII) else 0
     if not 1 <= number <= MAX_PROJECT_ID:
         raise NotFound(f"no project {project_id[:32]}" if project_id else "the upload names no project", "project")
-    store = current().projects
-    with _skus_lock:
-        skus = _skus.get(store) or _skus.setdefault(store, Skus(store))
-    return skus.of(number)
+    return current().skus.of(number)
 
 
 def _capture(project_id: str | None, read: Reader) -> str | None:

@@ -3,8 +3,9 @@ the embedded adapter (SQLite) and the real engine (Kafka, Couchbase, MariaDB).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -16,14 +17,15 @@ from adapters.embedded.log import SqliteEventLog
 from adapters.embedded.ranking import SqliteRankingStore
 from adapters.kafka.auth import plaintext
 from adapters.kafka.log import KafkaEventLog
+from adapters.mysql.database import MysqlDatabase
 from adapters.mysql.index import MysqlCrashIndex, MysqlProjectStore, MysqlSessionCounters
 from adapters.mysql.issues import MysqlIssueStore
 from adapters.mysql.ranking import MysqlRankingStore
 from ports import CrashIndex, DocumentStore, EventLog, ProjectStore, RankingStore, SessionCounters
-from ports.issues import IssueStore
 from tests.services import mysql_database, namespace, settings
 
 ENGINES = ["embedded", "services"]
+T = TypeVar("T")
 
 
 @pytest.fixture(params=ENGINES)
@@ -84,12 +86,21 @@ def project_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pr
         yield MysqlProjectStore(database)
 
 
-@pytest.fixture(params=ENGINES)
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[CrashIndex, IssueStore]]:
-    """The crash index and the issues in one database, as a deployment has them."""
-    if request.param == "embedded":
-        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
-        yield SqliteCrashIndex(database), SqliteIssueStore(database)
-        return
-    with mysql_database(namespace()) as mysql:
-        yield MysqlCrashIndex(mysql), MysqlIssueStore(mysql)
+def index_with(sqlite_store: Callable[[SqliteIndexDatabase], T], mysql_store: Callable[[MysqlDatabase], T]) -> Any:
+    """A fixture: the crash index and another store, made on the same database, as a deployment has
+    them."""
+
+    @pytest.fixture(params=ENGINES)
+    def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[CrashIndex, T]]:
+        if request.param == "embedded":
+            database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+            yield SqliteCrashIndex(database), sqlite_store(database)
+            return
+        with mysql_database(namespace()) as mysql:
+            yield MysqlCrashIndex(mysql), mysql_store(mysql)
+
+    return stores
+
+
+# the crash index and the issues
+stores = index_with(SqliteIssueStore, MysqlIssueStore)

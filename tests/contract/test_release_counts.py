@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
+from adapters.embedded.index import SqliteSessionCounters
 from adapters.embedded.log import SqliteEventLog
-from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from adapters.mysql.index import MysqlSessionCounters
 from crashes.releases import list_builds, release_health
 from ports import Checkpoint, CrashIndex, EventLog, IndexEntry, LogRecord, SessionCounters
 from ports.releases import (
@@ -34,21 +34,13 @@ from ports.releases import (
 from ports.timeutil import HOUR_MS, floor_to, now_ms, to_rfc3339
 from sessions.counting import count_sessions
 from sessions.model import SessionCount, SessionEnvelope
-from tests.contract.conftest import ENGINES
-from tests.services import mysql_database, namespace
+from tests.contract.conftest import index_with
 
 M = 60_000
 
 
-@pytest.fixture(params=ENGINES)
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[CrashIndex, SessionCounters]]:
-    """The crash index and the counters in one database, as a deployment has them."""
-    if request.param == "embedded":
-        database = SqliteIndexDatabase(tmp_path / "index.sqlite")
-        yield SqliteCrashIndex(database), SqliteSessionCounters(database)
-        return
-    with mysql_database(namespace()) as mysql:
-        yield MysqlCrashIndex(mysql), MysqlSessionCounters(mysql)
+# the crash index and the counters
+stores = index_with(SqliteSessionCounters, MysqlSessionCounters)
 
 
 @pytest.fixture

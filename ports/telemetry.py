@@ -1,6 +1,6 @@
 """What every layer reports through: the one Powertools logger; CloudWatch metrics in embedded
 metric format, a JSON line on stdout that CloudWatch Logs turns into a metric, so emitting costs no
-API call; X-Ray traces through Powertools' tracer (off outside Lambda); and a correlation id, the
+API call; X-Ray traces through Powertools' tracer (none outside Lambda); and a correlation id, the
 API request's id, which capture puts on what it publishes and the consumers log. `blackbox serve`
 switches the metrics off (its log is for people); the dashboard and alarms in AWS read them."""
 
@@ -19,9 +19,11 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 logger = Logger(service="blackbox")
-# off unless in Lambda; there it patches the engines' clients it knows (boto3, PyMySQL, httpx). A
-# handler's answer is not put in the trace: a page of reports is megabytes, a segment 64 KB at most
-tracer = Tracer(service="blackbox")
+# in Lambda it patches the engines' clients it knows (boto3, PyMySQL, httpx). Elsewhere, by
+# Powertools' own rule, it would be switched off, and is not built: even off, building it loads the
+# X-Ray SDK and a botocore session, 38 MB in each process of a serve. A handler's answer is not put
+# in the trace: a page of reports is megabytes, a segment 64 KB at most
+tracer = None if Tracer._is_tracer_disabled() else Tracer(service="blackbox")
 
 CORRELATION_HEADER = "correlationId"
 CORRELATION_KEY = "correlation_id"
@@ -101,6 +103,6 @@ def instrumented(handler: H) -> H:
 
     # decided once, as the tracer itself does: switched off, its wrapper still cost 10 µs a call;
     # so are the metrics (`blackbox serve` switches them off)
-    traced = correlating if tracer.disabled else tracer.capture_lambda_handler(correlating, capture_response=False)
+    traced = correlating if tracer is None else tracer.capture_lambda_handler(correlating, capture_response=False)
     measured = traced if is_metrics_disabled() else metrics.log_metrics(traced, capture_cold_start_metric=True)
     return cast(H, logger.inject_lambda_context(measured))

@@ -61,3 +61,21 @@ def test_every_function_is_traced_without_its_answer_in_the_trace(tmp_path):
         assert segment["annotations"]["Service"] == "blackbox"
         # a page of reports would not fit a segment: the handler's answer stays out
         assert not any("response" in key for key in json.dumps(segment["metadata"]).split('"'))
+
+
+def test_outside_lambda_no_process_loads_the_x_ray_sdk(tmp_path):
+    """Switched off, Powertools' tracer still loads the X-Ray SDK and a botocore session when it is
+    built: 38 MB in each process of a serve (its supervisor included), which the 30-minute soak
+    measured as the serve's level growing from 334 to 474 MB."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("AWS_LAMBDA_FUNCTION_NAME", "LAMBDA_TASK_ROOT", "POWERTOOLS_TRACE_DISABLED")}
+    child = subprocess.run([sys.executable, "-c", """
+import sys
+import local_runtime.server
+from lambdas.functions import FUNCTIONS, load_handler
+for function in FUNCTIONS:
+    load_handler(function)
+print(sorted(m for m in sys.modules if m.split(".")[0] == "aws_xray_sdk"))
+"""], cwd=ROOT, env=env | {"BLACKBOX_DATA_DIR": str(tmp_path)}, capture_output=True, text=True, timeout=120,
+                           check=True)
+    assert child.stdout.splitlines()[-1] == "[]"

@@ -128,7 +128,7 @@ def section(results: dict[str, Any], minutes: float) -> str:
         f"{_ms(overload['requestLatencyMs']['all'])} |",
         f"| shed answers (503 + Retry-After), ms p50 / p95 / p99 | {_ms(soak['shed']['latencyMs'])} | "
         f"{_ms(shed['latencyMs'])} |",
-        f"| the load generator's own lag (in every latency above), ms p50 / p95 / p99 | "
+        f"| the load generator's own lag (each try's latency above holds it), ms p50 / p95 / p99 | "
         f"{_ms(soak.get('clientLagMs', {}))} | {_ms(overload.get('clientLagMs', {}))} |",
         f"| requests shed at least once / still shed after 5 tries | {soak['shed']['requests']} / "
         f"{soak['shed']['gaveUp']} | {shed['requests']} / {shed['gaveUp']} |",
@@ -165,9 +165,11 @@ def _overload_line(overload: dict[str, Any]) -> str:
                 f"acknowledged {overload['throughput']:g} and shed none (answers: {overload['statuses']}).")
     p95 = shed["latencyMs"]["p95"]
     lag = overload.get("clientLagMs", {})
+    overflow = overload["clientOverflow"]
     behind = (f" The load generator, on the same cores, fell behind its own schedule by {lag['p50']:g} / "
-              f"{lag['p95']:g} ms (p50 / p95), which that latency holds, and did not send "
-              f"{overload['clientOverflow']} requests for its in-flight limit." if lag.get("count") else "")
+              f"{lag['p95']:g} ms (p50 / p95), which that latency holds"
+              + (f", and did not send {overflow} requests for its in-flight limit." if overflow else ".")
+              if lag.get("count") else "")
     return (f"- Past saturation, the p95 of a shed answer: {p95:g} ms (target: within milliseconds, say ≤ 100): "
             f"{_verdict(p95 <= 100)}.{behind}")
 

@@ -56,11 +56,11 @@ def stored(adapters: Adapters, key: str, dump: bytes) -> None:
     adapters.documents.upsert_many({attachment_key(key, "crash.dmp"): dump}, 3600)
 
 
-def indexed(adapters: Adapters, n: int, dump: str = "level-magic") -> str:
+def indexed(adapters: Adapters, n: int, dump: str = "level-magic", sku: str = SKU) -> str:
     """A report with this minidump, as the crash consumer leaves it; its key."""
     key = f"{n:032x}"
     stored(adapters, key, (FIXTURES / f"{dump}.dmp").read_bytes())
-    adapters.index.insert_many([IndexEntry(report_key=key, event_id=f"e{n}", sku=SKU, received_at=n, size_bytes=1,
+    adapters.index.insert_many([IndexEntry(report_key=key, event_id=f"e{n}", sku=sku, received_at=n, size_bytes=1,
                                            attachments=("crash.dmp",), processing="pending")])
     return key
 
@@ -69,8 +69,14 @@ def records(values: list[OutgoingRecord]) -> list[LogRecord]:
     return [LogRecord(MINIDUMPS, 0, offset, r.value, r.key, r.headers, 0) for offset, r in enumerate(values)]
 
 
-def entries(adapters: Adapters) -> dict[str, IndexEntry]:
-    return {r.entry.report_key: r.entry for r in adapters.index.find(ReportFilter(sku=SKU, limit=1000))}
+def entries(adapters: Adapters, sku: str = SKU) -> dict[str, IndexEntry]:
+    return {r.entry.report_key: r.entry for r in adapters.index.find(ReportFilter(sku=sku, limit=1000))}
+
+
+def walked_frames(adapters: Adapters, key: str) -> list[str]:
+    """The frames of a report's walk that its signature is made of, as named there."""
+    document = read_processed(adapters.documents.get_many([processed_key(key)])[processed_key(key)])
+    return [f["function"] or f"{f['module']}@{f['moduleOffset']}" for f in document["frames"] if f["trust"] != "scan"]
 
 
 def published(adapters: Adapters, group: str, topic: str = MINIDUMPS) -> list[LogRecord]:
@@ -214,8 +220,7 @@ def test_a_walk_is_grouped_by_its_skus_rules_and_a_reprocessing_walks_it_again(a
     process = processor(adapters, walker)
     process.process(records([walk_request(key, "crash.dmp")]))
     before = entries(adapters)[key].signature
-    document = read_processed(adapters.documents.get_many([processed_key(key)])[processed_key(key)])
-    named = [f["function"] or f"{f['module']}@{f['moduleOffset']}" for f in document["frames"] if f["trust"] != "scan"]
+    named = walked_frames(adapters, key)
     assert before == frames_signature(named) and len(named) > 1
     adapters.issues.set_rules(SKU, [named[0]], [], 1, "test")
     # a reprocessing's page asks for the walked report's walk again, which the rules now group
@@ -225,3 +230,18 @@ def test_a_walk_is_grouped_by_its_skus_rules_and_a_reprocessing_walks_it_again(a
     assert entries(adapters)[key].signature == before
     process.process([again])
     assert entries(adapters)[key].signature == frames_signature(named[1:]) != before
+
+
+def test_each_walk_of_a_batch_is_grouped_by_its_own_reports_sku(adapters: Adapters, walker: Stackwalker):
+    """Found in review: the walk's sku comes from each report's index row, and every test had one sku,
+    so a batch handing one report another's sku would have passed."""
+    process = processor(adapters, walker)
+    probe = indexed(adapters, 21)
+    process.process(records([walk_request(probe, "crash.dmp")]))
+    named = walked_frames(adapters, probe)
+    other = "emberfall:ps5"
+    adapters.issues.set_rules(other, [named[0]], [], 1, "test")
+    mine, theirs, mine_again = indexed(adapters, 22), indexed(adapters, 23, sku=other), indexed(adapters, 24)
+    process.process(records([walk_request(key, "crash.dmp") for key in (mine, theirs, mine_again)]))
+    assert entries(adapters)[mine].signature == entries(adapters)[mine_again].signature == frames_signature(named)
+    assert entries(adapters, other)[theirs].signature == frames_signature(named[1:])

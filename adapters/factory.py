@@ -99,7 +99,7 @@ class Adapters:
         # what the hot paths keep of the stores, one a process (made on first use, as a port is): it
         # outlives an invocation, and is read again once stale
         self._groupings = Once(self._new_groupings)
-        self._skus = Once(self._new_skus)
+        self._project_skus = Once(self._new_project_skus)
 
     @cached_property
     def key_skus(self) -> dict[str, list[str]]:
@@ -117,11 +117,11 @@ class Adapters:
         return Groupings(self.issues)
 
     @property
-    def skus(self) -> Skus:
+    def project_skus(self) -> Skus:
         """Each project's sku, as a native upload reads it from the projects."""
-        return self._skus.get()
+        return self._project_skus.get()
 
-    def _new_skus(self) -> Skus:
+    def _new_project_skus(self) -> Skus:
         from reporters.projects import Skus
 
         return Skus(self.projects)

@@ -50,7 +50,7 @@ def _sku(project_id: str | None) -> str:
     number = int(project_id) if project_id and re.fullmatch(PROJECT_PATTERN, project_id, re.ASCII) else 0
     if not 1 <= number <= MAX_PROJECT_ID:
         raise NotFound(f"no project {project_id[:32]}" if project_id else "the upload names no project", "project")
-    return current().skus.of(number)
+    return current().project_skus.of(number)
 
 
 def _capture(project_id: str | None, read: Reader) -> str | None:

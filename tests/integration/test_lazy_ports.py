@@ -4,6 +4,7 @@ AWS) is exactly what its handler reaches, and a store it does not use cannot fai
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -51,4 +52,17 @@ def test_capture_answers_202_while_couchbase_and_mysql_are_away(tmp_path: Path):
         assert adapters.spill.list(10) == []  # Kafka took it
     finally:
         install(None)
+        adapters.close()
+
+
+def test_what_the_hot_paths_keep_of_the_stores_is_one_a_process(tmp_path: Path):
+    """A crash consumer's groupings and a native upload's project skus outlive an invocation, read
+    again once stale: handler threads asking at once share one of each, built on first use."""
+    adapters = build(Settings(data_dir=tmp_path))
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            found = list(pool.map(lambda _: (adapters.groupings, adapters.project_skus), range(32)))
+        assert len({id(g) for g, _ in found}) == len({id(s) for _, s in found}) == 1
+        assert set(adapters.built) == {"issues", "projects"}
+    finally:
         adapters.close()

@@ -69,7 +69,7 @@ class SqliteIndexDatabase(SqlDatabase):
 @port_errors("index", sqlite_meaning)
 class SqliteCrashIndex(CrashIndexReads):
     SKUS = _skus_seen("reports", "received_at")
-    BODY_HASHES = reports
+    KEYS = reports
 
     def __init__(self, database: SqliteIndexDatabase) -> None:
         self._database = database

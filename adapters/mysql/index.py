@@ -52,7 +52,7 @@ def _skus_seen(table: str, time_column: str) -> Statement:
 class MysqlCrashIndex(CrashIndexReads):
     SKUS = _skus_seen("reports", "received_at")
     # report_keys: unpartitioned, and its row is written with the report's in one transaction
-    BODY_HASHES = report_keys
+    KEYS = report_keys
     _database: MysqlDatabase
 
     def __init__(self, database: MysqlDatabase) -> None:

@@ -165,15 +165,16 @@ class Checkpointed:
 
 class CrashIndexReads:
     _database: SqlDatabase
-    # the engine's statement for the skus (after, limit), and the table a report's body hash is read from
+    # the engine's statement for the skus (after, limit), and the table that holds each report's key
+    # (with its id and body hash): its own on MySQL, unpartitioned, so a key is one seek there
     SKUS: ClassVar[Statement]
-    BODY_HASHES: ClassVar[sa.Table]
+    KEYS: ClassVar[sa.Table]
 
     def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
-        return dict(self._database.rows(*body_hashes(self.BODY_HASHES, report_keys)))
+        return dict(self._database.rows(*body_hashes(self.KEYS, report_keys)))
 
     def report_skus(self, report_keys: Sequence[str]) -> dict[str, str]:
-        return {str(key): str(sku) for key, sku in self._database.rows(*report_skus(self.BODY_HASHES, report_keys))}
+        return {str(key): str(sku) for key, sku in self._database.rows(*report_skus(self.KEYS, report_keys))}
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         return [report_from_row(row) for row in self._database.rows(*find_query(query))]
@@ -183,7 +184,7 @@ class CrashIndexReads:
         if not latest:
             return
         with self._database.transaction() as t:
-            ids = {str(key): int(report_id) for key, report_id in t.rows(*report_ids(self.BODY_HASHES, list(latest)))}
+            ids = {str(key): int(report_id) for key, report_id in t.rows(*report_ids(self.KEYS, list(latest)))}
             known = [result for key, result in latest.items() if key in ids]
             for result in known:
                 t.execute(SET_PROCESSED, processed_values(result, ids[result.report_key]))

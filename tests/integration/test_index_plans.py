@@ -91,7 +91,7 @@ def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
 def test_mysql_finds_reports_skus_by_key_seeks() -> None:
     with mysql_database(namespace()) as database:
         _load(MysqlCrashIndex(database))
-        statement, values = report_skus(MysqlCrashIndex.BODY_HASHES, [f"{n:032x}" for n in (5, OTHER_REPORTS + 5)])
+        statement, values = report_skus(MysqlCrashIndex.KEYS, [f"{n:032x}" for n in (5, OTHER_REPORTS + 5)])
         compiled = statement.on("mysql")
         with database.connection().cursor() as cursor:
             cursor.execute("ANALYZE TABLE reports, report_keys")

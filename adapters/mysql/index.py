@@ -26,11 +26,9 @@ from ports import Checkpoint, IndexEntry, SessionBucket
 from ports.releases import NO_RELEASES, ReleaseIncrements
 from ports.timeutil import now_ms
 
-_INSERT_KEYS = insert(report_keys, ("report_key", "body_hash"))
+_INSERT_KEYS = insert(report_keys, ("report_key", "submit_time", "body_hash"))
 _INSERT_REPORTS = insert(reports, INSERT_COLUMNS)
-_OLDEST_REPORT = text("SELECT MIN(report_id) FROM reports")
-_NEXT_REPORT = text("SELECT COALESCE(MAX(report_id), 0) + 1 FROM report_keys")
-_PURGE_KEYS = purge(report_keys, "report_id")
+_PURGE_KEYS = purge(report_keys, "submit_time")
 
 
 @functools.cache
@@ -70,22 +68,20 @@ class MysqlCrashIndex(CrashIndexReads):
             fresh = [e for e in unique if e.report_key not in known]
             if not fresh:
                 return
-            t.execute_rows(_INSERT_KEYS, [(e.report_key, hashes.get(e.report_key)) for e in fresh])
+            submit_time = now_ms()
+            t.execute_rows(_INSERT_KEYS, [(e.report_key, submit_time, hashes.get(e.report_key)) for e in fresh])
             fresh_keys = [e.report_key for e in fresh]
             ids: dict[str, int] = dict(t.rows(_keys(padded(len(fresh_keys)), False), listed("key", fresh_keys)))
-            submit_time = now_ms()
             # executemany folds these into one multi-row INSERT
             t.execute_rows(_INSERT_REPORTS, [entry_values(e, ids[e.report_key], submit_time) for e in fresh])
 
     def purge(self, before_ms: int) -> int:
         """Whole days go by dropping their partitions; the rest of the cut day row by row. Then the
-        reportKeys of purged reports (ids are handed out in submit order, so: below the oldest left)."""
+        reportKeys of purged reports: a key row holds its report's submit_time, so the same cut
+        takes exactly those, whatever is indexed meanwhile."""
         purged = self._database.drop_day_partitions(before_ms)
         purged += self._database.delete_in_chunks(PURGE_REPORTS, before_ms)
-        (oldest,) = self._database.rows(_OLDEST_REPORT, {})[0]
-        if oldest is None:
-            (oldest,) = self._database.rows(_NEXT_REPORT, {})[0]
-        self._database.delete_in_chunks(_PURGE_KEYS, oldest)
+        self._database.delete_in_chunks(_PURGE_KEYS, before_ms)
         self._database.delete_in_chunks(PURGE_AWAITING, before_ms)
         self._database.ensure_day_partitions(DAYS_AHEAD)
         return purged

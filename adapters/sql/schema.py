@@ -25,8 +25,9 @@ def _table(name: str, *columns: str) -> sa.Table:
 
 # its body_hash is SQLite's: MySQL keeps it with the key, in report_keys
 reports = _table("reports", *INSERT_COLUMNS, BODY_HASH)
-# MySQL's: a report's key and id, unpartitioned (the reports table is partitioned by day)
-report_keys = _table("report_keys", "report_key", "report_id", BODY_HASH)
+# MySQL's: a report's key and id, unpartitioned (the reports table is partitioned by day), and its
+# submit_time, by which retention forgets the key with the report
+report_keys = _table("report_keys", "report_key", "report_id", "submit_time", BODY_HASH)
 session_counts = _table("session_counts", "sku", "minute", "kind", "count")
 applied_offsets = _table("applied_offsets", "consumer", "topic_partition", "applied", "fingerprint")
 applied_events = _table("applied_events", "consumer", "event_id", "applied_at", BODY_HASH)

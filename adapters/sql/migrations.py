@@ -14,7 +14,6 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 import sqlalchemy as sa
-import sqlparse
 
 from adapters.sql.statements import Statement
 
@@ -35,6 +34,8 @@ class Migration:
 
 def statements(text: str) -> tuple[str, ...]:
     """The statements of a migration file, without those that are only comments."""
+    import sqlparse  # noqa: PLC0415 - only a migrating process needs it, not serve's workers (1.2 MB)
+
     return tuple(s for s in sqlparse.split(text) if sqlparse.format(s, strip_comments=True).strip())
 
 

@@ -359,8 +359,8 @@ class NodeRange:
 
 
 class NodeReader(Protocol):
-    def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
-        """The players counted by all these nodes together (one round trip)."""
+    def sum_counts(self, board: str, each: Sequence[Sequence[NodeRange]]) -> list[int]:
+        """For each list of ranges, the players its nodes count together (many lists a round trip)."""
         ...
 
     def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
@@ -585,12 +585,14 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
         """The players with exactly these scores (the worker asks where one player is alone)."""
         ...
 
-    def tie_sum(self, board: str, score: int, ranges: Sequence[NodeRange]) -> int:
-        """The players counted by these nodes of the tie tree of `score` (ranking.ties)."""
+    def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
+        """For each (score, ranges), the players counted by those nodes of the score's tie tree
+        (ranking.ties); many a round trip."""
         ...
 
-    def tied_before(self, board: str, position: Position) -> int:
-        """How many players have exactly this score and tiebreak and a smaller playerId."""
+    def tied_before(self, board: str, positions: Sequence[Position]) -> list[int]:
+        """For each position, how many players have exactly its score and tiebreak and a smaller
+        playerId; many a round trip."""
         ...
 
     def close(self) -> None: ...

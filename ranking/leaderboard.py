@@ -20,7 +20,7 @@ from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
-from ranking.queries import ahead_among_ties, rank_of, rank_of_entry, rank_of_score, score_at
+from ranking.queries import ahead_among_ties, rank_of, rank_of_entry, rank_of_score, ranks_of_scores, score_at
 from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start, started
 from ranking.ties import best_tiebreak
 from ranking.tree import Tree
@@ -165,7 +165,7 @@ def describe(store: RankingStore, tree: Tree, board: str, season: int | None = N
     upcoming = next_reset(settings.reset, now)
     if settings.ends_at is not None and now < settings.ends_at and (upcoming is None or settings.ends_at < upcoming):
         upcoming = settings.ends_at
-    return {**_settings(settings), "players": store.sum_counts(key, [tree.top_range()]),
+    return {**_settings(settings), "players": store.sum_counts(key, [[tree.top_range()]])[0],
             "season": _time(start), "nextReset": _time(upcoming)}
 
 
@@ -369,19 +369,20 @@ class PlayerRanks(TypedDict):
 @_one_state
 def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[str],
              season: int | None = None) -> PlayerRanks:
-    """Each player's record and global rank (a friends list): a rank query per distinct score, and
-    where ties do not share a rank, one for the scores' players, and two a player whose score others
-    have too."""
+    """Each player's record and global rank (a friends list): the ranks of its distinct scores, and
+    where ties do not share a rank, the scores' players and the ties ahead of each player whose score
+    others have too, each of them many a round trip (statements.one_row_each)."""
     settings = settings_of(store, board)
     key, _ = _season(settings, season)
     found = _shown(store, key, list(dict.fromkeys(player_ids)))
     sign = -1 if settings.order == "desc" else 1
     ordered = sorted(found.values(), key=lambda e: (sign * e.score, sign * e.tiebreak, e.player_id))
     scores = list({e.score: None for e in ordered})
-    ranks = {score: rank_of(tree, store, key, settings.order, score) for score in scores}
+    ranks = dict(zip(scores, ranks_of_scores(tree, store, key, settings.order, scores), strict=True))
     shared = () if settings.ties == "shared" else {s for s, n in store.leaves(key, scores).items() if n > 1}
-    entries = [_entry(ranks[entry.score] + (ahead_among_ties(store, key, settings, entry) if entry.score in shared
-                                            else 0), entry) for entry in ordered]
+    tied = [entry for entry in ordered if entry.score in shared]
+    ahead = dict(zip((e.player_id for e in tied), ahead_among_ties(store, key, settings, tied), strict=True))
+    entries = [_entry(ranks[entry.score] + ahead.get(entry.player_id, 0), entry) for entry in ordered]
     return {"entries": entries,
             "missing": [player for player in dict.fromkeys(player_ids) if player not in found]}
 

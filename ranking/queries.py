@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ports import BoardSettings, Entry, NodeRange, NodeReader, Order, RankingStore
 from ranking.ties import TIE_TREE
 from ranking.tree import Tree, best_first, better
 
 
+def ranks_of_scores(tree: Tree, reader: NodeReader, board: str, order: Order, scores: Sequence[int]) -> list[int]:
+    """For each score, 1 + the players with a strictly better score: ties share a rank (1, 2, 2, 4)."""
+    return [1 + better for better in reader.sum_counts(board, [tree.better_ranges(s, order) for s in scores])]
+
+
 def rank_of(tree: Tree, reader: NodeReader, board: str, order: Order, score: int) -> int:
-    """1 + the players with a strictly better score: ties share a rank (1, 2, 2, 4)."""
-    return 1 + reader.sum_counts(board, tree.better_ranges(score, order))
+    (rank,) = ranks_of_scores(tree, reader, board, order, [score])
+    return rank
 
 
 def rank_of_entry(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, entry: Entry) -> int:
     """A record's rank: on a board whose ties do not share a rank, after those of its score with a
     better tiebreak (their tie tree, ranking.ties) or the same tiebreak and a smaller playerId."""
     rank = rank_of(tree, store, board, settings.order, entry.score)
-    return rank if settings.ties == "shared" else rank + ahead_among_ties(store, board, settings, entry)
+    return rank if settings.ties == "shared" else rank + ahead_among_ties(store, board, settings, [entry])[0]
 
 
-def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, entry: Entry) -> int:
-    """On a board whose ties do not share a rank, the players of the record's score ranked before it."""
-    return (store.tie_sum(board, entry.score, TIE_TREE.better_ranges(entry.tiebreak, settings.order))
-            + store.tied_before(board, entry.position))
+def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, entries: Sequence[Entry]) -> list[int]:
+    """On a board whose ties do not share a rank, for each record the players of its score ranked
+    before it."""
+    better = store.tie_sums(board, [(e.score, TIE_TREE.better_ranges(e.tiebreak, settings.order)) for e in entries])
+    return [b + t for b, t in zip(better, store.tied_before(board, [e.position for e in entries]), strict=True)]
 
 
 def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, score: int, *,
@@ -39,8 +47,9 @@ def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSe
     if there == 1:  # no tie tree: the one player there
         (alone,) = store.at_scores(board, [score])
         return rank + (not better(settings.order, subscore, alone.tiebreak))
-    return rank + store.tie_sum(board, score, [*TIE_TREE.better_ranges(subscore, settings.order),
-                                               NodeRange(0, subscore, subscore)])
+    (ahead,) = store.tie_sums(board, [(score, [*TIE_TREE.better_ranges(subscore, settings.order),
+                                               NodeRange(0, subscore, subscore)])])
+    return rank + ahead
 
 
 def score_at(tree: Tree, reader: NodeReader, board: str, order: Order, position: int) -> int | None:

@@ -31,6 +31,7 @@ _METADATA_PER_STATEMENT = 1_000
 @port_errors("ranking", mysql_meaning)
 class MysqlRankingStore(RankingReads, TournamentRecords):
     SCORES_AT_ONCE = 1000
+    ONE_ROW_SELECTS = 64
     _database: MysqlDatabase
 
     def __init__(self, database: MysqlDatabase) -> None:

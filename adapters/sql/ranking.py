@@ -21,7 +21,16 @@ from adapters.sql.schema import (
     tournament_players,
     tournament_seasons,
 )
-from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
+from adapters.sql.statements import (
+    Query,
+    Statement,
+    insert,
+    listed,
+    marks,
+    one_row_each,
+    padded,
+    repeated_last,
+)
 from ports import NEVER_RESETS, BoardSettings, BoardUpdate, Entry, NodeRange, Order, Position
 
 _bind = sa.bindparam
@@ -29,21 +38,34 @@ _board = rank_scores.c.board == _bind("board")
 
 
 @functools.cache
-def _sum_counts(ranges: int, tie: bool) -> Statement:
-    """The counts of `ranges` node ranges of a board's tree, or of a score's tie tree (ranking.ties)."""
+def _sum_counts(items: int, ranges: int, tie: bool) -> Statement:
+    """Each item's count of `ranges` node ranges of a board's tree, or of its score's tie tree
+    (ranking.ties)."""
     n = (rank_tie_nodes if tie else rank_nodes).c
-    return Statement(sa.select(sa.func.coalesce(sa.func.sum(n.count), 0)).where(
-        n.board == _bind("board"), *([n.score == _bind("score")] if tie else []), sa.or_(*(
-            sa.and_(n.level == _bind(f"level_{i}"), n.prefix.between(_bind(f"first_{i}"), _bind(f"last_{i}")))
-            for i in range(ranges)))))
+
+    def item(i: int) -> sa.Select[Any]:
+        return sa.select(sa.func.coalesce(sa.func.sum(n.count), 0)).where(
+            n.board == _bind("board"), *([n.score == _bind(f"score_{i}")] if tie else []), sa.or_(*(
+                sa.and_(n.level == _bind(f"level_{i}_{j}"),
+                        n.prefix.between(_bind(f"first_{i}_{j}"), _bind(f"last_{i}_{j}")))
+                for j in range(ranges))))
+    return one_row_each(items, item)
 
 
-def sum_counts(board: str, ranges: list[NodeRange], score: int | None = None) -> Query:
-    """Of the board's tree; or, given a score, of that score's tie tree."""
-    values: dict[str, Any] = {"board": board, "score": score}
-    for i, r in enumerate(ranges):
-        values |= {f"level_{i}": r.level, f"first_{i}": r.first, f"last_{i}": r.last}
-    return _sum_counts(len(ranges), score is not None), values
+# no nodes: what pads an item's ranges to the most of any item, the number its statement was compiled for
+_NO_NODES = NodeRange(-1, 1, 0)
+
+
+def sum_counts(board: str, each: Sequence[Sequence[NodeRange]], scores: Sequence[int] | None = None) -> Query:
+    """Of the board's tree, each item's ranges; or, given scores, of each score's tie tree."""
+    ranges = max(1, *map(len, each))
+    values: dict[str, Any] = {"board": board}
+    items = list(zip(each, scores if scores is not None else [0] * len(each), strict=True))
+    for i, (mine, score) in enumerate(repeated_last(items)):
+        for j, r in enumerate([*mine, *[_NO_NODES] * (ranges - len(mine))]):
+            values |= {f"level_{i}_{j}": r.level, f"first_{i}_{j}": r.first, f"last_{i}_{j}": r.last}
+        values[f"score_{i}"] = score
+    return _sum_counts(padded(len(items)), ranges, scores is not None), values
 
 
 _n = rank_nodes.c
@@ -59,8 +81,23 @@ _entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c
                      rank_scores.c.hidden)
 _s = rank_scores.c
 _shown = _s.hidden == 0
-TIED_BEFORE = Statement(sa.select(sa.func.count()).where(
-    _board, _s.score == _bind("score"), _s.tiebreak == _bind("tiebreak"), _s.player_id < _bind("player"), _shown))
+
+
+@functools.cache
+def _tied_before(items: int) -> Statement:
+    return one_row_each(items, lambda i: sa.select(sa.func.count()).where(
+        _board, _s.score == _bind(f"score_{i}"), _s.tiebreak == _bind(f"tiebreak_{i}"),
+        _s.player_id < _bind(f"player_{i}"), _shown))
+
+
+def tied_before(board: str, positions: Sequence[Position]) -> Query:
+    """Each position's players of the same score and tiebreak with a smaller playerId."""
+    values: dict[str, Any] = {"board": board}
+    for i, p in enumerate(repeated_last(positions)):
+        values |= {f"score_{i}": p.score, f"tiebreak_{i}": p.tiebreak, f"player_{i}": p.player_id}
+    return _tied_before(padded(len(positions))), values
+
+
 _b = banned_players.c
 BAN = insert(banned_players, ("player_id", "banned_at"), keys=("player_id",))
 UNBAN = Statement(sa.delete(banned_players).where(_b.player_id == _bind("player")))

@@ -5,7 +5,7 @@ transactions and the statements an engine plans its own way."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Protocol
 
@@ -46,7 +46,7 @@ from adapters.sql.queries import (
     skus_seen,
     stored_offset,
 )
-from adapters.sql.statements import Engine, Statement
+from adapters.sql.statements import Engine, Query, Statement, T
 from ports import (
     Applied,
     BoardSettings,
@@ -231,6 +231,8 @@ class SessionCounterReads(Checkpointed):
 class RankingReads(Checkpointed):
     # players a lookup asks for at once: within each engine's limit of bound values a statement
     SCORES_AT_ONCE: ClassVar[int]
+    # counts a statement reads (a rank's sum of up to a tree level's worth of ranges, 3 values each)
+    ONE_ROW_SELECTS: ClassVar[int]
 
     def get_board(self, board: str) -> BoardSettings | None:
         found = self._database.rows(ranking_sql.GET_BOARD, {"board": board})
@@ -255,8 +257,8 @@ class RankingReads(Checkpointed):
             found.update((e.player_id, e) for e in ranking_sql.entries(self._database.rows(*query)))
         return found
 
-    def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
-        return int(self._database.rows(*ranking_sql.sum_counts(board, list(ranges)))[0][0]) if ranges else 0
+    def sum_counts(self, board: str, each: Sequence[Sequence[NodeRange]]) -> list[int]:
+        return self._one_each(each, lambda part: ranking_sql.sum_counts(board, part))
 
     def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
         rows = self._database.rows(ranking_sql.NODE_COUNTS, {
@@ -294,8 +296,18 @@ class RankingReads(Checkpointed):
             found += ranking_sql.entries(self._database.rows(*query))
         return found
 
-    def tie_sum(self, board: str, score: int, ranges: Sequence[NodeRange]) -> int:
-        return int(self._database.rows(*ranking_sql.sum_counts(board, list(ranges), score))[0][0]) if ranges else 0
+    def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
+        return self._one_each(each, lambda part: ranking_sql.sum_counts(board, [r for _, r in part],
+                                                                        [score for score, _ in part]))
+
+    def _one_each(self, items: Sequence[T], query: Callable[[Sequence[T]], Query]) -> list[int]:
+        """A count an item, from statements of ONE_ROW_SELECTS items each (statements.one_row_each)."""
+        found: list[int] = []
+        for start in range(0, len(items), self.ONE_ROW_SELECTS):
+            part = items[start : start + self.ONE_ROW_SELECTS]
+            counts = {int(i): int(count) for count, i in self._database.rows(*query(part))}
+            found += [counts[i] for i in range(len(part))]
+        return found
 
     def ban(self, player_id: str, banned_at: int) -> bool:
         with self._database.transaction() as t:
@@ -338,7 +350,5 @@ class RankingReads(Checkpointed):
     def keys_of(self, player_id: str) -> list[str]:
         return [str(key) for (key,) in self._database.rows(ranking_sql.KEYS_OF, {"player": player_id})]
 
-    def tied_before(self, board: str, position: Position) -> int:
-        return int(self._database.rows(ranking_sql.TIED_BEFORE, {
-            "board": board, "score": position.score, "tiebreak": position.tiebreak,
-            "player": position.player_id})[0][0])
+    def tied_before(self, board: str, positions: Sequence[Position]) -> list[int]:
+        return self._one_each(positions, lambda part: ranking_sql.tied_before(board, part))

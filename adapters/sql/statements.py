@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, sqlite
@@ -21,6 +21,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 
 Engine = Literal["sqlite", "mysql"]
+T = TypeVar("T")
 
 
 class _SqliteCompiler(SQLiteCompiler):
@@ -106,8 +107,19 @@ def _names(name: str, count: int) -> tuple[str, ...]:
 
 def listed(name: str, items: Sequence[Any]) -> dict[str, Any]:
     """The values of marks(name, padded(len(items))): the items, the last repeated."""
-    values = itertools.chain(items, itertools.repeat(items[-1]))
-    return dict(zip(_names(name, padded(len(items))), values, strict=False))  # the values never end
+    return dict(zip(_names(name, padded(len(items))), repeated_last(items), strict=True))
+
+
+def repeated_last(items: Sequence[T]) -> list[T]:
+    """The items, the last repeated up to padded(len(items)) of them."""
+    return list(itertools.islice(itertools.chain(items, itertools.repeat(items[-1])), padded(len(items))))
+
+
+def one_row_each(count: int, select: Callable[[int], sa.Select[Any]]) -> Statement:
+    """`count` selects of one row each in one statement (UNION ALL), the i-th answering i in its
+    last column: many scalar reads a round trip. Their binds are theirs to suffix with i."""
+    selects = [select(i).add_columns(sa.literal_column(str(i))) for i in range(count)]
+    return Statement(selects[0] if count == 1 else sa.union_all(*selects))
 
 
 def insert(table: sa.Table, columns: Sequence[str], *, keys: Sequence[str] = (), replace: Iterable[str] = (),

@@ -27,9 +27,9 @@ class MemoryNodes:
     def __init__(self, tree: Tree, players: Sequence[int]) -> None:
         self.counts = Counter(node for score in players for node in tree.path(score))
 
-    def sum_counts(self, board: str, ranges: Sequence[NodeRange]) -> int:
-        return sum(c for (level, p), c in self.counts.items()
-                   for r in ranges if level == r.level and r.first <= p <= r.last)
+    def sum_counts(self, board: str, each: Sequence[Sequence[NodeRange]]) -> list[int]:
+        return [sum(c for (level, p), c in self.counts.items()
+                    for r in ranges if level == r.level and r.first <= p <= r.last) for ranges in each]
 
     def node_counts(self, board: str, nodes: NodeRange) -> dict[int, int]:
         return {p: c for (level, p), c in self.counts.items() if level == nodes.level and nodes.first <= p <= nodes.last

@@ -3,7 +3,7 @@ the bench's one-report query on MariaDB once took 29 ms because the primary key 
 through 27,000 other reports, and SQLite sorted every report of the sku for a LIMIT 1. The same
 holds newest first (the index read backwards). Listing the skus reads one index entry a sku. A page
 of a sku's alert history seeks its alerts and each one's deliveries. The skus of the reports a
-batch of walks names are seeks by key."""
+batch of walks names are seeks by key. A rank reads each of its node ranges by a seek."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ import pytest
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from adapters.sql import ranking as ranking_sql
 from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
 from adapters.sql.queries import find_query, report_skus
 from adapters.sql.statements import Engine
 from ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
+from ranking.tree import DEFAULT_TREE
 from tests.services import mysql_database, namespace
 
 OTHER_REPORTS = 3_000
@@ -143,3 +145,18 @@ def test_sqlite_reads_a_page_of_alert_history_by_seeks(tmp_path: Path) -> None:
         assert "SEARCH webhook_alerts USING INDEX webhook_alerts_sku (sku=? AND created_at>? AND created_at<?)" in plan
         assert any(step.startswith("SEARCH webhook_deliveries USING INDEX webhook_deliveries_alert") for step in plan)
         assert not any(step.startswith("SCAN webhook") for step in plan), plan
+
+
+@pytest.mark.parametrize("tie", [False, True], ids=["tree", "tie-tree"])
+def test_sqlite_seeks_each_node_range_of_a_rank(tmp_path: Path, tie: bool) -> None:
+    """The ranges' OR once sat beside the board's term, and SQLite sought the board alone: a rank
+    on the embedded profile read every node of the board (138 ms at 100,000 players)."""
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    ranges = DEFAULT_TREE.better_ranges(123_456_789, "desc")
+    statement, values = ranking_sql.sum_counts("b", [ranges, ranges[:3]], [5, 6] if tie else None)
+    compiled = statement.on("sqlite")
+    plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {compiled.text}",
+                                                               compiled.params(values))]
+    reads = [step for step in plan if step.startswith(("SCAN", "SEARCH"))]
+    key = f"(board=? AND {'score=? AND ' if tie else ''}level=? AND prefix>? AND prefix<?)"
+    assert reads and all(step.startswith("SEARCH") and step.endswith(key) for step in reads), plan

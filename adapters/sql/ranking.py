@@ -44,11 +44,12 @@ def _sum_counts(items: int, ranges: int, tie: bool) -> Statement:
     n = (rank_tie_nodes if tie else rank_nodes).c
 
     def item(i: int) -> sa.Select[Any]:
-        return sa.select(sa.func.coalesce(sa.func.sum(n.count), 0)).where(
-            n.board == _bind("board"), *([n.score == _bind(f"score_{i}")] if tie else []), sa.or_(*(
-                sa.and_(n.level == _bind(f"level_{i}_{j}"),
-                        n.prefix.between(_bind(f"first_{i}_{j}"), _bind(f"last_{i}_{j}")))
-                for j in range(ranges))))
+        tree = [n.board == _bind("board"), *([n.score == _bind(f"score_{i}")] if tie else [])]
+        # the tree's key in each range's terms: SQLite seeks each by the primary key only so
+        return sa.select(sa.func.coalesce(sa.func.sum(n.count), 0)).where(sa.or_(*(
+            sa.and_(*tree, n.level == _bind(f"level_{i}_{j}"),
+                    n.prefix.between(_bind(f"first_{i}_{j}"), _bind(f"last_{i}_{j}")))
+            for j in range(ranges))))
     return one_row_each(items, item)
 
 

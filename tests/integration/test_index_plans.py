@@ -16,11 +16,12 @@ import pytest
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
+from adapters.mysql.ranking import MysqlRankingStore
 from adapters.sql import ranking as ranking_sql
 from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
 from adapters.sql.queries import find_query, report_skus
 from adapters.sql.statements import Engine
-from ports import Checkpoint, IndexEntry, ReportFilter, SessionBucket
+from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, ReportFilter, SessionBucket
 from ranking.tree import DEFAULT_TREE
 from tests.services import mysql_database, namespace
 
@@ -160,3 +161,22 @@ def test_sqlite_seeks_each_node_range_of_a_rank(tmp_path: Path, tie: bool) -> No
     reads = [step for step in plan if step.startswith(("SCAN", "SEARCH"))]
     key = f"(board=? AND {'score=? AND ' if tie else ''}level=? AND prefix>? AND prefix<?)"
     assert reads and all(step.startswith("SEARCH") and step.endswith(key) for step in reads), plan
+
+
+@pytest.mark.services
+def test_mysql_reads_a_rank_by_ranges_of_the_primary_key() -> None:
+    with mysql_database(namespace()) as database:
+        store = MysqlRankingStore(database)
+        scores = {f"p{n}": n * 7_919 for n in range(2_000)}
+        store.apply(Checkpoint("c", "r-0", -1, 0), [BoardUpdate(BoardSettings("b"), scores, DEFAULT_TREE.deltas(
+            (None, score) for score in scores.values()))])
+        ranges = DEFAULT_TREE.better_ranges(5_000_000, "desc")
+        statement, values = ranking_sql.sum_counts("b", [ranges, ranges[:3]])
+        compiled = statement.on("mysql")
+        with database.connection().cursor() as cursor:
+            cursor.execute("ANALYZE TABLE rank_nodes")
+            cursor.fetchall()
+            cursor.execute(f"EXPLAIN {compiled.text}", compiled.params(values))
+            # (table, access, index) of each select; the union's result has no table of its own
+            plan = [(row[2], row[3], row[5]) for row in cursor.fetchall() if row[2] == "rank_nodes"]
+        assert plan == [("rank_nodes", "range", "PRIMARY")] * 2

@@ -1,7 +1,8 @@
 """The leaderboard benchmark (the case study's questions), on MariaDB, side by side in one run:
 1. worker throughput, aggregated batches against one transaction per update;
-2. rank-query latency as the board grows: the tree, COUNT(*) of better scores, a Redis sorted set;
-   and a player's rank where ties do not share one (ranking.ties), on boards of many ties;
+2. rank-query latency as the board grows: the tree (on SQLite too), COUNT(*) of better scores, a
+   Redis sorted set; and a player's rank where ties do not share one (ranking.ties), on boards of
+   many ties;
 3. update-to-visible latency under a steady open-loop rate, through Kafka and the worker."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import redis
 
@@ -24,7 +26,7 @@ from lambdas.functions import load_handler
 from loadgen.stats import percentile
 from local_runtime.poller import Poller
 from pipeline.topics import SCORES
-from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord, Ties
+from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord, RankingStore, Ties
 from ranking import leaderboard
 from ranking.queries import rank_of, rank_of_entry
 from ranking.ties import Key, tie_changes
@@ -32,6 +34,7 @@ from ranking.tree import DEFAULT_TREE as TREE
 from ranking.worker import CONSUMER, apply_scores
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 # a friends list (POST .../players:ranks): its largest, asked this many times a board size
 FRIENDS = 1000
 FRIEND_LISTS = 5
@@ -153,7 +156,7 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
     ]
 
 
-def _load(a: Adapters, r: redis.Redis, board: str, players: int, progress: Progress) -> None:
+def _load(stores: Sequence[RankingStore], r: redis.Redis, board: str, players: int, progress: Progress) -> None:
     rng = random.Random(players)
     key = f"bench:{board}"
     r.delete(key)
@@ -161,7 +164,8 @@ def _load(a: Adapters, r: redis.Redis, board: str, players: int, progress: Progr
         scores = {f"p{i}": rng.randrange(1 << 40) for i in range(start, min(players, start + 20_000))}
         deltas = TREE.deltas((None, s) for s in scores.values())
         update = BoardUpdate(BoardSettings(board), scores, deltas)
-        a.ranking.apply(Checkpoint(CONSUMER, f"load-{board}", chunk - 1, chunk), [update])
+        for store in stores:
+            store.apply(Checkpoint(CONSUMER, f"load-{board}", chunk - 1, chunk), [update])
         r.zadd(key, scores)
         progress(f"rank: loading {board}: {min(players, start + 20_000):,} / {players:,}")
 
@@ -213,30 +217,34 @@ def tie_rank_latency(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
     return [*lines, ""]
 
 
-def rank_latency(a: Adapters, database: MysqlDatabase, r: redis.Redis, plan: Plan, progress: Progress) -> list[str]:
+def rank_latency(a: Adapters, database: MysqlDatabase, r: redis.Redis, plan: Plan, progress: Progress, *,
+                 embedded: RankingStore) -> list[str]:
     lines = [
         "### Rank query latency by board size (ms: mean / p50 / p95)",
         "",
-        "| players | ranking tree (MariaDB) | COUNT(*) of better scores (MariaDB) | Redis sorted set (ZCOUNT) | "
-        f"{FRIENDS:,} players' ranks in one call (tree) | wipe (a new season now) |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| players | ranking tree (MariaDB) | ranking tree (SQLite) | COUNT(*) of better scores (MariaDB) | "
+        f"Redis sorted set (ZCOUNT) | {FRIENDS:,} players' ranks in one call (MariaDB) | the same (SQLite) | "
+        "wipe (a new season now) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for size in plan.sizes:
         board = f"size-{size}"
-        _load(a, r, board, size, progress)
+        _load([a.ranking, embedded], r, board, size, progress)
         progress(f"rank: {plan.rank_queries} queries each on {size:,} players")
-        lines.append(_rank_row(a, database, r, board=board, size=size, queries=plan.rank_queries))
-    lines += ["", "All three give the same rank for the same score (checked in the run).", ""]
+        lines.append(_rank_row(a, embedded, database, r, board=board, size=size, queries=plan.rank_queries))
+    lines += ["", "The four give the same rank for the same score, and the two friends lists the same ranks "
+              "(checked in the run).", ""]
     return [*lines, *tie_rank_latency(a, plan, progress)]
 
 
-def _rank_row(a: Adapters, database: MysqlDatabase, r: redis.Redis, *, board: str, size: int, queries: int) -> str:
+def _rank_row(a: Adapters, embedded: RankingStore, database: MysqlDatabase, r: redis.Redis, *, board: str, size: int,
+              queries: int) -> str:
     rng = random.Random(size)
     probes = [rng.randrange(1 << 40) for _ in range(queries)]
     conn = database.connection()
 
-    def tree(score: int) -> int:
-        return rank_of(TREE, a.ranking, board, "desc", score)
+    def tree(score: int, store: RankingStore = a.ranking) -> int:
+        return rank_of(TREE, store, board, "desc", score)
 
     def count_better(score: int) -> int:
         with conn.cursor() as cursor:
@@ -247,14 +255,18 @@ def _rank_row(a: Adapters, database: MysqlDatabase, r: redis.Redis, *, board: st
     def sorted_set(score: int) -> int:
         return 1 + int(r.zcount(f"bench:{board}", f"({score}", "+inf"))
 
-    def friends(seed: int) -> int:
+    def friends(seed: int, store: RankingStore = a.ranking) -> list[leaderboard.RankedEntry]:
         pick = random.Random(seed)
-        ids = [f"p{pick.randrange(size)}" for _ in range(FRIENDS)]
-        return len(leaderboard.ranks_of(a.ranking, TREE, board, ids)["entries"])
+        return leaderboard.ranks_of(store, TREE, board, [f"p{pick.randrange(size)}" for _ in range(FRIENDS)])["entries"]
 
-    assert tree(probes[0]) == count_better(probes[0]) == sorted_set(probes[0])  # the three agree
-    cells = [summary_ms(timed_ms(method, probes)) for method in (tree, count_better, sorted_set)]
-    cells.append(summary_ms(timed_ms(friends, range(FRIEND_LISTS))))
+    def on_sqlite(read: Callable[[int, RankingStore], T]) -> Callable[[int], T]:
+        return lambda arg: read(arg, embedded)
+
+    # the four agree
+    assert tree(probes[0]) == tree(probes[0], embedded) == count_better(probes[0]) == sorted_set(probes[0])
+    assert friends(0) == friends(0, embedded)
+    cells = [summary_ms(timed_ms(method, probes)) for method in (tree, on_sqlite(tree), count_better, sorted_set)]
+    cells += [summary_ms(timed_ms(method, range(FRIEND_LISTS))) for method in (friends, on_sqlite(friends))]
     # last: a wipe starts an empty season, which the other columns would then read
     cells.append(summary_ms(timed_ms(lambda _: leaderboard.wipe(a.ranking, board), range(WIPES))))
     return f"| {size:,} | {' | '.join(cells)} |"
@@ -327,9 +339,10 @@ def _collect(a: Adapters, sent: dict[str, float], latencies: list[float]) -> Non
 
 def run(plan: Plan, progress: Progress) -> list[str]:
     """The ranking section, in a MySQL database and Kafka topics of its own, dropped afterwards."""
-    with isolated("services") as settings:
+    with isolated("services") as settings, isolated("embedded") as local:
         migrate(settings)
-        adapters = build(settings)
+        migrate(local)
+        adapters, embedded = build(settings), build(local)
         database = MysqlDatabase(settings.mysql_url)
         r = redis.Redis.from_url(settings.redis_url)
         try:
@@ -337,11 +350,12 @@ def run(plan: Plan, progress: Progress) -> list[str]:
                 "## Leaderboards",
                 "",
                 *worker_throughput(adapters, plan, progress),
-                *rank_latency(adapters, database, r, plan, progress),
+                *rank_latency(adapters, database, r, plan, progress, embedded=embedded.ranking),
                 *visibility(adapters, plan, progress),
             ]
         finally:
             adapters.close()
+            embedded.close()
             database.close()
             for key in r.scan_iter("bench:*"):
                 r.delete(key)

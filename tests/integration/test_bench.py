@@ -1,6 +1,6 @@
 """`blackbox bench`'s ranking section runs end to end on a tiny plan and reports every table.
 Its figures are not asserted here (they are measurements, written to BENCHMARKS.md), only that
-the run completes, the three rank methods agree, and no probe update went missing."""
+the run completes, the four rank methods agree, and no probe update went missing."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def test_ranking_section_runs_on_a_tiny_plan():
     text = "\n".join(lines)
     assert "### Worker throughput" in text and "### Rank query latency" in text and "### Update-to-visible" in text
     assert any(line.startswith("| the same on boards that reset daily") for line in lines)
-    # players, three rank methods, a friends list, a wipe; then a player's rank by tie mode
+    # players, four rank methods, a friends list on each engine, a wipe; then a player's rank by tie mode
     [size_row, tie_row] = [line for line in lines if line.startswith("| 300 |")]
-    assert len(size_row.split("|")) == 8 and len(tie_row.split("|")) == 5
+    assert len(size_row.split("|")) == 10 and len(tie_row.split("|")) == 5
     assert sum(line.startswith(("| earliest |", "| subscore |")) for line in lines) == 2
     visible_row = next(line for line in lines if line.startswith("| 500/s"))
     assert visible_row.split("|")[4].strip() == "0"  # probes not seen

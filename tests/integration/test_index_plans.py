@@ -180,3 +180,14 @@ def test_mysql_reads_a_rank_by_ranges_of_the_primary_key() -> None:
             # (table, access, index) of each select; the union's result has no table of its own
             plan = [(row[2], row[3], row[5]) for row in cursor.fetchall() if row[2] == "rank_nodes"]
         assert plan == [("rank_nodes", "range", "PRIMARY")] * 2
+
+
+def test_sqlite_finds_the_players_at_scores_by_seeks(tmp_path: Path) -> None:
+    """SQLite read every record of the board for them (its primary key's board prefix): 6.5 ms on
+    100,000 players, for each batch of a worker on a board whose ties do not share a rank."""
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    statement, values = ranking_sql.at_scores("b", [3, 5, 8])
+    compiled = statement.on("sqlite")
+    plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {compiled.text}",
+                                                               compiled.params(values))]
+    assert plan == ["SEARCH rank_scores USING INDEX rank_scores_asc (board=? AND score=?)"]

@@ -221,7 +221,9 @@ def leaves(board: str, scores: list[int]) -> Query:
 
 @functools.cache
 def _at_scores(count: int) -> Statement:
-    return Statement(_entries.where(_board, _s.score.in_(marks("score", count)), _shown))
+    # without the hint SQLite reads the board's every record by its primary key's prefix
+    return Statement(_entries.where(_board, _s.score.in_(marks("score", count)), _shown)
+                     .with_hint(rank_scores, "INDEXED BY rank_scores_asc", "sqlite"))
 
 
 def at_scores(board: str, scores: list[int]) -> Query:

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, SqliteSessionCounters
+from adapters.mysql.database import MysqlDatabase
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.ranking import MysqlRankingStore
 from adapters.sql import ranking as ranking_sql
 from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
 from adapters.sql.queries import find_query, report_skus
-from adapters.sql.statements import Engine
+from adapters.sql.statements import Engine, Query
 from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, ReportFilter, SessionBucket
 from ranking.tree import DEFAULT_TREE
 from tests.services import mysql_database, namespace
@@ -49,12 +51,30 @@ def _page(query: ReportFilter, engine: Engine) -> tuple[str, tuple[Any, ...]]:
     return compiled.text, compiled.params(values)
 
 
+def _sqlite_plan(database: SqliteIndexDatabase, sql: str, params: Sequence[Any]) -> list[str]:
+    """The steps of SQLite's plan (EXPLAIN QUERY PLAN's detail column)."""
+    return [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+
+
+def _mysql_plan(database: MysqlDatabase, query: Query, tables: str) -> list[dict[str, Any]]:
+    """EXPLAIN's rows by column name (MySQL 8 has a column MariaDB has not), after ANALYZE TABLE
+    of `tables` (the statistics a table in use has)."""
+    statement, values = query
+    compiled = statement.on("mysql")
+    with database.connection().cursor() as cursor:
+        cursor.execute(f"ANALYZE TABLE {tables}")
+        cursor.fetchall()
+        cursor.execute(f"EXPLAIN {compiled.text}", compiled.params(values))
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
 @pytest.mark.parametrize("newest_first", [False, True])
 def test_sqlite_pages_through_the_sku_index_without_sorting(tmp_path: Path, newest_first: bool) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     query = dataclasses.replace(_load(SqliteCrashIndex(database)), newest_first=newest_first)
     sql, params = _page(query, "sqlite")
-    plan = " | ".join(row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    plan = " | ".join(_sqlite_plan(database, sql, params))
     assert "USING INDEX reports_sku_id" in plan
     assert "TEMP B-TREE" not in plan
 
@@ -94,14 +114,9 @@ def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
 def test_mysql_finds_reports_skus_by_key_seeks() -> None:
     with mysql_database(namespace()) as database:
         _load(MysqlCrashIndex(database))
-        statement, values = report_skus(MysqlCrashIndex.KEYS, [f"{n:032x}" for n in (5, OTHER_REPORTS + 5)])
-        compiled = statement.on("mysql")
-        with database.connection().cursor() as cursor:
-            cursor.execute("ANALYZE TABLE reports, report_keys")
-            cursor.fetchall()
-            cursor.execute(f"EXPLAIN {compiled.text}", compiled.params(values))
-            # table → the index it reads: the keys' unique index, then each partition's primary key
-            plan = {row[2]: row[5] for row in cursor.fetchall()}
+        query = report_skus(MysqlCrashIndex.KEYS, [f"{n:032x}" for n in (5, OTHER_REPORTS + 5)])
+        # table → the index it reads: the keys' unique index, then each partition's primary key
+        plan = {row["table"]: row["key"] for row in _mysql_plan(database, query, "reports, report_keys")}
         assert plan == {"report_keys": "report_keys_key", "reports": "PRIMARY"}
 
 
@@ -109,8 +124,7 @@ def test_sqlite_steps_from_sku_to_sku_by_index_seeks(tmp_path: Path) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     _load(SqliteCrashIndex(database))
     for query in (SqliteCrashIndex.SKUS, SqliteSessionCounters.SKUS):
-        plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {query.on('sqlite').text}",
-                                                                   ("", 10))]
+        plan = _sqlite_plan(database, query.on("sqlite").text, ("", 10))
         reads = [step for step in plan if step.startswith(("SCAN", "SEARCH")) and "found" not in step]
         # every read of the table is a seek on the sku (sku>? to the next, sku=? for its latest)
         assert reads and all(step.startswith("SEARCH") and "(sku" in step for step in reads), plan
@@ -140,8 +154,7 @@ def test_sqlite_reads_a_page_of_alert_history_by_seeks(tmp_path: Path) -> None:
     values = {"sku": "g", "from_ms": 0, "to_ms": 10, "limit": 20, "created_at": 5, "alert_key": "k"}
     for statement in (HISTORY_FIRST, HISTORY_BEFORE):
         compiled = statement.on("sqlite")
-        plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {compiled.text}",
-                                                                   compiled.params(values))]
+        plan = _sqlite_plan(database, compiled.text, compiled.params(values))
         # the page's alerts in the index's order (a sort, if any, is of the page's rows only)
         assert "SEARCH webhook_alerts USING INDEX webhook_alerts_sku (sku=? AND created_at>? AND created_at<?)" in plan
         assert any(step.startswith("SEARCH webhook_deliveries USING INDEX webhook_deliveries_alert") for step in plan)
@@ -156,8 +169,7 @@ def test_sqlite_seeks_each_node_range_of_a_rank(tmp_path: Path, tie: bool) -> No
     ranges = DEFAULT_TREE.better_ranges(123_456_789, "desc")
     statement, values = ranking_sql.sum_counts("b", [ranges, ranges[:3]], [5, 6] if tie else None)
     compiled = statement.on("sqlite")
-    plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {compiled.text}",
-                                                               compiled.params(values))]
+    plan = _sqlite_plan(database, compiled.text, compiled.params(values))
     reads = [step for step in plan if step.startswith(("SCAN", "SEARCH"))]
     key = f"(board=? AND {'score=? AND ' if tie else ''}level=? AND prefix>? AND prefix<?)"
     assert reads and all(step.startswith("SEARCH") and step.endswith(key) for step in reads), plan
@@ -171,14 +183,9 @@ def test_mysql_reads_a_rank_by_ranges_of_the_primary_key() -> None:
         store.apply(Checkpoint("c", "r-0", -1, 0), [BoardUpdate(BoardSettings("b"), scores, DEFAULT_TREE.deltas(
             (None, score) for score in scores.values()))])
         ranges = DEFAULT_TREE.better_ranges(5_000_000, "desc")
-        statement, values = ranking_sql.sum_counts("b", [ranges, ranges[:3]])
-        compiled = statement.on("mysql")
-        with database.connection().cursor() as cursor:
-            cursor.execute("ANALYZE TABLE rank_nodes")
-            cursor.fetchall()
-            cursor.execute(f"EXPLAIN {compiled.text}", compiled.params(values))
-            # (table, access, index) of each select; the union's result has no table of its own
-            plan = [(row[2], row[3], row[5]) for row in cursor.fetchall() if row[2] == "rank_nodes"]
+        rows = _mysql_plan(database, ranking_sql.sum_counts("b", [ranges, ranges[:3]]), "rank_nodes")
+        # (table, access, index) of each select; the union's result has no table of its own
+        plan = [(row["table"], row["type"], row["key"]) for row in rows if row["table"] == "rank_nodes"]
         assert plan == [("rank_nodes", "range", "PRIMARY")] * 2
 
 
@@ -188,6 +195,5 @@ def test_sqlite_finds_the_players_at_scores_by_seeks(tmp_path: Path) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     statement, values = ranking_sql.at_scores("b", [3, 5, 8])
     compiled = statement.on("sqlite")
-    plan = [row[3] for row in database.db.connection().execute(f"EXPLAIN QUERY PLAN {compiled.text}",
-                                                               compiled.params(values))]
+    plan = _sqlite_plan(database, compiled.text, compiled.params(values))
     assert plan == ["SEARCH rank_scores USING INDEX rank_scores_asc (board=? AND score=?)"]

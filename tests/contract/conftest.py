@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 
@@ -86,7 +86,8 @@ def project_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pr
         yield MysqlProjectStore(database)
 
 
-def index_with(sqlite_store: Callable[[SqliteIndexDatabase], T], mysql_store: Callable[[MysqlDatabase], T]) -> Any:
+def index_with(sqlite_store: Callable[[SqliteIndexDatabase], T],
+               mysql_store: Callable[[MysqlDatabase], T]) -> Callable[..., Iterator[tuple[CrashIndex, T]]]:
     """A fixture: the crash index and another store, made on the same database, as a deployment has
     them."""
 

@@ -585,6 +585,11 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
         """The players with exactly these scores (the worker asks where one player is alone)."""
         ...
 
+    def tie_nodes_at(self, board: str, scores: Sequence[int], level: int) -> dict[int, tuple[int, int]]:
+        """Score → (prefix, count) of the node of the score's tie tree at `level` with a count, for
+        these scores (at most one a score: ranking.ties keeps its roots there)."""
+        ...
+
     def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
         """For each (score, ranges), the players counted by those nodes of the score's tie tree
         (ranking.ties); many a round trip."""

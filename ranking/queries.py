@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ports import BoardSettings, Entry, NodeRange, NodeReader, Order, RankingStore
-from ranking.ties import TIE_TREE
+from ranking.ties import TIE_TREE, tie_roots
 from ranking.tree import Tree, best_first, better
 
 
@@ -47,6 +47,12 @@ def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSe
     if there == 1:  # no tie tree: the one player there
         (alone,) = store.at_scores(board, [score])
         return rank + (not better(settings.order, subscore, alone.tiebreak))
+    root = tie_roots(store, board, [score]).get(score)
+    if root is not None and (root[0] == 0 or TIE_TREE.prefix(subscore, root[0]) != root[1]):
+        # the subscore is one all of the tree's players have, or outside the tree: all or none ahead
+        level, prefix = root
+        return rank + there * ((level == 0 and subscore == prefix)
+                               or better(settings.order, prefix, TIE_TREE.prefix(subscore, level)))
     (ahead,) = store.tie_sums(board, [(score, [*TIE_TREE.better_ranges(subscore, settings.order),
                                                NodeRange(0, subscore, subscore)])])
     return rank + ahead

@@ -14,12 +14,20 @@ tiebreak + those of the same score and tiebreak with a smaller playerId.
 The middle term is a *tie tree* per score: the ranking tree's arithmetic (ranking.tree) over the
 tiebreaks of that score's players, kept only while two or more share the score. A board of
 scattered scores then writes no more rows than a shared one, and a board of many ties pays for its
-ties alone; a rank reads O(log range) nodes either way."""
+ties alone; a rank reads O(log range) nodes either way.
+
+A tie tree keeps only the levels below its *root*: the lowest node over all of its tiebreaks
+(receipt times share their top bytes for decades, subscores often all but their lowest), stored
+as a row of its own at ROOT_LEVEL (prefix: the root's, count: its level + 1). Above the root
+every level holds one node on every member's path, which a rank never sums, so a member's rank is
+read as before; a tiebreak outside the root is better or worse than all of the tree at once. A
+tiebreak that joins outside it raises the root, writing the levels between once; a tree without
+a root row keeps every level (those written before roots were)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ports import BoardSettings, Order, RankingStore, Ties
 from ports.limits import INT64_MAX, INT64_MIN
@@ -30,6 +38,11 @@ Key = tuple[int, int]
 # that joins or leaves it (17 with the ranking tree's B = 16, and a crowded board's updates write
 # mostly tie trees); a rank reads at most 255 nodes a level of it
 TIE_TREE = Tree(bits=8)
+# a level above the tree's top, where a tie tree's root is kept (see above)
+ROOT_LEVEL = TIE_TREE.top + 1
+# a root at or above this level is none: the tree keeps every level
+_WHOLE = TIE_TREE.top + 1
+Root = tuple[int, int]
 
 
 def tiebreak(ties: Ties, order: Order, received_at: int, subscore: int | None) -> int:
@@ -92,22 +105,48 @@ def tie_changes(store: RankingStore, board: str,
     after = {s: before.get(s, 0) - len(leaving[s]) + len(joining[s]) for s in touched}
     lone = [s for s in touched if before.get(s, 0) == 1 and after[s] >= 2]
     alone = {entry.score: entry for entry in store.at_scores(board, lone)}
-    found: TieDeltas = {}
-
-    def count(score: int, moves: list[tuple[int | None, int | None]]) -> None:
-        found.update(((score, level, prefix), delta) for (level, prefix), delta in TIE_TREE.deltas(moves).items())
-
+    roots = tie_roots(store, board, [s for s in touched if before.get(s, 0) >= 2 and after[s] >= 2])
+    found: TieDeltas = defaultdict(int)
     cleared = []
     for s in touched:
         had, has = before.get(s, 0) >= 2, after[s] >= 2
         if had and has:
-            count(s, [(t, None) for _, t in leaving[s]] + [(None, t) for _, t in joining[s]])
+            moved = [(t, None) for _, t in leaving[s]] + [(None, t) for _, t in joining[s]]
+            _grow(found, s, moved, root=roots.get(s), joining=[t for _, t in joining[s]], members=before[s])
         elif had:
             cleared.append(s)
         elif has:
             stayed = alone.get(s)
-            members: list[tuple[int | None, int | None]] = [(None, t) for _, t in joining[s]]
+            members = [t for _, t in joining[s]]
             if stayed is not None and stayed.player_id not in {p for p, _ in leaving[s]}:
-                members.append((None, stayed.tiebreak))
-            count(s, members)
-    return found, cleared
+                members.append(stayed.tiebreak)
+            _grow(found, s, [(None, t) for t in members], root=None, joining=members, members=0)
+    return {node: delta for node, delta in found.items() if delta}, cleared
+
+
+def tie_roots(store: RankingStore, board: str, scores: list[int]) -> dict[int, Root]:
+    """The roots of these scores' tie trees, as (level, prefix); none for a tree that keeps every level."""
+    found = store.tie_nodes_at(board, scores, ROOT_LEVEL)
+    return {score: (count - 1, prefix) for score, (prefix, count) in found.items()}
+
+
+def _grow(found: TieDeltas, score: int, moved: Sequence[tuple[int | None, int | None]], *, root: Root | None,
+          joining: list[int], members: int) -> None:
+    """Adds to `found` a tie tree's changes: its `members` before under `root` (None: a tree of
+    every level; a new tree has none and no root), raised to take the `joining` tiebreaks."""
+    level, prefix = root if root is not None else (_WHOLE, 0)
+    if not members:  # a new tree: rooted over its first members
+        level, prefix = 0, joining[0]
+    raised = level
+    while raised < _WHOLE and any(TIE_TREE.prefix(t, raised) != prefix >> (TIE_TREE.bits * (raised - level))
+                                  for t in joining):
+        raised += 1
+    for between in range(level, raised):  # the members before, under the levels now kept
+        found[score, between, prefix >> (TIE_TREE.bits * (between - level))] += members
+    for (node_level, node), delta in TIE_TREE.deltas(moved).items():
+        if node_level < raised:
+            found[score, node_level, node] += delta
+    if root is not None and raised != level:
+        found[score, ROOT_LEVEL, prefix] -= level + 1
+    if raised < _WHOLE and (root is None or raised != level):
+        found[score, ROOT_LEVEL, prefix >> (TIE_TREE.bits * (raised - level))] += raised + 1

@@ -220,6 +220,17 @@ def leaves(board: str, scores: list[int]) -> Query:
 
 
 @functools.cache
+def _tie_nodes_at(count: int) -> Statement:
+    n = rank_tie_nodes.c
+    return Statement(sa.select(n.score, n.prefix, n.count).where(
+        n.board == _bind("board"), n.score.in_(marks("score", count)), n.level == _bind("level"), n.count > 0))
+
+
+def tie_nodes_at(board: str, scores: list[int], level: int) -> Query:
+    return _tie_nodes_at(padded(len(scores))), {"board": board, "level": level, **listed("score", scores)}
+
+
+@functools.cache
 def _at_scores(count: int) -> Statement:
     # without the hint SQLite reads the board's every record by its primary key's prefix
     return Statement(_entries.where(_board, _s.score.in_(marks("score", count)), _shown)

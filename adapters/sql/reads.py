@@ -296,6 +296,14 @@ class RankingReads(Checkpointed):
             found += ranking_sql.entries(self._database.rows(*query))
         return found
 
+    def tie_nodes_at(self, board: str, scores: Sequence[int], level: int) -> dict[int, tuple[int, int]]:
+        found: dict[int, tuple[int, int]] = {}
+        for start in range(0, len(scores), self.SCORES_AT_ONCE):
+            query = ranking_sql.tie_nodes_at(board, list(scores[start : start + self.SCORES_AT_ONCE]), level)
+            found.update((int(score), (int(prefix), int(count)))
+                         for score, prefix, count in self._database.rows(*query))
+        return found
+
     def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
         return self._one_each(each, lambda part: ranking_sql.sum_counts(board, [r for _, r in part],
                                                                         [score for score, _ in part]))

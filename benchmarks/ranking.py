@@ -60,13 +60,19 @@ class Plan:
 
 # a board of many ties: this many distinct scores, however many players
 CROWDED_SCORES = 1_000
+# when the tie-mode updates are received: spread over a week from this time (ms), as a week's
+# season of a live game receives them (the earliest tiebreaks' tie trees keep the bytes they differ in)
+RECEIVED_FROM = 1_764_547_200_000
+WEEK_MS = 7 * 86_400_000
 
 
 def _records(boards: list[str], players: int, count: int, rng: random.Random, *,
-             topic: str = SCORES, scores: int = 10_000_000) -> list[LogRecord]:
+             topic: str = SCORES, scores: int = 10_000_000, over_ms: int = 0) -> list[LogRecord]:
+    """`count` updates of `players` players' scores, received 1 ms apart (or spread `over_ms`)."""
     return [
         LogRecord(topic, 0, offset, json.dumps({
-            "eventId": str(uuid.uuid4()), "receivedAt": offset,
+            "eventId": str(uuid.uuid4()),
+            "receivedAt": RECEIVED_FROM + offset * over_ms // count if over_ms else offset,
             "scores": [{"board": boards[offset % len(boards)], "playerId": f"p{rng.randrange(players)}",
                         "score": rng.randrange(scores), "subscore": rng.randrange(1000)}],
         }).encode(), None, (), 0)
@@ -93,7 +99,8 @@ def tie_throughput(a: Adapters, plan: Plan, rng: random.Random, progress: Progre
             for board in boards:
                 a.ranking.put_board(BoardSettings(board, ties=ties))
             records = _records(boards, 50_000, plan.worker_updates, rng,
-                               topic=f"{SCORES}-{name}", scores=CROWDED_SCORES if crowded else 10_000_000)
+                               topic=f"{SCORES}-{name}", scores=CROWDED_SCORES if crowded else 10_000_000,
+                               over_ms=WEEK_MS)
             rates[ties, crowded] = _throughput(a, records)
     return rates
 

@@ -38,10 +38,9 @@ Key = tuple[int, int]
 # that joins or leaves it (17 with the ranking tree's B = 16, and a crowded board's updates write
 # mostly tie trees); a rank reads at most 255 nodes a level of it
 TIE_TREE = Tree(bits=8)
-# a level above the tree's top, where a tie tree's root is kept (see above)
+# the level above the tree's top: where a tie tree's root is kept (see above), and the level of the
+# root of a tree that keeps every level
 ROOT_LEVEL = TIE_TREE.top + 1
-# a root at or above this level is none: the tree keeps every level
-_WHOLE = TIE_TREE.top + 1
 Root = tuple[int, int]
 
 
@@ -134,11 +133,11 @@ def _grow(found: TieDeltas, score: int, moved: Sequence[tuple[int | None, int | 
           joining: list[int], members: int) -> None:
     """Adds to `found` a tie tree's changes: its `members` before under `root` (None: a tree of
     every level; a new tree has none and no root), raised to take the `joining` tiebreaks."""
-    level, prefix = root if root is not None else (_WHOLE, 0)
+    level, prefix = root if root is not None else (ROOT_LEVEL, 0)
     if not members:  # a new tree: rooted over its first members
         level, prefix = 0, joining[0]
     raised = level
-    while raised < _WHOLE and any(TIE_TREE.prefix(t, raised) != prefix >> (TIE_TREE.bits * (raised - level))
+    while raised < ROOT_LEVEL and any(TIE_TREE.prefix(t, raised) != prefix >> (TIE_TREE.bits * (raised - level))
                                   for t in joining):
         raised += 1
     for between in range(level, raised):  # the members before, under the levels now kept
@@ -148,5 +147,5 @@ def _grow(found: TieDeltas, score: int, moved: Sequence[tuple[int | None, int | 
             found[score, node_level, node] += delta
     if root is not None and raised != level:
         found[score, ROOT_LEVEL, prefix] -= level + 1
-    if raised < _WHOLE and (root is None or raised != level):
+    if raised < ROOT_LEVEL and (root is None or raised != level):
         found[score, ROOT_LEVEL, prefix >> (TIE_TREE.bits * (raised - level))] += raised + 1

@@ -71,7 +71,7 @@ def test_a_report_indexed_while_the_purge_runs_keeps_its_key(emptied: bool) -> N
             index.purge(now_ms() + 1)  # the next round starts from an empty index
 
 
-def test_the_migration_gives_each_key_its_reports_submit_time_and_orphans_zero() -> None:
+def test_the_migration_gives_each_key_its_reports_submit_time_orphans_zero_and_new_ones_now() -> None:
     with mysql_database(namespace()) as database:
         index = MysqlCrashIndex(database)
         index.insert_many([_entry(1), _entry(2)])
@@ -87,3 +87,9 @@ def test_the_migration_gives_each_key_its_reports_submit_time_and_orphans_zero()
         assert index.purge(1) == 0
         index.insert_many([_entry(1), _entry(2)])  # the orphan's key went; the kept report's stayed
         assert [r.entry.event_id for r in index.find(ReportFilter(sku="game:pc", limit=10))] == ["e1", "e2"]
+        # a writer from before 0010, as a deployment's old functions run while it is applied
+        database.run("INSERT INTO report_keys (report_key) VALUES (%s)", (_entry(3).report_key,))
+        database.connection().commit()
+        (inserted,) = database.run("SELECT submit_time FROM report_keys WHERE report_key = %s",
+                                   (_entry(3).report_key,))[0]
+        assert abs(inserted - now_ms()) < 60_000

@@ -173,9 +173,8 @@ def body_hashes(table: sa.Table, report_keys: Sequence[str]) -> Query:
 @functools.cache
 def _report_skus(table: sa.Table, count: int) -> Statement:
     found = sa.select(table.c.report_key, reports.c.sku)
-    if table is not reports:  # MySQL's report_keys: each key's report by the whole primary key, in its partition
-        found = found.join_from(table, reports, sa.and_(reports.c.report_id == table.c.report_id,
-                                                        reports.c.submit_time == table.c.submit_time))
+    if table is not reports:  # MySQL's report_keys: each key's report by its id, a seek a partition
+        found = found.join_from(table, reports, reports.c.report_id == table.c.report_id)
     return Statement(found.where(table.c.report_key.in_(marks("key", count))))
 
 

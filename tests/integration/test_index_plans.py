@@ -120,29 +120,6 @@ def test_mysql_finds_reports_skus_by_key_seeks() -> None:
         assert plan == {"report_keys": "report_keys_key", "reports": "PRIMARY"}
 
 
-@pytest.mark.services
-def test_mysql_finds_each_keys_report_in_its_own_partition() -> None:
-    """A key's row holds its report's submit_time, the reports table's partitioning column: the
-    join names it, and each key's report is one seek, not one in every day's partition."""
-    with mysql_database(namespace()) as database:
-        index = MysqlCrashIndex(database)
-        _load(index)
-        keys = [f"{n:032x}" for n in (5, 6, OTHER_REPORTS + 5)]
-        with database.connection().cursor() as cursor:
-            cursor.execute("SELECT COUNT(*) FROM information_schema.partitions WHERE table_schema = DATABASE() "
-                           "AND table_name = 'reports'")
-            (partitions,) = cursor.fetchone()
-        assert partitions > 2
-
-        def seeks() -> int:
-            return int(database.run("SHOW SESSION STATUS LIKE 'Handler_read_key'", ())[0][1])
-
-        before = seeks()
-        assert index.report_skus(keys) == dict.fromkeys(keys[:2], "busy:pc") | {keys[2]: "quiet:pc"}
-        # a seek a key in report_keys (the padded list repeats the last), one a report: not one a partition
-        assert seeks() - before == 3 + 3
-
-
 def test_sqlite_steps_from_sku_to_sku_by_index_seeks(tmp_path: Path) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     _load(SqliteCrashIndex(database))

@@ -13,9 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.embedded.index import SqliteIndexDatabase
+from adapters.embedded.ranking import SqliteRankingStore
 from adapters.sql import queries, ranking
 from adapters.sql.schema import BODY_HASH, reports, session_counts
 from adapters.sql.statements import Statement, insert, listed, marks, padded
+from ports import NodeRange, Position
+from ports.limits import INT64_MIN
+from ranking.ties import TIE_TREE
+from ranking.tree import DEFAULT_TREE
 from tests.services import mysql_database, namespace
 
 SHARED = [t for t in reports.metadata.sorted_tables if t.name != "report_keys"]  # report_keys: MySQL's own
@@ -67,3 +72,22 @@ def test_a_padded_in_list_finds_exactly_what_it_names(wanted: list[int]) -> None
     compiled = Statement(sa.select(t.c.n).where(t.c.n.in_(marks("n", padded(len(wanted)))))).on("sqlite")
     found = {row[0] for row in conn.execute(compiled.text, compiled.params(listed("n", wanted)))}
     assert found == {n for n in wanted if n % 3 == 0}
+
+
+# SQLite before 3.32 takes 999 bound values a statement (3.40 here takes 32,766, so only a count tells)
+SQLITE_BOUND_VALUES = 999
+
+
+def test_the_most_a_sqlite_statement_of_ranks_or_tie_counts_binds_is_within_its_limit() -> None:
+    """The most ranges a rank or a subscore's tie count has, in a statement of as many as the
+    store reads at once: each range names its board (and score) again, for SQLite to seek it."""
+    items = SqliteRankingStore.ONE_ROW_SELECTS
+    assert padded(items) == items  # a part of fewer is padded up to it, not past it
+    rank = [NodeRange(level, 0, 1) for level in range(DEFAULT_TREE.top + 1)]
+    assert len(DEFAULT_TREE.better_ranges(INT64_MIN, "desc")) == len(rank)  # a rank can have them all
+    ties = [NodeRange(level, 0, 1) for level in range(TIE_TREE.top + 2)]  # a subscore's rank adds its own
+    position = Position(1, 2, "p")
+    for statement, values in (ranking.sum_counts("b", [rank] * items), ranking.sum_counts("b", [ties] * items,
+                                                                                          [5] * items),
+                              ranking.tied_before("b", [position] * items)):
+        assert len(statement.on("sqlite").params(values)) <= SQLITE_BOUND_VALUES

@@ -231,7 +231,7 @@ class SessionCounterReads(Checkpointed):
 class RankingReads(Checkpointed):
     # players a lookup asks for at once: within each engine's limit of bound values a statement
     SCORES_AT_ONCE: ClassVar[int]
-    # counts a statement reads (a rank's sum of up to a tree level's worth of ranges, 3 values each)
+    # counts a statement reads (a rank sums up to a range a level of the tree, each with 3 or 4 values)
     ONE_ROW_SELECTS: ClassVar[int]
 
     def get_board(self, board: str) -> BoardSettings | None:

@@ -6,7 +6,8 @@ that is free, and a worker's death loses nothing queued on the socket. Consumer 
 poller per consumer function, each a member of that function's consumer group, so on the
 services profile any number of them, on any number of machines, share the partitions. On
 SIGINT/SIGTERM every worker finishes what it has in flight (requests answered, batches committed)
-and serve exits 0. A worker that dies is reported and started again; one that dies within
+and serve exits 0; one still running STOP_GRACE_S later is killed (what it had not committed is
+delivered again). A worker that dies is reported and started again; one that dies within
 QUICK_DEATH_S of starting, MAX_QUICK_DEATHS times in a row, stops serve with exit 2."""
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ QUICK_DEATH_S = 10.0
 MAX_QUICK_DEATHS = 3
 # how often the supervisor looks for dead workers, and a worker for a dead supervisor
 WATCH_S = 0.2
+# how long a worker has after SIGTERM: a thread stuck in C holding the GIL (librdkafka's close of a
+# consumer its group put out) keeps its signal handler from ever running
+STOP_GRACE_S = 30.0
 
 
 class DataDirInUse(UserError):
@@ -261,7 +265,7 @@ def _death(exitcode: int) -> str:
 
 class Supervisor:
     """Starts a worker process per job, starts again each one that dies, and on SIGINT/SIGTERM
-    sends SIGTERM to all and waits for them."""
+    sends SIGTERM to all and waits for them (STOP_GRACE_S at most, then SIGKILL)."""
 
     def __init__(self, settings: Settings, sock: socket.socket | None, planned: list[Job]) -> None:
         self._settings = settings
@@ -306,14 +310,21 @@ class Supervisor:
                     print(f"blackbox: {job} (pid {process.pid}) {death}; started it again as pid {again.pid}",
                           file=sys.stderr, flush=True)
         finally:
-            self._stop_all()
+            self.stop_all()
 
-    def _stop_all(self) -> None:
+    def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM to every worker; SIGKILL to those still running `grace_s` later."""
         for process, _ in self.running.values():
             if process.exitcode is None:
                 process.terminate()
-        for process, _ in self.running.values():
-            process.join()
+        deadline = time.monotonic() + grace_s
+        for job, (process, _) in self.running.items():
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.exitcode is None:
+                print(f"blackbox: {job} (pid {process.pid}) had not stopped {grace_s:g} s after SIGTERM; killed it",
+                      file=sys.stderr, flush=True)
+                process.kill()
+                process.join()
 
 
 def serve(settings: Settings, host: str, port: int, role: Role = "all", workers: int | None = None) -> None:

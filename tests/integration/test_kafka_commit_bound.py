@@ -198,3 +198,30 @@ def test_commits_retried_while_one_hangs_leave_one_thread_behind(
     finally:
         client.released.set()
         member.close()
+
+
+class Closing:
+    """The member's client, noting which partitions it still held when it was closed."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self._consumer = consumer
+        self.held_at_close: list[TopicPartition] | None = None
+
+    def close(self) -> None:
+        self.held_at_close = self._consumer.assignment()
+        self._consumer.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._consumer, name)
+
+
+def test_a_member_gives_its_partitions_back_before_it_closes(log: KafkaEventLog) -> None:
+    """librdkafka's close() of a member still holding partitions makes the rebalance itself, and
+    there it can hang for good holding the GIL (librdkafka#4884), past every timeout of ours and
+    pytest's: CI hung so once, in the test of an evicted member's commit above."""
+    member = log.consumer("g", "t")
+    batch_of(member)
+    client = Closing(member._consumer)
+    member._consumer = client  # type: ignore[assignment]
+    assert outcome_within(member.close, STOP_WITHIN_S) is None
+    assert client.held_at_close == []

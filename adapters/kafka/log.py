@@ -478,7 +478,17 @@ class KafkaLogConsumer:
         """Leaves the group, which librdkafka does only once no commit is outstanding: a member
         whose commit never returned is dropped by the group after its session timeout instead."""
         try:
-            _within(self._consumer.close, CLOSE_TIMEOUT_S, f"kafka-close-{self._logical_topic}")
+            _within(self._leave, CLOSE_TIMEOUT_S, f"kafka-close-{self._logical_topic}")
         except TimeoutError:
             log.warning("%s: the consumer did not leave its group in %g s; the group drops it after "
                         "its session timeout", self._logical_topic, CLOSE_TIMEOUT_S)
+
+    def _leave(self) -> None:
+        """Gives its partitions back in consume() before closing: the rebalance close() makes itself
+        can hang for good (librdkafka#4884), holding the GIL, so no timeout of ours fires; served by
+        consume() it does not (the workaround of librdkafka#4527)."""
+        self._consumer.unsubscribe()
+        deadline = time.monotonic() + CLOSE_TIMEOUT_S
+        while self._consumer.assignment() and time.monotonic() < deadline:
+            self._consumer.consume(num_messages=CHUNK_RECORDS, timeout=0.1)  # not committed: dropped
+        self._consumer.close()

@@ -251,11 +251,8 @@ class RankingReads(Checkpointed):
         return {player: entry.score for player, entry in self.records(board, player_ids).items()}
 
     def records(self, board: str, player_ids: Sequence[str]) -> dict[str, Entry]:
-        found: dict[str, Entry] = {}
-        for start in range(0, len(player_ids), self.SCORES_AT_ONCE):
-            query = ranking_sql.scores(board, list(player_ids[start : start + self.SCORES_AT_ONCE]))
-            found.update((e.player_id, e) for e in ranking_sql.entries(self._database.rows(*query)))
-        return found
+        return {e.player_id: e for e in ranking_sql.entries(
+            self._chunked(player_ids, lambda part: ranking_sql.scores(board, part)))}
 
     def sum_counts(self, board: str, each: Sequence[Sequence[NodeRange]]) -> list[int]:
         return self._one_each(each, lambda part: ranking_sql.sum_counts(board, part))
@@ -283,30 +280,26 @@ class RankingReads(Checkpointed):
         return found
 
     def leaves(self, board: str, scores: Sequence[int]) -> dict[int, int]:
-        found: dict[int, int] = {}
-        for start in range(0, len(scores), self.SCORES_AT_ONCE):
-            query = ranking_sql.leaves(board, list(scores[start : start + self.SCORES_AT_ONCE]))
-            found.update((int(score), int(count)) for score, count in self._database.rows(*query))
-        return found
+        return {int(score): int(count)
+                for score, count in self._chunked(scores, lambda part: ranking_sql.leaves(board, part))}
 
     def at_scores(self, board: str, scores: Sequence[int]) -> list[Entry]:
-        found: list[Entry] = []
-        for start in range(0, len(scores), self.SCORES_AT_ONCE):
-            query = ranking_sql.at_scores(board, list(scores[start : start + self.SCORES_AT_ONCE]))
-            found += ranking_sql.entries(self._database.rows(*query))
-        return found
+        return ranking_sql.entries(self._chunked(scores, lambda part: ranking_sql.at_scores(board, part)))
 
     def tie_nodes_at(self, board: str, scores: Sequence[int], level: int) -> dict[int, tuple[int, int]]:
-        found: dict[int, tuple[int, int]] = {}
-        for start in range(0, len(scores), self.SCORES_AT_ONCE):
-            query = ranking_sql.tie_nodes_at(board, list(scores[start : start + self.SCORES_AT_ONCE]), level)
-            found.update((int(score), (int(prefix), int(count)))
-                         for score, prefix, count in self._database.rows(*query))
-        return found
+        return {int(score): (int(prefix), int(count)) for score, prefix, count
+                in self._chunked(scores, lambda part: ranking_sql.tie_nodes_at(board, part, level))}
 
     def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
         return self._one_each(each, lambda part: ranking_sql.sum_counts(board, [r for _, r in part],
                                                                         [score for score, _ in part]))
+
+    def _chunked(self, items: Sequence[T], query: Callable[[list[T]], Query]) -> Rows:
+        """The rows of `query` over the items, SCORES_AT_ONCE of them a statement."""
+        found: Rows = []
+        for start in range(0, len(items), self.SCORES_AT_ONCE):
+            found += self._database.rows(*query(list(items[start : start + self.SCORES_AT_ONCE])))
+        return found
 
     def _one_each(self, items: Sequence[T], query: Callable[[Sequence[T]], Query]) -> list[int]:
         """A count an item, from statements of ONE_ROW_SELECTS items each (statements.one_row_each)."""
@@ -326,11 +319,7 @@ class RankingReads(Checkpointed):
             return t.execute(ranking_sql.UNBAN, {"player": player_id}) > 0
 
     def banned(self, player_ids: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for start in range(0, len(player_ids), self.SCORES_AT_ONCE):
-            query = ranking_sql.banned(list(player_ids[start : start + self.SCORES_AT_ONCE]))
-            found.update((str(player), int(at)) for player, at in self._database.rows(*query))
-        return found
+        return {str(player): int(at) for player, at in self._chunked(player_ids, ranking_sql.banned)}
 
     def bans(self, after: str, limit: int) -> list[tuple[str, int]]:
         return [(str(player), int(at)) for player, at in self._database.rows(ranking_sql.BANS,

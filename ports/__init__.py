@@ -600,6 +600,12 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
         playerId; many a round trip."""
         ...
 
+    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> list[int]:
+        """For each (score, tiebreak), how many players shown have that score and a better tiebreak
+        (as the board sorts), counted to `at_most`: at most that many index entries read an item;
+        many a round trip."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -99,6 +99,25 @@ def tied_before(board: str, positions: Sequence[Position]) -> Query:
     return _tied_before(padded(len(positions))), values
 
 
+@functools.cache
+def _better_tied(items: int, down: bool) -> Statement:
+    # a range of the (board, score, tiebreak) index, read to its limit at most (SQLite would take
+    # the primary key's board prefix instead: every record of the board)
+    return one_row_each(items, lambda i: sa.select(sa.func.count()).select_from(
+        sa.select(sa.literal_column("1")).where(
+            _board, _s.score == _bind(f"score_{i}"),
+            _s.tiebreak < _bind(f"tiebreak_{i}") if down else _s.tiebreak > _bind(f"tiebreak_{i}"), _shown)
+        .with_hint(rank_scores, "INDEXED BY rank_scores_asc", "sqlite").limit(_bind("at_most")).subquery()))
+
+
+def better_tied(board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> Query:
+    """Each (score, tiebreak)'s players of that score with a better tiebreak, up to `at_most`."""
+    values: dict[str, Any] = {"board": board, "at_most": at_most}
+    for i, (score, tiebreak) in enumerate(repeated_last(keys)):
+        values |= {f"score_{i}": score, f"tiebreak_{i}": tiebreak}
+    return _better_tied(padded(len(keys)), order == "asc"), values
+
+
 _b = banned_players.c
 BAN = insert(banned_players, ("player_id", "banned_at"), keys=("player_id",))
 UNBAN = Statement(sa.delete(banned_players).where(_b.player_id == _bind("player")))

@@ -349,3 +349,6 @@ class RankingReads(Checkpointed):
 
     def tied_before(self, board: str, positions: Sequence[Position]) -> list[int]:
         return self._one_each(positions, lambda part: ranking_sql.tied_before(board, part))
+
+    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> list[int]:
+        return self._one_each(keys, lambda part: ranking_sql.better_tied(board, order, part, at_most))

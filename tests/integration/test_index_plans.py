@@ -23,7 +23,7 @@ from adapters.sql import ranking as ranking_sql
 from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
 from adapters.sql.queries import find_query, report_skus
 from adapters.sql.statements import Engine, Query
-from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, ReportFilter, SessionBucket
+from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, Order, ReportFilter, SessionBucket
 from ranking.tree import DEFAULT_TREE
 from tests.services import mysql_database, namespace
 
@@ -197,3 +197,29 @@ def test_sqlite_finds_the_players_at_scores_by_seeks(tmp_path: Path) -> None:
     compiled = statement.on("sqlite")
     plan = _sqlite_plan(database, compiled.text, compiled.params(values))
     assert plan == ["SEARCH rank_scores USING INDEX rank_scores_asc (board=? AND score=?)"]
+
+
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_sqlite_counts_better_tiebreaks_by_a_seek(tmp_path: Path, order: Order) -> None:
+    """A rank in a tie below its tree's size counts at most that many entries of the index."""
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    statement, values = ranking_sql.better_tied("b", order, [(3, 4), (5, 6)], 64)
+    compiled = statement.on("sqlite")
+    plan = _sqlite_plan(database, compiled.text, compiled.params(values))
+    reads = [step for step in plan if step.startswith(("SCAN rank", "SEARCH"))]
+    better = ">" if order == "desc" else "<"
+    seek = f"SEARCH rank_scores USING INDEX rank_scores_asc (board=? AND score=? AND tiebreak{better}?)"
+    assert reads == [seek] * 2, plan
+
+
+@pytest.mark.services
+def test_mysql_counts_better_tiebreaks_by_a_range_of_the_index() -> None:
+    with mysql_database(namespace()) as database:
+        store = MysqlRankingStore(database)
+        scores = {f"p{n}": n % 50 for n in range(2_000)}
+        deltas = DEFAULT_TREE.deltas((None, score) for score in scores.values())
+        store.apply(Checkpoint("c", "r-0", -1, 0), [BoardUpdate(BoardSettings("b", ties="subscore"), scores, deltas,
+                                                                tiebreaks={p: n for n, p in enumerate(scores)})])
+        rows = _mysql_plan(database, ranking_sql.better_tied("b", "desc", [(3, 100), (5, 600)], 64), "rank_scores")
+        plan = [(row["table"], row["type"], row["key"]) for row in rows if row["table"] == "rank_scores"]
+        assert plan == [("rank_scores", "range", "rank_scores_asc")] * 2, rows

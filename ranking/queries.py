@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ports import BoardSettings, Entry, NodeRange, NodeReader, Order, RankingStore
+from ports.limits import INT64_MAX, INT64_MIN
+from ranking import ties
 from ranking.ties import TIE_TREE, tie_roots
 from ranking.tree import Tree, best_first, better
 
@@ -28,8 +30,15 @@ def rank_of_entry(tree: Tree, store: RankingStore, board: str, settings: BoardSe
 
 def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, entries: Sequence[Entry]) -> list[int]:
     """On a board whose ties do not share a rank, for each record the players of its score ranked
-    before it."""
-    better = store.tie_sums(board, [(e.score, TIE_TREE.better_ranges(e.tiebreak, settings.order)) for e in entries])
+    before it: those with a better tiebreak counted from the index, or, where TIE_TREE_FROM of them
+    are, from the score's tie tree (which a score of that many has)."""
+    better = store.better_tied(board, settings.order, [(e.score, e.tiebreak) for e in entries], ties.TIE_TREE_FROM)
+    large = [i for i, count in enumerate(better) if ties.treed(count)]
+    if large:
+        summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, settings.order))
+                                        for i in large])
+        for i, count in zip(large, summed, strict=True):
+            better[i] = count
     return [b + t for b, t in zip(better, store.tied_before(board, [e.position for e in entries]), strict=True)]
 
 
@@ -44,9 +53,12 @@ def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSe
     there = store.leaves(board, [score]).get(score, 0)
     if settings.ties == "earliest" or subscore is None or there == 0:
         return rank + there
-    if there == 1:  # no tie tree: the one player there
-        (alone,) = store.at_scores(board, [score])
-        return rank + (not better(settings.order, subscore, alone.tiebreak))
+    if not ties.treed(there):  # those there with a tiebreak at least as good, from the index
+        after = subscore - 1 if settings.order == "desc" else subscore + 1
+        if not INT64_MIN <= after <= INT64_MAX:  # every tiebreak is as good
+            return rank + there
+        (ahead,) = store.better_tied(board, settings.order, [(score, after)], there)
+        return rank + ahead
     root = tie_roots(store, board, [score]).get(score)
     if root is not None and (root[0] == 0 or TIE_TREE.prefix(subscore, root[0]) != root[1]):
         # the subscore is one all of the tree's players have, or outside the tree: all or none ahead

@@ -12,9 +12,11 @@ an asc one; 0 on a shared board. In the latter two modes every player has a rank
 tiebreak + those of the same score and tiebreak with a smaller playerId.
 
 The middle term is a *tie tree* per score: the ranking tree's arithmetic (ranking.tree) over the
-tiebreaks of that score's players, kept only while two or more share the score. A board of
-scattered scores then writes no more rows than a shared one, and a board of many ties pays for its
-ties alone; a rank reads O(log range) nodes either way.
+tiebreaks of that score's players, kept only while TIE_TREE_FROM or more share the score. Fewer
+are counted from the records' (board, score, tiebreak) index, TIE_TREE_FROM entries at most, where
+a tree would cost a row a level for each player that joins or leaves it. A board of scattered
+scores, or of small ties, then writes no more rows than a shared one, and a board of large ties
+pays for them alone; a rank reads a bounded number of rows either way.
 
 A tie tree keeps only the levels below its *root*: the lowest node over all of its tiebreaks
 (receipt times share their top bytes for decades, subscores often all but their lowest), stored
@@ -35,9 +37,14 @@ from ranking.tree import Tree, better, combine
 
 Key = tuple[int, int]
 # a tie tree's shape: B = 256, 9 levels, where a score's tree costs a row a level for each player
-# that joins or leaves it (17 with the ranking tree's B = 16, and a crowded board's updates write
-# mostly tie trees); a rank reads at most 255 nodes a level of it
+# that joins or leaves it (17 with the ranking tree's B = 16, and the updates of a board of large
+# ties write mostly tie trees); a rank reads at most 255 nodes a level of it
 TIE_TREE = Tree(bits=8)
+# players a score holds from which they are counted by its tie tree; fewer are counted from the
+# index (that many entries read at most) and write no tree rows, which most of a crowded board's
+# ties would. Raising it leaves the trees of fewer players unread, to be cleared once their score
+# holds this many again; lowering it needs those trees built
+TIE_TREE_FROM = 64
 # the level above the tree's top: where a tie tree's root is kept (see above), and the level of the
 # root of a tree that keeps every level
 ROOT_LEVEL = TIE_TREE.top + 1
@@ -87,11 +94,16 @@ def key_better(order: Order, a: Key, b: Key) -> bool:
 TieDeltas = dict[tuple[int, int, int], int]
 
 
+def treed(players: int) -> bool:
+    """Whether a score's players are counted by its tie tree."""
+    return players >= TIE_TREE_FROM
+
+
 def tie_changes(store: RankingStore, board: str,
                 moves: Mapping[str, tuple[Key | None, Key | None]]) -> tuple[TieDeltas, list[int]]:
     """The tie trees' count changes for players moving between keys (None: no record), and the
-    scores whose tie tree goes; a score that comes to hold two players gets its tree whole (the
-    one player there before included)."""
+    scores whose tie tree goes; a score that comes to hold TIE_TREE_FROM players gets its tree
+    whole (the players there before included), in place of any rows a tree of it left."""
     leaving: dict[int, list[tuple[str, int]]] = defaultdict(list)
     joining: dict[int, list[tuple[str, int]]] = defaultdict(list)
     for player, (old, new) in moves.items():
@@ -102,23 +114,23 @@ def tie_changes(store: RankingStore, board: str,
     touched = sorted(leaving.keys() | joining.keys())
     before = store.leaves(board, touched)
     after = {s: before.get(s, 0) - len(leaving[s]) + len(joining[s]) for s in touched}
-    lone = [s for s in touched if before.get(s, 0) == 1 and after[s] >= 2]
-    alone = {entry.score: entry for entry in store.at_scores(board, lone)}
-    roots = tie_roots(store, board, [s for s in touched if before.get(s, 0) >= 2 and after[s] >= 2])
+    grown = [s for s in touched if before.get(s, 0) and not treed(before[s]) and treed(after[s])]
+    there: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for entry in store.at_scores(board, grown):
+        there[entry.score].append((entry.player_id, entry.tiebreak))
+    roots = tie_roots(store, board, [s for s in touched if treed(before.get(s, 0)) and treed(after[s])])
     found: TieDeltas = defaultdict(int)
     cleared = []
     for s in touched:
-        had, has = before.get(s, 0) >= 2, after[s] >= 2
+        had, has = treed(before.get(s, 0)), treed(after[s])
         if had and has:
             moved = [(t, None) for _, t in leaving[s]] + [(None, t) for _, t in joining[s]]
             _grow(found, s, moved, root=roots.get(s), joining=[t for _, t in joining[s]], members=before[s])
-        elif had:
+        elif had or has:
             cleared.append(s)
-        elif has:
-            stayed = alone.get(s)
-            members = [t for _, t in joining[s]]
-            if stayed is not None and stayed.player_id not in {p for p, _ in leaving[s]}:
-                members.append(stayed.tiebreak)
+        if has and not had:
+            gone = {p for p, _ in leaving[s]}
+            members = [t for _, t in joining[s]] + [t for p, t in there[s] if p not in gone]
             _grow(found, s, [(None, t) for t in members], root=None, joining=members, members=0)
     return {node: delta for node, delta in found.items() if delta}, cleared
 

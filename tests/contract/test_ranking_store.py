@@ -26,6 +26,7 @@ from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.timeutil import to_rfc3339
 from ranking import bans, leaderboard
+from ranking import ties as ranking_ties
 from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
@@ -336,6 +337,8 @@ def test_around_goes_on_below_its_last_entry(ranking_store: RankingStore, log):
 
 
 # few scores and subscores, many at the same millisecond: ties at every level of the key
+# tie trees from 2 players, from 3 (scores cross into trees and out), and from the default (none here)
+TREES_FROM = st.sampled_from([2, 3, ranking_ties.TIE_TREE_FROM])
 tie_values = st.one_of(st.integers(-2, 2), st.sampled_from([INT64_MIN, INT64_MAX]))
 tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8]), st.none() | tie_values,
                                  st.none() | tie_values), min_size=1, max_size=40)
@@ -352,12 +355,14 @@ tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8])
     probe=tie_values,
     probe_subscore=st.none() | tie_values,
     limit=st.integers(1, 4),
+    tree_from=TREES_FROM,
 )
-def test_tie_modes_equal_brute_force(ranking_store: RankingStore, log, order, operator, ties, stream, cuts,
-                                     redeliver, probe, probe_subscore, limit):
+def test_tie_modes_equal_brute_force(ranking_store: RankingStore, log, monkeypatch, order, operator, ties, stream,
+                                     cuts, redeliver, probe, probe_subscore, limit, tree_from):
     """Updates (with subscores; None: the record deleted) received in time order, some in the same
     millisecond, applied in random batches, some redelivered: every player has a rank of its own,
     and every read equals a brute-force board that sorts by score, then tiebreak, then playerId."""
+    monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", tree_from)
     board = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(order=order, operator=operator, ties=ties))
     brute = BruteBoard(order, operator, ties)
@@ -412,12 +417,14 @@ ban_ops = st.lists(st.one_of(
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(boards=st.lists(st.tuples(st.sampled_from(["desc", "asc"]), st.sampled_from(["best", "set", "incr"]),
                                  st.sampled_from(["shared", "earliest", "subscore"])), min_size=2, max_size=2),
-       ops=ban_ops, cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5), redeliver=st.booleans())
-def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingStore, log, boards, ops, cuts,
-                                                        redeliver):
+       ops=ban_ops, cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5), redeliver=st.booleans(),
+       tree_from=TREES_FROM)
+def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingStore, log, monkeypatch, boards, ops,
+                                                        cuts, redeliver, tree_from):
     """Scores, deletions, bans and their lifting, in random batches: once the workers applied
     what the bans asked, every board equals a brute-force board without the banned players, whose
     records took their updates meanwhile (a lifted ban shows the record they would have had)."""
+    monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", tree_from)
     names = [f"b-{uuid.uuid4().hex[:12]}" for _ in boards]
     brutes = []
     for name, (order, operator, ties) in zip(names, boards, strict=True):
@@ -698,3 +705,47 @@ def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: 
     assert ranking_store.seasons(board, None, 10) == [T0]
     purge_seasons(ranking_store, ended + SEASON_PURGE_GRACE_MS)
     assert ranking_store.seasons(board, None, 10) == []
+
+
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_better_tiebreaks_of_a_score_are_counted_to_a_bound(ranking_store: RankingStore, log, order):
+    """What a rank reads of a tie before its tree: each key's players of the score with a better
+    tiebreak, counted to at most the bound asked; a tiebreak outside every one counts all or none."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(order=order, operator="set", ties="subscore"))
+    players = [(f"p{n:02d}", n % 2, n // 3) for n in range(40)]  # scores 0 and 1, subscores shared by some
+    apply_scores(timed_records(board, [(n, p, score, None, sub) for n, (p, score, sub) in enumerate(players)],
+                               itertools.count()), ranking_store, log, TREE)
+    keys = [(score, sub) for score in (0, 1, 2) for sub in (INT64_MIN, -1, 0, 5, 6, 13, 14, INT64_MAX)]
+    for at_most in (1, 4, 64):
+        expected = [min(at_most, sum(s == score and (t > sub if order == "desc" else t < sub) for _, s, t in players))
+                    for score, sub in keys]
+        assert ranking_store.better_tied(board, order, keys, at_most) == expected
+
+
+def test_a_tie_tree_left_by_a_lower_threshold_is_rebuilt_when_its_score_grows_to_it(ranking_store: RankingStore, log,
+                                                                                    monkeypatch):
+    """Trees written while ties of two had them, then left unread by a higher TIE_TREE_FROM and
+    gone stale as players left and joined, are cleared when the score's tie reaches the threshold,
+    and built again from its players: every rank stays exact."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(ties="earliest"))
+    brute = BruteBoard("desc", "best", "earliest")
+    offsets = itertools.count()
+
+    def send(stream: list[tuple[int, str, int]]) -> None:
+        apply_scores(timed_records(board, [(at, p, value, None) for at, p, value in stream], offsets), ranking_store,
+                     log, TREE)
+        for at, player, value in stream:
+            brute.apply(player, value, at=T0 + at)
+
+    monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", 2)
+    send([(n, player, 5) for n, player in enumerate("abcde")])  # a tie tree of five
+    monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", 6)
+    send([(10, "a", 9), (11, "b", 9), (12, "f", 5)])  # four left at 5: the tree is left as it was
+    send([(20, "g", 5), (21, "h", 5), (22, "i", 5)])  # seven: a tree of them, in place of the stale one
+    expected = brute.ordered()
+    assert [e["playerId"] for e in expected] == ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+    for entry in expected:
+        assert leaderboard.player(ranking_store, TREE, board, entry["playerId"]) == entry
+    assert leaderboard.ranks_of(ranking_store, TREE, board, list("ihgfedcba"))["entries"] == expected

@@ -3,18 +3,21 @@ leaving and moving between a few scores, with tiebreaks that share many top byte
 or sit at the int64 extremes, so roots are made at every level, raised, and given up. After each
 batch every member's players ahead and the rank of any (score, subscore) equal counting by hand,
 and a tree never keeps a row at a level at or above its root. An in-memory store stands in for
-SQL here (storages have their own suite)."""
+SQL here (storages have their own suite). Trees begin at 2 players, at 3 (scores cross into trees
+and out of them), and at the default, where these ties are all counted from the index."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ports import BoardSettings, Entry, NodeRange, Order
 from ports.limits import INT64_MAX, INT64_MIN
+from ranking import ties
 from ranking.queries import ahead_among_ties, rank_of_score
 from ranking.ties import ROOT_LEVEL, TIE_TREE, tie_changes
 from ranking.tree import Tree, better
@@ -54,6 +57,10 @@ class MemoryTies:
         return [sum(count for (s, level, prefix), count in self.rows.items() if s == score
                     for r in ranges if level == r.level and r.first <= prefix <= r.last) for score, ranges in each]
 
+    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> list[int]:
+        return [min(at_most, sum(s == score and better(order, t, tiebreak) for s, t in self.keys.values()))
+                for score, tiebreak in keys]
+
     def tied_before(self, board: str, positions: Sequence[object]) -> list[int]:
         return [sum(1 for p, key in self.keys.items() if key == (pos.score, pos.tiebreak) and p < pos.player_id)
                 for pos in positions]  # type: ignore[attr-defined]
@@ -78,9 +85,16 @@ class MemoryTies:
 
 
 @settings(max_examples=400, deadline=None)
-@given(batches=batches, order=st.sampled_from(["desc", "asc"]), probe=tiebreaks)
+@given(batches=batches, order=st.sampled_from(["desc", "asc"]), probe=tiebreaks,
+       tree_from=st.sampled_from([2, 3, ties.TIE_TREE_FROM]))
 def test_rooted_tie_trees_rank_as_brute_force(batches: list[dict[str, tuple[int, int] | None]], order: Order,
-                                              probe: int) -> None:
+                                              probe: int, tree_from: int) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ties, "TIE_TREE_FROM", tree_from)
+        _rank_as_brute_force(batches, order, probe)
+
+
+def _rank_as_brute_force(batches: list[dict[str, tuple[int, int] | None]], order: Order, probe: int) -> None:
     store = MemoryTies()
     board = BoardSettings("b", order, ties="subscore")
     for batch in batches:
@@ -99,7 +113,7 @@ def test_rooted_tie_trees_rank_as_brute_force(batches: list[dict[str, tuple[int,
             at_least_as_good = sum(not better(order, probe, t) for t in tied.values())
             assert rank_of_score(TREE, store, "b", board, score, subscore=probe) == 1 + strictly + at_least_as_good  # type: ignore[arg-type]
             roots = store.tie_nodes_at("b", [score], ROOT_LEVEL)
-            if len(tied) < 2:  # no tree: no rows
+            if not ties.treed(len(tied)):  # no tree: no rows
                 assert not any(s == score and c for (s, _, _), c in store.rows.items())
             elif score in roots:  # nothing kept at or above the root
                 root_level = roots[score][1] - 1
@@ -108,8 +122,9 @@ def test_rooted_tie_trees_rank_as_brute_force(batches: list[dict[str, tuple[int,
                                for (s, level, _), c in store.rows.items())
 
 
-def test_receipt_times_keep_their_trees_below_the_bytes_they_share() -> None:
+def test_receipt_times_keep_their_trees_below_the_bytes_they_share(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two players reach a score 3 ms apart: their tree is a level and its root, not nine levels."""
+    monkeypatch.setattr(ties, "TIE_TREE_FROM", 2)
     store = MemoryTies()
     store.apply({"a": (5, -BASE - 10), "b": (5, -BASE - 13)})
     assert {level for (_, level, _), count in store.rows.items() if count} == {0, ROOT_LEVEL}

@@ -29,7 +29,7 @@ from pipeline.topics import SCORES
 from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, OutgoingRecord, RankingStore, Ties
 from ranking import leaderboard
 from ranking.queries import rank_of, rank_of_entry
-from ranking.ties import Key, tie_changes
+from ranking.ties import TIE_TREE_FROM, Key, tie_changes
 from ranking.tree import DEFAULT_TREE as TREE
 from ranking.worker import CONSUMER, apply_scores
 
@@ -60,6 +60,9 @@ class Plan:
 
 # a board of many ties: this many distinct scores, however many players
 CROWDED_SCORES = 1_000
+# the worker's boards by tie mode: scattered scores (few ties), ties of a dozen players (counted from
+# the index), ties of a hundred and more (ranking.ties.TIE_TREE_FROM: each one's tie tree written)
+SPREADS = (10_000_000, CROWDED_SCORES, 100)
 # when the tie-mode updates are received: spread over a week from this time (ms), as a week's
 # season of a live game receives them (the earliest tiebreaks' tie trees keep the bytes they differ in)
 RECEIVED_FROM = 1_764_547_200_000
@@ -87,21 +90,20 @@ def _throughput(a: Adapters, records: list[LogRecord], batch: int = 2000) -> flo
     return len(records) / (time.perf_counter() - start)
 
 
-def tie_throughput(a: Adapters, plan: Plan, rng: random.Random, progress: Progress) -> dict[tuple[Ties, bool], float]:
-    """Updates/s by tie mode, on scattered scores (few ties) and on crowded ones (CROWDED_SCORES)."""
-    rates: dict[tuple[Ties, bool], float] = {}
+def tie_throughput(a: Adapters, plan: Plan, rng: random.Random, progress: Progress) -> dict[tuple[Ties, int], float]:
+    """Updates/s by tie mode and by how many scores the boards' players share (SPREADS)."""
+    rates: dict[tuple[Ties, int], float] = {}
     modes: tuple[Ties, ...] = ("shared", "earliest", "subscore")
     for ties in modes:
-        for crowded in (False, True):
-            name = f"t-{ties}-{'crowded' if crowded else 'scattered'}"
-            progress(f"worker: {plan.worker_updates} updates, {ties} ties, {name}")
-            boards = [f"{name}{board}" for board in range(8)]
+        for scores in SPREADS:
+            name = f"t-{ties}-{scores}"
+            progress(f"worker: {plan.worker_updates} updates, {ties} ties, {scores:,} scores")
+            boards = [f"{name}-{board}" for board in range(8)]
             for board in boards:
                 a.ranking.put_board(BoardSettings(board, ties=ties))
-            records = _records(boards, 50_000, plan.worker_updates, rng,
-                               topic=f"{SCORES}-{name}", scores=CROWDED_SCORES if crowded else 10_000_000,
+            records = _records(boards, 50_000, plan.worker_updates, rng, topic=f"{SCORES}-{name}", scores=scores,
                                over_ms=WEEK_MS)
-            rates[ties, crowded] = _throughput(a, records)
+            rates[ties, scores] = _throughput(a, records)
     return rates
 
 
@@ -134,14 +136,15 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         "",
         f"Seasonal / plain in the same run: {seasonal / aggregated:.2f}x.",
         "",
-        f"By how ties rank (ranking.ties), the same batches on boards of scattered scores (0 to 10^7, "
-        f"few ties) and of {CROWDED_SCORES:,} scores (many ties: each one's tie tree written); earliest and "
-        "subscore give every player a rank of its own:",
+        "By how ties rank (ranking.ties), the same batches on boards of scattered scores (0 to 10^7, few "
+        f"ties), of {SPREADS[1]:,} scores (ties of a dozen players, counted from the index) and of {SPREADS[2]:,} "
+        f"(ties of a hundred and more: from {TIE_TREE_FROM} players a score, its tie tree is written); earliest "
+        "and subscore give every player a rank of its own. Updates/s, and against shared ties in brackets:",
         "",
-        "| ties | scattered, updates/s | crowded, updates/s | scattered / shared | crowded / shared |",
-        "|---|---:|---:|---:|---:|",
-        *(f"| {mode} | {ties[mode, False]:,.0f} | {ties[mode, True]:,.0f} | "
-          f"{ties[mode, False] / ties['shared', False]:.2f}x | {ties[mode, True] / ties['shared', True]:.2f}x |"
+        "| ties | scattered | " + " | ".join(f"{scores:,} scores" for scores in SPREADS[1:]) + " |",
+        "|---|---:|---:|---:|",
+        *(f"| {mode} | " + " | ".join(f"{ties[mode, scores]:,.0f} ({ties[mode, scores] / ties['shared', scores]:.2f}x)"
+                                      for scores in SPREADS) + " |"
           for mode in ("shared", "earliest", "subscore")),
         "",
         "Composite keys (earliest, subscore) at their slowest: "
@@ -149,10 +152,10 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         f"**{'met' if min(v for (m, _), v in ties.items() if m != 'shared') >= 20_000 else 'missed'}**.",
         "",
         *([] if min(v for (m, _), v in ties.items() if m != "shared") >= 20_000 else [
-            "What bounds them: on a crowded board each player joining or leaving a tie also writes its",
-            "score's tie tree below the tree's root (ranking.ties: of its nine levels, receipt times over a",
-            "week keep four and subscores of 0 to 999 two), and a batch first reads the touched scores'",
-            "counts, lone players and roots, three statements more than a shared board's.",
+            "What bounds them: the ranking tree's node rows, as for the plain batches below, and a read more",
+            "a batch of the touched scores' counts. Where a score holds a tie tree, each player joining or",
+            "leaving it also writes the tree's levels below its root (ranking.ties: of nine levels, receipt",
+            "times over a week keep four and subscores of 0 to 999 two), and the batch reads the trees' roots.",
             "",
         ]),
         f"Aggregated / per-update: **{aggregated / naive:.1f}x**; target ≥ 20,000 updates/s: "
@@ -206,7 +209,9 @@ def tie_rank_latency(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
     (a thousand players to a score at 10^6), checked against a COUNT of the players before it."""
     lines = [
         f"A player's rank where ties do not share one (ms: mean / p50 / p95), on boards of {CROWDED_SCORES:,} "
-        "scores: the ranking tree, the score's tie tree, and the index count of the same score and tiebreak.",
+        f"scores: the ranking tree; the players of the score with a better tiebreak, from the index where the "
+        f"score holds fewer than {TIE_TREE_FROM} (about 10 at 10,000 players), else from its tie tree; and the "
+        "index's count of the same score and tiebreak.",
         "",
         "| players | earliest | subscore |",
         "|---:|---:|---:|",
@@ -221,7 +226,7 @@ def tie_rank_latency(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
             records = list(a.ranking.records(board, [f"p{rng.randrange(size)}" for _ in range(plan.rank_queries)])
                            .values())
             progress(f"rank: {len(records)} player ranks on {size:,} players, {ties} ties")
-            if size == plan.sizes[0]:  # the same rank as counting the players before it
+            if size in plan.sizes[:2]:  # the same rank as counting the players before it (index, tree)
                 ahead = a.ranking.following(board, "desc", records[0].position, worse=False, limit=size)
                 assert rank_of_entry(TREE, a.ranking, board, settings, records[0]) == len(ahead) + 1
             cells.append(summary_ms(timed_ms(

@@ -379,9 +379,9 @@ def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[s
     ordered = sorted(found.values(), key=lambda e: (sign * e.score, sign * e.tiebreak, e.player_id))
     scores = list({e.score: None for e in ordered})
     ranks = dict(zip(scores, ranks_of_scores(tree, store, key, settings.order, scores), strict=True))
-    shared = () if settings.ties == "shared" else {s for s, n in store.leaves(key, scores).items() if n > 1}
-    tied = [entry for entry in ordered if entry.score in shared]
-    ahead = dict(zip((e.player_id for e in tied), ahead_among_ties(store, key, settings, tied), strict=True))
+    players = {} if settings.ties == "shared" else store.leaves(key, scores)
+    tied = [entry for entry in ordered if players.get(entry.score, 0) > 1]
+    ahead = dict(zip((e.player_id for e in tied), ahead_among_ties(store, key, settings, tied, players), strict=True))
     entries = [_entry(ranks[entry.score] + ahead.get(entry.player_id, 0), entry) for entry in ordered]
     return {"entries": entries,
             "missing": [player for player in dict.fromkeys(player_ids) if player not in found]}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ports import BoardSettings, Entry, NodeRange, NodeReader, Order, RankingStore
 from ports.limits import INT64_MAX, INT64_MIN
@@ -28,12 +28,21 @@ def rank_of_entry(tree: Tree, store: RankingStore, board: str, settings: BoardSe
     return rank if settings.ties == "shared" else rank + ahead_among_ties(store, board, settings, [entry])[0]
 
 
-def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, entries: Sequence[Entry]) -> list[int]:
+def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, entries: Sequence[Entry],
+                     players: Mapping[int, int] | None = None) -> list[int]:
     """On a board whose ties do not share a rank, for each record the players of its score ranked
-    before it: those with a better tiebreak counted from the index, or, where TIE_TREE_FROM of them
-    are, from the score's tie tree (which a score of that many has)."""
-    better = store.better_tied(board, settings.order, [(e.score, e.tiebreak) for e in entries], ties.TIE_TREE_FROM)
-    large = [i for i, count in enumerate(better) if ties.treed(count)]
+    before it: those with a better tiebreak from the score's tie tree where it has TIE_TREE_FROM
+    players (`players`: score → its players, read when not given), else from the index."""
+    if players is None:
+        players = store.leaves(board, list({e.score for e in entries}))
+    large = [i for i, e in enumerate(entries) if ties.treed(players.get(e.score, 0))]
+    small = [i for i, e in enumerate(entries) if not ties.treed(players.get(e.score, 0))]
+    better = [0] * len(entries)
+    if small:
+        counted = store.better_tied(board, settings.order, [(entries[i].score, entries[i].tiebreak) for i in small],
+                                    ties.TIE_TREE_FROM)
+        for i, count in zip(small, counted, strict=True):
+            better[i] = count
     if large:
         summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, settings.order))
                                         for i in large])

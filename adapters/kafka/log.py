@@ -487,8 +487,11 @@ class KafkaLogConsumer:
         """Gives its partitions back in consume() before closing: the rebalance close() makes itself
         can hang for good (librdkafka#4884), holding the GIL, so no timeout of ours fires; served by
         consume() it does not (the workaround of librdkafka#4527)."""
-        self._consumer.unsubscribe()
-        deadline = time.monotonic() + CLOSE_TIMEOUT_S
-        while self._consumer.assignment() and time.monotonic() < deadline:
-            self._consumer.consume(num_messages=CHUNK_RECORDS, timeout=0.1)  # not committed: dropped
-        self._consumer.close()
+        try:
+            self._consumer.unsubscribe()
+            # half the bound on close: what is left of it is close()'s own
+            deadline = time.monotonic() + CLOSE_TIMEOUT_S / 2
+            while self._consumer.assignment() and time.monotonic() < deadline:
+                self._consumer.consume(num_messages=CHUNK_RECORDS, timeout=0.1)  # not committed: dropped
+        finally:
+            self._consumer.close()

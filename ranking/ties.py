@@ -43,7 +43,8 @@ TIE_TREE = Tree(bits=8)
 # players a score holds from which they are counted by its tie tree; fewer are counted from the
 # index (that many entries read at most) and write no tree rows, which most of a crowded board's
 # ties would. Raising it leaves the trees of fewer players unread, to be cleared once their score
-# holds this many again; lowering it needs those trees built
+# holds this many again; lowering it (or going back to a release that kept trees from two players)
+# needs those trees built
 TIE_TREE_FROM = 64
 # the level above the tree's top: where a tie tree's root is kept (see above), and the level of the
 # root of a tree that keeps every level

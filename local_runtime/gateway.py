@@ -161,12 +161,10 @@ class QueueDelay:
         self._interval_ends = 0.0
         self._shortest = 0.0
         self._standing = False
-        self._last_wait_s = 0.0
 
     def admit(self, waited_s: float, now: float) -> bool:
         """Whether a request that waited `waited_s` until `now` (monotonic seconds) is served."""
         with self._lock:
-            self._last_wait_s = waited_s
             if now < self._interval_ends:
                 self._shortest = min(self._shortest, waited_s)
                 return not (self._standing and waited_s > 2 * self._target_s)
@@ -181,21 +179,13 @@ class QueueDelay:
     def standing(self) -> bool:
         return self._standing
 
-    @property
-    def long(self) -> bool:
-        """Whether one more that joins the line now is likely to be shed from it: the queue stands,
-        or the last request taken had waited past twice the target (the line grew since this
-        interval began, which the standing state learns only at the interval's end)."""
-        return self._standing or self._last_wait_s > 2 * self._target_s
-
 
 class Gateway:
     """`max_in_flight` bounds the requests in the handlers, running or waiting for one of the
     `workers` threads (serve passes BLACKBOX_MAX_IN_FLIGHT). Past it a request is
     answered 503 with Retry-After at once: a queue only turns overload into seconds of latency,
     then client timeouts and retries, and holds every waiting body in memory. Within the bound,
-    `queue` sheds what has waited too long for a handler thread once a queue stands, and the
-    door sheds what would wait in a line that is long."""
+    `queue` sheds what has waited too long for a handler thread once a queue stands."""
 
     def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT,
                  max_in_flight: int = MAX_IN_FLIGHT, queue: QueueDelay | None = None) -> None:
@@ -272,9 +262,9 @@ class Gateway:
         return handler(event, LocalContext(function_name=function))
 
     def _check_capacity(self) -> None:
-        # while the line is long, one more that would wait in it is shed before its body is read:
+        # while a queue stands, one more that would wait in it is shed before its body is read:
         # the cheapest 503, and it cannot make the line longer
-        if self._in_flight >= self._max_in_flight or (self._queue.long and self._in_flight >= self._workers):
+        if self._in_flight >= self._max_in_flight or (self._queue.standing and self._in_flight >= self._workers):
             raise Overloaded(f"this server has {self._in_flight} requests in hand; "
                              f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
 

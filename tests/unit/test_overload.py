@@ -265,24 +265,3 @@ def test_while_a_queue_stands_one_more_that_would_wait_is_shed_before_its_body(a
     [(answer, _)] = asyncio.run(post_all(gateway, {1: crash_body(1)})).values()
     assert answer.status_code == 503 and answer.headers["retry-after"] == str(RETRY_AFTER_S)
     assert logged_event_ids(adapters) == Counter([new_event_id(f"crash\x00{SKU}", "k0")])
-
-
-def test_a_line_that_grew_within_an_interval_sheds_at_the_door_before_it_stands(adapters: Adapters) -> None:
-    """The standing state is learnt at an interval's end; the door had let the line fill to the
-    in-flight bound meanwhile, each time a standing queue drained, and most of that line then
-    waited to be shed (or served) seconds later."""
-    queue = QueueDelay(target_s=0.005, interval_s=10.0)
-    queue.admit(0.0, now=0.0)
-    gateway = Gateway(workers=2, queue=queue)
-    gateway._in_flight = 2  # every thread busy
-    queue.admit(0.009, now=1.0)  # the last one taken waited under twice the target: let in
-    [(answer, _)] = asyncio.run(post_all(gateway, {0: crash_body(0)})).values()
-    assert answer.status_code == 202
-    queue.admit(0.011, now=2.0)  # past it, in the same interval: the queue does not stand yet
-    assert not queue.standing
-    [(answer, _)] = asyncio.run(post_all(gateway, {1: crash_body(1)})).values()
-    assert answer.status_code == 503 and answer.headers["retry-after"] == str(RETRY_AFTER_S)
-    gateway._in_flight = 1  # a thread free: taken at once, whatever the line was
-    [(answer, _)] = asyncio.run(post_all(gateway, {2: crash_body(2)})).values()
-    assert answer.status_code == 202
-    assert logged_event_ids(adapters) == Counter(new_event_id(f"crash\x00{SKU}", f"k{n}") for n in (0, 2))

@@ -83,7 +83,7 @@ def score_at(tree: Tree, reader: NodeReader, board: str, order: Order, position:
     """The score of the player at this 1-based position (best first), or None past the last one:
     walks down from the top, one level at a time, into the child that holds the position."""
     nodes = tree.top_range()
-    for level in range(tree.top, -1, -1):
+    for level in reversed(tree.levels):
         counts = reader.node_counts(board, nodes)
         for prefix in best_first(order, counts):
             if position <= counts[prefix]:

@@ -37,8 +37,8 @@ from ranking.tree import Tree, better, combine
 
 Key = tuple[int, int]
 # a tie tree's shape: B = 256, 9 levels, where a score's tree costs a row a level for each player
-# that joins or leaves it (17 with the ranking tree's B = 16, and the updates of a board of large
-# ties write mostly tie trees); a rank reads at most 255 nodes a level of it
+# that joins or leaves it (the updates of a board of large ties write mostly tie trees); a rank
+# reads at most 255 nodes a level of it
 TIE_TREE = Tree(bits=8)
 # players a score holds from which they are counted by its tie tree; fewer are counted from the
 # index (that many entries read at most) and write no tree rows, which most of a crowded board's

@@ -1,10 +1,11 @@
 """The ranking tree of DESIGN §4, as arithmetic on scores: no storage here.
 
-A board's tree covers the whole signed 64-bit range with branching factor B = 2**bits. The node at
-(level, prefix) counts the players whose score s has s >> (bits * level) == prefix. An arithmetic
+A board's tree covers the whole signed 64-bit range with branching factor B = 2**bits. A level is
+named by its shift in `unit` bits: the node at (level, prefix) counts the players whose score s has
+s >> (unit * level) == prefix, and a node's parent is `step` = bits / unit levels up. An arithmetic
 shift keeps order for negative scores too, prefixes of one level never overflow 64 bits, and a
-node's children are (level - 1, prefix * B + d) for d in 0..B-1. At the top level the prefixes are
--1 (negative scores) and 0 (the rest).
+node's children are (level - step, prefix * B + d) for d in 0..B-1. At the top level the prefixes
+are -1 (negative scores) and 0 (the rest).
 
 rank(score) = 1 + the players strictly better, which are exactly the nodes, one level at a time,
 that share the score's parent but lie on its better side: at most B - 1 nodes per level, so
@@ -24,22 +25,39 @@ from ports.limits import INT64_MAX, INT64_MIN
 @dataclass(frozen=True)
 class Tree:
     bits: int = 4
+    # the bits a level's number stands for (0: bits): a tree of 8 bits in units of 4 numbers its
+    # levels 0, 2, ..., 16, which are the nodes of the tree of 4 bits at those levels
+    unit: int = 0
 
     @property
     def branching(self) -> int:
         return 1 << self.bits
 
     @property
+    def _unit(self) -> int:
+        return self.unit or self.bits
+
+    @property
+    def step(self) -> int:
+        """Level numbers from a node to its parent."""
+        return self.bits // self._unit
+
+    @property
     def top(self) -> int:
         """The level whose prefixes are only -1 and 0."""
-        return math.ceil(64 / self.bits)
+        return math.ceil(64 / self.bits) * self.step
+
+    @cached_property
+    def levels(self) -> tuple[int, ...]:
+        """Leaf to top."""
+        return tuple(range(0, self.top + 1, self.step))
 
     def prefix(self, score: int, level: int) -> int:
-        return score >> (self.bits * level)
+        return score >> (self._unit * level)
 
     @cached_property
     def _shifts(self) -> tuple[tuple[int, int], ...]:
-        return tuple((level, self.bits * level) for level in range(self.top + 1))
+        return tuple((level, self._unit * level) for level in self.levels)
 
     def path(self, score: int) -> list[tuple[int, int]]:
         """Every node that counts a player with this score, leaf to top."""
@@ -48,7 +66,7 @@ class Tree:
     def better_ranges(self, score: int, order: Order) -> list[NodeRange]:
         """The nodes whose counts add up to the players strictly better than `score`."""
         ranges = []
-        for level in range(self.top):
+        for level in self.levels[:-1]:
             mine = self.prefix(score, level)
             first = (mine >> self.bits) << self.bits
             last = first + self.branching - 1
@@ -65,7 +83,7 @@ class Tree:
 
     def children(self, level: int, prefix: int) -> NodeRange:
         first = prefix << self.bits
-        return NodeRange(level - 1, first, first + self.branching - 1)
+        return NodeRange(level - self.step, first, first + self.branching - 1)
 
     def top_range(self) -> NodeRange:
         return NodeRange(self.top, -1, 0)
@@ -85,7 +103,7 @@ class Tree:
                     below[new] = below.get(new, 0) + 1
         found: dict[tuple[int, int], int] = {}
         bits = self.bits
-        for level in range(self.top + 1):
+        for level in self.levels:
             above: dict[int, int] = {}
             for prefix, delta in below.items():
                 if delta:
@@ -95,8 +113,13 @@ class Tree:
         return found
 
 
-# the deployment's tree: B = 16, so 17 levels; changing it needs the node counts rebuilt
-DEFAULT_TREE = Tree(bits=4)
+# the deployment's tree: B = 256, 9 levels, which a batch's moves write a third fewer rows of than
+# B = 16's 17 (and a rank reads fewer, only a level's nodes that are there counting). Its levels
+# are numbered as B = 16 numbered them, whose even levels they are: no node was rebuilt, a worker
+# of either writes the other's right, and only a release of B = 16 reads the odd levels, stale
+# since (going back to one needs them rebuilt from the even ones below). Another shape needs the
+# node counts rebuilt.
+DEFAULT_TREE = Tree(bits=8, unit=4)
 
 
 def better(order: Order, a: int, b: int) -> bool:

@@ -32,11 +32,11 @@ from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
 from ranking.season_ends import FINAL_TOP, LOOKING_MS, ended_seasons
 from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons
-from ranking.tree import Tree
+from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
 from tests.brute import BruteBoard
 
-TREE = Tree(4)
+TREE = DEFAULT_TREE
 PLAYERS = [f"p{i}" for i in range(12)]
 scores = st.one_of(
     st.integers(-5, 5),

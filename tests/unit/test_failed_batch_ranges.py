@@ -28,13 +28,13 @@ from pipeline.replay import replay_failed_batches
 from pipeline.topics import SCORES, SESSIONS
 from ports import BoardSettings, LogRecord, OutgoingRecord
 from ports.timeutil import MINUTE_MS, now_ms
-from ranking.tree import Tree
+from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
 from sessions.counting import count_sessions
 from sessions.model import SessionCount, SessionEnvelope
 from tests.failed_batches import failed_batch, moto_bucket, put
 
-TREE = Tree(4)
+TREE = DEFAULT_TREE
 SKUS = ("a", "b", "c")
 BOARDS = ("x", "y", "z")
 PLAYERS = ("p", "q")

@@ -12,20 +12,27 @@ from hypothesis import strategies as st
 from ports import NodeRange
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking.queries import rank_of, score_at
-from ranking.tree import Tree, combine
+from ranking.tree import DEFAULT_TREE, Tree, combine
 
 scores = st.one_of(
     st.integers(INT64_MIN, INT64_MAX),
     st.sampled_from([INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX]),
     st.integers(-20, 20),
 )
-trees = st.sampled_from([Tree(1), Tree(4), Tree(5), Tree(8), Tree(16)])
+trees = st.sampled_from([Tree(1), Tree(4), Tree(5), Tree(8), Tree(16), Tree(8, unit=4), Tree(16, unit=4),
+                         Tree(6, unit=2)])
 orders = st.sampled_from(["desc", "asc"])
 
 
 class MemoryNodes:
     def __init__(self, tree: Tree, players: Sequence[int]) -> None:
         self.counts = Counter(node for score in players for node in tree.path(score))
+
+    @classmethod
+    def of(cls, counts: Counter[tuple[int, int]]) -> MemoryNodes:
+        nodes = cls(Tree(), [])
+        nodes.counts = counts
+        return nodes
 
     def sum_counts(self, board: str, each: Sequence[Sequence[NodeRange]]) -> list[int]:
         return [sum(c for (level, p), c in self.counts.items()
@@ -67,10 +74,37 @@ def test_deltas_move_players_between_paths(tree, moves):
 
 
 def test_prefixes_of_the_extremes():
-    tree = Tree(4)
-    assert tree.top == 16
-    assert tree.prefix(INT64_MIN, tree.top) == -1 and tree.prefix(INT64_MAX, tree.top) == 0
-    assert len(tree.path(0)) == 17
+    for tree, levels in ((Tree(4), 17), (DEFAULT_TREE, 9)):
+        assert tree.top == 16
+        assert tree.prefix(INT64_MIN, tree.top) == -1 and tree.prefix(INT64_MAX, tree.top) == 0
+        assert len(tree.path(0)) == levels
+
+
+@given(st.lists(st.tuples(st.one_of(st.none(), scores), st.one_of(st.none(), scores)), max_size=30))
+def test_the_deployed_tree_is_the_even_levels_of_the_tree_of_sixteen(moves):
+    """What lets a worker of either write a board the other wrote (ranking.tree.DEFAULT_TREE)."""
+    assert DEFAULT_TREE.levels == tuple(range(0, 17, 2))
+    assert DEFAULT_TREE.deltas(moves) == {node: delta for node, delta in Tree(4).deltas(moves).items()
+                                          if node[0] % 2 == 0}
+
+
+@given(orders, st.lists(st.tuples(st.one_of(st.none(), scores), st.one_of(st.none(), scores)), max_size=30),
+       st.integers(0, 30), scores)
+def test_a_board_written_by_workers_of_both_trees_ranks_right_by_the_deployed_one(order, moves, switch, probe):
+    """Players moved by a worker of B = 16, then by one of the deployed tree (a deployment's overlap)."""
+    players: Counter[int] = Counter()
+    counts: Counter[tuple[int, int]] = Counter()
+    for i, (was, new) in enumerate(moves):
+        old = was if was is not None and players[was] else None  # a player moves from where one is
+        counts.update((DEFAULT_TREE if i >= switch else Tree(4)).deltas([(old, new)]))
+        players.subtract([old] if old is not None else [])
+        players.update([new] if new is not None else [])
+    nodes = MemoryNodes.of(counts)
+    standing = list(players.elements())
+    for score in [probe, *standing]:
+        assert rank_of(DEFAULT_TREE, nodes, "b", order, score) == brute_rank(standing, order, score)
+    ranked = sorted(standing, reverse=order == "desc")
+    assert [score_at(DEFAULT_TREE, nodes, "b", order, p) for p in range(1, len(ranked) + 2)] == [*ranked, None]
 
 
 @given(orders, st.one_of(st.none(), scores), scores)

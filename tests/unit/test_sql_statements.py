@@ -83,7 +83,7 @@ def test_the_most_a_sqlite_statement_of_ranks_or_tie_counts_binds_is_within_its_
     store reads at once: each range names its board (and score) again, for SQLite to seek it."""
     items = SqliteRankingStore.ONE_ROW_SELECTS
     assert padded(items) == items  # a part of fewer is padded up to it, not past it
-    rank = [NodeRange(level, 0, 1) for level in range(DEFAULT_TREE.top + 1)]
+    rank = [NodeRange(level, 0, 1) for level in DEFAULT_TREE.levels]
     assert len(DEFAULT_TREE.better_ranges(INT64_MIN, "desc")) == len(rank)  # a rank can have them all
     ties = [NodeRange(level, 0, 1) for level in range(TIE_TREE.top + 2)]  # a subscore's rank adds its own
     position = Position(1, 2, "p")

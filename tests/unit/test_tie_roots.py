@@ -20,9 +20,9 @@ from ports.limits import INT64_MAX, INT64_MIN
 from ranking import ties
 from ranking.queries import ahead_among_ties, rank_of_score
 from ranking.ties import ROOT_LEVEL, TIE_TREE, tie_changes
-from ranking.tree import Tree, better
+from ranking.tree import DEFAULT_TREE as TREE
+from ranking.tree import better
 
-TREE = Tree(bits=4)
 PLAYERS = [f"p{n}" for n in range(8)]
 SCORES = [0, 1, 2]
 BASE = 1_764_000_000_000  # a receipt time: its top bytes are every near one's

@@ -29,6 +29,10 @@ class Tree:
     # levels 0, 2, ..., 16, which are the nodes of the tree of 4 bits at those levels
     unit: int = 0
 
+    def __post_init__(self) -> None:
+        if self.bits % self._unit:
+            raise ValueError(f"a tree of {self.bits} bits cannot number its levels in units of {self.unit}")
+
     @property
     def branching(self) -> int:
         return 1 << self.bits
@@ -113,12 +117,12 @@ class Tree:
         return found
 
 
-# the deployment's tree: B = 256, 9 levels, which a batch's moves write a third fewer rows of than
-# B = 16's 17 (and a rank reads fewer, only a level's nodes that are there counting). Its levels
-# are numbered as B = 16 numbered them, whose even levels they are: no node was rebuilt, a worker
-# of either writes the other's right, and only a release of B = 16 reads the odd levels, stale
-# since (going back to one needs them rebuilt from the even ones below). Another shape needs the
-# node counts rebuilt.
+# the deployment's tree: B = 256, 9 levels, which a batch's moves write about half the node rows
+# of B = 16's 17 (and a rank reads fewer: only the nodes that are there count). Its levels are
+# numbered as B = 16 numbered them, whose even levels they are: no node was rebuilt, and a worker
+# of either writes the other's right. Only a release of B = 16 reads the odd levels, stale since:
+# going back to one runs adapters/sql/rollback/ranking_tree_of_16.sql first. Another shape needs
+# the node counts rebuilt.
 DEFAULT_TREE = Tree(bits=8, unit=4)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,3 +115,9 @@ def test_operators(order, old, value):
     assert combine("incr", order, old, value) == max(INT64_MIN, min(INT64_MAX, total))
     best = combine("best", order, old, value)
     assert best == value if old is None else best == (max if order == "desc" else min)(old, value)
+
+
+def test_a_tree_numbers_its_levels_in_units_that_divide_its_bits():
+    for bits, unit in ((6, 4), (4, 8)):
+        with pytest.raises(ValueError, match="units"):
+            Tree(bits, unit=unit)

@@ -10,11 +10,9 @@ from adapters.mysql.database import MysqlDatabase, mysql_meaning
 from adapters.sql.ranking import (
     ADD_BOARD,
     ADD_SEASON,
-    CLEAR_TIES,
     PUT_BOARD,
     REMOVE_SCORE,
     board_row,
-    cleared_rows,
     removed_rows,
     season_rows,
 )
@@ -82,8 +80,12 @@ class MysqlRankingStore(RankingReads, TournamentRecords):
                         + " ".join(f"WHEN {player} THEN {value}" for player, value in chunk)
                         + f" END WHERE board = {board} AND player_id IN ({','.join(p for p, _ in chunk)})"
                     )
-            # tie trees (ranking.ties): a few rows a tie, none on a board whose ties share a rank
-            t.execute_rows(CLEAR_TIES, cleared_rows(updates))
+            # tie trees (ranking.ties): a few rows a tie, none on a board whose ties share a rank;
+            # the trees that go, a statement a board (executemany sends a DELETE a row)
+            for u in updates:
+                if u.cleared:  # what ranking.CLEAR_TIES says, a score at a time
+                    t.cursor.execute(f"DELETE FROM rank_tie_nodes WHERE board = {escape(u.stored_as)} AND score IN ("
+                                     + ",".join(str(int(score)) for score in u.cleared) + ")")
             _upsert(t.cursor, "INSERT INTO rank_tie_nodes (board, score, level, prefix, count) VALUES ", ties,
                     " ON DUPLICATE KEY UPDATE count = count + VALUES(count)")
 

@@ -37,18 +37,12 @@ def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, e
         players = store.leaves(board, list({e.score for e in entries}))
     large = [i for i, e in enumerate(entries) if ties.treed(players.get(e.score, 0))]
     small = [i for i, e in enumerate(entries) if not ties.treed(players.get(e.score, 0))]
-    better = [0] * len(entries)
-    if small:
-        counted = store.better_tied(board, settings.order, [(entries[i].score, entries[i].tiebreak) for i in small],
-                                    ties.TIE_TREE_FROM)
-        for i, count in zip(small, counted, strict=True):
-            better[i] = count
-    if large:
-        summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, settings.order))
-                                        for i in large])
-        for i, count in zip(large, summed, strict=True):
-            better[i] = count
-    return [b + t for b, t in zip(better, store.tied_before(board, [e.position for e in entries]), strict=True)]
+    counted = store.better_tied(board, settings.order, [(entries[i].score, entries[i].tiebreak) for i in small],
+                                ties.TIE_TREE_FROM)
+    summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, settings.order))
+                                    for i in large])
+    better = dict(zip([*small, *large], [*counted, *summed], strict=True))
+    return [better[i] + t for i, t in enumerate(store.tied_before(board, [e.position for e in entries]))]
 
 
 def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, score: int, *,

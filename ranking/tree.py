@@ -25,9 +25,9 @@ from ports.limits import INT64_MAX, INT64_MIN
 @dataclass(frozen=True)
 class Tree:
     bits: int = 4
-    # the bits a level's number stands for (0: bits): a tree of 8 bits in units of 4 numbers its
+    # the bits a level's number stands for (None: bits): a tree of 8 bits in units of 4 numbers its
     # levels 0, 2, ..., 16, which are the nodes of the tree of 4 bits at those levels
-    unit: int = 0
+    unit: int | None = None
 
     def __post_init__(self) -> None:
         if self.bits % self._unit:
@@ -117,12 +117,13 @@ class Tree:
         return found
 
 
-# the deployment's tree: B = 256, 9 levels, which a batch's moves write about half the node rows
-# of B = 16's 17 (and a rank reads fewer: only the nodes that are there count). Its levels are
-# numbered as B = 16 numbered them, whose even levels they are: no node was rebuilt, and a worker
-# of either writes the other's right. Only a release of B = 16 reads the odd levels, stale since:
-# going back to one runs adapters/sql/rollback/ranking_tree_of_16.sql first. Another shape needs
-# the node counts rebuilt.
+# the deployment's tree: B = 256, 9 levels. A batch's moves write some 0.55 of the node rows of
+# B = 16's 17 levels, and a rank seeks 8 ranges for 16 (up to 255 nodes each, for 15). Its levels
+# are numbered as B = 16 numbered them, whose even levels they are: no node was rebuilt, and a
+# worker of either writes the other's right. Only a release of B = 16 reads the odd levels, stale
+# since: during a deployment its readers answer right only before the new workers start (readers
+# first), and going back to it runs adapters/sql/rollback/ranking_tree_of_16.sql first. Another
+# shape needs the node counts rebuilt.
 DEFAULT_TREE = Tree(bits=8, unit=4)
 
 

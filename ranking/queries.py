@@ -42,7 +42,8 @@ def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, e
     summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, settings.order))
                                     for i in large])
     better = dict(zip([*small, *large], [*counted, *summed], strict=True))
-    return [better[i] + t for i, t in enumerate(store.tied_before(board, [e.position for e in entries]))]
+    tied = store.tied_before(board, [e.position for e in entries])
+    return [better[i] + t for i, t in zip(range(len(entries)), tied, strict=True)]
 
 
 def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, score: int, *,

@@ -34,7 +34,7 @@ from ports import BoardSettings, BoardUpdate, Checkpoint
 @port_errors("ranking", sqlite_meaning)
 class SqliteRankingStore(RankingReads, TournamentRecords):
     SCORES_AT_ONCE = 500  # SQLite's bound values a statement: 999 before 3.32
-    ONE_ROW_SELECTS = 8  # 999 bound values before 3.32: a rank is up to 17 ranges of 4 (its board again)
+    ONE_ROW_SELECTS = 16  # 999 bound values before 3.32: a rank is up to 9 ranges of 4 (its board again)
     _database: SqliteIndexDatabase
 
     def __init__(self, database: SqliteIndexDatabase) -> None:

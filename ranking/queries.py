@@ -21,11 +21,19 @@ def rank_of(tree: Tree, reader: NodeReader, board: str, order: Order, score: int
     return rank
 
 
+def rank_and_players(tree: Tree, reader: NodeReader, board: str, order: Order, score: int) -> tuple[int, int]:
+    """A score's rank (ties sharing it) and how many players have the score, in one statement."""
+    better, there = reader.sum_counts(board, [tree.better_ranges(score, order), [NodeRange(0, score, score)]])
+    return 1 + better, there
+
+
 def rank_of_entry(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, entry: Entry) -> int:
     """A record's rank: on a board whose ties do not share a rank, after those of its score with a
     better tiebreak (their tie tree, ranking.ties) or the same tiebreak and a smaller playerId."""
-    rank = rank_of(tree, store, board, settings.order, entry.score)
-    return rank if settings.ties == "shared" else rank + ahead_among_ties(store, board, settings, [entry])[0]
+    if settings.ties == "shared":
+        return rank_of(tree, store, board, settings.order, entry.score)
+    rank, there = rank_and_players(tree, store, board, settings.order, entry.score)
+    return rank + ahead_among_ties(store, board, settings, [entry], {entry.score: there})[0]
 
 
 def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, entries: Sequence[Entry],
@@ -51,10 +59,9 @@ def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSe
     """The rank a record of this score would have. Where ties do not share a rank, it would come
     after the players already at the score (reached later), or, with a subscore, after those of the
     score whose tiebreak is at least as good."""
-    rank = rank_of(tree, store, board, settings.order, score)
     if settings.ties == "shared":
-        return rank
-    there = store.leaves(board, [score]).get(score, 0)
+        return rank_of(tree, store, board, settings.order, score)
+    rank, there = rank_and_players(tree, store, board, settings.order, score)
     if settings.ties == "earliest" or subscore is None or there == 0:
         return rank + there
     if not ties.treed(there):  # those there with a tiebreak at least as good, from the index

@@ -14,9 +14,10 @@ from api.requests import Posted
 from api.resolver import check_names
 from crashes.persistence import persist_crashes
 from lambdas import capture, leaderboards, reporter
-from ports import BoardSettings, Checkpoint, IndexEntry, SessionBucket
+from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, SessionBucket
 from ports.errors import InvalidField
 from ports.timeutil import FIRST_MS, now_ms
+from ranking.tree import DEFAULT_TREE
 from tests.conftest import get, ok
 
 
@@ -171,3 +172,22 @@ def test_unknown_or_repeated_parameters_are_refused(given: dict[str, list[str]],
 def test_declared_parameters_given_once_pass():
     check_names({"sku": ["g"], "limit": ["5"]}, frozenset({"sku", "limit"}))
     check_names({}, frozenset())
+
+
+def test_a_cursor_is_refused_by_a_listing_that_did_not_give_it(adapters: Adapters):
+    """Found from outside: a board's top cursor paged another board, and one of the other order,
+    from a position that means nothing there; a board's seasons cursor paged the skus (both "s")."""
+    for name, order in (("hi", "desc"), ("lo", "asc"), ("other", "desc")):
+        settings = BoardSettings(name, order, "best", reset="daily")
+        for day in (1, 2):
+            start = day * 86_400_000
+            scores = {f"p{n}": n for n in range(3)}
+            adapters.ranking.apply(Checkpoint("c", f"{name}-{day}", -1, 0), [BoardUpdate(
+                settings, scores, DEFAULT_TREE.deltas((None, s) for s in scores.values()), f"{name}@{start}", start)])
+    top = ok(get(leaderboards.handler, "/v1/leaderboards/hi/top", limit=1, season="1970-01-03T00:00:00Z"))
+    assert ok(get(leaderboards.handler, "/v1/leaderboards/hi/top", limit=5, cursor=top["nextCursor"]))["entries"]
+    for board in ("lo", "other"):
+        assert refused(leaderboards.handler, f"/v1/leaderboards/{board}/top", cursor=top["nextCursor"]) == "cursor"
+    seasons = ok(get(leaderboards.handler, "/v1/leaderboards/hi/seasons", limit=1))
+    adapters.counters.apply(Checkpoint("c", "s-0", -1, 0), {SessionBucket(sku, 0, "client"): 1 for sku in "xy"})
+    assert refused(reporter.handler, "/v1/skus", cursor=seasons["nextCursor"]) == "cursor"

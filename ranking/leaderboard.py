@@ -5,6 +5,7 @@ index, so every answer costs O(log range + entries), whatever the number of play
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -29,9 +30,11 @@ MAX_TOP = 1000
 MAX_RADIUS = 100
 MAX_BOARDS = 1000
 _CURSOR_KIND = "b"
-_SEASONS_CURSOR = "s"
-# season, score, tiebreak and playerId of the last entry
-_ENTRIES_CURSOR = "k"
+_SEASONS_CURSOR = "e"
+# season, score, tiebreak and playerId of the last entry, after a kind of the board's order and a
+# digest of its name: a cursor of another board, or of its other order, would name a position
+# that means nothing there
+_ENTRIES_CURSOR = {"desc": "k", "asc": "a"}
 # a wipe's season starts this long after the request (wipe)
 WIPE_DELAY_MS = 1000
 
@@ -294,9 +297,14 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: 
     return _entry(rank_of_entry(tree, store, key, settings, record), record)
 
 
-def _after(cursor: str | None, start: int | None) -> tuple[int | None, Position | None]:
-    """The season and the position a cursor of the entries goes on after."""
-    position = decode_cursor(cursor, _ENTRIES_CURSOR)
+def entries_kind(settings: Stored) -> str:
+    """The kind of the board's entries cursors (ports.cursors)."""
+    return f"{_ENTRIES_CURSOR[settings.order]}{hashlib.blake2b(settings.board.encode(), digest_size=4).hexdigest()}:"
+
+
+def _after(cursor: str | None, settings: Stored, start: int | None) -> tuple[int | None, Position | None]:
+    """The season and the position a cursor of the board's entries goes on after."""
+    position = decode_cursor(cursor, entries_kind(settings))
     if position is None:
         return start, None
     season, score, tiebreak, player = [*position.split(":", 3), "", "", ""][:4]
@@ -307,13 +315,14 @@ def _after(cursor: str | None, start: int | None) -> tuple[int | None, Position 
     return at_season, Position(at_score, at_tiebreak, player)
 
 
-def _page(entries: list[RankedEntry], last: Entry | None, limit: int, more: bool, season: int | None) -> Entries:
+def _page(entries: list[RankedEntry], last: Entry | None, limit: int, more: bool, *, settings: Stored,
+          season: int | None) -> Entries:
     """A page of at most `limit` entries, and a cursor after its last (`last`) when the board goes on."""
     page = entries[:limit]
     cursor = None
     if last is not None and (more or len(entries) > limit):
-        cursor = encode_cursor(_ENTRIES_CURSOR, f"{'' if season is None else season}:{last.score}:{last.tiebreak}:"
-                                                f"{last.player_id}")
+        cursor = encode_cursor(entries_kind(settings), f"{'' if season is None else season}:{last.score}:"
+                                                        f"{last.tiebreak}:{last.player_id}")
     return {"entries": page, "nextCursor": cursor}
 
 
@@ -326,7 +335,7 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
     if cursor is not None and offset:
         raise InvalidField("give cursor or offset, not both", "offset")
     key, start = _season(settings, season)
-    start, after = _after(cursor, start)
+    start, after = _after(cursor, settings, start)
     key = season_key(board, start) if cursor is not None else key
     skip = 0
     if after is None:
@@ -338,7 +347,8 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
         skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
     entries = store.following(key, settings.order, after, worse=True, limit=limit + 1, skip=skip)
     page = entries[:limit]
-    return _page(_ranked(store, tree, settings, key, entries), page[-1] if page else None, limit, False, start)
+    return _page(_ranked(store, tree, settings, key, entries), page[-1] if page else None, limit, False,
+                 settings=settings, season=start)
 
 
 @_one_state
@@ -354,7 +364,8 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
     last = below[-1] if below else record
     more = len(below) == radius and bool(store.following(key, settings.order, last.position, worse=True, limit=1))
     entries = [*reversed(above), record, *below]
-    return _page(_ranked(store, tree, settings, key, entries), last, len(entries), more, start)
+    return _page(_ranked(store, tree, settings, key, entries), last, len(entries), more, settings=settings,
+                 season=start)
 
 
 @with_config(ConfigDict(extra="forbid"))

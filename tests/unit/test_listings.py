@@ -191,3 +191,11 @@ def test_a_cursor_is_refused_by_a_listing_that_did_not_give_it(adapters: Adapter
     seasons = ok(get(leaderboards.handler, "/v1/leaderboards/hi/seasons", limit=1))
     adapters.counters.apply(Checkpoint("c", "s-0", -1, 0), {SessionBucket(sku, 0, "client"): 1 for sku in "xy"})
     assert refused(reporter.handler, "/v1/skus", cursor=seasons["nextCursor"]) == "cursor"
+
+
+def test_a_crash_listing_cursor_is_refused_by_the_builds_listing(adapters: Adapters):
+    """Found from outside: reports oldest first and a sku's builds both wrote cursors of kind "r",
+    and the builds read a report's id as a first-seen time."""
+    ingest(adapters, [{"sku": "g"}, {"sku": "g"}])
+    oldest_first = listing(adapters, sku="g", order="asc", limit=1)
+    assert refused(reporter.handler, "/v1/releases", sku="g", cursor=oldest_first["nextCursor"]) == "cursor"

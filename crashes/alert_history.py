@@ -12,14 +12,14 @@ from typing import Any
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
-from ports.cursors import decode_ordered, ordered_position, page_of
+from ports.cursors import Kind, decode_ordered, ordered_position, page_of
 from ports.issues import Delivery, DeliveryStatus, IssueStore, RaisedAlert
 from ports.releases import DAY_MS
 from ports.timeutil import Time, time_range, to_rfc3339
 
 MAX_HISTORY = 100
 DEFAULT_DAYS = 30
-_CURSOR_KIND = "h"
+_CURSOR_KIND = Kind.ALERTS
 
 
 @with_config(ConfigDict(extra="forbid"))

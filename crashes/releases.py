@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
-from ports.cursors import decode_ordered, ordered_position, page_of
+from ports.cursors import Kind, decode_ordered, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
 from ports.releases import DAY_MS, OUTCOMES, BuildSeen
 from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
@@ -21,7 +21,7 @@ MAX_WINDOW_DAYS = 90
 Interval = Literal["hour", "day"]
 _STEP = {"hour": HOUR_MS, "day": DAY_MS}
 _DEFAULT_DAYS = 7
-_CURSOR_KIND = "r"
+_CURSOR_KIND = Kind.BUILDS
 
 Share = Annotated[float | None, Field(ge=0, le=1)]
 

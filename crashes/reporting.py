@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 from crashes.model import ReportDocument, attachment_key
 from crashes.processing import ProcessedReport, processed_key, read_processed
 from ports import CrashIndex, DocumentStore, IndexedReport, ProcessingState, ReportFilter
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import Kind, decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, Sku, ascii_int
 from ports.timeutil import Time, to_rfc3339
@@ -28,7 +28,7 @@ MAX_OFFSET = 1_000_000
 FULL_PAGE_BYTES = 4 * 1024 * 1024
 
 # a cursor says which way it pages, so one from an oldest-first listing never continues a newest-first one
-_CURSOR_KIND = {"asc": "r", "desc": "d"}
+_CURSOR_KIND = {"asc": Kind.REPORTS_ASC, "desc": Kind.REPORTS_DESC}
 Order = Literal["asc", "desc"]
 Fields = Literal["summary", "full"]
 

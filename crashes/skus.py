@@ -7,12 +7,12 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import Kind, decode_cursor, encode_cursor
 from ports.limits import Sku
 from ports.timeutil import Time, to_rfc3339
 
 MAX_LIMIT = 1000
-_CURSOR_KIND = "s"
+_CURSOR_KIND = Kind.SKUS
 
 
 @with_config(ConfigDict(extra="forbid"))

@@ -13,7 +13,7 @@ from crashes.symbols import SymbolFileRefused, symbol_file_id, symbol_path
 from pipeline.topics import MINIDUMPS, publish
 from ports import EventLog, SpillStore, SymbolStore
 from ports import SymbolFile as Stored
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import Kind, decode_cursor, encode_cursor
 from ports.errors import NotFound
 from ports.timeutil import Time, now_ms, to_rfc3339
 
@@ -22,7 +22,7 @@ from ports.timeutil import Time, now_ms, to_rfc3339
 MAX_SYMBOL_FILE_BYTES = 64 << 20
 # the S3 store reads each listed file's metadata: a page is that many requests
 MAX_LISTED = 200
-_CURSOR_KIND = "y"
+_CURSOR_KIND = Kind.SYMBOL_FILES
 
 
 @with_config(ConfigDict(extra="forbid"))

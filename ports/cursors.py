@@ -5,12 +5,32 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Sequence
+from enum import StrEnum, unique
 from typing import TypeVar
 
 from ports.errors import InvalidField
 from ports.limits import INT64_MAX
 
 Row = TypeVar("Row")
+
+
+@unique
+class Kind(StrEnum):
+    """Each listing's cursor kind, all in one place: a kind two listings shared let one read the
+    other's position as its own."""
+    BANS = "n"
+    BOARDS = "b"
+    SEASONS = "e"
+    ENTRIES_DESC = "k"  # followed by a digest of the board's name (ranking.leaderboard)
+    ENTRIES_ASC = "a"
+    PROJECTS = "p"
+    REPORTS_ASC = "r"
+    REPORTS_DESC = "d"
+    SYMBOL_FILES = "y"
+    BUILDS = "v"
+    SKUS = "s"
+    ALERTS = "h"
+    DELIVERIES = "w"
 
 
 def encode_cursor(kind: str, position: str) -> str:

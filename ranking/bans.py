@@ -20,7 +20,7 @@ from typing_extensions import TypedDict
 from pipeline.idempotency import new_event_id
 from pipeline.topics import SCORES, publish
 from ports import EventLog, OutgoingRecord, RankingStore, SpillStore
-from ports.cursors import decode_cursor, page_of
+from ports.cursors import Kind, decode_cursor, page_of
 from ports.errors import InvalidField, NotFound
 from ports.timeutil import Time, now_ms, to_rfc3339
 from ranking.model import PlayerId, Recheck, ScoreEnvelope
@@ -28,7 +28,7 @@ from ranking.model import PlayerId, Recheck, ScoreEnvelope
 # the records a log record asks to recheck: well under a record's size at 128-character ids
 RECHECKS_PER_RECORD = 500
 MAX_BANS = 1000
-_CURSOR = "n"
+_CURSOR = Kind.BANS
 _PLAYER = TypeAdapter(PlayerId)
 
 

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from ports import BoardSettings as Stored  # BoardSettings here is the answer
 from ports import Entry, NodeRange, Operator, Order, Position, RankingStore, Ties
-from ports.cursors import decode_cursor, encode_cursor
+from ports.cursors import Kind, decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
@@ -29,12 +29,12 @@ from ranking.tree import Tree
 MAX_TOP = 1000
 MAX_RADIUS = 100
 MAX_BOARDS = 1000
-_CURSOR_KIND = "b"
-_SEASONS_CURSOR = "e"
+_CURSOR_KIND = Kind.BOARDS
+_SEASONS_CURSOR = Kind.SEASONS
 # season, score, tiebreak and playerId of the last entry, after a kind of the board's order and a
 # digest of its name: a cursor of another board, or of its other order, would name a position
 # that means nothing there
-_ENTRIES_CURSOR = {"desc": "k", "asc": "a"}
+_ENTRIES_CURSOR = {"desc": Kind.ENTRIES_DESC, "asc": Kind.ENTRIES_ASC}
 # a wipe's season starts this long after the request (wipe)
 WIPE_DELAY_MS = 1000
 

@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 
 from ports import Project as Stored
 from ports import ProjectStore
-from ports.cursors import decode_cursor, page_of
+from ports.cursors import Kind, decode_cursor, page_of
 from ports.errors import InvalidField, NotFound, StoreUnavailable
 from ports.limits import Sku
 from ports.timeutil import Time, now_ms, to_rfc3339
@@ -23,7 +23,7 @@ from ports.timeutil import Time, now_ms, to_rfc3339
 MAX_PROJECT_ID = 2**53 - 1
 ProjectId = Annotated[int, Field(ge=1, le=MAX_PROJECT_ID)]
 MAX_PROJECTS = 1000
-_CURSOR_KIND = "p"
+_CURSOR_KIND = Kind.PROJECTS
 # how old the copy of a project an upload is checked against may be: a project moved to another
 # sku takes this long to reach every process; a store that is away meanwhile is not noticed. A
 # project found missing is asked for again sooner: one created a moment later is soon in use

@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from ports.cursors import decode_ordered, ordered_position, page_of
+from ports.cursors import Kind, decode_ordered, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
 from ports.issues import ALERT_KINDS, AlertKind, Delivery, DeliveryStatus, IssueStore, Webhook
 from ports.timeutil import Time, to_rfc3339
@@ -17,7 +17,7 @@ from webhooks.delivery import RefusedAddress, WebhookPolicy, check_url
 
 NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
 MAX_DELIVERIES = 100
-_CURSOR_KIND = "w"
+_CURSOR_KIND = Kind.DELIVERIES
 
 
 class WebhookBody(BaseModel):

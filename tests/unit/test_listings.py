@@ -199,3 +199,21 @@ def test_a_crash_listing_cursor_is_refused_by_the_builds_listing(adapters: Adapt
     ingest(adapters, [{"sku": "g"}, {"sku": "g"}])
     oldest_first = listing(adapters, sku="g", order="asc", limit=1)
     assert refused(reporter.handler, "/v1/releases", sku="g", cursor=oldest_first["nextCursor"]) == "cursor"
+
+
+def test_a_top_cursor_is_refused_with_an_offset_or_another_season(adapters: Adapters):
+    """Found from outside: `offset=0` passed beside a cursor (0 was the route's default), and a
+    `season` other than the cursor's was dropped for the cursor's."""
+    settings = BoardSettings("b", "desc", "best", reset="daily")
+    for day in (1, 2):
+        start = day * 86_400_000
+        scores = {f"p{n}": n for n in range(3)}
+        adapters.ranking.apply(Checkpoint("c", f"b-{day}", -1, 0), [BoardUpdate(
+            settings, scores, DEFAULT_TREE.deltas((None, s) for s in scores.values()), f"b@{start}", start)])
+    season = "1970-01-03T00:00:00Z"
+    cursor = ok(get(leaderboards.handler, "/v1/leaderboards/b/top", limit=1, season=season))["nextCursor"]
+    assert refused(leaderboards.handler, "/v1/leaderboards/b/top", cursor=cursor, offset=0) == "offset"
+    assert refused(leaderboards.handler, "/v1/leaderboards/b/top", cursor=cursor,
+                   season="1970-01-02T00:00:00Z") == "season"
+    assert [e["playerId"] for e in ok(get(leaderboards.handler, "/v1/leaderboards/b/top", cursor=cursor,
+                                          season=season))["entries"]] == ["p1", "p0"]

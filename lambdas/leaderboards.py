@@ -134,8 +134,8 @@ def post_player_ranks(board: str, season: Season = None) -> Response[str]:
 
 @app.get("/v1/leaderboards/<board>/top", operation_id="getTop", responses={200: answer(Entries, _ENTRIES)})
 def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP), DIGITS] = 10,
-            offset: Annotated[int, Query(ge=0, le=INT64_MAX, description="entries to skip; not with cursor"),
-                              DIGITS] = 0,
+            offset: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="entries to skip; not with cursor"),
+                              DIGITS] = None,
             season: Season = None,
             cursor: Annotated[str | None, Query(description=(
                 "nextCursor of a top or around answer: the entries after its last, which neither skips nor repeats "

@@ -302,11 +302,11 @@ def entries_kind(settings: Stored) -> str:
     return f"{_ENTRIES_CURSOR[settings.order]}{hashlib.blake2b(settings.board.encode(), digest_size=4).hexdigest()}:"
 
 
-def _after(cursor: str | None, settings: Stored, start: int | None) -> tuple[int | None, Position | None]:
+def _after(cursor: str | None, settings: Stored) -> tuple[int | None, Position] | None:
     """The season and the position a cursor of the board's entries goes on after."""
     position = decode_cursor(cursor, entries_kind(settings))
     if position is None:
-        return start, None
+        return None
     season, score, tiebreak, player = [*position.split(":", 3), "", "", ""][:4]
     at_season = ascii_int(season, 0, INT64_MAX) if season else None
     at_score, at_tiebreak = ascii_int(score, INT64_MIN, INT64_MAX), ascii_int(tiebreak, INT64_MIN, INT64_MAX)
@@ -327,16 +327,23 @@ def _page(entries: list[RankedEntry], last: Entry | None, limit: int, more: bool
 
 
 @_one_state
-def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int = 0,
+def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset: int | None = None,
         season: int | None = None, cursor: str | None = None) -> Entries:
     """The best `limit` entries from `offset`, or after a cursor's entry: keyset paging, which
     neither skips nor repeats a player whose score did not change while pages are read."""
     settings = settings_of(store, board)
-    if cursor is not None and offset:
+    if cursor is not None and offset is not None:
         raise InvalidField("give cursor or offset, not both", "offset")
+    offset = offset or 0
     key, start = _season(settings, season)
-    start, after = _after(cursor, settings, start)
-    key = season_key(board, start) if cursor is not None else key
+    at = _after(cursor, settings)
+    after = None
+    if at is not None:
+        # the cursor's season, also after a reset since its first page; one asked for must be it
+        at_key, at_start = _season(settings, at[0])
+        if season is not None and at_key != key:
+            raise InvalidField("the cursor is of another season", "season")
+        key, start, after = at_key, at_start, at[1]
     skip = 0
     if after is None:
         first = score_at(tree, store, key, settings.order, offset + 1)

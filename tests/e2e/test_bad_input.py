@@ -228,6 +228,10 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
      {"json": {"playerId": "p", "score": 1}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
     ("deletion's idempotency key too long", "DELETE", "/v1/leaderboards/b/players/p",
      {"headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
+    # found from outside: a misspelt parameter of a write went unread, and the write went ahead
+    ("a parameter a deletion does not take", "DELETE", "/v1/leaderboards/b/players/p?seasn=1970-01-02T00:00:00Z",
+     {}, 400, "invalid_field"),
+    ("a parameter a ban does not take", "PUT", "/v1/bans/p?board=b", {}, 400, "invalid_field"),
 ]
 
 

@@ -103,8 +103,9 @@ class _PerThreadResolver(APIGatewayRestResolver):
 
 
 def declared_only(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:
-    """A GET's query parameters are those its route's signature declares: any other, or one given
-    twice, is refused rather than silently ignored."""
+    """A request's query parameters are those its route's signature declares: any other, or one
+    given twice, is refused rather than silently ignored (a misspelt one of a write would let the
+    write go ahead without it)."""
     _check_declared(app)
     return next_middleware(app)
 
@@ -113,7 +114,7 @@ def _check_declared(app: APIGatewayRestResolver) -> None:
     route: Route | None = app.context.get("_route")
     # Powertools runs the middlewares for a request no route takes too, through a route of its own
     # (its not_found_handler): that request is not found, whatever its query
-    if app.current_event.http_method == "GET" and route is not None and route.func.__name__ != "not_found_handler":
+    if route is not None and route.func.__name__ != "not_found_handler":
         event = app.current_event
         # a sample or hand-made event may carry only the single-valued map
         given = event.multi_value_query_string_parameters or {
@@ -148,7 +149,7 @@ def check_names(given: Mapping[str, Sequence[str]], accepted: frozenset[str]) ->
 
 def create_resolver(typed: bool = True) -> APIGatewayRestResolver:
     """Typed: routes are validated from their signatures (typed query and path parameters,
-    Powertools' OpenAPI validation), and a GET refuses a query parameter its route does not declare.
+    Powertools' OpenAPI validation), and a query parameter its route does not declare is refused.
     Capture, the hot path, has no GET and parses its bodies itself: it is not typed, which spares
     it about 40 µs of validation a request and 2 µs of middleware."""
     app = _PerThreadResolver(enable_validation=typed)

@@ -48,7 +48,7 @@ def decode_cursor(text: str | None, kind: str) -> str | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         decoded = ""
     if not decoded.startswith(kind):
-        raise InvalidField("cursor is not one this listing gave out (with the same order)", "cursor")
+        raise InvalidField("cursor is not one this listing gave out in this order", "cursor")
     return decoded[len(kind):]
 
 

@@ -28,9 +28,10 @@ class BruteBoard:
         sub = subscore or 0
         if self.ties == "subscore":
             pair = (value, sub)
-            if old is not None and self.operator in ("incr", "decr"):
+            if self.operator in ("incr", "decr"):  # from (0, 0), the first update too
                 sign = 1 if self.operator == "incr" else -1
-                pair = (_saturated(old + sign * value), _saturated(self.second[player] + sign * sub))
+                second = 0 if old is None else self.second[player]
+                pair = (_saturated((old or 0) + sign * value), _saturated(second + sign * sub))
             elif old is not None and self.operator == "best" and not self._pair_better((value, sub), player):
                 pair = (old, self.second[player])
             new, took = pair[0], pair == (value, sub)

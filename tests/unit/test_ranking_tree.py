@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ports import NodeRange
+from ports import BoardSettings, NodeRange
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking.queries import rank_of, score_at
+from ranking.ties import combine_key
 from ranking.tree import DEFAULT_TREE, Tree, combine
 
 scores = st.one_of(
@@ -115,6 +116,17 @@ def test_operators(order, old, value):
     assert combine("incr", order, old, value) == max(INT64_MIN, min(INT64_MAX, total))
     best = combine("best", order, old, value)
     assert best == value if old is None else best == (max if order == "desc" else min)(old, value)
+
+
+@given(orders, st.sampled_from(["incr", "decr"]), st.one_of(st.none(), st.tuples(scores, scores)), scores, scores)
+def test_a_subscore_board_counts_both_from_zero_the_first_update_too(order, operator, old, value, subscore):
+    """Found from outside: decr on a subscore board stored a new player's first score as sent."""
+    sign = 1 if operator == "incr" else -1
+    score, second = old or (0, 0)
+    expected = tuple(max(INT64_MIN, min(INT64_MAX, a + sign * b)) for a, b in ((score, value), (second, subscore)))
+    settings = BoardSettings("b", order, operator, ties="subscore")
+    assert combine_key(settings, old, value, subscore) == expected
+    assert combine(operator, order, None if old is None else old[0], value) == expected[0]
 
 
 def test_a_tree_numbers_its_levels_in_units_that_divide_its_bits():

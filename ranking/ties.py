@@ -76,11 +76,12 @@ def combine_key(settings: BoardSettings, old: Key | None, value: int, brings: in
     the score combines alone and its tiebreak stays while the score does."""
     ties, operator, order = settings.ties, settings.operator, settings.order
     if ties == "subscore":
+        if operator in ("incr", "decr"):  # from (0, 0), as a score counts from 0
+            sign = 1 if operator == "incr" else -1
+            score, second = old or (0, 0)
+            return _saturated(score + sign * value), _saturated(second + sign * brings)
         if old is None or operator == "set":
             return value, brings
-        if operator in ("incr", "decr"):
-            sign = 1 if operator == "incr" else -1
-            return _saturated(old[0] + sign * value), _saturated(old[1] + sign * brings)
         return (value, brings) if key_better(order, (value, brings), old) else old
     score = combine(operator, order, None if old is None else old[0], value)
     if old is not None and score == old[0]:

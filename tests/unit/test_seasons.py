@@ -40,6 +40,18 @@ def test_a_change_of_schedule_applies_from_then_on():
     assert next_reset("weekly", after) > changed_at
 
 
+def test_a_wipe_still_starts_its_season_after_a_change_of_schedule_before_it():
+    """Found from outside: a PUT of another schedule within the second before a wipe's season
+    started put its epoch after the wipe's, and the season the wipe answered never began."""
+    daily = BoardSettings("b", reset="daily")
+    wiped_at = T0 + 3_600_000
+    wiped = BoardSettings("b", reset="daily", epochs=started(daily, wiped_at + 1000, "daily"))
+    weekly = BoardSettings("b", reset="weekly", epochs=started(wiped, wiped_at + 500, "weekly"))
+    assert season_start(weekly.reset, wiped_at + 700, weekly.epochs) == wiped_at + 500
+    assert season_start(weekly.reset, wiped_at + 60_000, weekly.epochs) == wiped_at + 1000
+    assert season_start(weekly.reset, wiped_at + 86_400_000, weekly.epochs) == wiped_at + 1000  # weekly since
+
+
 def test_metadata_holds_what_json_holds():
     with pytest.raises(ValidationError):  # found in review: 1e400 became infinity, then null
         Score.model_validate_json('{"board": "b", "playerId": "p", "score": 1, "metadata": {"x": 1e400}}')

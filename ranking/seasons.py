@@ -83,9 +83,13 @@ def season_start(schedule: str, at_ms: int, epochs: Sequence[tuple[int, str]] = 
 
 def started(settings: BoardSettings, at_ms: int, schedule: str) -> tuple[tuple[int, str], ...]:
     """The board's epochs once a season starts at `at_ms` under `schedule` (a wipe: the same
-    schedule; a change of schedule: the new one); the last MAX_EPOCHS."""
+    schedule; a change of schedule: the new one); the last MAX_EPOCHS, in time order. A wipe's
+    epoch comes a moment after its request (ranking.leaderboard.WIPE_DELAY_MS): a change of
+    schedule before it keeps it, and it starts under the new schedule."""
     history = settings.epochs or ((0, settings.reset),)
-    return (*history, (at_ms, schedule))[-MAX_EPOCHS:]
+    before = tuple(epoch for epoch in history if epoch[0] <= at_ms)
+    after = tuple((start, schedule) for start, _ in history if start > at_ms)
+    return (*before, (at_ms, schedule), *after)[-MAX_EPOCHS:]
 
 
 _MINUTE_MS = 60_000

@@ -57,6 +57,15 @@ def test_metadata_holds_what_json_holds():
         Score.model_validate_json('{"board": "b", "playerId": "p", "score": 1, "metadata": {"x": 1e400}}')
 
 
+@pytest.mark.parametrize("number", [str(2**63), str(-(2**63) - 1), "123456789012345678901234567890"])
+def test_metadata_refuses_an_integer_past_int64_rather_than_keep_a_float(number: str):
+    """Found from outside: 2**63 was taken, and read back as 9.223372036854776e+18."""
+    with pytest.raises(ValidationError):
+        Score.model_validate_json(f'{{"board": "b", "playerId": "p", "score": 1, "metadata": {{"x": {number}}}}}')
+    kept = Score.model_validate_json('{"board": "b", "playerId": "p", "score": 1, "metadata": {"x": 7, "y": 0.5}}')
+    assert kept.metadata == {"x": 7, "y": 0.5} and isinstance(kept.metadata["x"], int)
+
+
 @pytest.mark.parametrize("score", [str(2**63), str(-(2**63) - 1), "7x"])
 def test_a_cursor_outside_int64_is_refused_as_the_contract_says(score: str):
     """Found in review: this cursor once had another listing's kind, refused whatever its score."""

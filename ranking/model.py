@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from ports import Operator, Order, Ties
 from ports.limits import Int64, PathSegment
@@ -21,9 +21,18 @@ PlayerId = PathSegment
 # a record's metadata: a flat object, bounded by its schema (a name, a loadout, a replay id; not a
 # save game): at most 16 keys of 64 characters, each a string of 128, a number, true, false or null
 MAX_METADATA_KEYS = 16
+
+
+def _fractional(value: object) -> object:
+    """An integer is an Int64 or nothing: past int64 it would be kept as a float it is not."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError("an integer in metadata is within int64")
+    return value
+
+
 # JSON has no infinity: a number too large for a float (1e400) is refused, not kept as null
 MetadataValue = (Annotated[str, StringConstraints(max_length=128)] | Int64
-                 | Annotated[float, Field(allow_inf_nan=False)] | bool | None)
+                 | Annotated[float, BeforeValidator(_fractional), Field(allow_inf_nan=False)] | bool | None)
 Metadata = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], MetadataValue],
                      Field(max_length=MAX_METADATA_KEYS)]
 
@@ -36,8 +45,8 @@ Subscore = Annotated[Int64 | None, Field(description=(
     "breaks ties on a board whose ties are `subscore`, sorted the way the board sorts (absent: 0); "
     "ignored on other boards"))]
 CarriedMetadata = Annotated[Metadata | None, Field(description=(
-    f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, a "
-    "number, true, false or null; replaced by the next update that sets the score (for best, one at least "
+    f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, an "
+    "integer within int64, a number with a fraction (a double), true, false or null; replaced by the next update that sets the score (for best, one at least "
     "as good), left by one that does not"))]
 
 

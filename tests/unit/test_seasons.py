@@ -12,7 +12,7 @@ from ports import BoardSettings
 from ports.cursors import encode_cursor
 from ports.errors import InvalidField
 from ranking import leaderboard
-from ranking.model import Score
+from ranking.model import Score, scores_json
 from ranking.seasons import Schedule, next_reset, season_start, started
 from ranking.tree import DEFAULT_TREE
 
@@ -64,6 +64,18 @@ def test_metadata_refuses_an_integer_past_int64_rather_than_keep_a_float(number:
         Score.model_validate_json(f'{{"board": "b", "playerId": "p", "score": 1, "metadata": {{"x": {number}}}}}')
     kept = Score.model_validate_json('{"board": "b", "playerId": "p", "score": 1, "metadata": {"x": 7, "y": 0.5}}')
     assert kept.metadata == {"x": 7, "y": 0.5} and isinstance(kept.metadata["x"], int)
+
+
+@pytest.mark.parametrize(("first", "retry"), [
+    ('"metadata": {"a": 1, "b": 2}', '"metadata": {"b": 2, "a": 1}'),
+    ('"subscore": 0', '"board": "b"'),
+])
+def test_a_retry_that_means_the_same_carries_the_same_text(first: str, retry: str):
+    """Found from outside: a retried attempt whose metadata keys came in another order, or whose
+    subscore of 0 was left out (absent: 0), was refused 409 as another body under the same key."""
+    texts = [scores_json([Score.model_validate_json(f'{{"board": "b", "playerId": "p", "score": 1, {part}}}')])
+             for part in (first, retry)]
+    assert texts[0] == texts[1]
 
 
 @pytest.mark.parametrize("score", [str(2**63), str(-(2**63) - 1), "7x"])

@@ -33,15 +33,17 @@ def _fractional(value: object) -> object:
 # JSON has no infinity: a number too large for a float (1e400) is refused, not kept as null
 MetadataValue = (Annotated[str, StringConstraints(max_length=128)] | Int64
                  | Annotated[float, BeforeValidator(_fractional), Field(allow_inf_nan=False)] | bool | None)
+# kept by key: a retry whose object lists them in another order is the same body (its hash)
 Metadata = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], MetadataValue],
-                     Field(max_length=MAX_METADATA_KEYS)]
+                     Field(max_length=MAX_METADATA_KEYS), AfterValidator(lambda found: dict(sorted(found.items())))]
 
 
 def metadata_text(metadata: dict[str, Any]) -> str:
     return json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
 
 
-Subscore = Annotated[Int64 | None, Field(description=(
+# 0 is kept as absent, which means 0: a retry that leaves it out is the same body (its hash)
+Subscore = Annotated[Int64 | None, AfterValidator(lambda found: found or None), Field(description=(
     "breaks ties on a board whose ties are `subscore`, sorted the way the board sorts (absent: 0); "
     "ignored on other boards"))]
 CarriedMetadata = Annotated[Metadata | None, Field(description=(

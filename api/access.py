@@ -91,7 +91,7 @@ class ApiKeys(BaseModel):
         if caller is None:
             raise Unauthorized(f"{what} needs an API key in {where}")
         if caller.role not in roles:
-            raise Forbidden(f"a {caller.role.value} key may not {what}")
+            raise Forbidden(f"this key, of the {caller.role.value} role, may not {what}")
         return caller
 
 

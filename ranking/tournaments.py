@@ -52,8 +52,8 @@ def _refusal(settings: BoardSettings, attempted: Attempted, player: str) -> Conf
         case "closed":
             return TournamentClosed(f"tournament {board} takes no attempt now (see its startsAt and endsAt)")
         case "exhausted":
-            return AttemptsExhausted(f"player {player} made its {settings.max_attempts} attempts at {board} "
-                                     "this season")
+            return AttemptsExhausted(f"player {player} made all its attempts at {board} this season "
+                                     f"({settings.max_attempts})")
         case "full":
             return TournamentFull(f"tournament {board} has its {settings.max_players} players this season")
     return None

@@ -228,6 +228,13 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
      {"json": {"playerId": "p", "score": 1}, "headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
     ("deletion's idempotency key too long", "DELETE", "/v1/leaderboards/b/players/p",
      {"headers": {"Idempotency-Key": "k" * 257}}, 400, "invalid_field"),
+    # found from outside: the last of two keys was taken, so a retry sending both was another attempt
+    ("Idempotency-Key given twice", "POST", "/v1/leaderboards/b/attempts",
+     {"json": {"playerId": "p", "score": 1}, "headers": [("Idempotency-Key", "k1"), ("Idempotency-Key", "k2")]}, 400,
+     "invalid_field"),
+    ("Idempotency-Key given twice to capture", "POST", "/v1/sessions",
+     {"json": {"sku": "g", "kind": "client"}, "headers": [("Idempotency-Key", "k1"), ("idempotency-key", "k1")]},
+     400, "invalid_field"),
     # found from outside: a misspelt parameter of a write went unread, and the write went ahead
     ("a parameter a deletion does not take", "DELETE", "/v1/leaderboards/b/players/p?seasn=1970-01-02T00:00:00Z",
      {}, 400, "invalid_field"),

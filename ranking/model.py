@@ -48,8 +48,8 @@ Subscore = Annotated[Int64 | None, AfterValidator(lambda found: found or None), 
     "ignored on other boards"))]
 CarriedMetadata = Annotated[Metadata | None, Field(description=(
     f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, an "
-    "integer within int64, a number with a fraction (a double), true, false or null; replaced by the next update that sets the score (for best, one at least "
-    "as good), left by one that does not"))]
+    "integer within int64, a number with a fraction (a double), true, false or null; replaced by the next "
+    "update that sets the score (for best, one at least as good), left by one that does not"))]
 
 
 class Score(BaseModel):

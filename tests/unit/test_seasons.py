@@ -28,6 +28,14 @@ def test_a_schedule_is_five_fields_that_fire(schedule: str):
         SCHEDULE.validate_python(schedule)
 
 
+@pytest.mark.parametrize(("sent", "kept"), [("0 0 1 1\n*", "0 0 1 1 *"), (" 0  0 * * 1\t", "0 0 * * 1"),
+                                            ("daily ", "daily")])
+def test_a_schedule_is_kept_in_one_spelling(sent: str, kept: str):
+    """Found from outside: spaces, tabs and newlines were kept as sent, so a PUT of the same
+    schedule spelt otherwise was a change of schedule, and started a season."""
+    assert SCHEDULE.validate_python(sent) == kept
+
+
 def test_a_change_of_schedule_applies_from_then_on():
     """Found in review: the new schedule was applied to every past receivedAt, so a late update of
     a daily season landed in a weekly one."""

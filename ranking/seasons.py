@@ -38,11 +38,14 @@ def _cron(schedule: str) -> str:
     return ALIASES.get(schedule, schedule)
 
 
-def _checked(schedule: str) -> str:
+def _checked(sent: str) -> str:
+    """The schedule in one spelling (fields one space apart): another spelling of the same would be
+    a change of schedule, which starts a season."""
+    if len(sent) > MAX_SCHEDULE_CHARS:
+        raise ValueError(f"a schedule is at most {MAX_SCHEDULE_CHARS} characters")
+    schedule = " ".join(sent.split())
     if schedule == NEVER:
         return schedule
-    if len(schedule) > MAX_SCHEDULE_CHARS:
-        raise ValueError(f"a schedule is at most {MAX_SCHEDULE_CHARS} characters")
     cron = _cron(schedule)
     # cronsim also takes a sixth field, seconds: seasons are by the minute (season_start)
     if len(cron.split()) != 5:

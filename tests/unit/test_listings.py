@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from lambdas import capture, leaderboards, reporter
 from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, SessionBucket
 from ports.errors import InvalidField
 from ports.timeutil import FIRST_MS, now_ms
+from ranking.seasons import started
 from ranking.tree import DEFAULT_TREE
 from tests.conftest import get, ok
 
@@ -217,3 +219,21 @@ def test_a_top_cursor_is_refused_with_an_offset_or_another_season(adapters: Adap
                    season="1970-01-02T00:00:00Z") == "season"
     assert [e["playerId"] for e in ok(get(leaderboards.handler, "/v1/leaderboards/b/top", cursor=cursor,
                                           season=season))["entries"]] == ["p1", "p0"]
+
+
+def test_a_first_season_cursor_goes_on_in_it_once_a_wipe_started_another(adapters: Adapters):
+    """Found from outside: a cursor of a board's first season (read without season=) named none,
+    and once a wipe had started the next it paged that one."""
+    settings = BoardSettings("f")
+    old = {f"p{n}": n for n in range(5)}
+    adapters.ranking.apply(Checkpoint("c", "f-1", -1, 0), [BoardUpdate(
+        settings, old, DEFAULT_TREE.deltas((None, s) for s in old.values()), "f", None)])
+    first = ok(get(leaderboards.handler, "/v1/leaderboards/f/top", limit=2))
+    wiped_at = 86_400_000
+    wiped = replace(settings, epochs=started(settings, wiped_at, settings.reset))
+    adapters.ranking.put_board(wiped)
+    adapters.ranking.apply(Checkpoint("c", "f-2", -1, 0), [BoardUpdate(
+        wiped, {"n": 3}, DEFAULT_TREE.deltas([(None, 3)]), f"f@{wiped_at}", wiped_at)])
+    for season in ({}, {"season": "1970-01-01T00:00:00Z"}):
+        rest = ok(get(leaderboards.handler, "/v1/leaderboards/f/top", cursor=first["nextCursor"], **season))
+        assert [(e["playerId"], e["rank"]) for e in rest["entries"]] == [("p2", 3), ("p1", 4), ("p0", 5)]

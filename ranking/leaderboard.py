@@ -302,15 +302,16 @@ def entries_kind(settings: Stored) -> str:
     return f"{_ENTRIES_CURSOR[settings.order]}{hashlib.blake2b(settings.board.encode(), digest_size=4).hexdigest()}:"
 
 
-def _after(cursor: str | None, settings: Stored) -> tuple[int | None, Position] | None:
+def _after(cursor: str | None, settings: Stored) -> tuple[int, Position] | None:
     """The season and the position a cursor of the board's entries goes on after."""
     position = decode_cursor(cursor, entries_kind(settings))
     if position is None:
         return None
     season, score, tiebreak, player = [*position.split(":", 3), "", "", ""][:4]
-    at_season = ascii_int(season, 0, INT64_MAX) if season else None
+    # none: the board's first season (its start is None), not whichever is current when it is read
+    at_season = ascii_int(season, 0, INT64_MAX) if season else FIRST_SEASON
     at_score, at_tiebreak = ascii_int(score, INT64_MIN, INT64_MAX), ascii_int(tiebreak, INT64_MIN, INT64_MAX)
-    if (season and at_season is None) or at_score is None or at_tiebreak is None or not player:
+    if at_season is None or at_score is None or at_tiebreak is None or not player:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
     return at_season, Position(at_score, at_tiebreak, player)
 

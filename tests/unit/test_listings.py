@@ -191,6 +191,9 @@ def test_a_cursor_is_refused_by_a_listing_that_did_not_give_it(adapters: Adapter
     for board in ("lo", "other"):
         assert refused(leaderboards.handler, f"/v1/leaderboards/{board}/top", cursor=top["nextCursor"]) == "cursor"
     seasons = ok(get(leaderboards.handler, "/v1/leaderboards/hi/seasons", limit=1))
+    # and found from outside later: a board's seasons cursor paged another board's seasons
+    assert ok(get(leaderboards.handler, "/v1/leaderboards/hi/seasons", cursor=seasons["nextCursor"]))["seasons"]
+    assert refused(leaderboards.handler, "/v1/leaderboards/other/seasons", cursor=seasons["nextCursor"]) == "cursor"
     adapters.counters.apply(Checkpoint("c", "s-0", -1, 0), {SessionBucket(sku, 0, "client"): 1 for sku in "xy"})
     assert refused(reporter.handler, "/v1/skus", cursor=seasons["nextCursor"]) == "cursor"
 

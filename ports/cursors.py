@@ -20,7 +20,7 @@ class Kind(StrEnum):
     other's position as its own."""
     BANS = "n"
     BOARDS = "b"
-    SEASONS = "e"
+    SEASONS = "e"  # as the entries, followed by a digest of the board's name
     ENTRIES_DESC = "k"  # followed by a digest of the board's name (ranking.leaderboard)
     ENTRIES_ASC = "a"
     PROJECTS = "p"

@@ -174,14 +174,15 @@ def describe(store: RankingStore, tree: Tree, board: str, season: int | None = N
 
 def seasons(store: RankingStore, board: str, *, limit: int = 100, cursor: str | None = None) -> Seasons:
     settings_of(store, board)
-    position = decode_cursor(cursor, _SEASONS_CURSOR)
+    kind = _of_board(_SEASONS_CURSOR, board)
+    position = decode_cursor(cursor, kind)
     before = None if position is None else ascii_int(position, 0, INT64_MAX)
     if position is not None and before is None:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
     found = store.seasons(board, before, limit + 1)
     page = found[:limit]
     return {"seasons": [to_rfc3339(start) for start in page],
-            "nextCursor": encode_cursor(_SEASONS_CURSOR, str(page[-1])) if len(found) > limit else None}
+            "nextCursor": encode_cursor(kind, str(page[-1])) if len(found) > limit else None}
 
 
 def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) -> BoardPage:
@@ -299,7 +300,12 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: 
 
 def entries_kind(settings: Stored) -> str:
     """The kind of the board's entries cursors (ports.cursors)."""
-    return f"{_ENTRIES_CURSOR[settings.order]}{hashlib.blake2b(settings.board.encode(), digest_size=4).hexdigest()}:"
+    return _of_board(_ENTRIES_CURSOR[settings.order], settings.board)
+
+
+def _of_board(kind: str, board: str) -> str:
+    """A cursor kind of one board's listing: another board's cursor would name a position there."""
+    return f"{kind}{hashlib.blake2b(board.encode(), digest_size=4).hexdigest()}:"
 
 
 def _after(cursor: str | None, settings: Stored) -> tuple[int, Position] | None:

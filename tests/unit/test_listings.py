@@ -18,6 +18,8 @@ from lambdas import capture, leaderboards, reporter
 from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, SessionBucket
 from ports.errors import InvalidField
 from ports.timeutil import FIRST_MS, now_ms
+from ranking import leaderboard
+from ranking.model import BoardSettingsBody
 from ranking.seasons import started
 from ranking.tree import DEFAULT_TREE
 from tests.conftest import get, ok
@@ -240,3 +242,16 @@ def test_a_first_season_cursor_goes_on_in_it_once_a_wipe_started_another(adapter
     for season in ({}, {"season": "1970-01-01T00:00:00Z"}):
         rest = ok(get(leaderboards.handler, "/v1/leaderboards/f/top", cursor=first["nextCursor"], **season))
         assert [(e["playerId"], e["rank"]) for e in rest["entries"]] == [("p2", 3), ("p1", 4), ("p0", 5)]
+
+
+def test_a_schedule_spelt_as_its_alias_is_no_change_of_schedule(adapters: Adapters):
+    """Found from outside: a PUT of `0 0 * * *` on a daily board started a season, and the
+    board's players were gone from its current one."""
+    leaderboard.configure(adapters.ranking, "d", BoardSettingsBody.model_validate({"reset": "daily"}))
+    for same in ("0 0 * * *", "daily"):
+        leaderboard.configure(adapters.ranking, "d", BoardSettingsBody.model_validate({"reset": same}))
+    stored = adapters.ranking.get_board("d")
+    assert stored is not None and stored.epochs == ()
+    leaderboard.configure(adapters.ranking, "d", BoardSettingsBody.model_validate({"reset": "weekly"}))
+    stored = adapters.ranking.get_board("d")
+    assert stored is not None and len(stored.epochs) == 2

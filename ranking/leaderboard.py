@@ -22,7 +22,7 @@ from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
 from ranking.queries import ahead_among_ties, rank_of, rank_of_entry, rank_of_score, ranks_of_scores, score_at
-from ranking.seasons import FIRST_SEASON, NEVER, next_reset, season_key, season_start, started
+from ranking.seasons import FIRST_SEASON, NEVER, next_reset, same_schedule, season_key, season_start, started
 from ranking.ties import best_tiebreak
 from ranking.tree import Tree
 
@@ -217,7 +217,8 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
                            "ties")
     if known.ties == "earliest" and settings.order != known.order:
         raise InvalidField(f"leaderboard {board} ranks ties earliest first: its order cannot change", "order")
-    if settings.reset != known.reset:  # from now on: the seasons before keep the schedule they had
+    # from now on: the seasons before keep the schedule they had
+    if not same_schedule(settings.reset, known.reset):
         settings = replace(settings, epochs=started(known, now_ms(), settings.reset))
     store.put_board(settings)
     return _settings(settings)

@@ -38,6 +38,11 @@ def _cron(schedule: str) -> str:
     return ALIASES.get(schedule, schedule)
 
 
+def same_schedule(one: str, other: str) -> bool:
+    """Whether two schedules are one: an alias and the cron expression it stands for are."""
+    return one == other or (NEVER not in (one, other) and _cron(one) == _cron(other))
+
+
 def _checked(sent: str) -> str:
     """The schedule in one spelling (fields one space apart): another spelling of the same would be
     a change of schedule, which starts a season."""

@@ -255,3 +255,21 @@ def test_a_schedule_spelt_as_its_alias_is_no_change_of_schedule(adapters: Adapte
     leaderboard.configure(adapters.ranking, "d", BoardSettingsBody.model_validate({"reset": "weekly"}))
     stored = adapters.ranking.get_board("d")
     assert stored is not None and len(stored.epochs) == 2
+
+
+def test_a_subscore_board_answers_each_entry_with_its_subscore(adapters: Adapters):
+    """Found from outside: a subscore was never returned (an incr board's sums could not be read
+    back), only carried in a cursor."""
+    settings = BoardSettings("s", ties="subscore")
+    records = {"a": (5, 7), "b": (5, -2), "c": (9, 0)}
+    adapters.ranking.apply(Checkpoint("c", "s-1", -1, 0), [BoardUpdate(
+        settings, {p: s for p, (s, _) in records.items()}, DEFAULT_TREE.deltas((None, s) for s, _ in records.values()),
+        "s", None, tiebreaks={p: t for p, (_, t) in records.items()})])
+    top = ok(get(leaderboards.handler, "/v1/leaderboards/s/top"))["entries"]
+    assert [(e["playerId"], e["rank"], e["subscore"]) for e in top] == [("c", 1, 0), ("a", 2, 7), ("b", 3, -2)]
+    assert ok(get(leaderboards.handler, "/v1/leaderboards/s/players/b"))["subscore"] == -2
+    plain = BoardSettings("p")
+    adapters.ranking.apply(Checkpoint("c", "p-1", -1, 0),
+                           [BoardUpdate(plain, {"a": 5}, DEFAULT_TREE.deltas([(None, 5)]), "p", None)])
+    assert set(ok(get(leaderboards.handler, "/v1/leaderboards/p/players/a"))) == {"rank", "playerId", "score",
+                                                                                 "metadata"}

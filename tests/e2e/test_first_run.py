@@ -57,5 +57,8 @@ def test_the_load_check_counts_down_to_its_deadline(embedded: Serve):
     accepted = report.verification.crashes_accepted
     updates = re.findall(rf"checking that everything accepted is queryable: crashes (\d+)/{accepted}, sessions "
                          r"\d+/\d+, players \d+/\d+; gives up in (\d+) s", shown.getvalue())
-    assert ("0", "60") in updates or ("0", "59") in updates, updates  # the first polls found nothing
-    assert min(int(left) for _, left in updates) <= 58, updates  # and counted down while they waited
+    waiting = [int(left) for found, left in updates if found == "0"]
+    # the first polls found nothing, early in the minute (on a busy machine the first took 3 s)
+    assert waiting and waiting[0] >= 55, updates
+    # and counted down while they waited
+    assert len(set(waiting)) >= 2 and waiting == sorted(waiting, reverse=True), updates

@@ -9,7 +9,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
+from typing import Annotated, Any, Concatenate, NotRequired, ParamSpec, TypeVar
 
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
@@ -88,11 +88,12 @@ class BoardPage(TypedDict):
 @with_config(ConfigDict(extra="forbid"))
 class RankedEntry(TypedDict):
     """A player's score and exact rank, alone (GET .../players/{playerId}) or in a list, with the
-    metadata the record's update carried."""
+    metadata the record's update carried, and on a subscore board its subscore."""
 
     rank: Rank
     playerId: str
     score: Int64Answer
+    subscore: NotRequired[Annotated[Int64Answer, Field(description="on a board whose ties are subscore only")]]
     metadata: dict[str, Any] | None
 
 
@@ -260,9 +261,12 @@ def _shown(store: RankingStore, key: str, player_ids: Sequence[str]) -> dict[str
     return {player: e for player, e in store.records(key, player_ids).items() if not e.hidden}
 
 
-def _entry(rank: int, entry: Entry) -> RankedEntry:
-    return {"rank": rank, "playerId": entry.player_id, "score": entry.score,
-            "metadata": None if entry.metadata is None else json.loads(entry.metadata)}
+def _entry(rank: int, entry: Entry, settings: Stored) -> RankedEntry:
+    answer: RankedEntry = {"rank": rank, "playerId": entry.player_id, "score": entry.score,
+                           "metadata": None if entry.metadata is None else json.loads(entry.metadata)}
+    if settings.ties == "subscore":  # an earliest board's tiebreak is a receipt time, not shown
+        answer["subscore"] = entry.tiebreak
+    return answer
 
 
 def _ranked(
@@ -275,7 +279,7 @@ def _ranked(
         return []
     if settings.ties != "shared":
         first = rank_of_entry(tree, store, board, settings, entries[0])
-        return [_entry(first + i, entry) for i, entry in enumerate(entries)]
+        return [_entry(first + i, entry, settings) for i, entry in enumerate(entries)]
     rank = rank_of(tree, store, board, settings.order, entries[0].score)
     scores = [e.score for e in entries]
     counts = store.node_counts(board, NodeRange(0, min(scores), max(scores)))
@@ -285,7 +289,7 @@ def _ranked(
         if entry.score != previous:
             rank += counts[previous]
             previous = entry.score
-        ranked.append(_entry(rank, entry))
+        ranked.append(_entry(rank, entry, settings))
     return ranked
 
 
@@ -296,7 +300,7 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: 
     record = _shown(store, key, [player_id]).get(player_id)
     if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
-    return _entry(rank_of_entry(tree, store, key, settings, record), record)
+    return _entry(rank_of_entry(tree, store, key, settings, record), record, settings)
 
 
 def entries_kind(settings: Stored) -> str:
@@ -408,7 +412,7 @@ def ranks_of(store: RankingStore, tree: Tree, board: str, player_ids: Sequence[s
     players = {} if settings.ties == "shared" else store.leaves(key, scores)
     tied = [entry for entry in ordered if players.get(entry.score, 0) > 1]
     ahead = dict(zip((e.player_id for e in tied), ahead_among_ties(store, key, settings, tied, players), strict=True))
-    entries = [_entry(ranks[entry.score] + ahead.get(entry.player_id, 0), entry) for entry in ordered]
+    entries = [_entry(ranks[entry.score] + ahead.get(entry.player_id, 0), entry, settings) for entry in ordered]
     return {"entries": entries,
             "missing": [player for player in dict.fromkeys(player_ids) if player not in found]}
 

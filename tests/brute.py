@@ -76,7 +76,8 @@ class BruteBoard:
         or, where ties do not share one, 1, 2, 3, 4."""
         players = sorted((p for p in self.scores if p not in self.banned), key=self._sort_key)
         return [{"rank": self.rank(self.scores[p]) if self.ties == "shared" else position, "playerId": p,
-                 "score": self.scores[p], "metadata": self.metadata.get(p)}
+                 "score": self.scores[p], "metadata": self.metadata.get(p),
+                 **({"subscore": self.second[p]} if self.ties == "subscore" else {})}
                 for position, p in enumerate(players, start=1)]
 
     def remove(self, player: str) -> None:

@@ -293,7 +293,8 @@ function closeDetail() {
 
 function boardRow(entry) {
   return el("tr", { class: entry.playerId === state.player ? "me" : "" },
-    el("td", {}, entry.rank), el("td", {}, entry.playerId), el("td", {}, entry.score));
+    el("td", {}, entry.rank), el("td", {}, entry.playerId),
+    el("td", {}, entry.subscore === undefined ? entry.score : `${entry.score} (${entry.subscore})`));
 }
 
 // the board's latest seasons for the picker (the current one first), the chosen one kept

@@ -255,6 +255,11 @@ def test_a_schedule_spelt_as_its_alias_is_no_change_of_schedule(adapters: Adapte
     leaderboard.configure(adapters.ranking, "d", BoardSettingsBody.model_validate({"reset": "weekly"}))
     stored = adapters.ranking.get_board("d")
     assert stored is not None and len(stored.epochs) == 2
+    # found in review: a schedule stored as sent before spellings were made one is the same one too
+    adapters.ranking.put_board(BoardSettings("n", reset="0 6 * * 5\n"))
+    leaderboard.configure(adapters.ranking, "n", BoardSettingsBody.model_validate({"reset": "0 6 * * 5\n"}))
+    stored = adapters.ranking.get_board("n")
+    assert stored is not None and stored.epochs == ()
 
 
 def test_a_subscore_board_answers_each_entry_with_its_subscore(adapters: Adapters):

@@ -58,6 +58,11 @@ def test_a_wipe_still_starts_its_season_after_a_change_of_schedule_before_it():
     assert season_start(weekly.reset, wiped_at + 700, weekly.epochs) == wiped_at + 500
     assert season_start(weekly.reset, wiped_at + 60_000, weekly.epochs) == wiped_at + 1000
     assert season_start(weekly.reset, wiped_at + 86_400_000, weekly.epochs) == wiped_at + 1000  # weekly since
+    # found in review: epochs stored out of order before this was mended are put in order
+    stored = BoardSettings("b", reset="weekly",
+                           epochs=((0, "daily"), (wiped_at + 1000, "daily"), (wiped_at + 500, "weekly")))
+    assert [start for start, _ in started(stored, wiped_at + 60_000, "monthly")] == [
+        0, wiped_at + 500, wiped_at + 1000, wiped_at + 60_000]
 
 
 def test_metadata_holds_what_json_holds():

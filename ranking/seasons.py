@@ -40,6 +40,8 @@ def _cron(schedule: str) -> str:
 
 def same_schedule(one: str, other: str) -> bool:
     """Whether two schedules are one: an alias and the cron expression it stands for are."""
+    # either may be stored as sent before spellings were made one (_checked)
+    one, other = " ".join(one.split()), " ".join(other.split())
     return one == other or (NEVER not in (one, other) and _cron(one) == _cron(other))
 
 
@@ -95,8 +97,9 @@ def started(settings: BoardSettings, at_ms: int, schedule: str) -> tuple[tuple[i
     epoch comes a moment after its request (ranking.leaderboard.WIPE_DELAY_MS): a change of
     schedule before it keeps it, and it starts under the new schedule."""
     history = settings.epochs or ((0, settings.reset),)
-    before = tuple(epoch for epoch in history if epoch[0] <= at_ms)
-    after = tuple((start, schedule) for start, _ in history if start > at_ms)
+    # sorted: epochs stored before this kept them in order may not be
+    before = tuple(sorted(epoch for epoch in history if epoch[0] <= at_ms))
+    after = tuple(sorted((start, schedule) for start, _ in history if start > at_ms))
     return (*before, (at_ms, schedule), *after)[-MAX_EPOCHS:]
 
 

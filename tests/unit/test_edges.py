@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from api.access import ApiKeys
-from api.resolver import content_disposition, posted
+from api.resolver import content_disposition, idempotency_key, posted
 from local_runtime.gateway import MAX_HEAD_BYTES, Gateway, GuardedHttp, http_config
 from local_runtime.process import free_port
-from ports.errors import UnsupportedMediaType
+from ports.errors import InvalidField, UnsupportedMediaType
 from ports.limits import PathSegment
 from tests.uvicorn_thread import running
 
@@ -69,6 +69,19 @@ def test_a_body_needs_a_media_type():
     with pytest.raises(UnsupportedMediaType):
         posted(event({}))
     assert posted(event({"content-type": "application/json"})).json() == {"sku": "g"}
+
+
+def test_an_idempotency_key_given_twice_is_refused_however_its_names_are_spelt():
+    """Found in review: API Gateway keeps each spelling of a header name apart in multiValueHeaders,
+    which Powertools reads into one case-insensitive map, the last spelling's values only."""
+    headers = {"Idempotency-Key": ["k", "j"], "idempotency-key": ["x"]}
+    for spelt in (headers, {"Idempotency-Key": ["k"], "IDEMPOTENCY-KEY": ["j"]}):
+        sent = APIGatewayProxyEvent({"headers": {name: values[-1] for name, values in spelt.items()},
+                                     "multiValueHeaders": spelt})
+        with pytest.raises(InvalidField):
+            idempotency_key(sent)
+    assert idempotency_key(APIGatewayProxyEvent({"headers": {"Idempotency-Key": "k"},
+                                                 "multiValueHeaders": {"Idempotency-Key": ["k"]}})) == "k"
 
 
 @pytest.mark.parametrize(("name", "header"), [

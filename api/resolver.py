@@ -192,8 +192,9 @@ def idempotency_key(event: APIGatewayProxyEvent) -> str | None:
     """The request's Idempotency-Key header, if it has one: a retry sends the same. Given twice
     it is refused, not the last one taken (a retry sending both would be another request)."""
     key = event.headers.get("idempotency-key")
-    if key is not None and sum(len(values) for name, values in (event.multi_value_headers or {}).items()
-                               if name.lower() == "idempotency-key") > 1:
+    # the raw map: Powertools' own is case-insensitive, and keeps one spelling's values of a name
+    sent = event.raw_event.get("multiValueHeaders") or {}
+    if key is not None and sum(len(values) for name, values in sent.items() if name.lower() == "idempotency-key") > 1:
         raise InvalidField("Idempotency-Key is given more than once; give it once", "Idempotency-Key")
     if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")

@@ -79,6 +79,16 @@ def test_metadata_refuses_an_integer_past_int64_rather_than_keep_a_float(number:
     assert kept.metadata == {"x": 7, "y": 0.5} and isinstance(kept.metadata["x"], int)
 
 
+@pytest.mark.parametrize("value", [str(2**63), "[1]", '{"x": 1}', '"' + "s" * 129 + '"'])
+def test_a_refused_metadata_value_is_told_what_it_may_be(value: str):
+    """Found from outside: a list, an object or an integer past int64 was told "Input should be a
+    valid string", the first of the values metadata takes."""
+    with pytest.raises(ValidationError) as refused:
+        Score.model_validate_json(f'{{"board": "b", "playerId": "p", "score": 1, "metadata": {{"x": {value}}}}}')
+    [error] = refused.value.errors()
+    assert error["loc"] == ("metadata", "x") and "an integer within int64" in error["msg"], error
+
+
 @pytest.mark.parametrize(("first", "retry"), [
     ('"metadata": {"a": 1, "b": 2}', '"metadata": {"b": 2, "a": 1}'),
     ('"subscore": 0', '"board": "b"'),

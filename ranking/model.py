@@ -5,7 +5,19 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from ports import Operator, Order, Ties
 from ports.limits import Int64, PathSegment
@@ -30,9 +42,19 @@ def _fractional(value: object) -> object:
     return value
 
 
+def _one_of_them(value: object, handler: ValidatorFunctionWrapHandler) -> object:
+    """One error that says what a value may be, not the first member's of the union ("a valid string")."""
+    try:
+        return handler(value)
+    except ValidationError:
+        raise PydanticCustomError("metadata_value", "a metadata value is a string of up to 128 characters, an "
+                                  "integer within int64, a finite number, true, false or null") from None
+
+
 # JSON has no infinity: a number too large for a float (1e400) is refused, not kept as null
-MetadataValue = (Annotated[str, StringConstraints(max_length=128)] | Int64
-                 | Annotated[float, BeforeValidator(_fractional), Field(allow_inf_nan=False)] | bool | None)
+MetadataValue = Annotated[Annotated[str, StringConstraints(max_length=128)] | Int64
+                          | Annotated[float, BeforeValidator(_fractional), Field(allow_inf_nan=False)] | bool | None,
+                          WrapValidator(_one_of_them)]
 # kept by key: a retry whose object lists them in another order is the same body (its hash)
 Metadata = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], MetadataValue],
                      Field(max_length=MAX_METADATA_KEYS), AfterValidator(lambda found: dict(sorted(found.items())))]

@@ -38,10 +38,15 @@ def _cron(schedule: str) -> str:
     return ALIASES.get(schedule, schedule)
 
 
+def _spelt(schedule: str) -> str:
+    """A schedule's one spelling: its fields one space apart."""
+    return " ".join(schedule.split())
+
+
 def same_schedule(one: str, other: str) -> bool:
     """Whether two schedules are one: an alias and the cron expression it stands for are."""
     # either may be stored as sent before spellings were made one (_checked)
-    one, other = " ".join(one.split()), " ".join(other.split())
+    one, other = _spelt(one), _spelt(other)
     return one == other or (NEVER not in (one, other) and _cron(one) == _cron(other))
 
 
@@ -50,7 +55,7 @@ def _checked(sent: str) -> str:
     a change of schedule, which starts a season."""
     if len(sent) > MAX_SCHEDULE_CHARS:
         raise ValueError(f"a schedule is at most {MAX_SCHEDULE_CHARS} characters")
-    schedule = " ".join(sent.split())
+    schedule = _spelt(sent)
     if schedule == NEVER:
         return schedule
     cron = _cron(schedule)

@@ -74,6 +74,7 @@ def test_attachments_are_downloads_that_cannot_run_script(serve: Serve):
             assert response.status_code == 200 and response.content == base64.b64decode(data), name
             assert response.headers["content-type"] == expected_types.get(name, "application/octet-stream"), name
             assert response.headers["x-content-type-options"] == "nosniff"
+            assert response.headers["cache-control"] == "no-store"
             policy = directives(response.headers["content-security-policy"])
             assert policy["default-src"] == ["'none'"] and "sandbox" in policy, name
             disposition = response.headers["content-disposition"]
@@ -85,7 +86,7 @@ def test_attachments_are_downloads_that_cannot_run_script(serve: Serve):
             "attachment; filename=\"r_sum_ 1;.gif\"; filename*=UTF-8''r%C3%A9sum%C3%A9%201%3B.gif")
 
 
-def test_every_answer_says_nosniff(serve: Serve):
+def test_every_answer_says_nosniff_and_none_of_the_apis_is_stored(serve: Serve):
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         answers = {
             "health": client.get("/v1/health"),
@@ -102,6 +103,10 @@ def test_every_answer_says_nosniff(serve: Serve):
         }
     for what, response in answers.items():
         assert response.headers.get("x-content-type-options") == "nosniff", (what, response.status_code)
+        # a studio's data (and its keys' answers) kept by no cache, a browser's or a proxy's; the
+        # dashboard's own files are revalidated instead
+        stored = "no-cache" if what in ("the dashboard", "its script", "its style") else "no-store"
+        assert response.headers.get("cache-control") == stored, (what, response.status_code)
 
 
 def test_the_dashboard_has_a_strict_policy_and_cannot_be_framed(serve: Serve):

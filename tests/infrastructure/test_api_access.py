@@ -50,7 +50,8 @@ def test_the_stage_has_a_web_acl_that_answers_429_with_retry_after_per_ip(templa
     response = rule["Action"]["Block"]["CustomResponse"]
     headers = {h["Name"]: h["Value"] for h in response["ResponseHeaders"]}
     assert response["ResponseCode"] == 429
-    assert headers == {"Retry-After": str(DEV.waf.window_s), "X-Content-Type-Options": "nosniff"}
+    assert headers == {"Retry-After": str(DEV.waf.window_s), "X-Content-Type-Options": "nosniff",
+                       "Cache-Control": "no-store"}
     body = acl["CustomResponseBodies"][response["CustomResponseBodyKey"]]
     assert json.loads(body["Content"])["error"] == "throttled" and body["ContentType"] == "APPLICATION_JSON"
     # associated with each API's own stage (the query and capture API's, the Sentry SDKs')
@@ -73,6 +74,7 @@ def test_gateway_429s_say_when_to_retry_and_every_gateway_answer_is_nosniff(temp
     for kind, response in responses.items():
         headers = response["ResponseParameters"]
         assert headers["gatewayresponse.header.X-Content-Type-Options"] == "'nosniff'", kind
+        assert headers["gatewayresponse.header.Cache-Control"] == "'no-store'", kind
         assert headers["gatewayresponse.header.Content-Type"] == "'application/json'", kind
         if response["StatusCode"] != "429":
             assert "gatewayresponse.header.Retry-After" not in headers, kind

@@ -128,6 +128,7 @@ def answer_of(address: tuple[str, int], *parts: bytes, pause: float = 0) -> tupl
 def test_a_head_that_never_ends_is_answered_408_and_closed(gateway_url: tuple[str, int]):
     answer, took = answer_of(gateway_url, b"GET /dashboard/app.js HTTP/1.1\r\nHost: localhost\r\n")
     assert answer.startswith(b"HTTP/1.1 408 ") and b"request_timeout" in answer and b"nosniff" in answer
+    assert b"cache-control: no-store" in answer.lower()
     assert took < 3
 
 

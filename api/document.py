@@ -29,8 +29,9 @@ and 403 for any other); reads need a read key locally and IAM (SigV4) in AWS. A 
 retry (`Retry-After`, seconds): the key's usage plan, or too many requests from one address. Times
 in answers are RFC 3339 UTC with milliseconds; query parameters take RFC 3339 or epoch milliseconds.
 
-Every answer carries `X-Content-Type-Options: nosniff`. A POST or PUT body needs `Content-Type:
-application/json` (none: 415) and at most 1 MiB as sent (413; `blackbox serve` answers from
+Every answer carries `X-Content-Type-Options: nosniff` and `Cache-Control: no-store` (the
+dashboard's own files: `no-cache`). A POST or PUT body needs `Content-Type: application/json`
+(none: 415) and at most 1 MiB as sent (413; `blackbox serve` answers from
 `Content-Length` before reading the body, or stops reading a streamed body at the limit, and closes
 the connection). `blackbox serve` also gives a request's line and headers 10 s and 64 KiB (408
 `request_timeout`, 431 `headers_too_large`) and its body 30 s (408), and with no API keys

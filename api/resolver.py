@@ -23,19 +23,21 @@ from ports.errors import BlackboxError, InvalidField, NotFound, PayloadTooLarge,
 from ports.limits import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_CHARS
 from ports.telemetry import logger
 
-# on every answer: a browser never guesses a type, so no answer runs as a page it was not meant to be
-NOSNIFF = {"X-Content-Type-Options": "nosniff"}
+# on every answer: a browser never guesses a type, so no answer runs as a page it was not meant to be;
+# and no cache keeps one (a browser's on a shared machine, a proxy's): crash reports, attachments
+# and players' records are a studio's data, read with its keys
+EVERY_ANSWER = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 # an attachment is whatever a game client sent: opened, it gets no origin, no script, no requests
 DOWNLOAD_POLICY = "default-src 'none'; sandbox"
 
 
 def json_response(status: int, body: Any) -> Response[str]:
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=NOSNIFF)
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=EVERY_ANSWER)
 
 
 def text_response(status: int, text: str) -> Response[str]:
     """Plain text, for the clients that read nothing else (Crashpad's report id, Socorro's CrashID)."""
-    return Response(status_code=status, content_type="text/plain; charset=utf-8", body=text, headers=NOSNIFF)
+    return Response(status_code=status, content_type="text/plain; charset=utf-8", body=text, headers=EVERY_ANSWER)
 
 
 def answer(kind: object, description: str) -> OpenAPIResponse:
@@ -47,7 +49,7 @@ def answer(kind: object, description: str) -> OpenAPIResponse:
 def download_response(data: bytes, content_type: str, filename: str) -> Response[bytes]:
     """Bytes a client sent, served as a file to save, never as a page of this origin."""
     return Response(status_code=200, content_type=content_type, body=data, headers={
-        **NOSNIFF,
+        **EVERY_ANSWER,
         "Content-Security-Policy": DOWNLOAD_POLICY,
         "Content-Disposition": content_disposition(filename),
     })

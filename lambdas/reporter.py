@@ -14,7 +14,7 @@ from typing_extensions import TypedDict
 
 from adapters.factory import current
 from api.params import DIGITS, Cursor, From, Sku, To
-from api.resolver import DOWNLOAD_POLICY, answer, create_resolver, download_response, json_response
+from api.resolver import DOWNLOAD_POLICY, EVERY_ANSWER, answer, create_resolver, download_response, json_response
 from crashes.groups import MAX_GROUPS, Groups, crash_groups
 from crashes.releases import (
     MAX_BUILDS,
@@ -100,7 +100,7 @@ def crash(report_id: str) -> Response[str]:
                  "Content-Disposition": {"description": "attachment, with the name (RFC 6266; filename* when it "
                                                         "is not ASCII)", "schema": {"type": "string"}},
                  "Content-Security-Policy": {"description": DOWNLOAD_POLICY, "schema": {"type": "string"}},
-                 "X-Content-Type-Options": {"schema": {"type": "string", "enum": ["nosniff"]}},
+                 **{name: {"schema": {"type": "string", "enum": [value]}} for name, value in EVERY_ANSWER.items()},
              },
              "content": {kind: _BINARY for kind in (
                  "application/octet-stream", "image/png", "image/jpeg", "image/gif", "image/webp")},

@@ -26,7 +26,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from api.access import API_KEY_HEADER, ApiKeys
 from api.requests import MAX_IN_FLIGHT
-from api.resolver import NOSNIFF
+from api.resolver import EVERY_ANSWER
 from dashboard import HEADERS as DASHBOARD_HEADERS
 from dashboard import asset
 from lambdas.functions import API_ROUTES, ApiRoute, Handler, load_handler
@@ -320,7 +320,7 @@ class Gateway:
         headers: dict[str, list[str]] = {k.lower(): list(v) for k, v in (result.get("multiValueHeaders") or {}).items()}
         for name, value in (result.get("headers") or {}).items():
             headers[name.lower()] = [value]
-        for name, value in NOSNIFF.items():
+        for name, value in EVERY_ANSWER.items():
             headers.setdefault(name.lower(), [value])
         headers["content-length"] = [str(len(payload))]
         await send({
@@ -361,7 +361,7 @@ def _check_loopback(scope: Scope) -> None:
 def _answer(error: BlackboxError) -> bytes:
     """A whole HTTP answer that closes the connection, for the protocol below (no ASGI cycle yet)."""
     body = json.dumps(error.body()).encode()
-    headers = {"content-type": "application/json", **{k.lower(): v for k, v in NOSNIFF.items()},
+    headers = {"content-type": "application/json", **{k.lower(): v for k, v in EVERY_ANSWER.items()},
                "content-length": str(len(body)), "connection": "close"}
     head = f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n"
     head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())

@@ -16,7 +16,7 @@ from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from api.document import reached
-from api.resolver import NOSNIFF
+from api.resolver import EVERY_ANSWER
 from lambdas.contract import document
 from lambdas.functions import API_ROUTES
 from stacks.access import ApplicationStack, Platform
@@ -218,7 +218,7 @@ class ApiStack(ApplicationStack):
                 f"Error{code.title().replace('_', '')}{status}{response_type.response_type}",
                 type=response_type, status_code=status,
                 response_headers={name: f"'{value}'" for name, value in {
-                    "Content-Type": "application/json", **NOSNIFF,
+                    "Content-Type": "application/json", **EVERY_ANSWER,
                     **({"Retry-After": RETRY_AFTER[response_type.response_type]}
                        if response_type.response_type in RETRY_AFTER else {}),
                 }.items()},
@@ -262,8 +262,9 @@ class ApiStack(ApplicationStack):
                 action=wafv2.CfnWebACL.RuleActionProperty(block=wafv2.CfnWebACL.BlockActionProperty(
                     custom_response=wafv2.CfnWebACL.CustomResponseProperty(
                         response_code=429, custom_response_body_key="throttled",
-                        response_headers=[wafv2.CfnWebACL.CustomHTTPHeaderProperty(name=name, value=value)
-                                          for name, value in {"Retry-After": str(waf.window_s), **NOSNIFF}.items()],
+                        response_headers=[
+                            wafv2.CfnWebACL.CustomHTTPHeaderProperty(name=name, value=value)
+                            for name, value in {"Retry-After": str(waf.window_s), **EVERY_ANSWER}.items()],
                     ))),
             )],
         )

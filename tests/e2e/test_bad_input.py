@@ -239,6 +239,16 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("a parameter a deletion does not take", "DELETE", "/v1/leaderboards/b/players/p?seasn=1970-01-02T00:00:00Z",
      {}, 400, "invalid_field"),
     ("a parameter a ban does not take", "PUT", "/v1/bans/p?board=b", {}, 400, "invalid_field"),
+    # found from outside: a time within the years 1 to 9999 as written, but not in UTC, was 500; a
+    # write stored it first, and every read of it answered 500 after
+    ("a time past the year 9999 in UTC", "GET", "/v1/stats?sku=g&from=9999-12-31T23:00:00-01:00"
+     "&to=9999-12-31T23:59:00-01:00", {}, 400, "invalid_field"),
+    ("a time before the year 1 in UTC", "GET", "/v1/releases/1.0?sku=g&to=0001-01-01T00:30:00%2B01:00", {}, 400,
+     "invalid_field"),
+    ("ignore until past the year 9999 in UTC", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
+     {"json": {"state": "ignored", "ignoreUntil": "9999-12-31T23:59:59-01:00"}}, 400, "invalid_field"),
+    ("a board ending past the year 9999 in UTC", "PUT", "/v1/leaderboards/b",
+     {"json": {"endsAt": "9999-12-31T23:59:59-01:00"}}, 400, "invalid_field"),
 ]
 
 

@@ -184,7 +184,8 @@ def test_crash_groups_with_top_frames_from_the_sample(adapters: Adapters):
     assert get(reporter.handler, "/v1/crash-groups", sku="g", limit=101)[0] == 400
 
 
-@pytest.mark.parametrize("text", ["\u00b9", "-\u00b2", "1_000", "99999999999999999999", "-99999999999999999999"])
+@pytest.mark.parametrize("text", ["\u00b9", "-\u00b2", "1_000", "99999999999999999999", "-99999999999999999999",
+                                  "9999-12-31T23:59:59-01:00", "0001-01-01T00:30:00+01:00"])
 def test_times_are_ascii_epoch_milliseconds_within_rfc3339s_years(text: str):
     with pytest.raises(InvalidField):
         parse_time(text, "from")

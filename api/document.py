@@ -27,7 +27,8 @@ Crash reporting and leaderboards for online games. POSTs take an API key (`x-api
 post crashes and sessions, server keys also scores; a title's ingest key posts only its own skus,
 and 403 for any other); reads need a read key locally and IAM (SigV4) in AWS. A 429 says when to
 retry (`Retry-After`, seconds): the key's usage plan, or too many requests from one address. Times
-in answers are RFC 3339 UTC with milliseconds; query parameters take RFC 3339 or epoch milliseconds.
+in answers are RFC 3339 UTC with milliseconds; query parameters take RFC 3339 (with a zone) or epoch
+milliseconds, within the years 1 to 9999 in UTC.
 
 Every answer carries `X-Content-Type-Options: nosniff` and `Cache-Control: no-store` (the
 dashboard's own files: `no-cache`). A POST or PUT body needs `Content-Type: application/json`

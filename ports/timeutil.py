@@ -49,7 +49,11 @@ def parse_epoch_ms(value: str) -> int:
     if dt.tzinfo is None:
         raise ValueError("must carry a time zone, e.g. 2026-01-01T00:00:00Z")
     # integer arithmetic: float timestamps turn .123 into 122.99999...
-    return (dt - _EPOCH) // timedelta(milliseconds=1)
+    epoch_ms = (dt - _EPOCH) // timedelta(milliseconds=1)
+    # within the years as written, but not in UTC (9999-12-31T23:00:00-01:00), which answers carry
+    if not FIRST_MS <= epoch_ms <= LAST_MS:
+        raise ValueError("must be RFC 3339 or epoch milliseconds within the years 1 to 9999 in UTC")
+    return epoch_ms
 
 
 def parse_time(value: str, field: str) -> int:

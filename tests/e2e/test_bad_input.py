@@ -203,6 +203,13 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("webhook to localhost by name", "PUT", "/v1/webhooks/w",
      {"json": {"url": "http://localhost:8080/", "secret": "0123456789abcdef", "alerts": ["regressed"]}},
      400, "invalid_field"),
+    # found from outside: taken at registration; the first never sent, the second stopped each delivery run
+    ("webhook to loopback as a number", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "http://2130706433/", "secret": "0123456789abcdef", "alerts": ["regressed"]}},
+     400, "invalid_field"),
+    ("webhook to a host no name can be", "PUT", "/v1/webhooks/w",
+     {"json": {"url": "http://a..com/hook", "secret": "0123456789abcdef", "alerts": ["regressed"]}},
+     400, "invalid_field"),
     ("webhook secret too short", "PUT", "/v1/webhooks/w",
      {"json": {"url": "https://hooks.example.com/x", "secret": "short", "alerts": ["regressed"]}}, 400,
      "invalid_field"),

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -120,7 +124,13 @@ def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteI
 @pytest.mark.parametrize("url", ["ftp://hooks.example.com/x", "file:///etc/passwd", "http://", "http://[::1",
                                  "https://user:pw@hooks.example.com/", "http://127.0.0.1/", "http://10.1.2.3/",
                                  "http://169.254.169.254/latest/meta-data/", "http://[::ffff:127.0.0.1]/",
-                                 "http://localhost:8080/", "http://api.localhost/", "http://0.0.0.0/"])
+                                 "http://localhost:8080/", "http://api.localhost/", "http://0.0.0.0/",
+                                 # found from outside: taken at registration, refused (or worse) only later
+                                 "http://localhost./", "http://LOCALHOST./", "http://127.1/", "http://2130706433/",
+                                 "http://0x7f000001/", "http://0177.0.0.1/", "http://[64:ff9b::a9fe:a9fe]/",
+                                 "http://[64:ff9b::a00:1]/", "http://[2002:a9fe:a9fe::1]/", "http://[::127.0.0.1]/",
+                                 "http://a..com/hook", "http://" + "a" * 64 + ".com/", "http://ex ample.com/",
+                                 "http://example.com/\r\nX: y", "http://example.com/\x00"])
 def test_what_a_webhook_may_not_point_at(url: str) -> None:
     with pytest.raises(RefusedAddress):
         check_url(url, WebhookPolicy(), resolve=False)
@@ -138,3 +148,67 @@ def test_the_signature_is_an_hmac_of_the_time_and_the_body() -> None:
     assert sign("s", 1700000000, body) == (
         "t=1700000000,v1=" + hmac.new(b"s", b"1700000000." + body, hashlib.sha256).hexdigest())
     assert json.loads(body)["text"] == "hi"
+
+
+def test_a_webhook_that_cannot_be_sent_fails_alone_and_says_why(issues: SqliteIssueStore) -> None:
+    # found from outside: a host no DNS name can be (stored before registration refused it) raised
+    # out of the run, whose deliveries behind it were never tried; its own stayed pending forever
+    issues.put_webhook(Webhook("bad", "http://a..com/hook", SECRET, ("regressed",), 0))
+    for _ in receiving(issues, [204]):
+        assert deliver_due(issues, WebhookPolicy(), now=1000) == 0  # the other refused: its receiver is local
+        [(bad, _)] = issues.deliveries("bad", None, 5)
+        [(other, _)] = issues.deliveries("ops", None, 5)
+        assert bad.status == other.status == "pending" and bad.attempts == other.attempts == 1
+        assert bad.last_error and (other.last_error or "").startswith("refused")
+
+
+class _Drip(threading.Thread):
+    """A receiver that sends its answer's head a line a second, never quite done."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/drip"
+
+    def run(self) -> None:
+        with suppress(OSError):
+            connection, _ = self.listener.accept()
+            with connection:
+                connection.sendall(b"HTTP/1.1 200 OK\r\n")
+                for n in range(30):
+                    time.sleep(1)
+                    connection.sendall(f"X-{n}: drip\r\n".encode())
+
+
+def test_a_receiver_that_answers_a_byte_at_a_time_has_the_timeout_in_all(issues: SqliteIssueStore) -> None:
+    # found from outside: the timeout bounded each read, so a drip held the run (every other
+    # webhook's delivery behind it) for as long as it kept sending
+    drip = _Drip()
+    drip.start()
+    issues.put_webhook(Webhook("drip", drip.url, SECRET, ("regressed",), 0))
+    for receiver in receiving(issues, [204]):
+        started = time.monotonic()
+        assert deliver_due(issues, WebhookPolicy(allow_private=True, timeout_s=2), now=1000) == 1
+        assert time.monotonic() - started < 4 and len(receiver.got) == 1
+        [(held, _)] = issues.deliveries("drip", None, 5)
+        assert held.status == "pending" and "timed out" in (held.last_error or "")
+    drip.listener.close()
+
+
+def test_a_delivery_goes_to_the_address_that_was_checked(issues: SqliteIssueStore,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # found from outside: the check resolved the name, and the request resolved it again; a name
+    # that answers a public address, then (rebinding) a private one, passed and reached the latter
+    for receiver in receiving(issues, [204]):
+        port = int(receiver.url.split(":")[2].split("/")[0])
+        answers = iter(["192.0.2.1", "127.0.0.1"])  # TEST-NET-1 (unroutable), then loopback
+
+        def rebinding(host: str, *args: Any, **kwargs: Any) -> list[Any]:
+            address = next(answers, "127.0.0.1")
+            return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+        issues.put_webhook(Webhook("ops", f"http://hooks.example.com:{port}/hook", SECRET, ("regressed",), 0))
+        monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+        monkeypatch.setattr(ipaddress.IPv4Address, "is_global", property(lambda a: str(a) == "192.0.2.1"))
+        assert deliver_due(issues, WebhookPolicy(timeout_s=1), now=1000) == 0
+        assert receiver.got == []

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
 import ipaddress
 import json
 import socket
-import urllib.error
+import ssl
+import threading
 import urllib.parse
-import urllib.request
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -53,10 +55,43 @@ class RefusedAddress(ValueError):
     """A webhook URL this deployment does not call."""
 
 
-def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> None:
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+# IPv6 ranges that carry an IPv4 address in their last 32 bits, reached through it: NAT64 (a VPC's
+# DNS64 sends 64:ff9b::10.0.0.5 to 10.0.0.5) and the IPv4-compatible form
+_CARRYING_IPV4 = tuple(ipaddress.IPv6Network(net) for net in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96"))
+_NOT_PUBLIC = "a public address (set BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true for local receivers)"
+
+
+def _numeric(host: str) -> Address | None:
+    """The address a host is as a number, in any spelling a resolver takes (127.1, 2130706433,
+    0x7f000001, 0177.0.0.1 are all loopback); None for a name."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
+def _public(address: Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = address.ipv4_mapped or address.sixtofour or (
+            ipaddress.IPv4Address(int(address) & 0xFFFFFFFF) if any(address in n for n in _CARRYING_IPV4) else None)
+        if carried is not None and not carried.is_global:
+            return False
+    return address.is_global
+
+
+def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
     """Refuses what is not http(s) with a host, and, unless allowed, a host that is or (resolve)
     resolves to a loopback, private, link-local or otherwise non-public address: a webhook must not
-    be a way into the deployment's own network (the metadata service, the database)."""
+    be a way into the deployment's own network (the metadata service, the database). Resolving, the
+    addresses checked: the delivery connects to one of them, not to what the name says by then."""
+    if not url.isascii() or any(not c.isprintable() or c.isspace() for c in url):
+        raise RefusedAddress("an ASCII URL without spaces or control characters (percent-encode them; an "
+                             "international host name in its xn-- form)")
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 — a port that is no number raises here, not at delivery
@@ -66,24 +101,29 @@ def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> None:
         raise RefusedAddress("an http or https URL with a host")
     if parts.username is not None or parts.password is not None:
         raise RefusedAddress("a URL without a user or password (sign with the secret)")
-    if policy.allow_private:
-        return
     host = parts.hostname
-    try:
-        addresses = [ipaddress.ip_address(host)]
-    except ValueError:
-        if host.lower() == "localhost" or host.lower().endswith(".localhost"):
-            raise RefusedAddress("a public address (set BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true for local receivers)"
-                                 ) from None
-        if not resolve:
-            return
+    address = _numeric(host)
+    if address is None:
         try:
-            infos = socket.getaddrinfo(host, parts.port or 443, proto=socket.IPPROTO_TCP)
-        except OSError as exc:
-            raise RefusedAddress(f"a host that resolves ({exc})") from None
-        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
-    if any(not a.is_global for a in addresses):
-        raise RefusedAddress("a public address (set BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true for local receivers)")
+            host.encode("idna")
+        except UnicodeError:
+            raise RefusedAddress("a host name DNS can carry (labels of 1 to 63 characters)") from None
+        name = host.rstrip(".")
+        if not policy.allow_private and (name == "localhost" or name.endswith(".localhost")):
+            raise RefusedAddress(_NOT_PUBLIC)
+    if not resolve:
+        if address is not None and not policy.allow_private and not _public(address):
+            raise RefusedAddress(_NOT_PUBLIC)
+        return []
+    try:
+        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80),
+                                   proto=socket.IPPROTO_TCP)
+    except OSError as exc:
+        raise RefusedAddress(f"a host that resolves ({exc})") from None
+    addresses = [str(info[4][0]) for info in infos]
+    if not policy.allow_private and any(not _public(ipaddress.ip_address(a.split("%")[0])) for a in addresses):
+        raise RefusedAddress(_NOT_PUBLIC)
+    return addresses
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -105,31 +145,80 @@ class Answer:
     error: str | None
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # a redirect could lead anywhere the URL check would have refused
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+class _Pinned:
+    """An HTTP(S) connection to an address already checked, named as the URL names its host (the
+    Host header, TLS's SNI and certificate); `abort` ends whatever it is waiting for."""
+
+    _address: str
+    sock: socket.socket | None
+    host: str
+    port: int
+    timeout: float | None
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+    aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+        with suppress(OSError):
+            if self.sock is not None:
+                # the plain socket's shutdown, under TLS too: a read blocked in either returns
+                socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect)
+class _PinnedHttp(_Pinned, http.client.HTTPConnection):
+    def __init__(self, address: str, host: str, port: int, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+
+class _PinnedHttps(_Pinned, http.client.HTTPSConnection):
+    def __init__(self, address: str, host: str, port: int, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self) -> None:
+        super().connect()
+        assert self.sock is not None
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
 def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Answer:
+    """One attempt, within the policy's timeout in all (a receiver that answers a byte at a time
+    holds no run longer); any failure is the attempt's answer, never the run's."""
     body = body_of(alert)
     try:
-        check_url(webhook.url, policy, resolve=True)
+        addresses = check_url(webhook.url, policy, resolve=True)
     except RefusedAddress as exc:
         return Answer(None, f"refused: {exc}")
-    request = urllib.request.Request(webhook.url, data=body, method="POST", headers={
-        "Content-Type": "application/json", "User-Agent": "Blackbox-Webhooks/1",
-        SIGNATURE_HEADER: sign(webhook.secret, now // 1000, body), ALERT_HEADER: alert.key})
+    except Exception as exc:  # a resolver's odd failure (UnicodeError) is this delivery's
+        return Answer(None, f"refused: {type(exc).__name__}: {exc}"[:500])
+    parts = urllib.parse.urlsplit(webhook.url)
+    https = parts.scheme == "https"
+    kind = _PinnedHttps if https else _PinnedHttp
+    connection = kind(addresses[0], parts.hostname or "", parts.port or (443 if https else 80), policy.timeout_s)
+    deadline = threading.Timer(policy.timeout_s, connection.abort)
+    deadline.start()
+    error = None
     try:
-        with _OPENER.open(request, timeout=policy.timeout_s) as response:
-            return Answer(int(response.status), None)
-    except urllib.error.HTTPError as exc:
-        return Answer(exc.code, f"HTTP {exc.code}")
-    except (OSError, ValueError) as exc:
-        return Answer(None, f"{type(exc).__name__}: {exc}"[:500])
+        connection.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body, {
+            "Content-Type": "application/json", "User-Agent": "Blackbox-Webhooks/1",
+            SIGNATURE_HEADER: sign(webhook.secret, now // 1000, body), ALERT_HEADER: alert.key})
+        code = connection.getresponse().status
+    except Exception as exc:  # whatever the receiver does fails this attempt alone
+        code, error = None, f"{type(exc).__name__}: {exc}"[:500]
+    finally:
+        deadline.cancel()
+        connection.close()
+    # cut off, the head read so far can look whole (the end of the stream ends it)
+    if connection.aborted:
+        return Answer(None, f"timed out: no whole answer within {policy.timeout_s:g} s")
+    if code is None:
+        return Answer(None, error)
+    # redirects are not followed: one could lead anywhere the URL check would have refused
+    return Answer(code, None if 200 <= code < 300 else f"HTTP {code}")
 
 
 def deliver_due(issues: IssueStore, policy: WebhookPolicy, now: int | None = None) -> int:

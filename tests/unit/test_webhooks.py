@@ -203,7 +203,8 @@ def test_a_delivery_goes_to_the_address_that_was_checked(issues: SqliteIssueStor
         port = int(receiver.url.split(":")[2].split("/")[0])
         answers = iter(["192.0.2.1", "127.0.0.1"])  # TEST-NET-1 (unroutable), then loopback
 
-        def rebinding(host: str, *args: Any, **kwargs: Any) -> list[Any]:
+        def rebinding(host: str, *args: Any, answers: Iterator[str] = answers, port: int = port,
+                      **kwargs: Any) -> list[Any]:
             address = host if host[0].isdigit() else next(answers, "127.0.0.1")  # an address is itself
             return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
 

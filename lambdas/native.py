@@ -66,7 +66,7 @@ def _capture(project_id: str | None, read: Reader) -> str | None:
 
 
 _SENTRY_AUTH = ("auth by `X-Sentry-Auth`, `Authorization: Sentry` or `?sentry_key=` (an ingest key); "
-                "`Content-Encoding` identity, gzip or deflate; at most 1 MiB as sent and as decoded. The "
+                "`Content-Encoding` identity, gzip, deflate or br; at most 1 MiB as sent and as decoded. The "
                 "contract's errors")
 _UNKNOWN = "an unknown project is 404"
 _BINARY = {"schema": {"type": "string", "format": "binary"}}

@@ -4,6 +4,7 @@
   zlib-wrapped as RFC 9110 means it, or the raw deflate stream some clients send instead (told
   apart by the zlib header's check bits; a zlib-looking stream that fails is tried once as raw).
   Concatenated gzip members are read as one body, as `gzip -d` reads them.
+- `br` (RFC 7932), which the Python Sentry SDK sends whenever it can import brotli, as Relay takes.
 - Decoding stops as soon as the output passes `limit` bytes: a zip bomb (1 GiB of zeros is 1 MiB
   of gzip) costs at most `limit` bytes of memory and the time to inflate them, never its full size.
 - A stream that ends early, has a bad checksum, or trailing bytes is refused: a body is whole or
@@ -17,6 +18,8 @@ Errors (`reporters.errors.ReporterError`): another encoding, or several stacked 
 from __future__ import annotations
 
 import zlib
+
+import brotli
 
 from reporters.errors import ReporterError
 
@@ -37,8 +40,10 @@ def decode_body(body: bytes, content_encoding: str | None, limit: int) -> bytes:
         return _gunzip(body, limit)
     if coding == "deflate":
         return _inflate_deflate(body, limit)
+    if coding == "br":
+        return _unbrotli(body, limit)
     raise ReporterError("unsupported_encoding",
-                        f"Content-Encoding {coding!r} is not supported; use gzip, deflate or identity",
+                        f"Content-Encoding {coding!r} is not supported; use gzip, deflate, br or identity",
                         "Content-Encoding")
 
 
@@ -100,3 +105,21 @@ def _inflate_deflate(body: bytes, limit: int) -> bytes:
         if not rest:
             return out
     raise _corrupt("deflate")
+
+
+def _unbrotli(body: bytes, limit: int) -> bytes:
+    decompressor = brotli.Decompressor()
+    out = bytearray()
+    try:
+        # output asked for within what the limit still allows; what stays inside is drained by
+        # empty inputs before the decompressor takes more
+        out += decompressor.process(body, output_buffer_limit=limit + 1)
+        while len(out) <= limit and not decompressor.can_accept_more_data():
+            out += decompressor.process(b"", output_buffer_limit=limit + 1 - len(out))
+    except brotli.error:
+        raise _corrupt("brotli") from None
+    if len(out) > limit:
+        raise _too_large(limit)
+    if not decompressor.is_finished():
+        raise _corrupt("brotli")
+    return bytes(out)

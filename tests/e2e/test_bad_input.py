@@ -246,6 +246,12 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("a parameter a deletion does not take", "DELETE", "/v1/leaderboards/b/players/p?seasn=1970-01-02T00:00:00Z",
      {}, 400, "invalid_field"),
     ("a parameter a ban does not take", "PUT", "/v1/bans/p?board=b", {}, 400, "invalid_field"),
+    # found from outside: a name past what a file name holds was 500, on upload and on delete
+    ("a symbol file's debug file too long for a file name", "POST", "/v1/symbols",
+     {"content": b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"d" * 252,
+      "headers": {"Content-Type": "application/octet-stream"}}, 400, "invalid_field"),
+    ("a symbol file named past what a file name holds", "DELETE",
+     "/v1/symbols/" + "d" * 252 + "/3C597FD17C0A1BC0B2A03B414F0E44180", {}, 404, "not_found"),
     # found from outside: a time within the years 1 to 9999 as written, but not in UTC, was 500; a
     # write stored it first, and every read of it answered 500 after
     ("a time past the year 9999 in UTC", "GET", "/v1/stats?sku=g&from=9999-12-31T23:00:00-01:00"

@@ -139,6 +139,11 @@ def test_a_symbol_files_identity_is_its_module_line():
     assert identity.path == PurePosixPath(PROGRAM, identity.debug_id, f"{PROGRAM}.sym")
 
 
+def test_a_debug_file_of_as_many_bytes_as_a_file_name_holds_is_taken():
+    identity = symbol_file_id(b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"d" * 251)
+    assert len(identity.path.name.encode()) == 255
+
+
 def test_a_pdbs_symbol_file_drops_the_pdb_and_the_id_is_upper_case():
     sym = b"MODULE windows x86_64 5a9832e5287241c1838ed98914e9b7ff1 Game Shipping.pdb\r\nFILE 0 a.cpp\r\n"
 
@@ -161,6 +166,12 @@ def test_a_pdbs_symbol_file_drops_the_pdb_and_the_id_is_upper_case():
         b"MODULE windows x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 C:\\build\\game.pdb\n",
         b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 \xff\xfe\n",
         b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"a" * 10_000,
+        # found from outside: past what a file system's name holds once .sym is added (252 bytes),
+        # or in UTF-8 (128 two-byte letters); and names a route cannot be asked for again
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"d" * 252,
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + "\u00e9".encode() * 128,
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 game\tserver",
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 game\rserver\n",
         b"\x7fELF\x02\x01\x01\x00",
     ],
 )

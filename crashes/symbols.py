@@ -20,6 +20,15 @@ _MODULE_LINE = re.compile(r"MODULE (\S+) (\S+) ([0-9A-Fa-f]{33,40}) (.+)")
 _FIRST_LINE_MAX = 4096
 # a file name, as a file system and DELETE /v1/symbols/{debugFile}/{debugId} take one
 MAX_DEBUG_FILE_CHARS = 255
+# what a file system's name holds (255 bytes) less the ".sym" its file adds, in UTF-8
+MAX_DEBUG_FILE_BYTES = 251
+
+
+def storable(debug_file: str) -> bool:
+    """Whether a debug file can name the directory and the file of the layout: a plain name, of
+    printing characters, within a file name's bytes."""
+    return (debug_file not in (".", "..") and len(debug_file.encode()) <= MAX_DEBUG_FILE_BYTES
+            and debug_file.isprintable() and not any(character in debug_file for character in "/\\"))
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,7 @@ def symbol_file_id(sym: bytes) -> SymbolFileId:
             field="body",
         )
     os_name, arch, debug_id, debug_file = match.groups()
-    if (debug_file in (".", "..") or len(debug_file) > MAX_DEBUG_FILE_CHARS
-            or any(character in debug_file for character in "/\\\0")):
-        raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name", field="body")
+    if not storable(debug_file):
+        raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name of printing characters "
+                                f"within {MAX_DEBUG_FILE_BYTES} bytes of UTF-8", field="body")
     return SymbolFileId(os=os_name, arch=arch, debug_id=debug_id.upper(), debug_file=debug_file)

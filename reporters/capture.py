@@ -4,7 +4,6 @@ the session capture."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 
@@ -18,7 +17,7 @@ from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS, PathSegment
 from ports.releases import Outcome
 from ports.scopes import ANY_SKU, SkuScope
 from reporters.sentry import SentryEnvelope, SessionAggregate, SessionUpdate
-from sessions.capture import capture_counts
+from sessions.capture import capture_counts, capture_each
 from sessions.model import MAX_BATCH as MAX_SESSIONS
 from sessions.model import SessionCount
 
@@ -58,11 +57,13 @@ def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, opened: lis
                       aggregates: Sequence[SessionAggregate], scope: SkuScope) -> None:
     """`opened`: the updates that open a session (`init`); `aggregates`: sessions by how they ended."""
     if opened:
-        # a session is opened once: the same sids are the same upload, sent again
-        again = hashlib.sha256("\x00".join(sorted(s.sid for s in opened)).encode()).hexdigest()
-        counts: Counter[tuple[str | None, Outcome, str | None]] = Counter(
-            (_build(s.release), _outcome(s), s.did) for s in opened)
-        capture_counts(log, spill, _counts(sku, counts), idempotency_key=f"sentry-sessions:{again}", scope=scope)
+        # a session is opened once: its sid is its key, whatever upload (or how many times in one) it comes in
+        first: dict[str, SessionUpdate] = {}
+        for update in opened:
+            first.setdefault(update.sid, update)
+        capture_each(log, spill, [
+            (f"sentry-session:{sid}", _counts(sku, Counter({(_build(s.release), _outcome(s), s.did): 1})))
+            for sid, s in first.items()], scope=scope)
     if aggregates:
         # two servers' aggregates may be alike to the byte: nothing tells a retry from another, and
         # they are counted each time they come (as Relay does)

@@ -24,13 +24,19 @@ def capture_sessions(log: EventLog, spill: SpillStore, events: Sequence[SessionE
 
 def capture_counts(log: EventLog, spill: SpillStore, counts: Sequence[SessionCount], *,
                    idempotency_key: str | None = None, scope: SkuScope = ANY_SKU) -> None:
-    scope.check(c.sku for c in counts)
+    capture_each(log, spill, [(idempotency_key, counts)], scope=scope)
+
+
+def capture_each(log: EventLog, spill: SpillStore, keyed: Sequence[tuple[str | None, Sequence[SessionCount]]], *,
+                 scope: SkuScope = ANY_SKU) -> None:
+    """Counts under keys of their own (each an event a sku), durable together."""
+    scope.check(c.sku for _, counts in keyed for c in counts)
     received = now_ms()
     records = [
         OutgoingRecord(value=SessionEnvelope(eventId=s.event_id, receivedAt=received, sessions=s.items,
                                              bodyHash=s.body_hash).model_dump_json(exclude_defaults=True).encode(),
                        key=s.event_id.encode())
-        for s in per_scope("sessions", counts, lambda c: c.sku, idempotency_key, sessions_json)
+        for key, counts in keyed for s in per_scope("sessions", counts, lambda c: c.sku, key, sessions_json)
     ]
     if records:
         publish(log, spill, SESSIONS, records)

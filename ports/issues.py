@@ -313,9 +313,10 @@ _PARTS = re.compile(r"\d+|[A-Za-z]+")
 
 def build_order(build: str) -> tuple[tuple[int, int | str], ...]:
     """A build's place: its runs of digits compared as numbers, of letters as text, in order
-    ("1.10.0" after "1.9.2", "2.0.0-rc2" after "2.0.0-rc1"); a run of letters sorts before a
-    number where they differ, so "2.0.0-rc1" is before "2.0.0.1". Punctuation only separates."""
-    return tuple((1, int(p)) if p.isdigit() else (0, p.lower()) for p in _PARTS.findall(build))
+    ("1.10.0" after "1.9.2", "2.0.0-rc2" after "2.0.0-rc1"). Where they differ a run of letters
+    sorts first, then the build's end, then a number: "2.0.0-rc1" < "2.0.0" < "2.0.0.1" (a
+    pre-release before its release, as semver has it). Punctuation only separates."""
+    return (*((2, int(p)) if p.isdigit() else (0, p.lower()) for p in _PARTS.findall(build)), (1, ""))
 
 
 def at_or_after(build: str | None, resolved_in: str | None) -> bool:

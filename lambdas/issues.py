@@ -59,8 +59,8 @@ NO_KEY = "server"
          description=(
              "Its state (unresolved, resolved, ignored, regressed), when and by whom it was set, its last changes, "
              "and its reports within retention by build, newest build first (by build order: runs of digits as "
-             "numbers). firstSeen is the first report the consumer saw of it, kept past retention. Players "
-             "affected are not given: the crash index keeps no playerId"),
+             "numbers). firstSeen is the first report the consumer saw of it, kept past retention. players: the "
+             "distinct playerIds of its reports within retention, in all and by build"),
          responses={200: answer(CrashIssue, "the group")})
 def get_group(signature: Signature, sku: Sku) -> Response[str]:
     return json_response(200, crash_issue(current().issues, sku, signature))

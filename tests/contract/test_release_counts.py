@@ -19,6 +19,7 @@ from adapters.embedded.log import SqliteEventLog
 from adapters.mysql.index import MysqlSessionCounters
 from crashes.releases import list_builds, release_health
 from ports import Checkpoint, CrashIndex, EventLog, IndexEntry, LogRecord, SessionCounters
+from ports.errors import InvalidField
 from ports.releases import (
     DAY_MS,
     EXACT_PLAYERS,
@@ -72,6 +73,11 @@ def test_sessions_by_outcome_and_builds_newest_first(stores: tuple[CrashIndex, S
     assert counters.builds("g", (4 * M, "1.1"), 1) == [BuildSeen("0.9", 4 * M, 4 * M)]
     assert counters.builds("g", (4 * M, "0.9"), 5) == [BuildSeen("1.0", M, 5 * M)]
     assert counters.builds("x", None, 5) == []
+    # found from outside: one sku's cursor paged another's builds from its position
+    cursor = list_builds(counters, "g", limit=1)["nextCursor"]
+    assert cursor is not None and list_builds(counters, "g", limit=1, cursor=cursor)["builds"][0]["build"] == "0.9"
+    with pytest.raises(InvalidField):
+        list_builds(counters, "h", limit=1, cursor=cursor)
 
 
 def test_players_are_exact_by_id_then_a_sketch(stores: tuple[CrashIndex, SessionCounters]) -> None:

@@ -21,6 +21,8 @@ import pytest
 
 from adapters.embedded.index import SqliteIndexDatabase
 from adapters.embedded.issues import SqliteIssueStore
+from crashes.alert_history import alert_history
+from ports.errors import InvalidField
 from ports.issues import Alert, Webhook
 from webhooks.delivery import (
     ALERT_HEADER,
@@ -33,6 +35,7 @@ from webhooks.delivery import (
     deliver_due,
     sign,
 )
+from webhooks.endpoints import deliveries
 
 SECRET = "0123456789abcdef"
 LOCAL = WebhookPolicy(allow_private=True, backoff_s=30, max_backoff_s=100, max_attempts=4)
@@ -213,3 +216,21 @@ def test_a_delivery_goes_to_the_address_that_was_checked(issues: SqliteIssueStor
         monkeypatch.setattr(ipaddress.IPv4Address, "is_global", property(lambda a: str(a) == "192.0.2.1"))
         assert deliver_due(issues, WebhookPolicy(timeout_s=1), now=1000) == 0
         assert receiver.got == []
+
+
+def test_a_cursor_of_one_webhooks_deliveries_or_one_skus_alerts_is_refused_by_another(
+        issues: SqliteIssueStore) -> None:
+    # found from outside: a listing's cursor was taken by the same listing of another webhook or sku
+    for name in ("ops", "all"):
+        issues.put_webhook(Webhook(name, "https://hooks.example.com/x", SECRET, ("regressed",), 0))
+    for n in range(3):
+        for sku in ("g", "h"):
+            issues.raise_alert(Alert(f"regressed:{sku}:ab:{n}", "regressed", 1000 + n, {"sku": sku, "text": "again"}))
+    cursor = deliveries(issues, "ops", limit=1, cursor=None)["nextCursor"]
+    assert deliveries(issues, "ops", limit=1, cursor=cursor)["deliveries"]
+    with pytest.raises(InvalidField):
+        deliveries(issues, "all", limit=1, cursor=cursor)
+    cursor = alert_history(issues, "g", from_ms=0, to_ms=10_000, limit=1, cursor=None)["nextCursor"]
+    assert alert_history(issues, "g", from_ms=0, to_ms=10_000, limit=1, cursor=cursor)["alerts"]
+    with pytest.raises(InvalidField):
+        alert_history(issues, "h", from_ms=0, to_ms=10_000, limit=1, cursor=cursor)

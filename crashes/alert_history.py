@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
-from ports.cursors import Kind, decode_ordered, ordered_position, page_of
+from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.issues import Delivery, DeliveryStatus, IssueStore, RaisedAlert
 from ports.releases import DAY_MS
 from ports.timeutil import Time, time_range, to_rfc3339
@@ -72,7 +72,8 @@ def _line(raised: RaisedAlert) -> HistoryLine:
 def alert_history(issues: IssueStore, sku: str, *, from_ms: int | None = None, to_ms: int | None = None,
                   limit: int, cursor: str | None) -> AlertHistory:
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: to - DEFAULT_DAYS * DAY_MS)
-    before = decode_ordered(cursor, _CURSOR_KIND)
-    page, after = page_of(issues.alert_history(sku, from_ms, to_ms, before, limit + 1), limit, _CURSOR_KIND,
+    kind = of_scope(_CURSOR_KIND, sku)
+    before = decode_ordered(cursor, kind)
+    page, after = page_of(issues.alert_history(sku, from_ms, to_ms, before, limit + 1), limit, kind,
                           lambda last: ordered_position(last.alert.created_at, last.alert.key))
     return {"alerts": [_line(raised) for raised in page], "nextCursor": after}

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
-from ports.cursors import Kind, decode_ordered, ordered_position, page_of
+from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
 from ports.releases import DAY_MS, OUTCOMES, BuildSeen
 from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
@@ -100,8 +100,8 @@ class ReleaseHealth(ReleaseFigures):
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:
-    before = decode_ordered(cursor, _CURSOR_KIND)
-    page, after = page_of(counters.builds(sku, before, limit + 1), limit, _CURSOR_KIND,
+    kind = of_scope(_CURSOR_KIND, sku)
+    page, after = page_of(counters.builds(sku, decode_ordered(cursor, kind), limit + 1), limit, kind,
                           lambda last: ordered_position(last.first_seen, last.build))
     return {"builds": [_build(b) for b in page], "nextCursor": after}
 

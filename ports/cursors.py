@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from collections.abc import Callable, Sequence
 from enum import StrEnum, unique
 from typing import TypeVar
@@ -20,8 +21,9 @@ class Kind(StrEnum):
     other's position as its own."""
     BANS = "n"
     BOARDS = "b"
-    SEASONS = "e"  # as the entries, followed by a digest of the board's name
-    ENTRIES_DESC = "k"  # followed by a digest of the board's name (ranking.leaderboard)
+    # these followed by a digest of their listing's scope (of_scope): the board, sku or webhook
+    SEASONS = "e"
+    ENTRIES_DESC = "k"
     ENTRIES_ASC = "a"
     PROJECTS = "p"
     REPORTS_ASC = "r"
@@ -31,6 +33,12 @@ class Kind(StrEnum):
     SKUS = "s"
     ALERTS = "h"
     DELIVERIES = "w"
+
+
+def of_scope(kind: str, scope: str) -> str:
+    """The cursor kind of one listing among many alike (a board's entries, a sku's builds, a
+    webhook's deliveries): a cursor of another's would name a position there, and is refused."""
+    return f"{kind}{hashlib.blake2b(scope.encode(), digest_size=4).hexdigest()}:"
 
 
 def encode_cursor(kind: str, position: str) -> str:

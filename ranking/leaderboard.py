@@ -5,7 +5,6 @@ index, so every answer costs O(log range + entries), whatever the number of play
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -16,7 +15,7 @@ from typing_extensions import TypedDict
 
 from ports import BoardSettings as Stored  # BoardSettings here is the answer
 from ports import Entry, NodeRange, Operator, Order, Position, RankingStore, Ties
-from ports.cursors import Kind, decode_cursor, encode_cursor
+from ports.cursors import Kind, decode_cursor, encode_cursor, of_scope
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
@@ -175,7 +174,7 @@ def describe(store: RankingStore, tree: Tree, board: str, season: int | None = N
 
 def seasons(store: RankingStore, board: str, *, limit: int = 100, cursor: str | None = None) -> Seasons:
     settings_of(store, board)
-    kind = _of_board(_SEASONS_CURSOR, board)
+    kind = of_scope(_SEASONS_CURSOR, board)
     position = decode_cursor(cursor, kind)
     before = None if position is None else ascii_int(position, 0, INT64_MAX)
     if position is not None and before is None:
@@ -305,12 +304,7 @@ def player(store: RankingStore, tree: Tree, board: str, player_id: str, season: 
 
 def entries_kind(settings: Stored) -> str:
     """The kind of the board's entries cursors (ports.cursors)."""
-    return _of_board(_ENTRIES_CURSOR[settings.order], settings.board)
-
-
-def _of_board(kind: str, board: str) -> str:
-    """A cursor kind of one board's listing: another board's cursor would name a position there."""
-    return f"{kind}{hashlib.blake2b(board.encode(), digest_size=4).hexdigest()}:"
+    return of_scope(_ENTRIES_CURSOR[settings.order], settings.board)
 
 
 def _after(cursor: str | None, settings: Stored) -> tuple[int, Position] | None:

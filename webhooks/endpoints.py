@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from ports.cursors import Kind, decode_ordered, ordered_position, page_of
+from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
 from ports.issues import ALERT_KINDS, AlertKind, Delivery, DeliveryStatus, IssueStore, Webhook
 from ports.timeutil import Time, to_rfc3339
@@ -95,7 +95,8 @@ def _delivery(delivery: Delivery, kind: str, text: str) -> DeliveryView:
 def deliveries(issues: IssueStore, name: str, *, limit: int, cursor: str | None) -> DeliveryPage:
     if not any(w.name == name for w in issues.webhooks()):
         raise NotFound(f"no webhook {name!r}")
-    page, after = page_of(issues.deliveries(name, decode_ordered(cursor, _CURSOR_KIND), limit + 1), limit,
-                          _CURSOR_KIND, lambda last: ordered_position(last[0].updated_at, last[0].alert_key))
+    kind = of_scope(_CURSOR_KIND, name)
+    page, after = page_of(issues.deliveries(name, decode_ordered(cursor, kind), limit + 1), limit, kind,
+                          lambda last: ordered_position(last[0].updated_at, last[0].alert_key))
     return {"deliveries": [_delivery(d, a.kind, str(a.body.get("text", a.kind))) for d, a in page],
             "nextCursor": after}

@@ -227,8 +227,8 @@ def test_an_alert_raised_before_the_history_was_kept_is_in_it(engine: str, tmp_p
 def test_build_order_is_by_numbers_then_text() -> None:
     # found from outside: the release itself sorted before its release candidates, so a group
     # resolved in 2.0.0-rc1 never regressed on 2.0.0 (as semver has it, a pre-release is before its release)
-    ordered = ["0.9", "1.2", "1.9.2", "1.10", "1.10.0", "2.0.0-beta", "2.0.0-rc1", "2.0.0-rc2", "2.0.0", "2.0.0.1",
-               "10"]
+    ordered = ["0.9", "1.2", "1.9.2", "1.10", "1.10.0", "1.13", "1.13c", "2.0.0-beta", "2.0.0-rc1", "2.0.0-rc2",
+               "2.0.0", "2.0.0-hotfix", "2.0.0.1", "10"]
     assert sorted(reversed(ordered), key=build_order) == ordered
     assert at_or_after("2.0.0", "2.0.0-rc1") and not at_or_after("2.0.0-rc1", "2.0.0")
     assert at_or_after("1.10", "1.9") and at_or_after("1.9", "1.9") and not at_or_after("1.8", "1.9")

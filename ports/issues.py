@@ -311,12 +311,18 @@ class IssueStore(Protocol):
 _PARTS = re.compile(r"\d+|[A-Za-z]+")
 
 
+# the words that make a build a pre-release of the one without them (2.0.0-rc1 < 2.0.0)
+PRE_RELEASE = frozenset({"dev", "pre", "preview", "alpha", "beta", "rc"})
+
+
 def build_order(build: str) -> tuple[tuple[int, int | str], ...]:
     """A build's place: its runs of digits compared as numbers, of letters as text, in order
-    ("1.10.0" after "1.9.2", "2.0.0-rc2" after "2.0.0-rc1"). Where they differ a run of letters
-    sorts first, then the build's end, then a number: "2.0.0-rc1" < "2.0.0" < "2.0.0.1" (a
-    pre-release before its release, as semver has it). Punctuation only separates."""
-    return (*((2, int(p)) if p.isdigit() else (0, p.lower()) for p in _PARTS.findall(build)), (1, ""))
+    ("1.10.0" after "1.9.2", "2.0.0-rc2" after "2.0.0-rc1"). Where two differ, a pre-release word
+    sorts first, then the build's end, then other letters, then a number: "2.0.0-rc1" < "2.0.0" <
+    "2.0.0-hotfix" < "2.0.0.1" (a pre-release before its release, as semver has it; a game's
+    lettered hotfix after it). Punctuation only separates."""
+    return (*((3, int(p)) if p.isdigit() else (0 if p.lower() in PRE_RELEASE else 2, p.lower())
+              for p in _PARTS.findall(build)), (1, ""))
 
 
 def at_or_after(build: str | None, resolved_in: str | None) -> bool:

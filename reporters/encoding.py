@@ -107,19 +107,24 @@ def _inflate_deflate(body: bytes, limit: int) -> bytes:
     raise _corrupt("deflate")
 
 
+# output asked of the brotli decoder at a time: it grows its buffer in doubling blocks up to 16 MiB
+# past what it is asked for, so a bomb is stopped within this of the limit only if asked in steps
+_BROTLI_STEP = 1 << 16
+
+
 def _unbrotli(body: bytes, limit: int) -> bytes:
     decompressor = brotli.Decompressor()
     out = bytearray()
+    pending = body
     try:
-        # output asked for within what the limit still allows; what stays inside is drained by
-        # empty inputs before the decompressor takes more
-        out += decompressor.process(body, output_buffer_limit=limit + 1)
-        while len(out) <= limit and not decompressor.can_accept_more_data():
-            out += decompressor.process(b"", output_buffer_limit=limit + 1 - len(out))
+        while not decompressor.is_finished():
+            chunk = decompressor.process(pending, output_buffer_limit=min(limit + 1 - len(out), _BROTLI_STEP))
+            pending = b""  # the decoder keeps what it has not read yet
+            out += chunk
+            if len(out) > limit:
+                raise _too_large(limit)
+            if not chunk and decompressor.can_accept_more_data():
+                raise _corrupt("brotli")  # every byte read, nothing more to give, no end: truncated
     except brotli.error:
         raise _corrupt("brotli") from None
-    if len(out) > limit:
-        raise _too_large(limit)
-    if not decompressor.is_finished():
-        raise _corrupt("brotli")
     return bytes(out)

@@ -17,6 +17,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from contextlib import suppress
 from dataclasses import dataclass, replace
@@ -89,14 +90,15 @@ def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
     resolves to a loopback, private, link-local or otherwise non-public address: a webhook must not
     be a way into the deployment's own network (the metadata service, the database). Resolving, the
     addresses checked: the delivery connects to one of them, not to what the name says by then."""
-    if not url.isascii() or any(not c.isprintable() or c.isspace() for c in url):
-        raise RefusedAddress("an ASCII URL without spaces or control characters (percent-encode them; an "
-                             "international host name in its xn-- form)")
+    if any(not c.isprintable() or c.isspace() for c in url):
+        raise RefusedAddress("a URL without spaces or control characters (percent-encode them)")
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 — a port that is no number raises here, not at delivery
     except ValueError:
         raise RefusedAddress("an http or https URL with a host") from None
+    if not (parts.path + parts.query + parts.fragment).isascii():
+        raise RefusedAddress("a URL whose path and query are ASCII (percent-encode the rest)")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise RefusedAddress("an http or https URL with a host")
     if parts.username is not None or parts.password is not None:
@@ -146,43 +148,75 @@ class Answer:
 
 
 class _Pinned:
-    """An HTTP(S) connection to an address already checked, named as the URL names its host (the
-    Host header, TLS's SNI and certificate); `abort` ends whatever it is waiting for."""
+    """An HTTP(S) connection to addresses already checked (tried in order), named as the URL names
+    its host (the Host header, TLS's SNI and certificate), within a deadline: `abort` ends what it
+    is waiting for, and once aborted it connects nowhere more."""
 
-    _address: str
     sock: socket.socket | None
     host: str
     port: int
     timeout: float | None
 
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+    def pin(self, addresses: list[str], deadline: float) -> None:
+        self._addresses, self._deadline = addresses, deadline
+        self._lock = threading.Lock()
+        self.aborted = self._finished = False
 
-    aborted = False
+    def connect(self) -> None:
+        failed: OSError = TimeoutError("no address to connect to")
+        for address in self._addresses:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                sock = socket.create_connection((address, self.port), remaining)
+            except OSError as exc:
+                failed = exc
+                continue
+            # what http.client's own connect does: the head and the body go as two sends
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._use(sock)
+            return
+        raise failed
+
+    def _use(self, sock: socket.socket) -> None:
+        """`sock` as the connection's, unless the deadline has passed meanwhile."""
+        with self._lock:
+            if self.aborted:
+                sock.close()
+                raise TimeoutError("the deadline passed")
+            self.sock = sock
 
     def abort(self) -> None:
-        self.aborted = True
-        with suppress(OSError):
-            if self.sock is not None:
-                # the plain socket's shutdown, under TLS too: a read blocked in either returns
-                socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+        with self._lock:
+            if self._finished:
+                return
+            self.aborted = True
+            with suppress(OSError):
+                if self.sock is not None:
+                    # the plain socket's shutdown, under TLS too: a read blocked in either returns
+                    socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+
+    def finish(self) -> None:
+        """The answer is in: a deadline passing from now on changes nothing."""
+        with self._lock:
+            self._finished = True
 
 
 class _PinnedHttp(_Pinned, http.client.HTTPConnection):
-    def __init__(self, address: str, host: str, port: int, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._address = address
+    pass
 
 
 class _PinnedHttps(_Pinned, http.client.HTTPSConnection):
-    def __init__(self, address: str, host: str, port: int, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self._address = address
-
     def connect(self) -> None:
         super().connect()
         assert self.sock is not None
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)  # type: ignore[attr-defined]
+        # the handshake runs on the TLS socket once it is the connection's, so `abort` reaches it;
+        # SNI and the certificate name the host without a final dot (RFC 6066)
+        tls = self._context.wrap_socket(  # type: ignore[attr-defined]
+            self.sock, server_hostname=self.host.rstrip("."), do_handshake_on_connect=False)
+        self._use(tls)
+        tls.do_handshake()
 
 
 def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Answer:
@@ -197,9 +231,14 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
         return Answer(None, f"refused: {type(exc).__name__}: {exc}"[:500])
     parts = urllib.parse.urlsplit(webhook.url)
     https = parts.scheme == "https"
-    kind = _PinnedHttps if https else _PinnedHttp
-    connection = kind(addresses[0], parts.hostname or "", parts.port or (443 if https else 80), policy.timeout_s)
+    connection: _Pinned
+    if https:
+        connection = _PinnedHttps(parts.hostname or "", parts.port or 443, context=ssl.create_default_context())
+    else:
+        connection = _PinnedHttp(parts.hostname or "", parts.port or 80)
+    connection.pin(addresses, time.monotonic() + policy.timeout_s)
     deadline = threading.Timer(policy.timeout_s, connection.abort)
+    deadline.daemon = True  # a process that exits mid-attempt does not wait it out
     deadline.start()
     error = None
     try:
@@ -207,6 +246,7 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
             "Content-Type": "application/json", "User-Agent": "Blackbox-Webhooks/1",
             SIGNATURE_HEADER: sign(webhook.secret, now // 1000, body), ALERT_HEADER: alert.key})
         code = connection.getresponse().status
+        connection.finish()
     except Exception as exc:  # whatever the receiver does fails this attempt alone
         code, error = None, f"{type(exc).__name__}: {exc}"[:500]
     finally:

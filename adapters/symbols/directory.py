@@ -3,6 +3,7 @@ the store's own root."""
 
 from __future__ import annotations
 
+import errno
 import heapq
 import os
 from collections.abc import Iterator, Sequence
@@ -55,6 +56,10 @@ class DirectorySymbolStore:
             target.unlink()
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:  # no file of this store can have such a name
+                return False
+            raise
         for directory in (target.parent, target.parent.parent):
             try:
                 directory.rmdir()

@@ -39,7 +39,7 @@ def list_symbols(limit: Annotated[int, Query(ge=1, le=MAX_LISTED), DIGITS] = 100
 
 @app.post("/v1/symbols", operation_id="postSymbols", summary="Upload a Breakpad symbol file",
           description="needs a server key. The body is the `.sym` file (from `dump_syms`), `Content-Type: "
-                      "application/octet-stream`, perhaps `Content-Encoding: gzip` or `deflate`: "
+                      "application/octet-stream`, perhaps `Content-Encoding: gzip`, `deflate` or `br`: "
                       f"at most 1 MiB as sent and {MAX_SYMBOL_FILE_BYTES >> 20} MiB as decoded. Stored by the debug "
                       "file and id of its MODULE line (one already there is replaced); the reports whose walk "
                       "lacked it are walked again",

@@ -246,6 +246,9 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("a parameter a deletion does not take", "DELETE", "/v1/leaderboards/b/players/p?seasn=1970-01-02T00:00:00Z",
      {}, 400, "invalid_field"),
     ("a parameter a ban does not take", "PUT", "/v1/bans/p?board=b", {}, 400, "invalid_field"),
+    # found by schemathesis: $ matched before a final newline, so this reached the boards' listing
+    ("a board named a newline", "GET", "/v1/leaderboards/%0A?season=1", {}, 404, "not_found"),
+    ("a crash group named a newline", "GET", "/v1/crash-groups/%0A?sku=g", {}, 404, "not_found"),
     # found from outside: a name past what a file name holds was 500, on upload and on delete
     ("a symbol file's debug file too long for a file name", "POST", "/v1/symbols",
      {"content": b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"d" * 252,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
+from re import Pattern
 from typing import Any
 from urllib.parse import quote
 
@@ -102,6 +103,14 @@ class _PerThreadResolver(APIGatewayRestResolver):
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         self.current_event = APIGatewayProxyEvent(dict(event))
         return super().resolve(event, context)
+
+    @staticmethod
+    def _compile_regex(rule: str, base_regex: str = r"^{}/*\Z") -> Pattern[str]:
+        # \Z where Powertools' REST resolver ends a route in $, which matches before a final
+        # newline too: /v1/leaderboards/%0A was the boards' listing
+        compiled: Pattern[str] = super(APIGatewayRestResolver, APIGatewayRestResolver)._compile_regex(
+            rule, r"^{}/*\Z")
+        return compiled
 
 
 def declared_only(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response[Any]:

@@ -155,7 +155,6 @@ class _Pinned:
     sock: socket.socket | None
     host: str
     port: int
-    timeout: float | None
 
     def pin(self, addresses: list[str], deadline: float) -> None:
         self._addresses, self._deadline = addresses, deadline
@@ -231,7 +230,7 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
         return Answer(None, f"refused: {type(exc).__name__}: {exc}"[:500])
     parts = urllib.parse.urlsplit(webhook.url)
     https = parts.scheme == "https"
-    connection: _Pinned
+    connection: _PinnedHttp | _PinnedHttps
     if https:
         connection = _PinnedHttps(parts.hostname or "", parts.port or 443, context=ssl.create_default_context())
     else:

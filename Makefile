@@ -73,9 +73,13 @@ $(LAMBDA_WALKER): stackwalk/Cargo.toml stackwalk/Cargo.lock stackwalk/src/main.r
 	  --manifest-path stackwalk/Cargo.toml --target-dir .tools/target --target $(LAMBDA_TARGET).$(LAMBDA_GLIBC)
 	install -D .tools/target/$(LAMBDA_TARGET)/release/blackbox-stackwalk $@
 
-# the walker layer's test bundles it (tests/infrastructure/test_walker_layer.py)
+# the walker layer's test bundles it (tests/infrastructure/test_walker_layer.py). Two processes
+# (a test file each, so a module's serve starts once): most of the suite waits on serves and engines.
+# Files go in the order collected, the end-to-end ones first (xdist's default, the files of most tests
+# first, left them to the end, one process working alone). The tests that stop an engine run after, alone
 pytest: $(call STAMP,dev) node_modules/.installed .tools/bin/blackbox-stackwalk $(LAMBDA_WALKER)
-	$(BIN)/pytest
+	$(BIN)/pytest --numprocesses 2 --dist loadfile --no-loadscope-reorder -m "not outage"
+	$(BIN)/pytest -m outage
 
 synth: $(call STAMP,dev) node_modules/.installed
 	npx cdk synth --quiet

@@ -28,7 +28,8 @@ from local_runtime.process import Serve
 from tests.brute import BruteBoard
 from tests.services import drop_database, mysql_url, namespace, settings
 
-pytestmark = pytest.mark.services  # on the engines of scripts/services
+# on the engines of scripts/services, which it stops: alone, after every other test (Makefile)
+pytestmark = [pytest.mark.services, pytest.mark.outage]
 
 ROOT = Path(__file__).resolve().parents[2]
 SKU = "faults:pc"

@@ -69,3 +69,19 @@ def test_a_sentry_upload_counts_its_sessions_by_release_did_and_status(adapters:
     assert (players(adapters, "game@2.0", False), players(adapters, "game@2.0", True)) == (4, 2)
     assert adapters.counters.build(SKU, "a/b") is None
     assert sum(adapters.counters.session_counts(SKU, *EVER, 2**61).values()) == 4 + 2 * 6
+
+
+def test_a_session_that_crashed_after_it_was_sent_opened_counts_once_crashed(adapters: Adapters) -> None:
+    # found from outside: a session counted as its first update said, and what came after changed
+    # nothing. A native SDK (sentry-native, Unity, Unreal) sends a session opened and healthy when the
+    # game starts, and how it ended (here its crash) when it can: crash-free sessions were never less
+    def update(**fields: object) -> bytes:
+        session = {"sid": "5e1c5cbf-3c5b-4f0a-9d7c-0c1c2d3e4f50", "started": "2026-11-24T05:00:00Z", "did": "p1",
+                   "attrs": {"release": "game@2.0"}, **fields}
+        return b'{}\n{"type":"session"}\n' + json.dumps(session).encode() + b"\n"
+
+    for body in (update(init=True, status="ok"), update(status="ok", errors=1), update(status="crashed", errors=2)):
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+    count(adapters)
+    assert outcomes(adapters, "game@2.0") == {"crashed": 1}
+    assert (players(adapters, "game@2.0", False), players(adapters, "game@2.0", True)) == (1, 1)

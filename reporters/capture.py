@@ -27,12 +27,10 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
     """Captures what an envelope carried for `sku`; the Sentry event id of its crash report, if any.
     `size_bytes`: the upload's size as sent."""
     scope.check([sku])
-    opened = [s for s in reading.sessions if s.init]
-    aggregated = sum(a.total for a in reading.aggregates)
     # refused before anything is published: a 400 must mean nothing of the upload was kept
-    if len(opened) + aggregated > MAX_SESSIONS:
-        raise InvalidField(f"an upload starts at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "
-                           f"{len(opened) + aggregated}", "sessions")
+    if reading.sessions_ended > MAX_SESSIONS:
+        raise InvalidField(f"an upload ends at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "
+                           f"{reading.sessions_ended}", "sessions")
     event_id = None
     if reading.crash is not None:
         text = reading.crash.json_text()
@@ -49,31 +47,36 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
                                 idempotency_key=reading.crash.event_id, scope=scope)
         # Sentry's form of an id (32 hex digits): the client's own, else the one given here
         event_id = reading.crash.event_id or receipt.event_id.replace("-", "")
-    _capture_sessions(log, spill, sku, opened=opened, aggregates=reading.aggregates, scope=scope)
+    _capture_sessions(log, spill, sku, ended=[s for s in reading.sessions if s.ended], aggregates=reading.aggregates,
+                      scope=scope)
     return event_id
 
 
-def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, opened: list[SessionUpdate],
+def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, ended: list[SessionUpdate],
                       aggregates: Sequence[SessionAggregate], scope: SkuScope) -> None:
-    """`opened`: the updates that open a session (`init`); `aggregates`: sessions by how they ended."""
-    if opened:
-        # a session is opened once: its sid is its key, whatever upload (or how many times in one) it comes in
+    """`ended`: the updates that say how a session ended; `aggregates`: sessions by how they ended.
+    A session counts once, as it ended (what /v1/sessions asks of a client): the updates of one still
+    going (status ok: a native SDK sends one as the game starts) count nothing."""
+    if ended:
+        # its sid is its key, whatever upload (or how many times in one) its end comes in. The key is
+        # not the one a session's opening had when openings counted: an end of one opened then is
+        # counted again, where the same key would have sent it to the dead letters
         first: dict[str, SessionUpdate] = {}
-        for update in opened:
+        for update in ended:
             first.setdefault(update.sid, update)
         capture_each(log, spill, [
-            (f"sentry-session:{sid}", _counts(sku, Counter({(_build(s.release), _outcome(s), s.did): 1})))
+            (f"sentry-session-end:{sid}", _counts(sku, Counter({(_build(s.release), _outcome(s), s.did): 1})))
             for sid, s in first.items()], scope=scope)
     if aggregates:
         # two servers' aggregates may be alike to the byte: nothing tells a retry from another, and
         # they are counted each time they come (as Relay does)
-        ended: Counter[tuple[str | None, Outcome, str | None]] = Counter()
+        by_outcome: Counter[tuple[str | None, Outcome, str | None]] = Counter()
         for a in aggregates:
             outcomes: tuple[tuple[Outcome, int], ...] = (
                 ("ok", a.exited), ("errored", a.errored), ("abnormal", a.abnormal), ("crashed", a.crashed))
             for status, n in outcomes:
-                ended[(_build(a.release), status, a.did)] += n
-        capture_counts(log, spill, _counts(sku, ended), scope=scope)
+                by_outcome[(_build(a.release), status, a.did)] += n
+        capture_counts(log, spill, _counts(sku, by_outcome), scope=scope)
 
 
 def _counts(sku: str, sessions: Counter[tuple[str | None, Outcome, str | None]]) -> list[SessionCount]:

@@ -207,6 +207,11 @@ class SessionUpdate:
     release: str | None = None
     environment: str | None = None
 
+    @property
+    def ended(self) -> bool:
+        """Whether the update says how the session ended: every status but `ok` (still going)."""
+        return self.status != "ok"
+
 
 @dataclass(frozen=True)
 class SessionAggregate:
@@ -238,9 +243,9 @@ class SentryEnvelope:
     discarded: Counter[str] = field(default_factory=Counter)
 
     @property
-    def sessions_started(self) -> int:
-        """New sessions: updates that open one (`init`), and every session of the aggregates."""
-        return sum(s.init for s in self.sessions) + sum(a.total for a in self.aggregates)
+    def sessions_ended(self) -> int:
+        """Sessions counted: the updates that end one, and every session of the aggregates."""
+        return sum(s.ended for s in self.sessions) + sum(a.total for a in self.aggregates)
 
 
 def dsn(scheme: str, key: str, host: str, project_id: int | str) -> str:

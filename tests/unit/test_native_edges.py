@@ -50,10 +50,10 @@ def test_an_upload_claims_at_most_the_sessions_of_one_sessions_post(adapters: Ad
 def test_two_servers_alike_aggregates_count_twice_and_a_sessions_retry_once(adapters: Adapters) -> None:
     for _ in range(2):  # two servers, the same minute and release, one exited session each
         capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(1), SKU), SKU, size_bytes=1)
-    opened = (b'{}\n{"type":"session"}\n{"sid":"5e1c5cbf-3c5b-4f0a-9d7c-0c1c2d3e4f50","init":true,'
-              b'"started":"2026-11-24T05:00:00Z","status":"ok"}\n')
-    for _ in range(2):  # one session's opening, sent again
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(opened, SKU), SKU, size_bytes=1)
+    ended = (b'{}\n{"type":"session"}\n{"sid":"5e1c5cbf-3c5b-4f0a-9d7c-0c1c2d3e4f50",'
+             b'"started":"2026-11-24T05:00:00Z","status":"exited"}\n')
+    for _ in range(2):  # one session's end, sent again
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(ended, SKU), SKU, size_bytes=1)
     assert counted(adapters) == 3
 
 

@@ -55,14 +55,14 @@ def test_a_sentry_upload_counts_its_sessions_by_release_did_and_status(adapters:
     opened = [{"sid": f"00000000-0000-4000-8000-00000000000{i}", "init": True, "started": "2026-11-24T05:00:00Z",
                "status": status, "did": did, "errors": errors, "attrs": {"release": release}}
               for i, (status, did, errors, release) in enumerate([
-                  ("ok", "p1", 0, "game@2.0"), ("crashed", "p2", 0, "game@2.0"), ("exited", "p3", 2, "game@2.0"),
-                  ("ok", "p4", 0, "a/b"),  # a release no route can name: no build
+                  ("exited", "p1", 0, "game@2.0"), ("crashed", "p2", 0, "game@2.0"),
+                  ("exited", "p3", 2, "game@2.0"), ("abnormal", "p4", 0, "a/b"),  # a release no route names: no build
               ])]
     body = b"{}\n" + b"".join(b'{"type":"session"}\n' + json.dumps(s).encode() + b"\n" for s in opened)
     aggregate = json.dumps({"attrs": {"release": "game@2.0"}, "aggregates": [
         {"started": "2026-11-24T05:00:00Z", "did": "p5", "exited": 3, "crashed": 2, "abnormal": 1}]}).encode()
     body += b'{"type":"sessions"}\n' + aggregate + b"\n"
-    for _ in range(2):  # the opened sessions sent again are counted once; aggregates each time
+    for _ in range(2):  # the ended sessions sent again are counted once; aggregates each time
         capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
     count(adapters)
     assert outcomes(adapters, "game@2.0") == {"ok": 1 + 6, "crashed": 1 + 4, "errored": 1, "abnormal": 2}

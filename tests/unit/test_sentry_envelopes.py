@@ -167,7 +167,7 @@ def test_sessions_are_read_as_updates_and_aggregates(sent: list[bytes]) -> None:
         True, "exited", "42", RELEASE, "prod")
     assert update.started_ms <= (update.timestamp_ms or 0)
     assert [(a.exited, a.total, a.release) for a in reading.aggregates] == [(3, 3, RELEASE)]
-    assert reading.sessions_started == 4
+    assert reading.sessions_ended == 4
 
 
 def test_a_minidump_attachment_is_flagged_and_kept_first() -> None:

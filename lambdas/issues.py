@@ -50,7 +50,7 @@ MERGE = JsonBody(MergeBody)
 WEBHOOK = JsonBody(WebhookBody)
 Signature = Annotated[str, Path(pattern=SIGNATURE_PATTERN, description=(
     "the group's signature as GET /v1/crash-groups and the reports give it: a hex digest, safe in a path"))]
-Name = Annotated[str, Path(pattern=NAME_PATTERN, description="1 to 64 of A-Z a-z 0-9 . _ -")]
+Name = Annotated[str, Path(pattern=NAME_PATTERN, description="1 to 64 of A-Z a-z 0-9 . _ -, not . or ..")]
 # who set a state: the caller's key by its id (API Gateway's; a local key's), else the server itself
 NO_KEY = "server"
 

@@ -59,6 +59,14 @@ def _routable(name: str) -> str:
     return name
 
 
+def name_pattern(chars: str, most: int) -> str:
+    """A pattern of names of 1 to `most` of a class's `chars` (that hold the dot), but not . or ..
+    (as _routable says why), without the lookahead pydantic's regex crate does not have."""
+    others = chars.replace(".", "")
+    return (rf"^(?:[{others}][{chars}]{{0,{most - 1}}}|\.[{others}][{chars}]{{0,{most - 2}}}"
+            rf"|\.\.[{chars}]{{1,{most - 2}}})$")
+
+
 # a player id is asked for in a path (/players/{playerId}); the document says the same in one
 # pattern, in Python's words (its \w)
 PathSegment = Annotated[str, StringConstraints(min_length=1, max_length=128), AfterValidator(_routable),

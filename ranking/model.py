@@ -20,12 +20,12 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ports import Operator, Order, Ties
-from ports.limits import Int64, PathSegment
+from ports.limits import Int64, PathSegment, name_pattern
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
 MAX_BATCH = 500
-NAME_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+NAME_PATTERN = name_pattern("A-Za-z0-9._:-", 128)
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 PlayerId = PathSegment
 

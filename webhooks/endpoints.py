@@ -12,10 +12,11 @@ from typing_extensions import TypedDict
 from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
 from ports.issues import ALERT_KINDS, AlertKind, Delivery, DeliveryStatus, IssueStore, Webhook
+from ports.limits import name_pattern
 from ports.timeutil import Time, to_rfc3339
 from webhooks.delivery import RefusedAddress, WebhookPolicy, check_url
 
-NAME_PATTERN = r"^[A-Za-z0-9._-]{1,64}$"
+NAME_PATTERN = name_pattern("A-Za-z0-9._-", 64)
 MAX_DELIVERIES = 100
 _CURSOR_KIND = Kind.DELIVERIES
 

@@ -200,7 +200,6 @@ class SessionUpdate:
     sid: str
     status: str
     started_ms: int
-    init: bool = False
     did: str | None = None
     timestamp_ms: int | None = None
     errors: int = 0
@@ -629,7 +628,7 @@ def _session(payload: bytes) -> SessionUpdate | None:
     if sid is None or status not in SESSION_STATUSES or started is None or errors is None:
         return None
     attrs = _obj(value.get("attrs"))
-    return SessionUpdate(sid=sid, status=status, started_ms=started, init=value.get("init") is True,
+    return SessionUpdate(sid=sid, status=status, started_ms=started,
                          did=_identity(value.get("did")), timestamp_ms=_epoch_ms(value.get("timestamp")),
                          errors=errors, release=text_value(attrs.get("release")),
                          environment=text_value(attrs.get("environment")))

@@ -163,7 +163,7 @@ def test_sessions_are_read_as_updates_and_aggregates(sent: list[bytes]) -> None:
     reading = parse_envelope(envelope, SKU)
     assert reading.crash is None and not reading.discarded
     [update] = reading.sessions
-    assert (update.init, update.status, update.did, update.release, update.environment) == (
+    assert (update.ended, update.status, update.did, update.release, update.environment) == (
         True, "exited", "42", RELEASE, "prod")
     assert update.started_ms <= (update.timestamp_ms or 0)
     assert [(a.exited, a.total, a.release) for a in reading.aggregates] == [(3, 3, RELEASE)]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 from crashes.signature import signature, top_frames
@@ -76,3 +78,23 @@ def test_a_glob_is_matched_whole_and_without_catastrophic_backtracking():
     assert top_frames(long, rules) == [long]
     assert time.perf_counter() - started < 1
     assert top_frames("in Game::Tick", GroupingRules(skip=("Game::*",))) == ["in Game::Tick"]
+
+
+def test_a_frame_line_as_long_as_a_body_is_read_in_one_pass():
+    # found from outside: a line of many `:1` or a long run of spaces took time in the square of its
+    # length. The crash consumer, a thread of the consumers' one process, held the GIL the while: one
+    # report of 60 KB held back every report, session and score for a minute, one of 1 MiB for hours.
+    # In a process of its own: a regular expression holds the GIL, and no timeout of pytest's could end it
+    n = 500_000
+    script = f"""
+from crashes.signature import top_frames
+assert top_frames("#0 0x1 in f" + ":1" * {n} + " x") == ["in f" + ":1" * {n} + " x"]
+assert top_frames("#0 0x1 in f" + ":1" * {n}) == ["in f"]
+assert top_frames("in a" + " " * {n} + "b") == ["in a b"]
+assert top_frames("in a" + " " * {n} + "+0x10") == ["in a"]
+assert top_frames("in a" + "\\t" * {n} + "+ " + " " * {n} + "zz") == ["in a + zz"]
+"""
+    # linear, this is milliseconds; in the square of the length, hours
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -15,10 +15,14 @@ from ports.issues import GroupingRules
 TOP_FRAMES = 5
 DEFAULT_RULES = GroupingRules()
 
+# Each expression reads a line in time linear in its length: a frame line may be as long as a body
+# (1 MiB), and a pattern that can start again inside a run it has just read (`\s*` before a `+`,
+# `(?::\d+)+` before the end) costs the square of the run's length. So an offset's spaces are taken
+# only from where they begin, and the line numbers at the end are found from the end (_trailing_numbers)
 _FRAME_INDEX = re.compile(r"^\s*(?:#\s*\d+|\[\s*\d+\s*\]|frame\s+\d+:?|\d+)\s+", re.IGNORECASE)
-_OFFSET = re.compile(r"\s*\+\s*(?:0x)?[0-9a-f]+\b", re.IGNORECASE)
+_OFFSET = re.compile(r"(?<!\s)\s*\+\s*(?:0x)?[0-9a-f]+\b", re.IGNORECASE)
 _ADDRESS = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{8,16}\b", re.IGNORECASE)
-_LINE = re.compile(r"(?::\d+)+(?=\)?\s*$)|\bline\s+\d+", re.IGNORECASE)
+_LINE_WORD = re.compile(r"\bline\s+\d+", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 # frames of the crash reporter itself or the OS's signal delivery: the same in every crash. Named
 # by the reporters' namespaces and prefixes, and raise/abort only unqualified: a game's
@@ -35,9 +39,23 @@ _HANDLER_FRAMES = re.compile(
 def normalise_frame(line: str) -> str:
     frame = _FRAME_INDEX.sub("", line)
     frame = _OFFSET.sub("", frame)
-    frame = _LINE.sub("", frame)
+    frame = _LINE_WORD.sub("", _trailing_numbers(frame))
     frame = _ADDRESS.sub("", frame)
     return _SPACE.sub(" ", frame).strip(" \t()[]@:")
+
+
+def _trailing_numbers(frame: str) -> str:
+    """`frame` without the `:line:column` numbers it ends with (before a `)` and spaces, if any)."""
+    body = frame.rstrip()
+    end = len(body) - body.endswith(")")
+    start = end
+    while True:
+        digits = start
+        while digits > 0 and body[digits - 1].isdecimal():  # what \d takes
+            digits -= 1
+        if digits in (start, 0) or body[digits - 1] != ":":
+            return frame[:start] + frame[end:]
+        start = digits - 1
 
 
 def top_frames(stack_trace: str, rules: GroupingRules = DEFAULT_RULES, count: int = TOP_FRAMES) -> list[str]:

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
 
-from crashes.signature import signature, top_frames
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crashes.signature import _ADDRESS, _FRAME_INDEX, _SPACE, normalise_frame, signature, top_frames
 from ports.issues import GroupingRules
 
 TRACE = """#0 0x00007ff6a1b2c3d4 in Renderer::DrawMesh(Mesh const*) at renderer.cpp:412
@@ -98,3 +102,21 @@ assert top_frames("in a" + "\\t" * {n} + "+ " + " " * {n} + "zz") == ["in a + zz
     done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+# the expressions frames were read with before they were linear, as the model of what they take away
+_QUADRATIC_OFFSET = re.compile(r"\s*\+\s*(?:0x)?[0-9a-f]+\b", re.IGNORECASE)
+_QUADRATIC_LINE = re.compile(r"(?::\d+)+(?=\)?\s*$)|\bline\s+\d+", re.IGNORECASE)
+
+
+def model_frame(line: str) -> str:
+    frame = _FRAME_INDEX.sub("", line)
+    frame = _QUADRATIC_OFFSET.sub("", frame)
+    frame = _QUADRATIC_LINE.sub("", frame)
+    frame = _ADDRESS.sub("", frame)
+    return _SPACE.sub(" ", frame).strip(" \t()[]@:")
+
+
+@given(st.lists(st.sampled_from([*":+)( \t\u00a0x0159afAFg#i", "line", "0x", "\u0661"]), max_size=40).map("".join))
+def test_frames_are_read_as_the_quadratic_expressions_read_them(line: str) -> None:
+    assert normalise_frame(line) == model_frame(line)

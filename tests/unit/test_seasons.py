@@ -13,7 +13,7 @@ from ports.cursors import encode_cursor
 from ports.errors import InvalidField
 from ranking import leaderboard
 from ranking.model import Score, scores_json
-from ranking.seasons import Schedule, next_reset, season_start, started
+from ranking.seasons import Schedule, next_reset, same_schedule, season_start, started
 from ranking.tree import DEFAULT_TREE
 
 SCHEDULE = TypeAdapter(Schedule)
@@ -34,6 +34,22 @@ def test_a_schedule_is_kept_in_one_spelling(sent: str, kept: str):
     """Found from outside: spaces, tabs and newlines were kept as sent, so a PUT of the same
     schedule spelt otherwise was a change of schedule, and started a season."""
     assert SCHEDULE.validate_python(sent) == kept
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("weekly", "0 0 * * MON"), ("daily", "00 00 * * *"), ("daily", "0 0 */1 * *"), ("0 0 * * 0", "0 0 * * 7"),
+    ("0 0 * * SUN", "0 0 * * 7"), ("monthly", "0 0 1 JAN-DEC *"), ("weekly", "0 0 * * 1"), ("daily", " 0  0 * * *")])
+def test_the_same_schedule_spelt_otherwise_is_no_change(one: str, other: str):
+    """Found from outside: the same schedule with a day's name, a leading zero or a step of one was a
+    change, and a PUT of it started a new, empty season of a live board."""
+    assert same_schedule(one, other) and same_schedule(other, one)
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("weekly", "0 0 * * 2"), ("daily", "0 0 */2 * *"), ("0 0 * * 1", "0 0 1-31 * 1"), ("daily", "never"),
+    ("0 0 L * *", "0 0 28-31 * *")])
+def test_another_schedule_is_a_change(one: str, other: str):
+    assert not same_schedule(one, other) and not same_schedule(other, one)
 
 
 def test_a_change_of_schedule_applies_from_then_on():

@@ -34,6 +34,11 @@ BOARDS_A_PAGE = 100
 DROPPED_A_RUN = 1000
 
 
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+# cron's Sunday is 0 or 7, and cronsim keeps what it was told
+_SUNDAY = {7: 0}
+
+
 def _cron(schedule: str) -> str:
     return ALIASES.get(schedule, schedule)
 
@@ -44,10 +49,21 @@ def _spelt(schedule: str) -> str:
 
 
 def same_schedule(one: str, other: str) -> bool:
-    """Whether two schedules are one: an alias and the cron expression it stands for are."""
+    """Whether two schedules are one: an alias and the cron expression it stands for are, and so
+    are expressions that fire at the same times by each field (`MON` and `1`, `00` and `0`, `*/1`
+    and `*`, Sunday as `0` or `7`)."""
     # either may be stored as sent before spellings were made one (_checked)
     one, other = _spelt(one), _spelt(other)
-    return one == other or (NEVER not in (one, other) and _cron(one) == _cron(other))
+    return one == other or (NEVER not in (one, other) and _fields(_cron(one)) == _fields(_cron(other)))
+
+
+def _fields(cron: str) -> tuple[object, ...]:
+    """What each field of a cron expression takes, as cronsim reads it, and whether day of month
+    and weekday both must hold (one of them `*`) or either may."""
+    read = CronSim(cron, _EPOCH)
+    weekdays = {_SUNDAY.get(day, day) if isinstance(day, int) else (_SUNDAY.get(day[0], day[0]), *day[1:])
+                for day in read.weekdays}
+    return read.minutes, read.hours, read.days, read.months, weekdays, read.day_and
 
 
 def _checked(sent: str) -> str:
@@ -64,8 +80,8 @@ def _checked(sent: str) -> str:
         raise ValueError("a cron expression has five fields: minute hour day month weekday (UTC)")
     try:
         # and fires, both ways: a day that no month has (30 February) never does
-        next(CronSim(cron, datetime(2000, 1, 1, tzinfo=UTC)))
-        next(CronSim(cron, datetime(2000, 1, 1, tzinfo=UTC), reverse=True))
+        next(CronSim(cron, _EPOCH))
+        next(CronSim(cron, _EPOCH, reverse=True))
     except (CronSimError, StopIteration) as error:
         raise ValueError(f"not a cron expression that fires (minute hour day month weekday, UTC) nor "
                          f"{', '.join(ALIASES)}: {error or 'it never fires'}") from None

@@ -560,6 +560,18 @@ def test_a_season_s_end_is_told_with_its_final_top(ranking_store: RankingStore, 
     assert ends_told(ranking_store, board, T0 + 2 * ten + TELL_AFTER_MS) == []
 
 
+def test_a_season_that_holds_no_scores_is_not_told(ranking_store: RankingStore, log):
+    # found from outside: a delete of a player who had no record there wrote the season's listing,
+    # and its end was told, with an empty top; so was a season whose every record was deleted
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(0, "ghost", None, None), (ten, "p", 5, None), (ten + 1, "p", None, None)],
+                               itertools.count()), ranking_store, log, TREE)
+    assert ends_told(ranking_store, board, T0 + ten + TELL_AFTER_MS) == []
+    assert ends_told(ranking_store, board, T0 + 2 * ten + TELL_AFTER_MS) == []
+
+
 # found in review (stop 29) --------------------------------------------------------------------
 
 

@@ -75,10 +75,12 @@ def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int,
             if told(season_key_of_alert(board.board, start)) or store.seasons(board.board, start + 1, 1) != [start]:
                 continue
             top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
+            if not top:  # written to, by deletes alone, or every record deleted since
+                continue
             lines = [f"{e['rank']}. {e['playerId']} ({e['score']})" for e in top]
             alerts.append(Alert(season_key_of_alert(board.board, start), SEASON_END, now_ms, {
                 "text": f"Season of {board.board} from {to_rfc3339(start)} ended at {to_rfc3339(ended)}"
-                        + (": " + ", ".join(lines) if lines else ""),
+                        + ": " + ", ".join(lines),
                 "board": board.board, "season": to_rfc3339(start), "endedAt": to_rfc3339(ended), "top": top,
             }))
     return alerts

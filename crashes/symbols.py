@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from ports.errors import InvalidField
+from ports.limits import routed
 
 
 class SymbolFileRefused(InvalidField):
@@ -25,10 +26,10 @@ MAX_DEBUG_FILE_BYTES = 251
 
 
 def storable(debug_file: str) -> bool:
-    """Whether a debug file can name the directory and the file of the layout: a plain name, of
-    printing characters, within a file name's bytes."""
-    return (debug_file not in (".", "..") and len(debug_file.encode()) <= MAX_DEBUG_FILE_BYTES
-            and debug_file.isprintable() and not any(character in debug_file for character in "/\\"))
+    """Whether a debug file can name the directory and the file of the layout, and be named again
+    by DELETE /v1/symbols/{debugFile}/{debugId}: a plain name of the characters a route takes,
+    within a file name's bytes."""
+    return debug_file not in (".", "..") and len(debug_file.encode()) <= MAX_DEBUG_FILE_BYTES and routed(debug_file)
 
 
 @dataclass(frozen=True)

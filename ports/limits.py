@@ -47,7 +47,14 @@ MAX_JSON_DEPTH = 32
 # pattern runs on the regex crate, whose \w also takes combining marks (e\u0301, the vowel signs of
 # Indic scripts) and drops other numbers (²): names it took then had no route. So the names are
 # checked here with the router's engine and class, and a route finds every name a POST accepts.
-_SEGMENT = re.compile(r"[\w\-._~()'!*:@,;=+&$%<> \[\]{}|^]{1,128}")
+_ROUTED = r"[\w\-._~()'!*:@,;=+&$%<> \[\]{}|^]"
+_SEGMENT = re.compile(_ROUTED + "{1,128}")
+_ROUTED_NAME = re.compile(_ROUTED + "+")
+
+
+def routed(name: str) -> bool:
+    """Whether a path parameter can be `name`, whatever its length (the router's class)."""
+    return _ROUTED_NAME.fullmatch(name) is not None
 
 
 def _routable(name: str) -> str:

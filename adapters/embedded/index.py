@@ -77,8 +77,9 @@ class SqliteCrashIndex(CrashIndexReads):
 
     def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
         hashes = body_hashes or {}
-        submit_time = now_ms()
         with self._database.transaction() as t:
+            # once the write holds the lock: it may wait for it, and readable is what the time says
+            submit_time = now_ms()
             t.execute_rows(_INSERT_REPORTS,
                            [(*entry_values(e, None, submit_time), hashes.get(e.report_key)) for e in entries])
 

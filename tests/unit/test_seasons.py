@@ -12,7 +12,7 @@ from ports import BoardSettings
 from ports.cursors import encode_cursor
 from ports.errors import InvalidField
 from ranking import leaderboard
-from ranking.model import Score, scores_json
+from ranking.model import BoardSettingsBody, Score, scores_json
 from ranking.seasons import Schedule, next_reset, same_schedule, season_start, started
 from ranking.tree import DEFAULT_TREE
 
@@ -133,3 +133,13 @@ class _NoStore:
 
     def get_board(self, board: str) -> BoardSettings:
         return BoardSettings(board)
+
+
+def test_a_board_s_counts_may_be_written_as_json_writes_a_whole_number():
+    # found from outside: the contract takes `7.0` and `7e0` for an integer, and a board's counts refused them
+    body = BoardSettingsBody.model_validate_json('{"keepSeasons": 1.0, "maxAttempts": 3e0, "maxPlayers": 2.0}')
+    assert (body.keepSeasons, body.maxAttempts, body.maxPlayers) == (1, 3, 2)
+    assert type(body.keepSeasons) is int
+    for fraction in ('{"keepSeasons": 1.5}', '{"maxAttempts": 0.0}', '{"maxPlayers": true}'):
+        with pytest.raises(ValidationError):
+            BoardSettingsBody.model_validate_json(fraction)

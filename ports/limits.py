@@ -25,8 +25,10 @@ def _whole(value: object) -> object:
     return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53 else value
 
 
+# an integer, as JSON may write it (_whole); bounded where it is used
+Whole = Annotated[int, BeforeValidator(_whole)]
 # an integer a store keeps as a number (BIGINT where it is indexed), like a score: within 64 bits
-Int64 = Annotated[int, BeforeValidator(_whole), Field(ge=INT64_MIN, le=INT64_MAX)]
+Int64 = Annotated[Whole, Field(ge=INT64_MIN, le=INT64_MAX)]
 # a 64-bit integer in an answer, which the document describes without bounds: as a float, as
 # Powertools holds a bound, 2**63 - 1 is not itself (api.document)
 Int64Answer = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]

@@ -20,7 +20,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ports import Operator, Order, Ties
-from ports.limits import Int64, PathSegment, name_pattern
+from ports.limits import Int64, PathSegment, Whole, name_pattern
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
@@ -174,16 +174,16 @@ class BoardSettingsBody(BaseModel):
         "how players of the same score rank: shared (one rank, listed by playerId), earliest (whoever reached "
         "the score first ranks higher) or subscore (each update's `subscore` breaks the tie); with the latter "
         "two every player has a rank of its own. Chosen when the board is made: it cannot change"))
-    keepSeasons: int | None = Field(None, ge=0, le=MAX_KEPT_SEASONS, description=(
+    keepSeasons: Whole | None = Field(None, ge=0, le=MAX_KEPT_SEASONS, description=(
         "how many past seasons retention keeps, newest first (the current one is always kept): older ones are "
         "deleted by the daily purge; left out, every season is kept"))
     startsAt: BodyTime | None = Field(None, description=(
         "RFC 3339: the board takes scores received from then on; null: from the start"))
     endsAt: BodyTime | None = Field(None, description=(
         "RFC 3339, after startsAt: the board takes no score received from then on; null: never ends"))
-    maxAttempts: int | None = Field(None, ge=1, le=MAX_ATTEMPTS, description=(
+    maxAttempts: Whole | None = Field(None, ge=1, le=MAX_ATTEMPTS, description=(
         "a tournament: each player's attempts a season (POST .../attempts); null: unlimited"))
-    maxPlayers: int | None = Field(None, ge=1, le=MAX_PLAYERS, description=(
+    maxPlayers: Whole | None = Field(None, ge=1, le=MAX_PLAYERS, description=(
         "a tournament: the players a season takes, first come; null: unlimited. A board with maxAttempts or "
         "maxPlayers takes scores only as attempts: a /v1/scores update to it is not applied"))
 

@@ -20,6 +20,7 @@ from adapters.mysql.index import MysqlSessionCounters
 from crashes.releases import list_builds, release_health
 from ports import Checkpoint, CrashIndex, EventLog, IndexEntry, LogRecord, SessionCounters
 from ports.errors import InvalidField
+from ports.issues import build_order
 from ports.releases import (
     DAY_MS,
     EXACT_PLAYERS,
@@ -132,7 +133,7 @@ def test_purge_drops_release_counts_of_the_days_before_it(stores: tuple[CrashInd
 
 # --- release figures against brute force -------------------------------------------------------
 
-BUILDS = ["1.0", "1.1", "2.0"]
+BUILDS = ["1.0", "1.9", "1.10", "2.0"]
 DAYS = 3
 _session = st.tuples(
     st.sampled_from([*BUILDS, None]),
@@ -142,6 +143,22 @@ _session = st.tuples(
     st.integers(1, 3),  # sessions the count stands for
 )
 _crash = st.tuples(st.sampled_from([*BUILDS, None]), st.integers(0, DAYS * 24 * 60 - 1))
+
+
+def test_of_builds_first_seen_in_one_minute_the_previous_is_the_one_before_in_build_order(
+        stores: tuple[CrashIndex, SessionCounters], log: EventLog) -> None:
+    # found from outside: they were ordered as text, so 1.10 was 1.9's previous, and a crash-free
+    # drop of 1.9 against 1.10 was told; a studio that points its DSN at Blackbox sees every live
+    # build first in one minute
+    index, counters = stores
+    sku = f"g-{uuid.uuid4().hex[:12]}"
+    t0 = floor_to(now_ms(), DAY_MS) - DAY_MS
+    builds = [("0.9", 0), ("1.10", 5), ("2.0.0", 5), ("1.9", 5), ("2.0.0-beta", 5)]
+    count_sessions(_records(f"sessions.{sku}", sku, t0, [(b, minute, "ok", None, 1) for b, minute in builds],
+                            itertools.count()), counters, log)
+    previous = {build: (release_health(index, counters, sku, build, from_ms=t0, to_ms=t0 + DAY_MS)["previous"]
+                        or {}).get("build") for build, _ in builds}
+    assert previous == {"0.9": None, "1.9": "0.9", "1.10": "1.9", "2.0.0-beta": "1.10", "2.0.0": "2.0.0-beta"}
 
 
 def _records(topic: str, sku: str, t0: int, sessions: list, offsets: Iterator[int]) -> list[LogRecord]:
@@ -206,7 +223,9 @@ def test_release_figures_equal_brute_force(stores: tuple[CrashIndex, SessionCoun
         got = release_health(index, counters, sku, build, from_ms=t0, to_ms=t0 + DAYS * DAY_MS, interval=interval)
         want = figures(build)
         assert {name: got[name] for name in want} == pytest.approx(want)  # type: ignore[literal-required]
-        before = newest[newest.index(build) + 1] if newest.index(build) + 1 < len(newest) else None
+        # the previous: first seen before it, and of those first seen in its minute, before it in build order
+        ordered = sorted(seen, key=lambda b: (seen[b][0], build_order(b), b))
+        before = ordered[ordered.index(build) - 1] if ordered.index(build) > 0 else None
         assert (got["previous"] or {}).get("build") == before
         if before is not None:
             assert {name: got["previous"][name] for name in want} == pytest.approx(figures(before))  # type: ignore

@@ -20,6 +20,7 @@ from fractions import Fraction
 
 from pydantic import BaseModel, Field
 
+from crashes.releases import previous_build
 from ports.issues import Alert, AlertKind, Episode, IssueStore
 from ports.releases import BuildWindow, ReleaseCounts
 from ports.telemetry import ALERT_OPENED, emit, logger
@@ -76,8 +77,8 @@ def crossings(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy, 
         of_sku = {b.build: b for b in builds if b.sku == sku}
         found += _velocities(issues, policy, sku, of_sku, from_ms=from_ms, to_ms=now_ms)
         for build in of_sku.values():
-            before = counters.builds(sku, (build.first_seen, build.build), 1)
-            previous = of_sku.get(before[0].build) if before else None
+            before = previous_build(counters, sku, build.build, build.first_seen)
+            previous = of_sku.get(before.build) if before is not None else None
             if previous is not None and (drop := _crash_free_drop(policy, build, previous)) is not None:
                 found.append(drop)
     return found

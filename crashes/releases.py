@@ -13,7 +13,8 @@ from typing_extensions import TypedDict
 from ports import CrashIndex, SessionCounters
 from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
-from ports.releases import DAY_MS, OUTCOMES, BuildSeen
+from ports.issues import build_order
+from ports.releases import DAY_MS, OUTCOMES, BuildSeen, ReleaseCounts
 from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
 
 MAX_BUILDS = 100
@@ -94,9 +95,35 @@ class ReleaseHealth(ReleaseFigures):
     end: Time
     interval: Interval
     previous: Annotated[ReleaseFigures | None, Field(
-        description="the build first seen before this one, over the same window; null for the first")]
+        description=("the build first seen before this one (of those first seen in its minute, the one before it "
+                     "in build order), over the same window; null for the first"))]
     change: ReleaseChange | None
     series: list[ReleasePoint]
+
+
+# builds read a page at a time when looking for the one before another
+_PAGE = 100
+
+
+def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: int) -> BuildSeen | None:
+    """The build before `build` (first seen at `first_seen`): of builds first seen in its minute, the
+    one before it in build order (ports.issues.build_order; the text breaks a tie), else the one first
+    seen last before that minute. A studio that points its DSN at Blackbox sees its live builds first
+    all in one minute: ordered as text, 1.10 came before 1.9."""
+    def place(seen: BuildSeen) -> tuple[object, str]:
+        return build_order(seen.build), seen.build
+
+    mine = build_order(build), build
+    same: list[BuildSeen] = []
+    earlier: BuildSeen | None = None
+    # newest first, from the last build of its minute
+    cursor: tuple[int, str] | None = (first_seen + 1, "")
+    while cursor is not None:
+        page = counters.builds(sku, cursor, _PAGE)
+        same += [seen for seen in page if seen.first_seen == first_seen]
+        earlier = next((seen for seen in page if seen.first_seen < first_seen), None)
+        cursor = (page[-1].first_seen, page[-1].build) if len(page) == _PAGE and earlier is None else None
+    return max((seen for seen in same if place(seen) < mine), key=place, default=earlier)
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:
@@ -145,11 +172,11 @@ def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build
                        "adoption": _share(s, all_sessions.get(bucket, 0)), "crashFreeSessions": _free(crashed, s),
                        "crashes": c, "crashRate": c / s if s else None})
     figures = _figures(index, counters, sku, seen, start=start, end=to_ms, all_sessions=sum(all_sessions.values()))
-    before = counters.builds(sku, (seen.first_seen, seen.build), 1)
+    before = previous_build(counters, sku, seen.build, seen.first_seen)
     previous: ReleaseFigures | None = None
     change: ReleaseChange | None = None
-    if before:
-        previous = _figures(index, counters, sku, before[0], start=start, end=to_ms,
+    if before is not None:
+        previous = _figures(index, counters, sku, before, start=start, end=to_ms,
                             all_sessions=sum(all_sessions.values()))
         change = {"adoption": _less(figures["adoption"], previous["adoption"]),
                   "crashFreeSessions": _less(figures["crashFreeSessions"], previous["crashFreeSessions"]),

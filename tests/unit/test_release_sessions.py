@@ -85,3 +85,30 @@ def test_a_session_that_crashed_after_it_was_sent_opened_counts_once_crashed(ada
     count(adapters)
     assert outcomes(adapters, "game@2.0") == {"crashed": 1}
     assert (players(adapters, "game@2.0", False), players(adapters, "game@2.0", True)) == (1, 1)
+
+
+def test_a_client_s_idempotency_key_is_never_a_sentry_session_s(adapters: Adapters) -> None:
+    # found from outside: a Sentry session's key was `sentry-session-end:{sid}` among the keys
+    # clients send to /v1/sessions, so a client's key of that shape made one of them a retry
+    sid = "5e1c5cbf-3c5b-4f0a-9d7c-0c1c2d3e4f50"
+    capture_sessions(adapters.log, adapters.spill, [SessionEvent(sku=SKU, kind="client", buildVersion="2.0",
+                                                                 status="crashed")],
+                     idempotency_key=f"sentry-session-end:{sid}")
+    body = b'{}\n{"type":"session"}\n' + json.dumps({"sid": sid, "status": "crashed", "started": "2026-11-24T05:00:00Z",
+                                                     "attrs": {"release": "2.0"}}).encode() + b"\n"
+    capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+    count(adapters)
+    assert outcomes(adapters, "2.0") == {"crashed": 2}
+
+
+def test_an_upload_s_sessions_are_counted_by_sid_against_its_limit(adapters: Adapters) -> None:
+    # found from outside: the same sid ended 51 times beside an aggregate of 450 was 501 sessions, and refused
+    aggregate = json.dumps({"attrs": {"release": "2.0"}, "aggregates": [
+        {"started": "2026-11-24T05:00:00Z", "exited": 450}]}).encode()
+    ended = json.dumps({"sid": "s1", "status": "exited", "started": "2026-11-24T05:00:00Z",
+                        "attrs": {"release": "2.0"}}).encode()
+    body = b'{}\n{"type":"sessions"}\n' + aggregate + b"\n" + b'{"type":"session"}\n' + ended + b"\n"
+    body += (b'{"type":"session"}\n' + ended + b"\n") * 50
+    capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+    count(adapters)
+    assert outcomes(adapters, "2.0") == {"ok": 451}

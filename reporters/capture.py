@@ -21,6 +21,9 @@ from sessions.capture import capture_counts, capture_each
 from sessions.model import MAX_BATCH as MAX_SESSIONS
 from sessions.model import SessionCount
 
+# the kind of the keys of Sentry sessions' ends (sessions.capture.capture_each)
+SENTRY_SESSION_ENDS = "sentry-session-ends"
+
 
 def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, sku: str, *, size_bytes: int,
                      scope: SkuScope = ANY_SKU) -> str | None:
@@ -58,15 +61,16 @@ def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, ended: list
     A session counts once, as it ended (what /v1/sessions asks of a client): the updates of one still
     going (status ok: a native SDK sends one as the game starts) count nothing."""
     if ended:
-        # its sid is its key, whatever upload (or how many times in one) its end comes in. The key is
-        # not the one a session's opening had when openings counted: an end of one opened then is
-        # counted again, where the same key would have sent it to the dead letters
+        # its sid is its key, whatever upload (or how many times in one) its end comes in, among keys
+        # of their own: not clients' Idempotency-Keys, nor the keys of openings when openings counted
+        # (an end of one opened then is counted again, where the same key would have sent it to the
+        # dead letters)
         first: dict[str, SessionUpdate] = {}
         for update in ended:
             first.setdefault(update.sid, update)
         capture_each(log, spill, [
-            (f"sentry-session-end:{sid}", _counts(sku, Counter({(_build(s.release), _outcome(s), s.did): 1})))
-            for sid, s in first.items()], scope=scope)
+            (sid, _counts(sku, Counter({(_build(s.release), _outcome(s), s.did): 1}))) for sid, s in first.items()],
+            scope=scope, kind=SENTRY_SESSION_ENDS)
     if aggregates:
         # two servers' aggregates may be alike to the byte: nothing tells a retry from another, and
         # they are counted each time they come (as Relay does)

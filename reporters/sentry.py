@@ -243,8 +243,8 @@ class SentryEnvelope:
 
     @property
     def sessions_ended(self) -> int:
-        """Sessions counted: the updates that end one, and every session of the aggregates."""
-        return sum(s.ended for s in self.sessions) + sum(a.total for a in self.aggregates)
+        """Sessions counted: those an update ends (by sid), and every session of the aggregates."""
+        return len({s.sid for s in self.sessions if s.ended}) + sum(a.total for a in self.aggregates)
 
 
 def dsn(scheme: str, key: str, host: str, project_id: int | str) -> str:

@@ -29,15 +29,16 @@ def capture_counts(log: EventLog, spill: SpillStore, counts: Sequence[SessionCou
 
 
 def capture_each(log: EventLog, spill: SpillStore, keyed: Sequence[tuple[str | None, Sequence[SessionCount]]], *,
-                 scope: SkuScope = ANY_SKU) -> None:
-    """Counts under keys of their own (each an event a sku), durable together."""
+                 scope: SkuScope = ANY_SKU, kind: str = "sessions") -> None:
+    """Counts under keys of their own (each an event a sku), durable together. `kind`: whose keys
+    they are, so that another's never make one a retry (a client's Idempotency-Key is of `sessions`)."""
     scope.check(c.sku for _, counts in keyed for c in counts)
     received = now_ms()
     records = [
         OutgoingRecord(value=SessionEnvelope(eventId=s.event_id, receivedAt=received, sessions=s.items,
                                              bodyHash=s.body_hash).model_dump_json(exclude_defaults=True).encode(),
                        key=s.event_id.encode())
-        for key, counts in keyed for s in per_scope("sessions", counts, lambda c: c.sku, key, sessions_json)
+        for key, counts in keyed for s in per_scope(kind, counts, lambda c: c.sku, key, sessions_json)
     ]
     if records:
         publish(log, spill, SESSIONS, records)

@@ -238,3 +238,21 @@ def test_release_figures_equal_brute_force(stores: tuple[CrashIndex, SessionCoun
             key = (minute * M) // step
             by_bucket[key] = by_bucket.get(key, 0) + (count if player is None else 1)
         assert [b["sessions"] for b in got["series"]] == [by_bucket.get(k, 0) for k in range(DAYS * DAY_MS // step)]
+
+
+def test_a_window_is_its_own_90_days_and_by_default_7_days_of_whole_buckets(
+        stores: tuple[CrashIndex, SessionCounters], log: EventLog) -> None:
+    # found from outside: 90 days from within a bucket were refused (the bucket's start was counted),
+    # and a `to` on a bucket's start gave 6 days by default
+    index, counters = stores
+    sku = f"g-{uuid.uuid4().hex[:12]}"
+    t0 = floor_to(now_ms(), DAY_MS) - DAY_MS
+    count_sessions(_records(f"sessions.{sku}", sku, t0, [("1.0", 0, "ok", None, 1)], itertools.count()), counters, log)
+    noon = t0 + 12 * HOUR_MS
+    for interval in ("day", "hour"):
+        got = release_health(index, counters, sku, "1.0", from_ms=noon - 90 * DAY_MS, to_ms=noon, interval=interval)
+        assert got["sessions"] == 1
+        whole = release_health(index, counters, sku, "1.0", to_ms=t0 + DAY_MS, interval=interval)
+        assert len(whole["series"]) == 7 * DAY_MS // (DAY_MS if interval == "day" else HOUR_MS)
+    with pytest.raises(InvalidField):
+        release_health(index, counters, sku, "1.0", from_ms=noon - 90 * DAY_MS - 1, to_ms=noon)

@@ -153,10 +153,10 @@ def _less(a: float | None, b: float | None) -> float | None:
 def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build: str, *,
                    from_ms: int | None = None, to_ms: int | None = None, interval: Interval = "day") -> ReleaseHealth:
     step = _STEP[interval]
-    # by default the last week's whole buckets, the current one last
-    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, step) + step - _DEFAULT_DAYS * DAY_MS)
+    # by default the last week's whole buckets, the current one last (a `to` on a bucket's start ends the one before)
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: -(-to // step) * step - _DEFAULT_DAYS * DAY_MS)
     start = floor_to(from_ms, step)
-    if to_ms - start > MAX_WINDOW_DAYS * DAY_MS:
+    if to_ms - from_ms > MAX_WINDOW_DAYS * DAY_MS:  # as asked for: its buckets may begin before it
         raise InvalidField(f"a window of at most {MAX_WINDOW_DAYS} days", "from")
     seen = counters.build(sku, build)
     if seen is None:

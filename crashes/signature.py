@@ -67,19 +67,21 @@ def grouped(frames: Iterable[str], rules: GroupingRules = DEFAULT_RULES, count: 
     `skip` glob matches; a frame a `join` glob matches takes the next one into its element (`a | b`),
     as Socorro's prefix list does for allocators and other frames that say nothing alone."""
     skip, join = _matcher(rules.skip), _matcher(rules.join)
-    elements: list[str] = []
+    # each element's frames, joined at the end: a chain as long as a trace, added to a string frame
+    # by frame, cost the square of its length
+    elements: list[list[str]] = []
     joining = False
     for frame in frames:
         if _HANDLER_FRAMES.search(frame) or (skip is not None and skip(frame)):
             continue
         if joining:
-            elements[-1] = f"{elements[-1]} | {frame}"
+            elements[-1].append(frame)
         elif len(elements) == count:
             break
         else:
-            elements.append(frame)
+            elements.append([frame])
         joining = join is not None and join(frame) is not None
-    return elements
+    return [" | ".join(element) for element in elements]
 
 
 @functools.lru_cache(maxsize=1024)

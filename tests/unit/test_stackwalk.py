@@ -10,7 +10,7 @@ import pytest
 
 from adapters.stackwalk import Stackwalker, WalkerBroken
 from crashes.symbols import SymbolFileId, SymbolFileRefused, symbol_file_id
-from ports.minidumps import Walked, WalkFailed
+from ports.minidumps import Frame, Module, Walked, WalkFailed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
 [SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")
@@ -198,3 +198,16 @@ def test_a_walker_that_cannot_run_is_raised_not_blamed_on_the_dump(tmp_path):
     killed.chmod(0o755)
     died = WalkFailed("blackbox-stackwalk died on this minidump (signal 6)")
     assert Stackwalker(killed).walk(b"MDMP", tmp_path) == died
+
+
+def test_the_modules_of_the_frames_are_those_at_their_base_not_every_one_of_their_name():
+    # found from outside: a minidump listing a module thousands of times, at other bases, had every
+    # copy looked up (an S3 GET each, one after another) and listed as missing its symbols
+    copies = [Module.model_validate({"filename": "game", "base_addr": hex(0x10000 * (n + 1)),
+                                     "debug_file": "game", "debug_id": f"{n:033X}"}) for n in range(1000)]
+    frames = (Frame.model_validate({"offset": hex(0x50010), "module": "game", "module_offset": "0x10",
+                                    "trust": "context", "missing_symbols": True}),
+              Frame.model_validate({"offset": hex(0x20020), "module": "game", "module_offset": "0x20", "trust": "cfi"}))
+    walked = Walked(crash_reason=None, crash_address=None, frames=frames, modules=tuple(copies))
+    assert [m.base_address for m in walked.modules_missing_symbols] == [0x50000]
+    assert [m.base_address for m in walked.frame_modules] == [0x20000, 0x50000]

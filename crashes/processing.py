@@ -198,8 +198,7 @@ def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked |
     root, _ = symbols.local(())
     walked = walker.walk(minidump, root)
     if isinstance(walked, Walked):
-        named = {frame.module for frame in walked.frames}
-        wanted = [p for m in walked.modules if m.name in named and (p := module_symbols(m)) is not None]
+        wanted = sorted({p for m in walked.frame_modules if (p := module_symbols(m)) is not None})
         _, changed = symbols.local(wanted)
         if changed:
             walked = walker.walk(minidump, root)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Protocol
@@ -75,11 +76,23 @@ class Walked:
     modules: tuple[Module, ...]
 
     @property
+    def frame_modules(self) -> tuple[Module, ...]:
+        """The modules of the crashing thread's frames."""
+        return self._modules_of(self.frames)
+
+    @property
     def modules_missing_symbols(self) -> tuple[Module, ...]:
         """The modules of the crashing thread's frames that had no symbols: when theirs arrive,
         the report is worth walking again."""
-        names = {frame.module for frame in self.frames if frame.missing_symbols}
-        return tuple(module for module in self.modules if module.name in names)
+        return self._modules_of([frame for frame in self.frames if frame.missing_symbols])
+
+    def _modules_of(self, frames: Sequence[Frame]) -> tuple[Module, ...]:
+        """Each frame's module: the one of its name at its base (its address less its offset), not
+        every one of that name, which a dump may list thousands of times; by name alone where the
+        walker gave no offset."""
+        at = {(f.module, f.instruction - f.module_offset) for f in frames if f.module_offset is not None}
+        named = {f.module for f in frames if f.module_offset is None}
+        return tuple(m for m in self.modules if (m.name, m.base_address) in at or m.name in named)
 
     @property
     def missing_symbols(self) -> bool:

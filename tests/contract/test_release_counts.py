@@ -153,12 +153,14 @@ def test_of_builds_first_seen_in_one_minute_the_previous_is_the_one_before_in_bu
     index, counters = stores
     sku = f"g-{uuid.uuid4().hex[:12]}"
     t0 = floor_to(now_ms(), DAY_MS) - DAY_MS
-    builds = [("0.9", 0), ("1.10", 5), ("2.0.0", 5), ("1.9", 5), ("2.0.0-beta", 5)]
+    builds = [("0.9", 0), ("1.10", 5), ("2.0.0", 5), ("1.9", 5), ("2.0.0-beta", 5), ("3.0", 9)]
     count_sessions(_records(f"sessions.{sku}", sku, t0, [(b, minute, "ok", None, 1) for b, minute in builds],
                             itertools.count()), counters, log)
     previous = {build: (release_health(index, counters, sku, build, from_ms=t0, to_ms=t0 + DAY_MS)["previous"]
                         or {}).get("build") for build, _ in builds}
-    assert previous == {"0.9": None, "1.9": "0.9", "1.10": "1.9", "2.0.0-beta": "1.10", "2.0.0": "2.0.0-beta"}
+    # and of the builds of an earlier minute, the last in build order (found in review: the last as text)
+    assert previous == {"0.9": None, "1.9": "0.9", "1.10": "1.9", "2.0.0-beta": "1.10", "2.0.0": "2.0.0-beta",
+                        "3.0": "2.0.0"}
 
 
 def _records(topic: str, sku: str, t0: int, sessions: list, offsets: Iterator[int]) -> list[LogRecord]:

@@ -107,23 +107,27 @@ _PAGE = 100
 
 def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: int) -> BuildSeen | None:
     """The build before `build` (first seen at `first_seen`): of builds first seen in its minute, the
-    one before it in build order (ports.issues.build_order; the text breaks a tie), else the one first
-    seen last before that minute. A studio that points its DSN at Blackbox sees its live builds first
-    all in one minute: ordered as text, 1.10 came before 1.9."""
+    one before it in build order (ports.issues.build_order; the text breaks a tie), else the last in
+    build order of those first seen in the latest minute before. A studio that points its DSN at
+    Blackbox sees its live builds first all in one minute: ordered as text, 1.10 came before 1.9."""
     def place(seen: BuildSeen) -> tuple[object, str]:
         return build_order(seen.build), seen.build
 
     mine = build_order(build), build
     same: list[BuildSeen] = []
-    earlier: BuildSeen | None = None
-    # newest first, from the last build of its minute
+    # the builds of the latest minute before its own
+    earlier: list[BuildSeen] = []
+    # newest first, from the last build of its minute, until a minute before the earlier one's
     cursor: tuple[int, str] | None = (first_seen + 1, "")
     while cursor is not None:
         page = counters.builds(sku, cursor, _PAGE)
         same += [seen for seen in page if seen.first_seen == first_seen]
-        earlier = next((seen for seen in page if seen.first_seen < first_seen), None)
-        cursor = (page[-1].first_seen, page[-1].build) if len(page) == _PAGE and earlier is None else None
-    return max((seen for seen in same if place(seen) < mine), key=place, default=earlier)
+        minute = earlier[0].first_seen if earlier else max(
+            (seen.first_seen for seen in page if seen.first_seen < first_seen), default=None)
+        earlier += [seen for seen in page if seen.first_seen == minute]
+        done = len(page) < _PAGE or (minute is not None and page[-1].first_seen < minute)
+        cursor = None if done else (page[-1].first_seen, page[-1].build)
+    return max([seen for seen in same if place(seen) < mine] or earlier, key=place, default=None)
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:

@@ -73,11 +73,13 @@ $(LAMBDA_WALKER): stackwalk/Cargo.toml stackwalk/Cargo.lock stackwalk/src/main.r
 	  --manifest-path stackwalk/Cargo.toml --target-dir .tools/target --target $(LAMBDA_TARGET).$(LAMBDA_GLIBC)
 	install -D .tools/target/$(LAMBDA_TARGET)/release/blackbox-stackwalk $@
 
-# the walker layer's test bundles it (tests/infrastructure/test_walker_layer.py). Two processes
-# (a test file each, so a module's serve starts once): most of the suite waits on serves and engines.
-# Files go in the order collected, the end-to-end ones first (xdist's default, the files of most tests
-# first, left them to the end, one process working alone). The tests that stop an engine run after, alone
-pytest: $(call STAMP,dev) node_modules/.installed .tools/bin/blackbox-stackwalk $(LAMBDA_WALKER)
+# the walker layer's test bundles it (tests/infrastructure/test_walker_layer.py); the README's test
+# runs `make serve`, whose stamp is made here, not by pip in the venv the other process is using. Two
+# processes (a test file each, so a module's serve starts once): most of the suite waits on serves and
+# engines. Files go in the order collected, the contract and end-to-end ones first (xdist's default,
+# the files of most tests first, left them to the end, one process working alone; its option for the
+# order came in pytest-xdist 3.8). The tests that stop an engine run after, alone
+pytest: $(call STAMP,dev) $(call STAMP,serve) node_modules/.installed .tools/bin/blackbox-stackwalk $(LAMBDA_WALKER)
 	$(BIN)/pytest --numprocesses 2 --dist loadfile --no-loadscope-reorder -m "not outage"
 	$(BIN)/pytest -m outage
 

@@ -15,12 +15,13 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
+    WithJsonSchema,
     WrapValidator,
 )
 from pydantic_core import PydanticCustomError
 
 from ports import Operator, Order, Ties
-from ports.limits import Int64, PathSegment, Whole, name_pattern
+from ports.limits import ASCII_INT, Int64, PathSegment, Whole, name_pattern
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
@@ -154,9 +155,11 @@ def _time(value: str) -> str:
     return value
 
 
-# a time in a body, as the query parameters take it; epoch ms in BoardSettings (leaderboard.configure)
+# a time in a body, as the query parameters take it, in a string either way (the document says both
+# forms); epoch ms in BoardSettings (leaderboard.configure)
 BodyTime = Annotated[str, StringConstraints(max_length=64), AfterValidator(_time),
-                     Field(json_schema_extra={"format": "date-time"})]
+                     WithJsonSchema({"anyOf": [{"type": "string", "format": "date-time", "maxLength": 64},
+                                               {"type": "string", "pattern": f"^{ASCII_INT.pattern}$"}]})]
 
 
 class BoardSettingsBody(BaseModel):

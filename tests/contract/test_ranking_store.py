@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from adapters.embedded.log import SqliteEventLog
 from adapters.spill.directory import DirectorySpillStore
-from pipeline.topics import SCORES
-from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, RankingStore
+from pipeline.topics import DEADLETTER, SCORES
+from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, OutgoingRecord, RankingStore
 from ports.errors import InvalidField, NotFound
 from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
@@ -179,6 +179,34 @@ def test_a_list_read_while_the_worker_moves_a_player_is_one_state(ranking_store:
     assert leaderboard.top(ranking_store, TREE, board)["entries"] == [
         {"rank": 1, "playerId": "b", "score": 40, "metadata": None},
         {"rank": 2, "playerId": "a", "score": 30, "metadata": None}]
+
+
+@pytest.mark.parametrize("bad", [
+    {"board": "b", "playerId": "p", "score": "7"},  # a number in a string
+    {"board": "b", "playerId": "p", "score": 7.5},
+    {"board": "b", "playerId": "p", "score": INT64_MAX + 1},  # past what a store keeps
+    {"board": "b", "playerId": "p", "score": 1, "subscore": INT64_MIN - 1},
+    {"board": "b", "playerId": "", "score": 1},
+    {"board": "b", "playerId": "p" * 129, "score": 1},
+    {"board": "b/c", "playerId": "p", "score": 1},  # a name no route can ask for
+    {"board": "b", "playerId": "p"},
+    {"board": "b", "playerId": "p", "score": 1, "metadata": {str(k): k for k in range(17)}},
+])
+def test_a_score_record_the_worker_cannot_read_is_dead_lettered_alone(ranking_store: RankingStore, log,
+                                                                       bad: dict[str, Any]):
+    """The worker reads records as capture writes them, checking less than capture did
+    (ranking.model.ScoreRecord): what a store could not keep is still refused, and only that."""
+    board = f"b{uuid.uuid4().hex[:6]}"
+    topic = f"{SCORES}.{board}"
+    good = [r.value for r in records(board, [("a", 5), ("b", 3)], itertools.count())]
+    poisoned = json.dumps({"eventId": str(uuid.uuid4()), "receivedAt": 0,
+                           "scores": [bad | {"board": board + bad["board"][1:]}]}).encode()
+    log.publish(topic, [OutgoingRecord(value, board.encode()) for value in (good[0], poisoned, good[1])])
+    assert apply_scores(log.consumer("worker", topic).poll(10, 1 << 20, 1), ranking_store, log, TREE) == 2
+    assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, board)["entries"]] == ["a", "b"]
+    dead = log.consumer("t", DEADLETTER).poll(10, 1 << 20, timeout_s=0.1)
+    assert [d.value for d in dead] == [poisoned]
+    assert dict(dead[0].headers)["reason"].startswith(b"malformed score record: scores.0.")
 
 
 def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: RankingStore):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from pydantic import (
     AfterValidator,
@@ -19,9 +19,10 @@ from pydantic import (
     WrapValidator,
 )
 from pydantic_core import PydanticCustomError
+from typing_extensions import TypedDict
 
 from ports import Operator, Order, Ties
-from ports.limits import ASCII_INT, Int64, PathSegment, Whole, name_pattern
+from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, MAX_ID_CHARS, Int64, PathSegment, Whole, name_pattern
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
@@ -135,6 +136,50 @@ class ScoreEnvelope(BaseModel):
     attempt: bool | None = None
     """An attempt at a tournament board (ranking.tournaments): the only scores such a board takes."""
 
+
+
+# a record of the `scores` topic as the worker reads it: capture checked every bound of the API's
+# models (DESIGN §3.10), so the worker checks types and what the stores index, in pydantic-core
+# alone; the API models' Python validators, run again for every update, were most of its parsing
+_Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+_Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+class _RecordConfig(TypedDict):
+    __pydantic_config__ = ConfigDict(strict=True)  # type: ignore[misc]
+
+
+class ScoreRecordScore(_RecordConfig):
+    board: Name
+    playerId: _Id
+    score: _Int64
+    subscore: NotRequired[_Int64 | None]
+    metadata: NotRequired[Annotated[dict[str, Any], Field(max_length=MAX_METADATA_KEYS)] | None]
+
+
+class ScoreRecordRef(_RecordConfig):
+    board: Name
+    playerId: _Id
+
+
+class ScoreRecordRecheck(_RecordConfig):
+    key: str
+    playerId: _Id
+
+
+class ScoreRecord(_RecordConfig):
+    """A ScoreEnvelope as the worker reads it."""
+
+    eventId: str
+    receivedAt: int
+    scores: list[ScoreRecordScore]
+    bodyHash: NotRequired[str | None]
+    removed: NotRequired[list[ScoreRecordRef]]
+    rechecked: NotRequired[list[ScoreRecordRecheck]]
+    attempt: NotRequired[bool | None]
+
+
+SCORE_RECORD = TypeAdapter(ScoreRecord)
 
 _SCORES = TypeAdapter(list[Score])
 

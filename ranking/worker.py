@@ -13,7 +13,7 @@ from pipeline.failures import land_per_partition
 from pipeline.offsets import fresh_by_partition, pass_over
 from pipeline.topics import parse_each
 from ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
-from ranking.model import ScoreEnvelope, metadata_text
+from ranking.model import SCORE_RECORD, metadata_text
 from ranking.seasons import season_key, season_start
 from ranking.ties import Key, combine_key, tie_changes, tiebreak
 from ranking.tree import Tree
@@ -56,13 +56,14 @@ class _Event(NamedTuple):
 
 def _event(value: bytes) -> _Event:
     # plain tuples: thousands of live pydantic objects per batch slowed the worker (GC)
-    envelope = ScoreEnvelope.model_validate_json(value)
+    record = SCORE_RECORD.validate_json(value)
     changes: list[tuple[str, str, int | None, int | None, str | None]] = [
-        (s.board, s.playerId, s.score, s.subscore, None if s.metadata is None else metadata_text(s.metadata))
-        for s in envelope.scores]
-    changes += [(r.board, r.playerId, None, None, None) for r in envelope.removed]
-    return _Event(envelope.eventId, envelope.bodyHash, envelope.receivedAt, changes,
-                  [(r.key, r.playerId) for r in envelope.rechecked], bool(envelope.attempt))
+        (s["board"], s["playerId"], s["score"], s.get("subscore"),
+         None if (metadata := s.get("metadata")) is None else metadata_text(metadata))
+        for s in record["scores"]]
+    changes += [(r["board"], r["playerId"], None, None, None) for r in record.get("removed", ())]
+    return _Event(record["eventId"], record.get("bodyHash"), record["receivedAt"], changes,
+                  [(r["key"], r["playerId"]) for r in record.get("rechecked", ())], bool(record.get("attempt")))
 
 
 def _takes(settings: BoardSettings, event: _Event) -> bool:

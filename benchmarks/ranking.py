@@ -22,7 +22,7 @@ import redis
 from adapters.factory import Adapters, build, install, migrate
 from adapters.mysql.database import MysqlDatabase
 from benchmarks.isolation import isolated
-from benchmarks.stats import summary_ms, timed_ms
+from benchmarks.stats import cpu_times, stolen_share, summary_ms, timed_ms
 from lambdas.functions import load_handler
 from loadgen.stats import percentile
 from local_runtime.poller import Poller
@@ -94,10 +94,22 @@ def _throughput(a: Adapters, records: list[LogRecord], batch: int = 2000, tree: 
     return len(records) / (time.perf_counter() - start)
 
 
-def tie_throughput(a: Adapters, plan: Plan, rng: random.Random, progress: Progress) -> dict[tuple[Ties, int], float]:
+@dataclass(frozen=True)
+class TieRates:
+    rates: dict[tuple[Ties, int], float]
     """Updates/s by tie mode and by how many scores the boards' players share (SPREADS)."""
+    cpu_us: dict[tuple[Ties, int], float]
+    """The same runs' CPU of this process an update, µs: the worker's own work, which neither the
+    database's share of the cores nor the host's steal changes."""
+    stolen: float
+    """The share of the machine's CPU its host took meanwhile."""
+
+
+def tie_throughput(a: Adapters, plan: Plan, rng: random.Random, progress: Progress) -> TieRates:
     rates: dict[tuple[Ties, int], float] = {}
+    cpu_us: dict[tuple[Ties, int], float] = {}
     modes: tuple[Ties, ...] = ("shared", "earliest", "subscore")
+    machine = cpu_times()
     for ties in modes:
         for scores in SPREADS:
             name = f"t-{ties}-{scores}"
@@ -107,8 +119,10 @@ def tie_throughput(a: Adapters, plan: Plan, rng: random.Random, progress: Progre
                 a.ranking.put_board(BoardSettings(board, ties=ties))
             records = _records(boards, 50_000, plan.worker_updates, rng, topic=f"{SCORES}-{name}", scores=scores,
                                over_ms=WEEK_MS)
+            cpu = time.process_time()
             rates[ties, scores] = _throughput(a, records)
-    return rates
+            cpu_us[ties, scores] = (time.process_time() - cpu) / len(records) * 1e6
+    return TieRates(rates, cpu_us, stolen_share(machine, cpu_times()))
 
 
 def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
@@ -133,7 +147,8 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         a.ranking.put_board(BoardSettings(f"s{board}", reset="daily"))
     seasonal = _throughput(a, _records([f"s{b}" for b in range(8)], 50_000, plan.worker_updates, rng,
                                        topic=f"{SCORES}-seasonal"))
-    ties = tie_throughput(a, plan, rng, progress)
+    measured = tie_throughput(a, plan, rng, progress)
+    ties = measured.rates
 
     progress(f"worker: {plan.naive_updates} updates, one transaction each")
     naive = _throughput(a, _records([f"n{b}" for b in range(8)], 50_000, plan.naive_updates, rng,
@@ -157,12 +172,14 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         "By how ties rank (ranking.ties), the same batches on boards of scattered scores (0 to 10^7, few "
         f"ties), of {SPREADS[1]:,} scores (ties of a dozen players, counted from the index) and of {SPREADS[2]:,} "
         f"(ties of a hundred and more: from {TIE_TREE_FROM} players a score, its tie tree is written); earliest "
-        "and subscore give every player a rank of its own. Updates/s, and against shared ties in brackets:",
+        "and subscore give every player a rank of its own. Updates/s; in brackets, against shared ties and "
+        "the worker's own CPU an update (its process's, which neither the database's share of the cores nor "
+        f"the host's steal changes; the host took {measured.stolen:.0%} of this machine's CPU meanwhile):",
         "",
         "| ties | scattered | " + " | ".join(f"{scores:,} scores" for scores in SPREADS[1:]) + " |",
         "|---|---:|---:|---:|",
-        *(f"| {mode} | " + " | ".join(f"{ties[mode, scores]:,.0f} ({ties[mode, scores] / ties['shared', scores]:.2f}x)"
-                                      for scores in SPREADS) + " |"
+        *(f"| {mode} | " + " | ".join(f"{ties[mode, scores]:,.0f} ({ties[mode, scores] / ties['shared', scores]:.2f}x, "
+                                      f"{measured.cpu_us[mode, scores]:.0f} µs)" for scores in SPREADS) + " |"
           for mode in ("shared", "earliest", "subscore")),
         "",
         "Composite keys (earliest, subscore) at their slowest: "

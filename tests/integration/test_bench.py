@@ -5,6 +5,7 @@ the run completes, the four rank methods agree, and no probe update went missing
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,10 @@ def test_ranking_section_runs_on_a_tiny_plan():
     [size_row, tie_row] = [line for line in lines if line.startswith("| 300 |")]
     assert len(size_row.split("|")) == 10 and len(tie_row.split("|")) == 5
     assert sum(line.startswith(("| earliest |", "| subscore |")) for line in lines) == 2
+    # each tie mode's rate with the worker's own CPU an update, and the host's share said beside them
+    modes = [row for row in lines if row.startswith(("| shared |", "| earliest |", "| subscore |"))]
+    assert len(modes) == 3 and all(row.count(" µs)") == 3 for row in modes)
+    assert re.search(r"the host took \d+% of this machine's CPU meanwhile", text)
     visible_row = next(line for line in lines if line.startswith("| 500/s"))
     assert visible_row.split("|")[4].strip() == "0"  # probes not seen
     assert any(m.startswith("rank: loading") for m in messages)

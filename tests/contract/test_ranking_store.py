@@ -191,22 +191,36 @@ def test_a_list_read_while_the_worker_moves_a_player_is_one_state(ranking_store:
     {"board": "b/c", "playerId": "p", "score": 1},  # a name no route can ask for
     {"board": "b", "playerId": "p"},
     {"board": "b", "playerId": "p", "score": 1, "metadata": {str(k): k for k in range(17)}},
+    {"board": "b", "playerId": "p", "score": 1, "metadata": {"name": "n" * 129}},
+    {"board": "b", "playerId": "p", "score": 1, "metadata": {"replay": "INFINITY"}},  # 1e400: no JSON holds it again
 ])
 def test_a_score_record_the_worker_cannot_read_is_dead_lettered_alone(ranking_store: RankingStore, log,
                                                                        bad: dict[str, Any]):
-    """The worker reads records as capture writes them, checking less than capture did
-    (ranking.model.ScoreRecord): what a store could not keep is still refused, and only that."""
+    """The worker reads records as capture writes them, by types and bounds alone
+    (ranking.model.ScoreRecord): what capture would have refused is still refused, and only that."""
     board = f"b{uuid.uuid4().hex[:6]}"
     topic = f"{SCORES}.{board}"
     good = [r.value for r in records(board, [("a", 5), ("b", 3)], itertools.count())]
-    poisoned = json.dumps({"eventId": str(uuid.uuid4()), "receivedAt": 0,
-                           "scores": [bad | {"board": board + bad["board"][1:]}]}).encode()
+    poisoned = json.dumps({"eventId": str(uuid.uuid4()), "receivedAt": 0, "scores": [
+        bad | {"board": board + bad["board"][1:]}]}).replace('"INFINITY"', "1e400").encode()
     log.publish(topic, [OutgoingRecord(value, board.encode()) for value in (good[0], poisoned, good[1])])
     assert apply_scores(log.consumer("worker", topic).poll(10, 1 << 20, 1), ranking_store, log, TREE) == 2
     assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, board)["entries"]] == ["a", "b"]
     dead = log.consumer("t", DEADLETTER).poll(10, 1 << 20, timeout_s=0.1)
     assert [d.value for d in dead] == [poisoned]
     assert dict(dead[0].headers)["reason"].startswith(b"malformed score record: scores.0.")
+
+
+def test_metadata_a_record_lists_in_another_order_is_kept_sorted(ranking_store: RankingStore, log):
+    """Found in review: a record of a release before metadata was kept sorted lists it as its client
+    sent it; the worker that reads records by types alone kept that order, where it had sorted."""
+    board = f"b{uuid.uuid4().hex[:6]}"
+    topic = f"{SCORES}.{board}"
+    unsorted = {"team": "red", "name": "Ann", "level": 3}
+    log.publish(topic, [OutgoingRecord(json.dumps({"eventId": str(uuid.uuid4()), "receivedAt": 0, "scores": [
+        {"board": board, "playerId": "a", "score": 5, "metadata": unsorted}]}).encode(), board.encode())])
+    apply_scores(log.consumer("worker", topic).poll(10, 1 << 20, 1), ranking_store, log, TREE)
+    assert list(leaderboard.player(ranking_store, TREE, board, "a")["metadata"] or {}) == ["level", "name", "team"]
 
 
 def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: RankingStore):

@@ -137,12 +137,18 @@ class ScoreEnvelope(BaseModel):
     """An attempt at a tournament board (ranking.tournaments): the only scores such a board takes."""
 
 
-
 # a record of the `scores` topic as the worker reads it: capture checked every bound of the API's
 # models (DESIGN §3.10), so the worker checks types and what the stores index, in pydantic-core
 # alone; the API models' Python validators, run again for every update, were most of its parsing
 _Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 _Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
+# Metadata's keys and values as it bounds them: a number a JSON text cannot hold again (1e400 reads
+# as infinity) is refused, not stored as text that no answer could carry
+_RecordMetadata = Annotated[
+    dict[Annotated[str, StringConstraints(min_length=1, max_length=64)],
+         Annotated[str, StringConstraints(max_length=128)] | _Int64 | Annotated[float, Field(allow_inf_nan=False)]
+         | bool | None],
+    Field(max_length=MAX_METADATA_KEYS)]
 
 
 class _RecordConfig(TypedDict):
@@ -154,7 +160,7 @@ class ScoreRecordScore(_RecordConfig):
     playerId: _Id
     score: _Int64
     subscore: NotRequired[_Int64 | None]
-    metadata: NotRequired[Annotated[dict[str, Any], Field(max_length=MAX_METADATA_KEYS)] | None]
+    metadata: NotRequired[_RecordMetadata | None]
 
 
 class ScoreRecordRef(_RecordConfig):
@@ -226,9 +232,9 @@ class BoardSettingsBody(BaseModel):
         "how many past seasons retention keeps, newest first (the current one is always kept): older ones are "
         "deleted by the daily purge; left out, every season is kept"))
     startsAt: BodyTime | None = Field(None, description=(
-        "RFC 3339: the board takes scores received from then on; null: from the start"))
+        "RFC 3339 or epoch ms: the board takes scores received from then on; null: from the start"))
     endsAt: BodyTime | None = Field(None, description=(
-        "RFC 3339, after startsAt: the board takes no score received from then on; null: never ends"))
+        "RFC 3339 or epoch ms, after startsAt: the board takes no score received from then on; null: never ends"))
     maxAttempts: Whole | None = Field(None, ge=1, le=MAX_ATTEMPTS, description=(
         "a tournament: each player's attempts a season (POST .../attempts); null: unlimited"))
     maxPlayers: Whole | None = Field(None, ge=1, le=MAX_PLAYERS, description=(

@@ -59,7 +59,8 @@ def _event(value: bytes) -> _Event:
     record = SCORE_RECORD.validate_json(value)
     changes: list[tuple[str, str, int | None, int | None, str | None]] = [
         (s["board"], s["playerId"], s["score"], s.get("subscore"),
-         None if (metadata := s.get("metadata")) is None else metadata_text(metadata))
+         # sorted as the API's Metadata keeps it: a record of a release before that may list it otherwise
+         None if (metadata := s.get("metadata")) is None else metadata_text(dict(sorted(metadata.items()))))
         for s in record["scores"]]
     changes += [(r["board"], r["playerId"], None, None, None) for r in record.get("removed", ())]
     return _Event(record["eventId"], record.get("bodyHash"), record["receivedAt"], changes,

@@ -96,7 +96,8 @@ class ReleaseHealth(ReleaseFigures):
     interval: Interval
     previous: Annotated[ReleaseFigures | None, Field(
         description=("the build first seen before this one (of those first seen in its minute, the one before it "
-                     "in build order), over the same window; null for the first"))]
+                     "in build order; else of those of the latest minute before, the last in build order), over "
+                     "the same window; null for the first"))]
     change: ReleaseChange | None
     series: list[ReleasePoint]
 

@@ -99,8 +99,8 @@ class TieRates:
     rates: dict[tuple[Ties, int], float]
     """Updates/s by tie mode and by how many scores the boards' players share (SPREADS)."""
     cpu_us: dict[tuple[Ties, int], float]
-    """The same runs' CPU of this process an update, µs: the worker's own work, which neither the
-    database's share of the cores nor the host's steal changes."""
+    """The same runs' CPU of this process an update, µs: the worker's own work, which the database's
+    share of the cores and the host's steal change far less than the rates."""
     stolen: float
     """The share of the machine's CPU its host took meanwhile."""
 
@@ -173,8 +173,9 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         f"ties), of {SPREADS[1]:,} scores (ties of a dozen players, counted from the index) and of {SPREADS[2]:,} "
         f"(ties of a hundred and more: from {TIE_TREE_FROM} players a score, its tie tree is written); earliest "
         "and subscore give every player a rank of its own. Updates/s; in brackets, against shared ties and "
-        "the worker's own CPU an update (its process's, which neither the database's share of the cores nor "
-        f"the host's steal changes; the host took {measured.stolen:.0%} of this machine's CPU meanwhile):",
+        "the worker's own CPU an update (its process's, which the database's share of the cores and the host's "
+        f"steal change far less than the rates; the host took {measured.stolen:.0%} of this machine's CPU "
+        "meanwhile):",
         "",
         "| ties | scattered | " + " | ".join(f"{scores:,} scores" for scores in SPREADS[1:]) + " |",
         "|---|---:|---:|---:|",

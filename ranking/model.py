@@ -22,7 +22,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from ports import Operator, Order, Ties
-from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, MAX_ID_CHARS, Int64, PathSegment, Whole, name_pattern
+from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, Identifier, Int64, PathSegment, Whole, name_pattern
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
@@ -53,12 +53,14 @@ def _one_of_them(value: object, handler: ValidatorFunctionWrapHandler) -> object
                                   "integer within int64, a finite number, true, false or null") from None
 
 
+_MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+_MetadataText = Annotated[str, StringConstraints(max_length=128)]
 # JSON has no infinity: a number too large for a float (1e400) is refused, not kept as null
-MetadataValue = Annotated[Annotated[str, StringConstraints(max_length=128)] | Int64
-                          | Annotated[float, BeforeValidator(_fractional), Field(allow_inf_nan=False)] | bool | None,
+_Finite = Annotated[float, Field(allow_inf_nan=False)]
+MetadataValue = Annotated[_MetadataText | Int64 | Annotated[_Finite, BeforeValidator(_fractional)] | bool | None,
                           WrapValidator(_one_of_them)]
 # kept by key: a retry whose object lists them in another order is the same body (its hash)
-Metadata = Annotated[dict[Annotated[str, StringConstraints(min_length=1, max_length=64)], MetadataValue],
+Metadata = Annotated[dict[_MetadataKey, MetadataValue],
                      Field(max_length=MAX_METADATA_KEYS), AfterValidator(lambda found: dict(sorted(found.items())))]
 
 
@@ -141,14 +143,10 @@ class ScoreEnvelope(BaseModel):
 # models (DESIGN §3.10), so the worker checks types and what the stores index, in pydantic-core
 # alone; the API models' Python validators, run again for every update, were most of its parsing
 _Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
-_Id = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
-# Metadata's keys and values as it bounds them: a number a JSON text cannot hold again (1e400 reads
-# as infinity) is refused, not stored as text that no answer could carry
-_RecordMetadata = Annotated[
-    dict[Annotated[str, StringConstraints(min_length=1, max_length=64)],
-         Annotated[str, StringConstraints(max_length=128)] | _Int64 | Annotated[float, Field(allow_inf_nan=False)]
-         | bool | None],
-    Field(max_length=MAX_METADATA_KEYS)]
+# Metadata's keys and values as it bounds them, without its Python validators: a number a JSON text
+# cannot hold again (1e400 reads as infinity) is still refused, not stored as text no answer could carry
+_RecordMetadata = Annotated[dict[_MetadataKey, _MetadataText | _Int64 | _Finite | bool | None],
+                            Field(max_length=MAX_METADATA_KEYS)]
 
 
 class _RecordConfig(TypedDict):
@@ -157,7 +155,7 @@ class _RecordConfig(TypedDict):
 
 class ScoreRecordScore(_RecordConfig):
     board: Name
-    playerId: _Id
+    playerId: Identifier
     score: _Int64
     subscore: NotRequired[_Int64 | None]
     metadata: NotRequired[_RecordMetadata | None]
@@ -165,12 +163,12 @@ class ScoreRecordScore(_RecordConfig):
 
 class ScoreRecordRef(_RecordConfig):
     board: Name
-    playerId: _Id
+    playerId: Identifier
 
 
 class ScoreRecordRecheck(_RecordConfig):
     key: str
-    playerId: _Id
+    playerId: Identifier
 
 
 class ScoreRecord(_RecordConfig):

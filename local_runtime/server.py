@@ -50,6 +50,9 @@ WATCH_S = 0.2
 # how long a worker has after SIGTERM: a thread stuck in C holding the GIL (librdkafka's close of a
 # consumer its group put out) keeps its signal handler from ever running
 STOP_GRACE_S = 30.0
+# the consumers yield the CPU to the API processes they share it with: past saturation capture
+# answers (and sheds) first, and what it took waits on the durable log until the load eases
+CONSUMER_NICENESS = 10
 
 
 class DataDirInUse(UserError):
@@ -223,6 +226,7 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
     stop, requested = threading.Event(), StopRequest()
     if job.kind == "consumers":
         signal.signal(signal.SIGTERM, requested)
+        os.nice(CONSUMER_NICENESS)
     threading.Thread(target=_die_with, args=(supervisor,), name="supervisor-watch", daemon=True).start()
     adapters = build(settings)
     install(adapters)

@@ -114,6 +114,16 @@ def test_api_workers_accept_on_one_port(tmp_path: Path, services_env: dict[str, 
         assert api.stop() == 0
 
 
+def test_the_consumers_yield_the_cpu_to_the_api(tmp_path: Path):
+    serve = Serve(tmp_path / "data", tmp_path / "serve.log", workers=1)
+    serve.start()
+    try:
+        [api], [consumers] = serve.pids("api"), serve.pids("consumers")
+        assert psutil.Process(consumers).nice() > psutil.Process(api).nice() == psutil.Process().nice()
+    finally:
+        assert serve.stop() == 0
+
+
 def test_a_worker_that_keeps_dying_stops_serve(tmp_path: Path):
     serve = Serve(tmp_path / "data", tmp_path / "serve.log", workers=1)
     serve.start()

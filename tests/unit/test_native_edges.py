@@ -88,15 +88,23 @@ def test_a_forged_project_cursor_is_refused(adapters: Adapters, position: str) -
         project_listing.listing(adapters.projects, cursor=cursor)
 
 
-def test_a_title_key_for_another_sku_is_403_before_the_body_is_read(adapters: Adapters,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_title_key_cannot_tell_another_titles_project_from_none(adapters: Adapters,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A title key ships in a game: were another title's project 403 and a free id 404, it could walk
+    the project ids (and a 403 named the sku behind each)."""
     projects.handler(load_event("projects-put.json"), LocalContext("projects"))
     monkeypatch.setattr(type(adapters), "key_skus", {"title-ember": ["ember:pc"]})
-    event = load_event("native-envelope.json")
-    event["requestContext"]["identity"]["apiKeyId"] = "title-ember"
-    event["body"] = "not an envelope at all"
-    answer = native.handler(event, LocalContext("native"))
-    assert answer["statusCode"] == 403, answer  # not 400: the project's existence is all it learns
+
+    def answer(project: int) -> tuple[int, Any]:
+        event = load_event("native-envelope.json") | {"path": f"/api/{project}/envelope/",
+                                                       "body": "not an envelope at all"}
+        event["requestContext"]["identity"]["apiKeyId"] = "title-ember"
+        response = native.handler(event, LocalContext("native"))
+        body = json.loads(response["body"])
+        return response["statusCode"], {**body, "message": body["message"].replace(str(project), "N")}
+
+    assert answer(42) == answer(43)  # 42 is skyrift:pc's, 43 nobody's; the body is not read
+    assert answer(42)[0] == 404
 
 
 def test_an_upload_refused_for_its_sessions_keeps_nothing_of_its_crash(adapters: Adapters) -> None:

@@ -26,7 +26,7 @@ from ports.telemetry import instrumented
 from reporters.breakpad import parse_minidump_upload, socorro_answer
 from reporters.capture import capture_envelope
 from reporters.encoding import decode_body
-from reporters.projects import MAX_PROJECT_ID
+from reporters.projects import MAX_PROJECT_ID, unknown_project
 from reporters.sentry import SentryEnvelope, parse_envelope, parse_store
 from reporters.unreal import parse_unreal_crash
 
@@ -46,19 +46,23 @@ class SentryAnswer(TypedDict, total=False):
     id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
 
 
-def _sku(project_id: str | None) -> str:
+def _sku(project_id: str | None, scope: SkuScope) -> str:
+    """The project's sku. Another title's project is unknown to a title key, as a free id is: a key
+    that ships in a game must not tell which ids are taken, nor by which skus."""
     number = int(project_id) if project_id and re.fullmatch(PROJECT_PATTERN, project_id, re.ASCII) else 0
     if not 1 <= number <= MAX_PROJECT_ID:
         raise NotFound(f"no project {project_id[:32]}" if project_id else "the upload names no project", "project")
-    return current().project_skus.of(number)
+    sku = current().project_skus.of(number)
+    if scope.skus is not None and sku not in scope.skus:
+        raise unknown_project(number)
+    return sku
 
 
 def _capture(project_id: str | None, read: Reader) -> str | None:
     """Captures the request's upload for the project's sku; the Sentry event id of its report."""
-    sku = _sku(project_id)
     a = current()
     scope = SkuScope.of(app.current_event.request_context.identity.api_key_id, a.key_skus)
-    scope.check([sku])  # before a byte of the body is read
+    sku = _sku(project_id, scope)  # before a byte of the body is read
     request = posted(app.current_event)  # within the contract's limit as sent; then as decoded
     body = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)
     reading = read(body, request.content_type, sku)

@@ -79,6 +79,12 @@ def listing(store: ProjectStore, *, limit: int = 100, cursor: str | None = None)
     return {"projects": [_answer(p) for p in page], "nextCursor": after}
 
 
+
+def unknown_project(project_id: int) -> NotFound:
+    """The contract's 404 for a project id nobody holds (or, to a title key, another title's)."""
+    return NotFound(f"no project {project_id}; a server key creates it with PUT /v1/projects/{project_id}")
+
+
 class Skus:
     """Each project's sku as an upload needs it: read from the store at most once a FRESH_S per
     project and process (a missing one once a MISSING_FRESH_S). While the store is away, a project
@@ -114,7 +120,7 @@ class Skus:
                 self._remember(project_id, known)
         sku = known[0]
         if sku is None:
-            raise NotFound(f"no project {project_id}; a server key creates it with PUT /v1/projects/{project_id}")
+            raise unknown_project(project_id)
         return sku
 
     def _remember(self, project_id: int, known: tuple[str | None, float]) -> None:

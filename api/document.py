@@ -108,7 +108,8 @@ ERRORS = {
     400: ErrorAnswer("BadRequest", "invalid_json, missing_field or invalid_field; bad_request for a request HTTP "
                                    "cannot read (the gateway's own answer)"),
     401: ErrorAnswer("Unauthorized", "no key where one is needed"),
-    403: ErrorAnswer("Forbidden", "a key whose role does not allow this, or a title's key posting another title's sku"),
+    403: ErrorAnswer("Forbidden", "a key whose role does not allow this, or a title's key posting another title's sku "
+                                  "(a native route's project of another title is 404 to it, as an unknown one)"),
     404: ErrorAnswer("NotFound", "not_found"),
     408: ErrorAnswer("RequestTimeout", "request_timeout (`blackbox serve`: a request's line and headers not sent "
                                        "within 10 s, or its body within 30 s; the connection is closed)"),

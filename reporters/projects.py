@@ -79,7 +79,6 @@ def listing(store: ProjectStore, *, limit: int = 100, cursor: str | None = None)
     return {"projects": [_answer(p) for p in page], "nextCursor": after}
 
 
-
 def unknown_project(project_id: int) -> NotFound:
     """The contract's 404 for a project id nobody holds (or, to a title key, another title's)."""
     return NotFound(f"no project {project_id}; a server key creates it with PUT /v1/projects/{project_id}")

@@ -226,6 +226,7 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
     stop, requested = threading.Event(), StopRequest()
     if job.kind == "consumers":
         signal.signal(signal.SIGTERM, requested)
+        # before any thread starts: Linux keeps a niceness a thread, and new threads take their maker's
         os.nice(CONSUMER_NICENESS)
     threading.Thread(target=_die_with, args=(supervisor,), name="supervisor-watch", daemon=True).start()
     adapters = build(settings)

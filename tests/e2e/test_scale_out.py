@@ -119,6 +119,8 @@ def test_the_consumers_yield_the_cpu_to_the_api(tmp_path: Path):
     serve.start()
     try:
         [api], [consumers] = serve.pids("api"), serve.pids("consumers")
+        # serve is up once its API answers: the consumers may still be starting
+        wait_until(lambda: psutil.Process(consumers).nice() != psutil.Process().nice(), "the consumers' niceness")
         assert psutil.Process(consumers).nice() > psutil.Process(api).nice() == psutil.Process().nice()
     finally:
         assert serve.stop() == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ BEGIN, END = "<!-- soak -->", "<!-- /soak -->"
 
 def run(minutes: float, output: Path, progress: Progress) -> None:
     """Runs the soak and the overload minute, and writes their block into `output`."""
-    results: dict[str, Any] = {}
+    # when it ran: a soak's block is replaced on its own, apart from the full bench's date
+    results: dict[str, Any] = {"startedAt": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
     json_path = output.parent / "benchmarks" / "soak.json"
     json_path.parent.mkdir(parents=True, exist_ok=True)
     with isolated("services") as settings:
@@ -120,7 +122,8 @@ def section(results: dict[str, Any], minutes: float) -> str:
         f"{crashes:.0%} crash reports ({CRASH_KB} KB on average, the paper's baseline), {sessions:.0%} single "
         f"session events, {scores:.0%} "
         "single scores; the serve's memory (PSS of the supervisor and its workers) sampled every second. Then "
-        f"{OVERLOAD_S:g} s at x{OVERLOAD_FACTOR} that rate, past what this machine takes.", "",
+        f"{OVERLOAD_S:g} s at x{OVERLOAD_FACTOR} that rate, past what this machine takes. Run on "
+        f"{results.get('startedAt', 'a date not recorded')}.", "",
         "| | soak | overload |", "|---|---:|---:|",
         f"| offered requests/s | {soak['baseRate']:g} | {overload['baseRate']:g} |",
         f"| acknowledged requests/s | {soak['throughput']:g} | {overload['throughput']:g} |",

@@ -121,6 +121,7 @@ def test_the_soak_writes_its_block_figures_and_chart(tmp_path: Path):
     assert text.startswith("# Benchmarks\n\nkept\n") and "an older soak" not in text
     assert text.count(soak.BEGIN) == 1 and text.rstrip().endswith(soak.END)
     results = json.loads((tmp_path / "benchmarks" / "soak.json").read_text())
+    assert f"Run on {results['startedAt']}." in text  # replaced on its own, so it says when
     for run in ("soak", "overload"):
         assert results[run]["lost"] == 0 and results[run]["duplicated"] == 0
         samples = results[run]["serverMemory"]["samples"]

@@ -53,7 +53,7 @@ def _sku(project_id: str | None, scope: SkuScope) -> str:
     if not 1 <= number <= MAX_PROJECT_ID:
         raise NotFound(f"no project {project_id[:32]}" if project_id else "the upload names no project", "project")
     sku = current().project_skus.of(number)
-    if scope.skus is not None and sku not in scope.skus:
+    if not scope.allows(sku):
         raise unknown_project(number)
     return sku
 

@@ -22,6 +22,9 @@ class SkuScope:
         own = key_skus.get(api_key_id) if api_key_id is not None else None
         return cls(None if own is None else frozenset(own))
 
+    def allows(self, sku: str) -> bool:
+        return self.skus is None or sku in self.skus
+
     def check(self, skus: Iterable[str]) -> None:
         """403 when any of `skus` is not the caller's."""
         if self.skus is None:

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 from rich.console import Console
 
 from adapters.factory import migrate
+from api.requests import MAX_IN_FLIGHT
 from benchmarks.crs import drop_documents
 from benchmarks.isolation import environment, isolated
 from loadgen.run import LoadConfig
@@ -174,7 +175,26 @@ def _overload_line(overload: dict[str, Any]) -> str:
               + (f", and did not send {overflow} requests for its in-flight limit." if overflow else ".")
               if lag.get("count") else "")
     return (f"- Past saturation, the p95 of a shed answer: {p95:g} ms (target: within milliseconds, say ≤ 100): "
-            f"{_verdict(p95 <= 100)}.{behind}")
+            f"{_verdict(p95 <= 100)}.{behind}{_waiting(overload)}")
+
+
+def _waiting(overload: dict[str, Any]) -> str:
+    """How many tries waited for an answer at once, by Little's law: answers a second times their
+    mean latency. A 503 is fast only while serve answers every try as it comes; past what it (and
+    the client on the same cores) can answer, tries wait unread in its sockets, shed or not."""
+    accepted, shed = overload.get("requestLatencyMs", {}).get("all", {}), overload["shed"]
+    if not accepted.get("count") or not overload.get("elapsedS"):
+        return ""
+    answers = accepted["count"] + shed["answers"]
+    per_second = answers / overload["elapsedS"]
+    mean_s = (accepted["mean"] * accepted["count"] + shed["latencyMs"]["mean"] * shed["answers"]) / answers / 1000
+    held, bound = per_second * mean_s, WORKERS * MAX_IN_FLIGHT
+    unread = (f", where serve's {WORKERS} API processes hold {bound:,} in their handlers at most: the rest waited "
+              "unread in its sockets" if held > bound else "")
+    return (f" Serve answered {per_second:,.0f} tries a second in all, acknowledged or shed, where "
+            f"{overload['baseRate']:g} a second were due, and retries on top: {held:,.0f} tries waited for an "
+            f"answer at once on average (that rate times their mean latency, {mean_s * 1000:,.0f} ms){unread}. A "
+            "503 is only fast while every try is answered as it comes.")
 
 
 def _memory(run: dict[str, Any]) -> str:

@@ -164,3 +164,17 @@ def test_the_overload_line_tells_unmeasured_from_missed():
     line = soak._overload_line(behind)
     assert "900 ms" in line and "**missed**" in line and "by 90 / 400 ms (p50 / p95)" in line and "send 7 " in line
     assert "not send" not in soak._overload_line(behind | {"clientOverflow": 0})
+
+
+def test_the_overload_line_says_how_many_tries_waited_for_an_answer():
+    """Little's law on the overload minute: 2,000 answers in 10 s, 1,500 accepted at a mean of 500 ms
+    and 500 shed at 260: 200 answers a second and a mean of 440 ms, so 88 tries waiting at once."""
+    run = {"baseRate": 2800.0, "throughput": 150.0, "clientOverflow": 0, "elapsedS": 10.0,
+           "statuses": {"sessions": {"202": 1500, "503": 500}},
+           "requestLatencyMs": {"all": {"count": 1500, "mean": 500.0}},
+           "shed": {"answers": 500, "latencyMs": {"p95": 600.0, "mean": 260.0}}}
+    line = soak._overload_line(run)
+    assert "answered 200 tries a second" in line and "2800 a second were due" in line
+    assert "440 ms" in line and "88 tries waited" in line and "unread" not in line
+    crowded = soak._overload_line(run | {"elapsedS": 0.1})  # 20,000 answers a second: 8,800 waiting
+    assert "8,800 tries waited" in crowded and "hold 1,024 in their handlers at most" in crowded

@@ -306,6 +306,19 @@ def test_the_store_endpoint_reads_one_event() -> None:
         parse_store(b"[]", SKU)
 
 
+@pytest.mark.parametrize("seconds", ["1e308", "-1.8e305", "2e305", "1" + "0" * 400, "-1" + "0" * 400])
+def test_a_time_too_large_for_milliseconds_is_no_time(seconds: str) -> None:
+    """Finite as seconds, past a float as milliseconds: not a time (a Sentry crash is never refused
+    for an optional field), where it was an OverflowError and a 500 that SDKs would keep retrying."""
+    reading = parse_store(b'{"message": "m", "timestamp": %s}' % seconds.encode(), SKU)
+    assert reading.crash is not None and reading.crash.submission().get("clientTime") is None
+    for item in (b'{"type":"session"}\n{"sid":"s","status":"crashed","started":%s}\n',
+                 b'{"type":"session"}\n{"sid":"s","started":"2026-01-01T00:00:00Z","timestamp":%s}\n',
+                 b'{"type":"sessions"}\n{"aggregates":[{"started":%s,"exited":1}]}\n'):
+        reading = parse_envelope(b"{}\n" + item % seconds.encode(), SKU)
+        assert all(s.timestamp_ms is None for s in reading.sessions) and not reading.aggregates
+
+
 def test_authentication_as_relay_reads_it() -> None:
     header = {"X-Sentry-Auth": "Sentry sentry_key=abc, sentry_version=7, sentry_client=sentry.python/2.75.0"}
     auth = parse_auth(header, {})

@@ -80,7 +80,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
 import uuid
 from collections import Counter
@@ -577,10 +576,7 @@ def frame_line(index: int, frame: Mapping[str, Any]) -> str:
 def _client_time(value: Any) -> str | int | None:
     if isinstance(value, str):
         return value if 0 < len(value) <= 64 else None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        epoch_ms = round(value * 1000)
-        return epoch_ms if INT64_MIN <= epoch_ms <= INT64_MAX else None
-    return None
+    return _seconds_ms(value, INT64_MIN, INT64_MAX)
 
 
 # --- attachments ------------------------------------------------------------------------------
@@ -670,10 +666,17 @@ def _epoch_ms(value: Any) -> int | None:
             return parse_epoch_ms(value)
         except (ValueError, OverflowError):
             return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        epoch_ms = round(value * 1000)
-        return epoch_ms if FIRST_MS <= epoch_ms <= LAST_MS else None
-    return None
+    return _seconds_ms(value, FIRST_MS, LAST_MS)
+
+
+def _seconds_ms(value: Any, first: int, last: int) -> int | None:
+    """Epoch seconds (a JSON number) as epoch milliseconds from `first` to `last`, else None. The
+    range is checked before the product: a float of 1e308 seconds has no milliseconds, and an
+    integer of 400 digits no float (both OverflowError), where comparing with either is exact."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not first / 1000 <= value <= last / 1000:
+        return None  # NaN compares false too
+    epoch_ms = round(value * 1000)
+    return epoch_ms if first <= epoch_ms <= last else None
 
 
 # --- reading untrusted JSON -------------------------------------------------------------------

@@ -572,6 +572,23 @@ def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingS
     assert ranking_store.scores(board, ["p"]) == {"p": 7}
 
 
+def test_a_key_reused_to_delete_another_player_deletes_only_the_first(ranking_store: RankingStore, log,
+                                                                      tmp_path: Path):
+    """Found by probing from outside: two DELETEs on one board under one Idempotency-Key, for two
+    players, deleted both. As a key reused for scores with another body, the second is set aside
+    in the dead letters and its player's record kept (DESIGN §3.9)."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    ranking_store.put_board(BoardSettings(board, "desc", "set"))
+    apply_scores(records(board, [("p", 5), ("q", 6)], itertools.count()), ranking_store, log, TREE)
+    spill = DirectorySpillStore(tmp_path / "spill")
+    for player in ("p", "q", "p"):  # the first, another player under its key, the first's retry
+        capture_removal(log, spill, ranking_store.get_board(board), player, idempotency_key="k")
+    apply_scores(log.consumer("test", SCORES).poll(10, 1 << 20, 1), ranking_store, log, TREE)
+    assert ranking_store.scores(board, ["p", "q"]) == {"q": 6}
+    [dead] = log.consumer("t", DEADLETTER).poll(10, 1 << 20, timeout_s=0.1)
+    assert b'"q"' in dead.value and dict(dead.headers)["reason"].startswith(b"idempotency_conflict")
+
+
 # how long after a season's end its top is told, in these tests
 TELL_AFTER_MS = 10_000
 # what an outbox answers that kept no alert yet

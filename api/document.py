@@ -87,8 +87,9 @@ IDEMPOTENCY_KEY = {
 RETRY_KEY = {
     **IDEMPOTENCY_KEY,
     "description": "a retry with the same key (and board) is the same request: what it changes happens once, and "
-                   "it gets the first answer; another body under the same key is refused where the route says so "
-                   "(409 idempotency_conflict)",
+                   "it gets the first answer. Another body under the same key (a deletion: another player) changes "
+                   "nothing: it is refused where the route says so (409 idempotency_conflict), else set aside in "
+                   "the dead-letter topic with the reason idempotency_conflict",
 }
 
 _RETRY_AFTER: dict[str, Any] = {"description": "seconds to wait before trying again",

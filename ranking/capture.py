@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, ValidationError, with_config
 from typing_extensions import TypedDict
 
-from pipeline.idempotency import new_event_id, per_scope
+from pipeline.idempotency import body_hash, new_event_id, per_scope
 from pipeline.topics import SCORES, publish
 from ports import BoardSettings, EventLog, OutgoingRecord, SpillStore
 from ports.errors import InvalidField
@@ -42,14 +42,17 @@ def capture_removal(log: EventLog, spill: SpillStore, settings: BoardSettings, p
                     idempotency_key: str | None = None) -> Removal:
     """Asks the board's worker to delete the player's record from the season current now, in order
     with the board's updates (its partition): an update received later makes a new record. A retry
-    with the same Idempotency-Key is the same event, applied once (it would delete that record)."""
+    with the same Idempotency-Key is the same event, applied once (it would delete that record);
+    the key reused on the board for another player is set aside, as for scores (DESIGN §3.9)."""
     try:
         player = PlayerRef(board=settings.board, playerId=player_id)
     except ValidationError as error:
         raise InvalidField(f"playerId {error.errors()[0]['msg']}", "playerId") from None
     received = now_ms()
-    event_id = new_event_id(f"remove\x00{settings.board}\x00{player_id}", idempotency_key)
-    removal = ScoreEnvelope(eventId=event_id, receivedAt=received, scores=[], removed=[player])
+    # scoped by the board, as scores are: the key reused for another player is another body
+    event_id = new_event_id(f"remove\x00{settings.board}", idempotency_key)
+    removal = ScoreEnvelope(eventId=event_id, receivedAt=received, scores=[], removed=[player],
+                            bodyHash=body_hash(event_id, player.model_dump_json().encode()))
     publish(log, spill, SCORES, [OutgoingRecord(value=removal.model_dump_json().encode(), key=settings.board.encode())])
     start = season_start(settings.reset, received, settings.epochs)
     return {"board": settings.board, "playerId": player_id, "season": None if start is None else to_rfc3339(start)}

@@ -150,6 +150,20 @@ def test_a_head_over_the_limit_is_answered_431(gateway_url: tuple[str, int]):
     assert answer.startswith(b"HTTP/1.1 431 ") and b"headers_too_large" in answer
 
 
+@pytest.mark.parametrize("over", ["header", "line"])
+def test_a_head_over_the_limit_in_one_read_is_answered_431(gateway_url: tuple[str, int], over: str):
+    """Found by probing from outside: a head of 70 to 180 KB sent at once was served (a head
+    counted only from the read after it began), and a request line of 66 KB answered 400."""
+    big = b"a" * (MAX_HEAD_BYTES + 4096)
+    head = (b"GET /dashboard/app.js HTTP/1.1\r\nHost: localhost\r\nX-Big: " + big if over == "header"
+            else b"GET /dashboard/app.js?" + big + b" HTTP/1.1\r\nHost: localhost")
+    answer, _ = answer_of(gateway_url, head + b"\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 431 ") and b"headers_too_large" in answer
+    # and a head under the limit is read, in one read or many
+    small = b"GET /dashboard/app.js HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * (MAX_HEAD_BYTES - 1024)
+    assert answer_of(gateway_url, small + b"\r\n\r\n")[0].startswith(b"HTTP/1.1 200 ")
+
+
 def test_a_body_that_does_not_arrive_in_time_is_answered_408(gateway_url: tuple[str, int]):
     head = (b"POST /v1/crashes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: 100\r\n\r\n{")

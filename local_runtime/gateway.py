@@ -381,6 +381,9 @@ class GuardedHttp(HttpToolsProtocol):
     _head_timer: asyncio.TimerHandle | None = None
     _head_bytes = 0
     _head_began = False
+    # the line and headers httptools handed over of the head it parses: what began in a read and
+    # ended in it too, which the reads' count cannot tell from the previous request's body
+    _head_parsed = 0
     _rest_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -390,6 +393,7 @@ class GuardedHttp(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._head_began = True
+        self._head_parsed = 0
         self._await_head()
         self._unset_keepalive_if_required()  # armed below when the last body ended in this same read
 
@@ -408,6 +412,20 @@ class GuardedHttp(HttpToolsProtocol):
         if self.cycle.response_complete and self.cycle.more_body and not self.transport.is_closing():
             self._rest_timer = self.loop.call_later(self.body_timeout, self.transport.close)
 
+    def on_url(self, url: bytes) -> None:
+        self._parsed(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._parsed(len(name) + len(value) + len(b": \r\n"))
+        super().on_header(name, value)
+
+    def _parsed(self, size: int) -> None:
+        self._head_parsed += size
+        if self._head_parsed > MAX_HEAD_BYTES:
+            # stops the parse: httptools raises, and uvicorn calls send_400_response (below)
+            raise _head_too_large()
+
     def on_headers_complete(self) -> None:
         self._head_done()
         super().on_headers_complete()
@@ -419,7 +437,7 @@ class GuardedHttp(HttpToolsProtocol):
             # a head that began in this read counts from the next: the read may end another request
             self._head_bytes = 0 if self._head_began else self._head_bytes + len(data)
             if self._head_bytes > MAX_HEAD_BYTES:
-                self._refuse(HeadersTooLarge(f"a request's line and headers are over {MAX_HEAD_BYTES} bytes"))
+                self._refuse(_head_too_large())
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_done()
@@ -444,6 +462,9 @@ class GuardedHttp(HttpToolsProtocol):
 
     def send_400_response(self, msg: str) -> None:
         # uvicorn's own answer to what it cannot parse is text/plain: the contract's error instead
+        if self._head_parsed > MAX_HEAD_BYTES:
+            self._refuse(_head_too_large())
+            return
         self._refuse(MalformedRequest(f"the request is not HTTP this server reads: {msg}"))
 
     def _refuse(self, error: BlackboxError) -> None:
@@ -451,6 +472,10 @@ class GuardedHttp(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.write(_answer(error))
             self.transport.close()
+
+
+def _head_too_large() -> HeadersTooLarge:
+    return HeadersTooLarge(f"a request's line and headers are over {MAX_HEAD_BYTES} bytes")
 
 
 def http_config(gateway: Gateway, host: str, port: int) -> uvicorn.Config:

@@ -170,6 +170,14 @@ def test_stats_bad_ranges(adapters: Adapters, params, field):
     assert (status, body["error"], body["field"]) == (400, "invalid_field", field)
 
 
+@pytest.mark.parametrize("to", ["1000", "999"])
+def test_a_crash_listing_to_before_or_at_its_from_is_refused(adapters: Adapters, to: str):
+    """Found by probing from outside: GET /v1/crashes answered 200 and no reports to a range that
+    ends before it begins (the contract: `to` after `from`), where every other route refuses it."""
+    status, body = get(reporter.handler, "/v1/crashes", sku="g", **{"from": "1000", "to": to})
+    assert (status, body["error"], body["field"]) == (400, "invalid_field", "to")
+
+
 def test_crash_groups_with_top_frames_from_the_sample(adapters: Adapters):
     trace = "#0 0x1 in CrashHandler::OnSignal()\n#1 0x2 in Render::Draw() at r.cpp:{line}\n#2 0x3 in main"
     ingest(adapters, [{"sku": "g", "stackTrace": trace.format(line=n)} for n in range(3)]

@@ -19,7 +19,7 @@ from ports import CrashIndex, DocumentStore, IndexedReport, ProcessingState, Rep
 from ports.cursors import Kind, decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
 from ports.limits import INT64_MAX, Sku, ascii_int
-from ports.timeutil import Time, to_rfc3339
+from ports.timeutil import Time, check_order, to_rfc3339
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
@@ -182,6 +182,8 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
     by reportId in that order, so a report indexed meanwhile is neither skipped nor repeated."""
     if q.cursor is not None and q.offset is not None:
         raise InvalidField("give cursor or offset, not both", "offset")
+    if q.from_ms is not None and q.to_ms is not None:  # else open at that end
+        check_order(q.from_ms, q.to_ms)
     query = ReportFilter(
         sku=q.sku,
         limit=q.limit + 1,  # one more tells whether there is a next page

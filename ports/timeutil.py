@@ -69,9 +69,14 @@ def time_range(from_ms: int | None, to_ms: int | None, default_from: Callable[[i
     to = now_ms() if to_ms is None else to_ms
     if from_ms is None:
         return min(max(default_from(to), FIRST_MS), to), to
-    if to <= from_ms:
-        raise InvalidField("to must be after from", "to")
+    check_order(from_ms, to)
     return from_ms, to
+
+
+def check_order(from_ms: int, to_ms: int) -> None:
+    """A range given at both ends must end after it begins."""
+    if to_ms <= from_ms:
+        raise InvalidField("to must be after from", "to")
 
 
 def floor_to(epoch_ms: int, step_ms: int) -> int:

@@ -190,8 +190,10 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
         *([] if min(v for (m, _), v in ties.items() if m != "shared") >= 20_000 else [
             "What bounds them: the ranking tree's node rows, as for the plain batches below, and a read more",
             "a batch of the touched scores' counts. Where a score holds a tie tree, each player joining or",
-            "leaving it also writes the tree's levels below its root (ranking.ties: of nine levels, receipt",
-            "times over a week keep four and subscores of 0 to 999 two), and the batch reads the trees' roots.",
+            "leaving it also writes the tree's levels from its floor to its root (ranking.ties: of nine levels,",
+            "receipt times over a week keep four below the root, one from the floor in ties of a hundred;",
+            "subscores of 0 to 999 two), the batch reads the trees' roots and floors and the joined floor",
+            "nodes' counts, and a tie whose floor node fills is read and written whole once.",
             "",
         ]),
         f"Aggregated / per-update: **{aggregated / naive:.1f}x**; target ≥ 20,000 updates/s: "
@@ -246,8 +248,9 @@ def tie_rank_latency(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
     lines = [
         f"A player's rank where ties do not share one (ms: mean / p50 / p95), on boards of {CROWDED_SCORES:,} "
         f"scores: the ranking tree; the players of the score with a better tiebreak, from the index where the "
-        f"score holds fewer than {TIE_TREE_FROM} (about 10 at 10,000 players), else from its tie tree; and the "
-        "index's count of the same score and tiebreak.",
+        f"score holds fewer than {TIE_TREE_FROM} (about 10 at 10,000 players), else from its tie tree down to "
+        f"its floor and the index below it (fewer than {TIE_TREE_FROM} entries); and the index's count of the "
+        "same score and tiebreak.",
         "",
         "| players | earliest | subscore |",
         "|---:|---:|---:|",

@@ -585,9 +585,16 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
         """The players with exactly these scores (the worker asks where one player is alone)."""
         ...
 
-    def tie_nodes_at(self, board: str, scores: Sequence[int], level: int) -> dict[int, tuple[int, int]]:
-        """Score → (prefix, count) of the node of the score's tie tree at `level` with a count, for
-        these scores (at most one a score: ranking.ties keeps its roots there)."""
+    def tie_nodes_at(self, board: str, scores: Sequence[int],
+                     levels: Sequence[int]) -> dict[tuple[int, int], tuple[int, int]]:
+        """(score, level) → (prefix, count) of the node of the score's tie tree at each of `levels`
+        with a count, for these scores (at most one a score and level: ranking.ties keeps its roots
+        and floors there)."""
+        ...
+
+    def tie_counts(self, board: str, nodes: Sequence[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:
+        """The counts of these (score, level, prefix) nodes of the scores' tie trees (ranking.ties),
+        those with none left out: a seek each, many a round trip."""
         ...
 
     def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
@@ -600,10 +607,10 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
         playerId; many a round trip."""
         ...
 
-    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> list[int]:
-        """For each (score, tiebreak), how many players shown have that score and a better tiebreak
-        (as the board sorts), counted to `at_most`: at most that many index entries read an item;
-        many a round trip."""
+    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int, int]], at_most: int) -> list[int]:
+        """For each (score, tiebreak, bound), how many players shown have that score and a tiebreak
+        better than `tiebreak` (as the board sorts) and no better than `bound`, counted to `at_most`:
+        at most that many index entries read an item; many a round trip."""
         ...
 
     def close(self) -> None: ...

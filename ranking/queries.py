@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from ports import BoardSettings, Entry, NodeRange, NodeReader, Order, RankingStore
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking import ties
-from ranking.ties import TIE_TREE, tie_roots
+from ranking.ties import TIE_TREE, tie_tops
 from ranking.tree import Tree, best_first, better
 
 
@@ -40,18 +40,38 @@ def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, e
                      players: Mapping[int, int] | None = None) -> list[int]:
     """On a board whose ties do not share a rank, for each record the players of its score ranked
     before it: those with a better tiebreak from the score's tie tree where it has TIE_TREE_FROM
-    players (`players`: score → its players, read when not given), else from the index."""
+    players (`players`: score → its players, read when not given), and below the tree's floor from
+    the index, else from the index alone."""
     if players is None:
         players = store.leaves(board, list({e.score for e in entries}))
+    order = settings.order
     large = [i for i, e in enumerate(entries) if ties.treed(players.get(e.score, 0))]
-    small = [i for i, e in enumerate(entries) if not ties.treed(players.get(e.score, 0))]
-    counted = store.better_tied(board, settings.order, [(entries[i].score, entries[i].tiebreak) for i in small],
-                                ties.TIE_TREE_FROM)
-    summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, settings.order))
+    _, floors = tie_tops(store, board, list({entries[i].score for i in large}))
+    # a small tie's players from the index; in a tie tree, those of the member's node of its floor
+    floor_of: dict[int, int | None] = {i: floors.get(entries[i].score, 0) for i in large}
+    counted = [(i, _bound(order, e.tiebreak, floor_of.get(i))) for i, e in enumerate(entries)]
+    from_index = [(i, bound) for i, bound in counted if bound is not None]
+    found = store.better_tied(board, order, [(entries[i].score, entries[i].tiebreak, bound) for i, bound in from_index],
+                              ties.TIE_TREE_FROM)
+    summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, order))
                                     for i in large])
-    better = dict(zip([*small, *large], [*counted, *summed], strict=True))
+    better = dict.fromkeys(range(len(entries)), 0)
+    for i, n in [*zip([i for i, _ in from_index], found, strict=True), *zip(large, summed, strict=True)]:
+        better[i] += n
     tied = store.tied_before(board, [e.position for e in entries])
     return [better[i] + t for i, t in zip(range(len(entries)), tied, strict=True)]
+
+
+def _bound(order: Order, tiebreak: int, floor: int | None) -> int | None:
+    """How far from `tiebreak` (the better way) its players better than it are counted from the
+    index: all of them (floor None: no tie tree), those of its node of a tie tree's floor, or none
+    (a floor of 0: the tree counts them all)."""
+    if floor is None:
+        return ties.best_tiebreak(order)
+    if not floor:
+        return None
+    first, last = ties.floor_span(tiebreak, floor)
+    return last if order == "desc" else first
 
 
 def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSettings, score: int, *,
@@ -68,16 +88,25 @@ def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSe
         after = subscore - 1 if settings.order == "desc" else subscore + 1
         if not INT64_MIN <= after <= INT64_MAX:  # every tiebreak is as good
             return rank + there
-        (ahead,) = store.better_tied(board, settings.order, [(score, after)], there)
+        (ahead,) = store.better_tied(board, settings.order, [(score, after, ties.best_tiebreak(settings.order))], there)
         return rank + ahead
-    root = tie_roots(store, board, [score]).get(score)
+    roots, floors = tie_tops(store, board, [score])
+    root = roots.get(score)
     if root is not None and (root[0] == 0 or TIE_TREE.prefix(subscore, root[0]) != root[1]):
         # the subscore is one all of the tree's players have, or outside the tree: all or none ahead
         level, prefix = root
         return rank + there * ((level == 0 and subscore == prefix)
                                or better(settings.order, prefix, TIE_TREE.prefix(subscore, level)))
+    floor = floors.get(score, 0)
+    after = subscore - 1 if settings.order == "desc" else subscore + 1
+    # those of the subscore's node of the floor at least as good, from the index (or all of the node)
+    within = _bound(settings.order, subscore, floor) if floor and INT64_MIN <= after <= INT64_MAX else None
+    whole = NodeRange(floor, TIE_TREE.prefix(subscore, floor), TIE_TREE.prefix(subscore, floor))
     (ahead,) = store.tie_sums(board, [(score, [*TIE_TREE.better_ranges(subscore, settings.order),
-                                               NodeRange(0, subscore, subscore)])])
+                                               *([] if within is not None else [whole])])])
+    if within is not None:
+        (more,) = store.better_tied(board, settings.order, [(score, after, within)], ties.TIE_TREE_FROM)
+        ahead += more
     return rank + ahead
 
 

@@ -106,15 +106,17 @@ def _better_tied(items: int, down: bool) -> Statement:
     return one_row_each(items, lambda i: sa.select(sa.func.count()).select_from(
         sa.select(sa.literal_column("1")).where(
             _board, _s.score == _bind(f"score_{i}"),
-            _s.tiebreak < _bind(f"tiebreak_{i}") if down else _s.tiebreak > _bind(f"tiebreak_{i}"), _shown)
+            *((_s.tiebreak < _bind(f"tiebreak_{i}"), _s.tiebreak >= _bind(f"bound_{i}")) if down else
+              (_s.tiebreak > _bind(f"tiebreak_{i}"), _s.tiebreak <= _bind(f"bound_{i}"))), _shown)
         .with_hint(rank_scores, "INDEXED BY rank_scores_asc", "sqlite").limit(_bind("at_most")).subquery()))
 
 
-def better_tied(board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> Query:
-    """Each (score, tiebreak)'s players of that score with a better tiebreak, up to `at_most`."""
+def better_tied(board: str, order: Order, keys: Sequence[tuple[int, int, int]], at_most: int) -> Query:
+    """Each (score, tiebreak, bound)'s players of that score with a tiebreak better than the
+    tiebreak and no better than the bound, up to `at_most`."""
     values: dict[str, Any] = {"board": board, "at_most": at_most}
-    for i, (score, tiebreak) in enumerate(repeated_last(keys)):
-        values |= {f"score_{i}": score, f"tiebreak_{i}": tiebreak}
+    for i, (score, tiebreak, bound) in enumerate(repeated_last(keys)):
+        values |= {f"score_{i}": score, f"tiebreak_{i}": tiebreak, f"bound_{i}": bound}
     return _better_tied(padded(len(keys)), order == "asc"), values
 
 
@@ -239,14 +241,34 @@ def leaves(board: str, scores: list[int]) -> Query:
 
 
 @functools.cache
-def _tie_nodes_at(count: int) -> Statement:
+def _tie_nodes_at(count: int, levels: int) -> Statement:
     n = rank_tie_nodes.c
-    return Statement(sa.select(n.score, n.prefix, n.count).where(
-        n.board == _bind("board"), n.score.in_(marks("score", count)), n.level == _bind("level"), n.count > 0))
+    return Statement(sa.select(n.score, n.level, n.prefix, n.count).where(
+        n.board == _bind("board"), n.score.in_(marks("score", count)), n.level.in_(marks("level", levels)),
+        n.count > 0))
 
 
-def tie_nodes_at(board: str, scores: list[int], level: int) -> Query:
-    return _tie_nodes_at(padded(len(scores))), {"board": board, "level": level, **listed("score", scores)}
+def tie_nodes_at(board: str, scores: list[int], levels: Sequence[int]) -> Query:
+    return _tie_nodes_at(padded(len(scores)), padded(len(levels))), {
+        "board": board, **listed("score", scores), **listed("level", levels)}
+
+
+@functools.cache
+def _tie_counts(count: int) -> Statement:
+    n = rank_tie_nodes.c
+    # an OR of the whole primary key's equalities, a seek each on both engines (SQLite takes no
+    # list of row values after IN, and seeks the board alone unless each term names it)
+    return Statement(sa.select(n.score, n.level, n.prefix, n.count).where(
+        n.count > 0,
+        sa.or_(*(sa.and_(n.board == _bind("board"), n.score == _bind(f"score_{i}"), n.level == _bind(f"level_{i}"),
+                         n.prefix == _bind(f"prefix_{i}")) for i in range(count)))))
+
+
+def tie_counts(board: str, nodes: Sequence[tuple[int, int, int]]) -> Query:
+    values: dict[str, Any] = {"board": board}
+    for i, (score, level, prefix) in enumerate(repeated_last(nodes)):
+        values |= {f"score_{i}": score, f"level_{i}": level, f"prefix_{i}": prefix}
+    return _tie_counts(padded(len(nodes))), values
 
 
 @functools.cache

@@ -286,19 +286,26 @@ class RankingReads(Checkpointed):
     def at_scores(self, board: str, scores: Sequence[int]) -> list[Entry]:
         return ranking_sql.entries(self._chunked(scores, lambda part: ranking_sql.at_scores(board, part)))
 
-    def tie_nodes_at(self, board: str, scores: Sequence[int], level: int) -> dict[int, tuple[int, int]]:
-        return {int(score): (int(prefix), int(count)) for score, prefix, count
-                in self._chunked(scores, lambda part: ranking_sql.tie_nodes_at(board, part, level))}
+    def tie_nodes_at(self, board: str, scores: Sequence[int],
+                     levels: Sequence[int]) -> dict[tuple[int, int], tuple[int, int]]:
+        return {(int(score), int(level)): (int(prefix), int(count)) for score, level, prefix, count
+                in self._chunked(scores, lambda part: ranking_sql.tie_nodes_at(board, part, levels))}
+
+    def tie_counts(self, board: str, nodes: Sequence[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:
+        return {(int(score), int(level), int(prefix)): int(count) for score, level, prefix, count
+                in self._chunked(nodes, lambda part: ranking_sql.tie_counts(board, part), self.SCORES_AT_ONCE // 4)}
 
     def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
         return self._one_each(each, lambda part: ranking_sql.sum_counts(board, [r for _, r in part],
                                                                         [score for score, _ in part]))
 
-    def _chunked(self, items: Sequence[T], query: Callable[[list[T]], Query]) -> Rows:
-        """The rows of `query` over the items, SCORES_AT_ONCE of them a statement."""
+    def _chunked(self, items: Sequence[T], query: Callable[[list[T]], Query], at_once: int | None = None) -> Rows:
+        """The rows of `query` over the items, SCORES_AT_ONCE of them a statement (or `at_once`, for
+        a query that binds more values an item)."""
         found: Rows = []
-        for start in range(0, len(items), self.SCORES_AT_ONCE):
-            found += self._database.rows(*query(list(items[start : start + self.SCORES_AT_ONCE])))
+        size = at_once or self.SCORES_AT_ONCE
+        for start in range(0, len(items), size):
+            found += self._database.rows(*query(list(items[start : start + size])))
         return found
 
     def _one_each(self, items: Sequence[T], query: Callable[[Sequence[T]], Query]) -> list[int]:
@@ -350,5 +357,5 @@ class RankingReads(Checkpointed):
     def tied_before(self, board: str, positions: Sequence[Position]) -> list[int]:
         return self._one_each(positions, lambda part: ranking_sql.tied_before(board, part))
 
-    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> list[int]:
+    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int, int]], at_most: int) -> list[int]:
         return self._one_each(keys, lambda part: ranking_sql.better_tied(board, order, part, at_most))

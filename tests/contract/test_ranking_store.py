@@ -381,6 +381,9 @@ def test_around_goes_on_below_its_last_entry(ranking_store: RankingStore, log):
 # few scores and subscores, many at the same millisecond: ties at every level of the key
 # tie trees from 2 players, from 3 (scores cross into trees and out), and from the default (none here)
 TREES_FROM = st.sampled_from([2, 3, ranking_ties.TIE_TREE_FROM])
+# trees built with their floors' nodes at most 1/room full: 1 gives these small ties floors, which
+# the default seldom does
+FLOOR_ROOMS = st.sampled_from([1, ranking_ties.FLOOR_ROOM])
 tie_values = st.one_of(st.integers(-2, 2), st.sampled_from([INT64_MIN, INT64_MAX]))
 tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8]), st.none() | tie_values,
                                  st.none() | tie_values), min_size=1, max_size=40)
@@ -398,13 +401,15 @@ tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8])
     probe_subscore=st.none() | tie_values,
     limit=st.integers(1, 4),
     tree_from=TREES_FROM,
+    floor_room=FLOOR_ROOMS,
 )
 def test_tie_modes_equal_brute_force(ranking_store: RankingStore, log, monkeypatch, order, operator, ties, stream,
-                                     cuts, redeliver, probe, probe_subscore, limit, tree_from):
+                                     cuts, redeliver, probe, probe_subscore, limit, tree_from, floor_room):
     """Updates (with subscores; None: the record deleted) received in time order, some in the same
     millisecond, applied in random batches, some redelivered: every player has a rank of its own,
     and every read equals a brute-force board that sorts by score, then tiebreak, then playerId."""
     monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", tree_from)
+    monkeypatch.setattr(ranking_ties, "FLOOR_ROOM", floor_room)
     board = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(order=order, operator=operator, ties=ties))
     brute = BruteBoard(order, operator, ties)
@@ -460,13 +465,14 @@ ban_ops = st.lists(st.one_of(
 @given(boards=st.lists(st.tuples(st.sampled_from(["desc", "asc"]), st.sampled_from(["best", "set", "incr"]),
                                  st.sampled_from(["shared", "earliest", "subscore"])), min_size=2, max_size=2),
        ops=ban_ops, cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5), redeliver=st.booleans(),
-       tree_from=TREES_FROM)
+       tree_from=TREES_FROM, floor_room=FLOOR_ROOMS)
 def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingStore, log, monkeypatch, boards, ops,
-                                                        cuts, redeliver, tree_from):
+                                                        cuts, redeliver, tree_from, floor_room):
     """Scores, deletions, bans and their lifting, in random batches: once the workers applied
     what the bans asked, every board equals a brute-force board without the banned players, whose
     records took their updates meanwhile (a lifted ban shows the record they would have had)."""
     monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", tree_from)
+    monkeypatch.setattr(ranking_ties, "FLOOR_ROOM", floor_room)
     names = [f"b-{uuid.uuid4().hex[:12]}" for _ in boards]
     brutes = []
     for name, (order, operator, ties) in zip(names, boards, strict=True):
@@ -778,19 +784,40 @@ def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: 
     assert ranking_store.seasons(board, None, 10) == []
 
 
+def test_tie_counts_are_read_for_the_nodes_asked(ranking_store: RankingStore):
+    """What the worker reads of a tie tree's floor: each node asked, by (score, level, prefix), with
+    its count; nodes without one (never written, or back to 0) left out, and more nodes than a
+    statement binds read in several."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    written = {(score, level, prefix): 1 + prefix % 5 for score in (-1, 7) for level in (0, 3)
+               for prefix in range(-150, 150, 2)}
+    ranking_store.apply(Checkpoint("c", "r-0", -1, 0), [BoardUpdate(BoardSettings(board, ties="earliest"), {}, {},
+                                                                    tie_deltas=written)])
+    ranking_store.apply(Checkpoint("c", "r-0", 0, 1), [BoardUpdate(BoardSettings(board, ties="earliest"), {}, {},
+                                                                   tie_deltas={(7, 3, 0): -1})])
+    asked = [(score, level, prefix) for score in (-1, 7, 8) for level in (0, 1, 3) for prefix in range(-151, 151, 3)]
+    expected = {node: count for node, count in written.items() if node in asked and node != (7, 3, 0)}
+    assert ranking_store.tie_counts(board, asked) == expected
+    assert ranking_store.tie_counts(board, []) == {}
+
+
 @pytest.mark.parametrize("order", ["desc", "asc"])
 def test_better_tiebreaks_of_a_score_are_counted_to_a_bound(ranking_store: RankingStore, log, order):
-    """What a rank reads of a tie before its tree: each key's players of the score with a better
-    tiebreak, counted to at most the bound asked; a tiebreak outside every one counts all or none."""
+    """What a rank reads of a tie before its tree, or of a node of its tree's floor: each key's
+    players of the score with a better tiebreak, and one no better than the key's bound, counted to
+    at most the limit asked; a tiebreak outside every one counts all or none."""
     board = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(order=order, operator="set", ties="subscore"))
     players = [(f"p{n:02d}", n % 2, n // 3) for n in range(40)]  # scores 0 and 1, subscores shared by some
     apply_scores(timed_records(board, [(n, p, score, None, sub) for n, (p, score, sub) in enumerate(players)],
                                itertools.count()), ranking_store, log, TREE)
-    keys = [(score, sub) for score in (0, 1, 2) for sub in (INT64_MIN, -1, 0, 5, 6, 13, 14, INT64_MAX)]
+    subscores = (INT64_MIN, -1, 0, 5, 6, 13, 14, INT64_MAX)
+    keys = [(score, sub, bound) for score in (0, 1, 2) for sub in subscores
+            for bound in (INT64_MIN, 0, 5, 13, INT64_MAX, sub)]
     for at_most in (1, 4, 64):
-        expected = [min(at_most, sum(s == score and (t > sub if order == "desc" else t < sub) for _, s, t in players))
-                    for score, sub in keys]
+        expected = [min(at_most, sum(s == score and (sub < t <= bound if order == "desc" else bound <= t < sub)
+                                     for _, s, t in players))
+                    for score, sub, bound in keys]
         assert ranking_store.better_tied(board, order, keys, at_most) == expected
 
 

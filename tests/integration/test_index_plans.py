@@ -189,6 +189,31 @@ def test_mysql_reads_a_rank_by_ranges_of_the_primary_key() -> None:
         assert plan == [("rank_nodes", "range", "PRIMARY")] * 2
 
 
+def test_sqlite_reads_tie_counts_by_a_seek_each(tmp_path: Path) -> None:
+    """The worker's read of the joined nodes of tie trees' floors (ranking.ties): a seek of the
+    whole primary key each, not the board's every tie node (SQLite's plan when the board stands
+    outside the OR)."""
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    statement, values = ranking_sql.tie_counts("b", [(3, 2, 40), (3, 2, 41), (5, 1, 7)])
+    compiled = statement.on("sqlite")
+    plan = _sqlite_plan(database, compiled.text, compiled.params(values))
+    seek = "SEARCH rank_tie_nodes USING PRIMARY KEY (board=? AND score=? AND level=? AND prefix=?)"
+    assert [step for step in plan if step.startswith(("SCAN", "SEARCH"))] == [seek] * 4, plan
+
+
+@pytest.mark.services
+def test_mysql_reads_tie_counts_by_a_range_of_the_primary_key() -> None:
+    with mysql_database(namespace()) as database:
+        store = MysqlRankingStore(database)
+        nodes = {(score, 2, prefix): 1 for score in range(20) for prefix in range(100)}
+        store.apply(Checkpoint("c", "r-0", -1, 0), [BoardUpdate(BoardSettings("b", ties="earliest"), {}, {},
+                                                                tie_deltas=nodes)])
+        rows = _mysql_plan(database, ranking_sql.tie_counts("b", [(3, 2, 40), (3, 2, 41), (5, 2, 7)]),
+                           "rank_tie_nodes")
+        assert [(row["table"], row["type"], row["key"]) for row in rows] == [("rank_tie_nodes", "range", "PRIMARY")]
+        assert all(int(row["rows"]) <= 4 for row in rows), rows
+
+
 def test_sqlite_finds_the_players_at_scores_by_seeks(tmp_path: Path) -> None:
     """SQLite read every record of the board for them (its primary key's board prefix): 6.5 ms on
     100,000 players, for each batch of a worker on a board whose ties do not share a rank."""
@@ -203,12 +228,11 @@ def test_sqlite_finds_the_players_at_scores_by_seeks(tmp_path: Path) -> None:
 def test_sqlite_counts_better_tiebreaks_by_a_seek(tmp_path: Path, order: Order) -> None:
     """A rank in a tie below its tree's size counts at most that many entries of the index."""
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
-    statement, values = ranking_sql.better_tied("b", order, [(3, 4), (5, 6)], 64)
+    statement, values = ranking_sql.better_tied("b", order, [(3, 4, 0), (5, 6, 9)], 64)
     compiled = statement.on("sqlite")
     plan = _sqlite_plan(database, compiled.text, compiled.params(values))
     reads = [step for step in plan if step.startswith(("SCAN rank", "SEARCH"))]
-    better = ">" if order == "desc" else "<"
-    seek = f"SEARCH rank_scores USING INDEX rank_scores_asc (board=? AND score=? AND tiebreak{better}?)"
+    seek = "SEARCH rank_scores USING INDEX rank_scores_asc (board=? AND score=? AND tiebreak>? AND tiebreak<?)"
     assert reads == [seek] * 2, plan
 
 
@@ -220,6 +244,7 @@ def test_mysql_counts_better_tiebreaks_by_a_range_of_the_index() -> None:
         deltas = DEFAULT_TREE.deltas((None, score) for score in scores.values())
         store.apply(Checkpoint("c", "r-0", -1, 0), [BoardUpdate(BoardSettings("b", ties="subscore"), scores, deltas,
                                                                 tiebreaks={p: n for n, p in enumerate(scores)})])
-        rows = _mysql_plan(database, ranking_sql.better_tied("b", "desc", [(3, 100), (5, 600)], 64), "rank_scores")
+        rows = _mysql_plan(database, ranking_sql.better_tied("b", "desc", [(3, 100, 355), (5, 600, 767)], 64),
+                           "rank_scores")
         plan = [(row["table"], row["type"], row["key"]) for row in rows if row["table"] == "rank_scores"]
         assert plan == [("rank_scores", "range", "rank_scores_asc")] * 2, rows

@@ -19,7 +19,7 @@ from ports import BoardSettings, Entry, NodeRange, Order
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking import ties
 from ranking.queries import ahead_among_ties, rank_of_score
-from ranking.ties import ROOT_LEVEL, TIE_TREE, tie_changes
+from ranking.ties import ROOT_LEVEL, TIE_TREE, tie_changes, tie_tops
 from ranking.tree import DEFAULT_TREE as TREE
 from ranking.tree import better
 
@@ -49,17 +49,22 @@ class MemoryTies:
     def at_scores(self, board: str, scores: Sequence[int]) -> list[Entry]:
         return [Entry(p, s, tiebreak=t) for p, (s, t) in self.keys.items() if s in scores]
 
-    def tie_nodes_at(self, board: str, scores: Sequence[int], level: int) -> dict[int, tuple[int, int]]:
-        return {s: (prefix, count) for (s, node_level, prefix), count in self.rows.items()
-                if s in scores and node_level == level and count}
+    def tie_nodes_at(self, board: str, scores: Sequence[int],
+                     levels: Sequence[int]) -> dict[tuple[int, int], tuple[int, int]]:
+        return {(s, level): (prefix, count) for (s, level, prefix), count in self.rows.items()
+                if s in scores and level in levels and count}
+
+    def tie_counts(self, board: str, nodes: Sequence[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:
+        return {node: self.rows[node] for node in nodes if self.rows.get(node)}
 
     def tie_sums(self, board: str, each: Sequence[tuple[int, Sequence[NodeRange]]]) -> list[int]:
         return [sum(count for (s, level, prefix), count in self.rows.items() if s == score
                     for r in ranges if level == r.level and r.first <= prefix <= r.last) for score, ranges in each]
 
-    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int]], at_most: int) -> list[int]:
-        return [min(at_most, sum(s == score and better(order, t, tiebreak) for s, t in self.keys.values()))
-                for score, tiebreak in keys]
+    def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int, int]], at_most: int) -> list[int]:
+        return [min(at_most, sum(s == score and better(order, t, tiebreak) and not better(order, t, bound)
+                                 for s, t in self.keys.values()))
+                for score, tiebreak, bound in keys]
 
     def tied_before(self, board: str, positions: Sequence[object]) -> list[int]:
         return [sum(1 for p, key in self.keys.items() if key == (pos.score, pos.tiebreak) and p < pos.player_id)
@@ -86,11 +91,12 @@ class MemoryTies:
 
 @settings(max_examples=400, deadline=None)
 @given(batches=batches, order=st.sampled_from(["desc", "asc"]), probe=tiebreaks,
-       tree_from=st.sampled_from([2, 3, ties.TIE_TREE_FROM]))
+       tree_from=st.sampled_from([2, 3, ties.TIE_TREE_FROM]), floor_room=st.sampled_from([1, ties.FLOOR_ROOM]))
 def test_rooted_tie_trees_rank_as_brute_force(batches: list[dict[str, tuple[int, int] | None]], order: Order,
-                                              probe: int, tree_from: int) -> None:
+                                              probe: int, tree_from: int, floor_room: int) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ties, "TIE_TREE_FROM", tree_from)
+        patch.setattr(ties, "FLOOR_ROOM", floor_room)
         _rank_as_brute_force(batches, order, probe)
 
 
@@ -112,14 +118,19 @@ def _rank_as_brute_force(batches: list[dict[str, tuple[int, int] | None]], order
             strictly = sum(better(order, s, score) for s, _ in store.keys.values())
             at_least_as_good = sum(not better(order, probe, t) for t in tied.values())
             assert rank_of_score(TREE, store, "b", board, score, subscore=probe) == 1 + strictly + at_least_as_good  # type: ignore[arg-type]
-            roots = store.tie_nodes_at("b", [score], ROOT_LEVEL)
+            roots, floors = tie_tops(store, "b", [score])  # type: ignore[arg-type]
             if not ties.treed(len(tied)):  # no tree: no rows
                 assert not any(s == score and c for (s, _, _), c in store.rows.items())
             elif score in roots:  # nothing kept at or above the root
-                root_level = roots[score][1] - 1
-                assert all(TIE_TREE.prefix(t, root_level) == roots[score][0] for t in tied.values())
+                root_level, root_prefix = roots[score]
+                assert all(TIE_TREE.prefix(t, root_level) == root_prefix for t in tied.values())
                 assert not any(s == score and root_level <= level < ROOT_LEVEL and c
                                for (s, level, _), c in store.rows.items())
+            floor = floors.get(score, 0)
+            if floor:  # nothing kept below the floor, and each node of it counted from the index
+                assert ties.treed(len(tied)) and not any(s == score and level < floor and c
+                                                         for (s, level, _), c in store.rows.items())
+                assert not ties.treed(max(Counter(TIE_TREE.prefix(t, floor) for t in tied.values()).values()))
 
 
 def test_receipt_times_keep_their_trees_below_the_bytes_they_share(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,5 +140,5 @@ def test_receipt_times_keep_their_trees_below_the_bytes_they_share(monkeypatch: 
     store.apply({"a": (5, -BASE - 10), "b": (5, -BASE - 13)})
     assert {level for (_, level, _), count in store.rows.items() if count} == {0, ROOT_LEVEL}
     store.apply({"c": (5, INT64_MAX)})  # a tiebreak of the other sign: the tree keeps every level
-    assert store.tie_nodes_at("b", [5], ROOT_LEVEL) == {}
+    assert tie_tops(store, "b", [5]) == ({}, {})  # type: ignore[arg-type]
     assert {level for (_, level, _), count in store.rows.items() if count} == set(range(TIE_TREE.top + 1))

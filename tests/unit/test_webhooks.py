@@ -133,7 +133,13 @@ def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteI
                                  "http://0x7f000001/", "http://0177.0.0.1/", "http://[64:ff9b::a9fe:a9fe]/",
                                  "http://[64:ff9b::a00:1]/", "http://[2002:a9fe:a9fe::1]/", "http://[::127.0.0.1]/",
                                  "http://a..com/hook", "http://" + "a" * 64 + ".com/", "http://ex ample.com/",
-                                 "http://example.com/\r\nX: y", "http://example.com/\x00"])
+                                 "http://example.com/\r\nX: y", "http://example.com/\x00",
+                                 # found from outside again: a host not in ASCII, which IDNA maps to
+                                 # loopback or the metadata service; one DNS cannot carry; multicast
+                                 "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/latest/meta-data/", "http://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/",
+                                 "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/", "http://①②⑦.0.0.1:18099/", "http://bücher.example/",
+                                 "http://%31%32%37.0.0.1/", "http://xn--/",
+                                 "http://224.0.0.1/", "http://[ff02::1]/"])
 def test_what_a_webhook_may_not_point_at(url: str) -> None:
     with pytest.raises(RefusedAddress):
         check_url(url, WebhookPolicy(), resolve=False)
@@ -143,6 +149,7 @@ def test_a_name_that_resolves_to_loopback_is_refused_and_private_is_allowed_when
     with pytest.raises(RefusedAddress):
         check_url("http://2130706433/", WebhookPolicy(), resolve=True)  # 127.0.0.1 as a number
     check_url("https://hooks.example.com/x", WebhookPolicy(), resolve=False)
+    check_url("https://xn--bcher-kva.example/x", WebhookPolicy(), resolve=False)  # bücher, as DNS carries it
     check_url("http://127.0.0.1:9/x", WebhookPolicy(allow_private=True), resolve=True)
 
 

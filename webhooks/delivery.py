@@ -14,6 +14,7 @@ import hmac
 import http.client
 import ipaddress
 import json
+import re
 import socket
 import ssl
 import threading
@@ -76,13 +77,17 @@ def _numeric(host: str) -> Address | None:
         return None
 
 
+# a name's labels as resolvers take them (an underscore too, as some services' names have)
+_HOST_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
+
+
 def _public(address: Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address):
         carried = address.ipv4_mapped or address.sixtofour or (
             ipaddress.IPv4Address(int(address) & 0xFFFFFFFF) if any(address in n for n in _CARRYING_IPV4) else None)
         if carried is not None and not carried.is_global:
             return False
-    return address.is_global
+    return address.is_global and not address.is_multicast  # is_global holds multicast
 
 
 def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
@@ -97,8 +102,9 @@ def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
         parts.port  # noqa: B018 — a port that is no number raises here, not at delivery
     except ValueError:
         raise RefusedAddress("an http or https URL with a host") from None
-    if not (parts.path + parts.query + parts.fragment).isascii():
-        raise RefusedAddress("a URL whose path and query are ASCII (percent-encode the rest)")
+    if not url.isascii():
+        # a host too: IDNA maps ①②⑦.0.0.1 and fullwidth letters to 127.0.0.1 and localhost
+        raise RefusedAddress("a URL in ASCII (a host name in its xn-- form, the rest percent-encoded)")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise RefusedAddress("an http or https URL with a host")
     if parts.username is not None or parts.password is not None:
@@ -106,13 +112,7 @@ def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
     host = parts.hostname
     address = _numeric(host)
     if address is None:
-        try:
-            host.encode("idna")
-        except UnicodeError:
-            raise RefusedAddress("a host name DNS can carry (labels of 1 to 63 characters)") from None
-        name = host.rstrip(".")
-        if not policy.allow_private and (name == "localhost" or name.endswith(".localhost")):
-            raise RefusedAddress(_NOT_PUBLIC)
+        _check_name(host, policy)
     if not resolve:
         if address is not None and not policy.allow_private and not _public(address):
             raise RefusedAddress(_NOT_PUBLIC)
@@ -126,6 +126,20 @@ def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
     if not policy.allow_private and any(not _public(ipaddress.ip_address(a.split("%")[0])) for a in addresses):
         raise RefusedAddress(_NOT_PUBLIC)
     return addresses
+
+
+def _check_name(host: str, policy: WebhookPolicy) -> None:
+    """A host name DNS can carry, and not localhost's unless private addresses are allowed."""
+    try:
+        host.encode("idna")  # labels of 1 to 63 characters
+        host.encode("ascii").decode("idna")  # and what an xn-- label says, punycode
+    except UnicodeError:
+        raise RefusedAddress("a host name DNS can carry (labels of 1 to 63 characters)") from None
+    if not _HOST_NAME.fullmatch(host):
+        raise RefusedAddress("a host name DNS can carry (letters, digits, - and _ in labels)")
+    name = host.rstrip(".")
+    if not policy.allow_private and (name == "localhost" or name.endswith(".localhost")):
+        raise RefusedAddress(_NOT_PUBLIC)
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:

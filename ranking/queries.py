@@ -46,15 +46,17 @@ def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, e
         players = store.leaves(board, list({e.score for e in entries}))
     order = settings.order
     large = [i for i, e in enumerate(entries) if ties.treed(players.get(e.score, 0))]
-    _, floors = tie_tops(store, board, list({entries[i].score for i in large}))
+    treed = sorted({entries[i].score for i in large})
+    # the tree's counts, down to its floor, and the floors (a count each) in the same statements
+    sums = store.tie_sums(board, [*((entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, order))
+                                    for i in large), *((s, [NodeRange(ties.FLOOR_LEVEL, 0, 0)]) for s in treed)])
+    summed, floors = sums[: len(large)], dict(zip(treed, sums[len(large) :], strict=True))
     # a small tie's players from the index; in a tie tree, those of the member's node of its floor
-    floor_of: dict[int, int | None] = {i: floors.get(entries[i].score, 0) for i in large}
+    floor_of: dict[int, int | None] = {i: floors[entries[i].score] for i in large}
     counted = [(i, _bound(order, e.tiebreak, floor_of.get(i))) for i, e in enumerate(entries)]
     from_index = [(i, bound) for i, bound in counted if bound is not None]
     found = store.better_tied(board, order, [(entries[i].score, entries[i].tiebreak, bound) for i, bound in from_index],
                               ties.TIE_TREE_FROM)
-    summed = store.tie_sums(board, [(entries[i].score, TIE_TREE.better_ranges(entries[i].tiebreak, order))
-                                    for i in large])
     better = dict.fromkeys(range(len(entries)), 0)
     for i, n in [*zip([i for i, _ in from_index], found, strict=True), *zip(large, summed, strict=True)]:
         better[i] += n

@@ -11,6 +11,7 @@ from adapters.factory import Adapters
 from api.requests import Posted
 from crashes.persistence import persist_crashes
 from crashes.reporting import get_attachment, get_report
+from crashes.stats import MAX_BUCKETS
 from lambdas import capture, reporter
 from ports.errors import InvalidField, NotFound
 from ports.limits import ascii_int
@@ -168,6 +169,17 @@ def test_stats_count_crashes_and_sessions_per_bucket(adapters: Adapters):
 def test_stats_bad_ranges(adapters: Adapters, params, field):
     status, body = get(reporter.handler, "/v1/stats", sku="g", **params)
     assert (status, body["error"], body["field"]) == (400, "invalid_field", field)
+
+
+def test_stats_answer_at_most_their_bucket_limit(adapters: Adapters):
+    """Found by probing from outside: a range a minute short of a bucket more than the limit
+    answered 10,081 buckets (the check floored what the series counts up)."""
+    start = 1_764_000_000_000 - 1_764_000_000_000 % 60_000
+    week = start + MAX_BUCKETS * 60_000
+    series = ok(get(reporter.handler, "/v1/stats", sku="g", **{"from": str(start), "to": str(week)}))["series"]
+    assert len(series) == MAX_BUCKETS
+    status, body = get(reporter.handler, "/v1/stats", sku="g", **{"from": str(start), "to": str(week + 59_999)})
+    assert (status, body["field"]) == (400, "from")
 
 
 @pytest.mark.parametrize("to", ["1000", "999"])

@@ -43,7 +43,7 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_
     # by default the whole buckets of the last hour (minute) or day (hour), the current one last
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, step) + step - _DEFAULT_SPAN[granularity])
     start = floor_to(from_ms, step)
-    if (to_ms - start) // step > MAX_BUCKETS:
+    if -(-(to_ms - start) // step) > MAX_BUCKETS:  # the buckets the series counts, the last one partial
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
     crashes = index.crash_counts(sku, start, to_ms, step, narrowed)
     sessions = counters.session_counts(sku, start, to_ms, step)

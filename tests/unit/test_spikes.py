@@ -8,7 +8,7 @@ import pytest
 
 from adapters.factory import Adapters
 from adapters.settings import Settings
-from crashes.spikes import SpikePolicy, crossed, list_alerts
+from crashes.spikes import MAX_MINUTES, SpikePolicy, crossed, list_alerts
 from lambdas import reporter
 from ports import IndexEntry
 from ports.errors import InvalidField
@@ -78,6 +78,11 @@ def test_alert_queries_are_validated(adapters: Adapters):
         list_alerts(adapters.index, POLICY, "g", from_ms=0, to_ms=T0)  # more than a week
     with pytest.raises(InvalidField):
         list_alerts(adapters.index, POLICY, "g", from_ms=10, to_ms=5)
+    # a week of minutes, and not a partial minute more (as the stats' buckets, found there from outside)
+    week = T0 + MAX_MINUTES * MINUTE_MS
+    assert list_alerts(adapters.index, POLICY, "g", from_ms=T0, to_ms=week) == {"alerts": []}
+    with pytest.raises(InvalidField):
+        list_alerts(adapters.index, POLICY, "g", from_ms=T0, to_ms=week + MINUTE_MS - 1)
 
 
 def test_policy_from_settings_environment(monkeypatch: pytest.MonkeyPatch):

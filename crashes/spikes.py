@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from ports import CrashIndex, IndexEntry
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, steps, time_range, to_rfc3339
 
 MAX_MINUTES = 10_080  # a week
 
@@ -88,7 +88,7 @@ def list_alerts(index: CrashIndex, policy: SpikePolicy, sku: str, *, from_ms: in
                 to_ms: int | None = None) -> Alerts:
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, MINUTE_MS) + MINUTE_MS - HOUR_MS)
     first = floor_to(from_ms, MINUTE_MS)
-    if (to_ms - first) // MINUTE_MS > MAX_MINUTES:
+    if steps(first, to_ms, MINUTE_MS) > MAX_MINUTES:
         raise InvalidField(f"at most {MAX_MINUTES} minutes; use a shorter range", "from")
     spikes = spikes_in(index, policy, sku, range(first, to_ms, MINUTE_MS))
     return {"alerts": [spike.body() for spike in spikes]}

@@ -10,7 +10,7 @@ from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, steps, time_range, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
 Granularity = Literal["minute", "hour"]
@@ -43,7 +43,7 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_
     # by default the whole buckets of the last hour (minute) or day (hour), the current one last
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, step) + step - _DEFAULT_SPAN[granularity])
     start = floor_to(from_ms, step)
-    if -(-(to_ms - start) // step) > MAX_BUCKETS:  # the buckets the series counts, the last one partial
+    if steps(start, to_ms, step) > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
     crashes = index.crash_counts(sku, start, to_ms, step, narrowed)
     sessions = counters.session_counts(sku, start, to_ms, step)

@@ -79,5 +79,10 @@ def check_order(from_ms: int, to_ms: int) -> None:
         raise InvalidField("to must be after from", "to")
 
 
+def steps(start_ms: int, end_ms: int, step_ms: int) -> int:
+    """How many steps from `start_ms` a series to `end_ms` (exclusive) has, the last one partial."""
+    return -(-(end_ms - start_ms) // step_ms)
+
+
 def floor_to(epoch_ms: int, step_ms: int) -> int:
     return epoch_ms - epoch_ms % step_ms

@@ -193,7 +193,7 @@ def worker_throughput(a: Adapters, plan: Plan, progress: Progress) -> list[str]:
             "leaving it also writes the tree's levels from its floor to its root (ranking.ties: of nine levels,",
             "receipt times over a week keep four below the root, one from the floor in ties of a hundred;",
             "subscores of 0 to 999 two), the batch reads the trees' roots and floors and the joined floor",
-            "nodes' counts, and a tie whose floor node fills is read and written whole once.",
+            "nodes' counts, and a tie whose floor node fills is read and written whole (once a level at most).",
             "",
         ]),
         f"Aggregated / per-update: **{aggregated / naive:.1f}x**; target ≥ 20,000 updates/s: "

@@ -190,9 +190,9 @@ def _waiting(overload: dict[str, Any]) -> str:
     mean_s = (accepted["mean"] * accepted["count"] + shed["latencyMs"]["mean"] * shed["answers"]) / answers / 1000
     held, bound = per_second * mean_s, WORKERS * MAX_IN_FLIGHT
     unread = (f", where serve's {WORKERS} API processes hold {bound:,} in their handlers at most: the rest waited "
-              "unread in its sockets" if held > bound else "")
+              "unread in its sockets or in the client's own lag" if held > bound else "")
     return (f" Serve answered {per_second:,.0f} tries a second in all, acknowledged or shed, where "
-            f"{overload['baseRate']:g} a second were due, and retries on top: {held:,.0f} tries waited for an "
+            f"{overload['baseRate']:,.0f} a second were due, and retries on top: {held:,.0f} tries waited for an "
             f"answer at once on average (that rate times their mean latency, {mean_s * 1000:,.0f} ms){unread}. A "
             "503 is only fast while every try is answered as it comes.")
 

@@ -40,8 +40,8 @@ def ahead_among_ties(store: RankingStore, board: str, settings: BoardSettings, e
                      players: Mapping[int, int] | None = None) -> list[int]:
     """On a board whose ties do not share a rank, for each record the players of its score ranked
     before it: those with a better tiebreak from the score's tie tree where it has TIE_TREE_FROM
-    players (`players`: score → its players, read when not given), and below the tree's floor from
-    the index, else from the index alone."""
+    players (`players`: score → its players, read when not given), and those within the entry's
+    node of the tree's floor from the index; else from the index alone."""
     if players is None:
         players = store.leaves(board, list({e.score for e in entries}))
     order = settings.order

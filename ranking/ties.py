@@ -34,7 +34,9 @@ at most. A player joining or leaving then writes a row a level from the floor up
 of the four levels below the root of receipt times over a week, a tie of a hundred keeps one. A
 floor node that comes to hold TIE_TREE_FROM players has its score's tree built again, with a floor
 as low as that takes: that batch reads the tie's players and writes its tree whole, once a level
-at most in the tree's life, which a large tie pays for in one batch."""
+at most in the tree's life, which a large tie pays for in one batch. A release before floors
+neither keeps them nor reads below them: going back to one, or running one beside this, needs
+every tie tree with a floor row built again (cleared, and rebuilt from the index) first."""
 
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ TIE_TREE = Tree(bits=8)
 # index (that many entries read at most) and write no tree rows, which most of a crowded board's
 # ties would. Raising it leaves the trees of fewer players unread, to be cleared once their score
 # holds this many again; lowering it (or going back to a release that kept trees from two players)
-# needs those trees built
+# needs those trees built, and so do the floors' nodes, which may hold up to the old value less one
 TIE_TREE_FROM = 64
 # the level above the tree's top: where a tie tree's root is kept (see above), and the level of the
 # root of a tree that keeps every level
@@ -166,8 +168,8 @@ def tie_tops(store: RankingStore, board: str, scores: list[int]) -> tuple[dict[i
 
 
 def floor_span(tiebreak: int, floor: int) -> tuple[int, int]:
-    """The first and last tiebreak of the tiebreak's node at the floor (at the top level, a node
-    spans 2**64 numbers: those of its sign)."""
+    """The first and last tiebreak of the tiebreak's node at the floor (a node of the top level
+    holds the tiebreaks of one sign: its span, 2**64 wide, is cut to theirs)."""
     first = TIE_TREE.prefix(tiebreak, floor) << (TIE_TREE.bits * floor)
     return max(INT64_MIN, first), min(INT64_MAX, first + (1 << (TIE_TREE.bits * floor)) - 1)
 

@@ -174,7 +174,7 @@ def test_the_overload_line_says_how_many_tries_waited_for_an_answer():
            "requestLatencyMs": {"all": {"count": 1500, "mean": 500.0}},
            "shed": {"answers": 500, "latencyMs": {"p95": 600.0, "mean": 260.0}}}
     line = soak._overload_line(run)
-    assert "answered 200 tries a second" in line and "2800 a second were due" in line
+    assert "answered 200 tries a second" in line and "2,800 a second were due" in line
     assert "440 ms" in line and "88 tries waited" in line and "unread" not in line
     crowded = soak._overload_line(run | {"elapsedS": 0.1})  # 20,000 answers a second: 8,800 waiting
     assert "8,800 tries waited" in crowded and "hold 1,024 in their handlers at most" in crowded

@@ -85,7 +85,7 @@ def _public(address: Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address):
         carried = address.ipv4_mapped or address.sixtofour or (
             ipaddress.IPv4Address(int(address) & 0xFFFFFFFF) if any(address in n for n in _CARRYING_IPV4) else None)
-        if carried is not None and not carried.is_global:
+        if carried is not None and not _public(carried):
             return False
     return address.is_global and not address.is_multicast  # is_global holds multicast
 

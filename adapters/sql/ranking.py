@@ -256,12 +256,20 @@ def tie_nodes_at(board: str, scores: list[int], levels: Sequence[int]) -> Query:
 @functools.cache
 def _tie_counts(count: int) -> Statement:
     n = rank_tie_nodes.c
-    # an OR of the whole primary key's equalities, a seek each on both engines (SQLite takes no
-    # list of row values after IN, and seeks the board alone unless each term names it)
-    return Statement(sa.select(n.score, n.level, n.prefix, n.count).where(
-        n.count > 0,
-        sa.or_(*(sa.and_(n.board == _bind("board"), n.score == _bind(f"score_{i}"), n.level == _bind(f"level_{i}"),
-                         n.prefix == _bind(f"prefix_{i}")) for i in range(count)))))
+    columns = sa.select(n.score, n.level, n.prefix, n.count)
+    keys: list[tuple[sa.BindParameter[int], ...]] = [
+        (_bind(f"score_{i}"), _bind(f"level_{i}"), _bind(f"prefix_{i}")) for i in range(count)]
+    return Statement({
+        # an OR of the whole primary key's equalities, a seek each (SQLite takes no list of row
+        # values after IN, and seeks the board alone unless each term names it)
+        "sqlite": columns.where(n.count > 0, sa.or_(*(sa.and_(n.board == _bind("board"), n.score == score,
+                                                              n.level == level, n.prefix == prefix)
+                                                      for score, level, prefix in keys))),
+        # a list of row values, ranges of the primary key as the OR's are, at half its cost to
+        # MariaDB's optimizer (1.9 against 4.1 ms for 250 nodes here)
+        "mysql": columns.where(n.count > 0, n.board == _bind("board"),
+                               sa.tuple_(n.score, n.level, n.prefix).in_([sa.tuple_(*key) for key in keys])),
+    })
 
 
 def tie_counts(board: str, nodes: Sequence[tuple[int, int, int]]) -> Query:

@@ -520,6 +520,10 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
 
     def get_board(self, board: str) -> BoardSettings | None: ...
 
+    def boards_named(self, boards: Sequence[str]) -> dict[str, BoardSettings]:
+        """The settings of those of these boards that exist, by name."""
+        ...
+
     def put_board(self, settings: BoardSettings) -> None: ...
 
     def add_board(self, settings: BoardSettings) -> bool:

@@ -100,24 +100,23 @@ def _fold(settings: BoardSettings, current: Key | None, changes: Sequence[Change
 
 def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> tuple[list[BoardUpdate], int]:
     """The boards' updates, and how many of the events' changes their boards take."""
-    settings: dict[str, BoardSettings] = {}
-
-    def settings_of(board: str) -> BoardSettings:
-        if board not in settings:
-            found = store.get_board(board)
-            if found is None:  # made here, unless a PUT makes it meanwhile: then that one's settings
-                store.add_board(BoardSettings(board))
-                found = store.get_board(board)
-                assert found is not None, "a board, once made, is never deleted"
-            settings[board] = found
-        return settings[board]
+    # every board's in one read
+    named = {board for event in events for board, *_ in event.scores}
+    named |= {key.partition("@")[0] for event in events for key, _ in event.rechecked}
+    settings = store.boards_named(sorted(named))
+    for board in sorted(named - settings.keys()):
+        # made here, unless a PUT makes it meanwhile: then that one's settings
+        store.add_board(BoardSettings(board))
+        found = store.get_board(board)
+        assert found is not None, "a board, once made, is never deleted"
+        settings[board] = found
 
     # stored key → its board, its season's start, and player → the changes in log order
     pending: dict[str, tuple[str, int | None, dict[str, list[Change]]]] = {}
     taken = 0
     for event in events:
         for board, player, value, subscore, carried in event.scores:
-            board_settings = settings_of(board)
+            board_settings = settings[board]
             if value is not None and not _takes(board_settings, event):  # a deletion applies whenever
                 continue
             season = season_start(board_settings.reset, event.receivedAt, board_settings.epochs)
@@ -127,7 +126,6 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> tup
             taken += 1
         for key, player in event.rechecked:
             board, _, start = key.partition("@")
-            settings_of(board)
             pending.setdefault(key, (board, int(start) if start else None, defaultdict(list)))[2].setdefault(player, [])
     banned = set(store.banned(list({player for _, _, players in pending.values() for player in players})))
     return [_update(key, settings[board], season=season, players=players, banned=banned, store=store, tree=tree)

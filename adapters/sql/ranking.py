@@ -77,6 +77,17 @@ BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", 
                  "ends_at", "max_attempts", "max_players")
 _settings = sa.select(*(boards.c[column] for column in BOARD_COLUMNS))
 GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
+
+
+@functools.cache
+def _boards_named(count: int) -> Statement:
+    return Statement(_settings.where(boards.c.board.in_(marks("board", count))))
+
+
+def boards_named(names: list[str]) -> Query:
+    return _boards_named(padded(len(names))), listed("board", names)
+
+
 BOARDS = Statement(_settings.where(boards.c.board > _bind("after")).order_by(boards.c.board).limit(_bind("limit")))
 _entries = sa.select(rank_scores.c.player_id, rank_scores.c.score, rank_scores.c.metadata, rank_scores.c.tiebreak,
                      rank_scores.c.hidden)

@@ -238,6 +238,10 @@ class RankingReads(Checkpointed):
         found = self._database.rows(ranking_sql.GET_BOARD, {"board": board})
         return ranking_sql.board_settings(found[0]) if found else None
 
+    def boards_named(self, boards: Sequence[str]) -> dict[str, BoardSettings]:
+        return {settings.board: settings for settings in map(ranking_sql.board_settings,
+                                                             self._chunked(boards, ranking_sql.boards_named))}
+
     def boards(self, after: str, limit: int) -> list[BoardSettings]:
         found = self._database.rows(ranking_sql.BOARDS, {"after": after, "limit": limit})
         return [ranking_sql.board_settings(row) for row in found]

@@ -9,7 +9,7 @@ import itertools
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,9 @@ def test_boards_by_name_with_their_settings(ranking_store: RankingStore, log):
         BoardSettings("weekly", "asc", "set")]
     assert ranking_store.boards("all-time", 1) == [BoardSettings("daily", "desc", "best")]
     assert ranking_store.boards("weekly", 10) == []
+    assert ranking_store.boards_named(["weekly", "nowhere", "daily"]) == {
+        "weekly": BoardSettings("weekly", "asc", "set"), "daily": BoardSettings("daily", "desc", "best")}
+    assert ranking_store.boards_named([]) == {}
 
 
 class _WriteBetweenReads:
@@ -700,10 +703,14 @@ class _BoardReadBefore:
         self._store, self._board, self._stale = store, board, True
 
     def get_board(self, board: str) -> BoardSettings | None:
-        if board == self._board and self._stale:
+        return self.boards_named([board]).get(board)
+
+    def boards_named(self, boards: Sequence[str]) -> dict[str, BoardSettings]:
+        found = self._store.boards_named(boards)
+        if self._board in found and self._stale:
             self._stale = False
-            return None
-        return self._store.get_board(board)
+            del found[self._board]
+        return found
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

@@ -205,7 +205,10 @@ def test_crash_groups_with_top_frames_from_the_sample(adapters: Adapters):
 
 
 @pytest.mark.parametrize("text", ["\u00b9", "-\u00b2", "1_000", "99999999999999999999", "-99999999999999999999",
-                                  "9999-12-31T23:59:59-01:00", "0001-01-01T00:30:00+01:00"])
+                                  "9999-12-31T23:59:59-01:00", "0001-01-01T00:30:00+01:00",
+                                  # found from outside: ISO 8601 but not RFC 3339, each read as a date
+                                  "2026-W01-1T00:00Z", "20260101T000000Z", "2026-01-01T00Z", "2026-01-01T00:00Z",
+                                  "2026-001T00:00:00Z", "2026-01-01T00:00:00+0100", "2026-01-01T00:00:00,5Z"])
 def test_times_are_ascii_epoch_milliseconds_within_rfc3339s_years(text: str):
     with pytest.raises(InvalidField):
         parse_time(text, "from")

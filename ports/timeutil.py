@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,11 @@ HOUR_MS = 3_600_000
 # what RFC 3339 can say, so epoch milliseconds outside it (and outside a BIGINT) are refused too
 FIRST_MS = (datetime(1, 1, 1, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+
+# RFC 3339's date-time (section 5.6, with the lower case and the space its notes allow), which
+# fromisoformat reads with much more of ISO 8601: week and ordinal dates, the basic format, a time
+# of hours alone, all read as some date (the zone is matched apart, to say so when it is missing)
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d:\d\d(?:\.\d+)?([Zz]|[+-]\d\d:\d\d)?", re.ASCII)
 
 # a time in an answer, as to_rfc3339 writes it; named, so the OpenAPI document has it once
 Time = TypeAliasType("Time", Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$",
@@ -42,11 +48,14 @@ def parse_epoch_ms(value: str) -> int:
     epoch_ms = ascii_int(text, FIRST_MS, LAST_MS)
     if epoch_ms is not None:
         return epoch_ms
+    shape = _RFC3339.fullmatch(text)
     try:
+        if shape is None:
+            raise ValueError
         dt = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
         raise ValueError("must be RFC 3339 or epoch milliseconds within the years 1 to 9999") from None
-    if dt.tzinfo is None:
+    if shape[1] is None:
         raise ValueError("must carry a time zone, e.g. 2026-01-01T00:00:00Z")
     # integer arithmetic: float timestamps turn .123 into 122.99999...
     epoch_ms = (dt - _EPOCH) // timedelta(milliseconds=1)

@@ -214,7 +214,9 @@ BodyTime = Annotated[str, StringConstraints(max_length=64), AfterValidator(_time
 class BoardSettingsBody(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    order: Order = "desc"
+    order: Order = Field("desc", description=(
+        "desc: higher scores rank first; asc: lower. A board whose ties are earliest keeps the order it was made "
+        "with (its tiebreaks are receipt times signed by it)"))
     operator: Operator = Field("best", description=(
         "how an update combines with the player's score: best keeps the better, set replaces, incr adds, decr "
         "subtracts (incr and decr saturate at the int64 bounds)"))

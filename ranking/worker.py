@@ -6,11 +6,12 @@ board is only ever written by the worker of its partition: no contention, no ret
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from pipeline.failures import land_per_partition
 from pipeline.offsets import fresh_by_partition, pass_over
@@ -131,19 +132,45 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> tup
             board, _, start = key.partition("@")
             pending.setdefault(key, (board, int(start) if start else None, defaultdict(list)))[2].setdefault(player, [])
     banned = set(store.banned(list({player for _, _, players in pending.values() for player in players})))
-    return list(_boards_at_once(os.getpid()).map(
-        lambda item: _update(item[0], settings[item[1][0]], season=item[1][1], players=item[1][2], banned=banned,
-                             store=store, tree=tree),
-        pending.items())), taken
+    return _two_at_once(lambda item: _update(item[0], settings[item[1][0]], season=item[1][1], players=item[1][2],
+                                             banned=banned, store=store, tree=tree),
+                        list(pending.items())), taken
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _two_at_once(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`work` of each item, in order, done by this thread and one more, each taking the next item:
+    while one waits for the database the other computes (a connection each, as the adapters keep one
+    a thread): 3-11% more updates a second on boards of large ties; more threads were slower, the
+    GIL being the rest. Returns once both are done, also after a failure, which stops both taking
+    items: nothing of a failed batch runs on beside its retry. Raises the first failure."""
+    done: dict[int, R] = {}
+    failed: list[Exception] = []
+    taken = itertools.count()  # a C iterator: each number goes to one thread
+
+    def take() -> None:
+        while not failed and (i := next(taken)) < len(items):
+            try:
+                done[i] = work(items[i])
+            except Exception as error:
+                failed.append(error)  # raised below, on the batch's thread
+
+    other = _helper(os.getpid()).submit(take)
+    take()
+    other.result()
+    if failed:
+        raise failed[0]
+    return [done[i] for i in range(len(items))]
 
 
 @functools.cache
-def _boards_at_once(process: int) -> ThreadPoolExecutor:
-    """Threads that read and compute the boards' updates, two at once: while one waits for the
-    database the other computes (a connection each: the adapters keep one a thread), 3-11% more
-    updates a second on boards of large ties; more threads were slower, the GIL being the rest.
-    One pool a process, made there (a pool's threads do not survive a fork)."""
-    return ThreadPoolExecutor(2, thread_name_prefix=f"ranking-boards-{process}")
+def _helper(process: int) -> ThreadPoolExecutor:
+    """The other thread of _two_at_once: one a process, made there (a pool's threads do not survive
+    a fork)."""
+    return ThreadPoolExecutor(1, thread_name_prefix=f"ranking-boards-{process}")
 
 
 def _update(key: str, settings: BoardSettings, *, season: int | None, players: dict[str, list[Change]],

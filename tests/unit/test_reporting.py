@@ -22,7 +22,8 @@ from tests.conftest import get, ok
 
 def ingest(adapters: Adapters, payloads: list[dict]) -> None:
     for payload in payloads:
-        capture.crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
+        # as a client writes JSON, UTF-8 unescaped
+        capture.crash(adapters.log, adapters.spill, Posted(json.dumps(payload, ensure_ascii=False).encode()))
     records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
     persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
 
@@ -53,6 +54,19 @@ def test_a_full_page_stops_short_of_the_response_limit_and_the_cursor_goes_on(ad
     assert [len(p["reports"]) for p in pages] == [4, 4, 1]  # 4 MiB a page, 0.93 MiB a report
     assert sorted(r["payload"]["n"] for p in pages for r in p["reports"]) == list(range(9))
     assert len(listing(adapters, sku="g", limit=100)["reports"]) == 9  # summaries carry no payload
+
+
+def test_a_full_page_is_cut_by_the_answer_s_bytes_not_the_reports_as_sent(adapters: Adapters):
+    """Found from outside: pages were cut by the reports' sizes as sent, where the answer writes
+    each non-ASCII character escaped (é, 2 bytes, as \\u00e9): 4 reports of 1 MiB made one page of
+    12.6 MB, past what API Gateway and Lambda answer."""
+    ingest(adapters, [{"sku": "u", "n": i, "stackTrace": "é" * 500_000} for i in range(4)])
+    pages = [listing(adapters, sku="u", limit=100, fields="full")]
+    while pages[-1]["nextCursor"]:
+        pages.append(listing(adapters, sku="u", limit=100, fields="full", cursor=pages[-1]["nextCursor"]))
+    assert [len(p["reports"]) for p in pages] == [1, 1, 1, 1]  # 3 MB a report as answered
+    assert all(len(json.dumps(page)) <= 4 * 1024 * 1024 for page in pages)
+    assert sorted(r["payload"]["n"] for p in pages for r in p["reports"]) == list(range(4))
 
 
 def test_summary_has_the_contract_fields_and_no_payload(adapters: Adapters):

@@ -3,8 +3,9 @@ and attachments are fetched from the document store only when asked for (DESIGN 
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired
@@ -167,14 +168,15 @@ def _payload(document: ReportDocument, found: Mapping[str, bytes]) -> dict[str, 
     return payload
 
 
-def _within_bytes(reports: Sequence[IndexedReport]) -> Sequence[IndexedReport]:
-    """The first reports that fit in FULL_PAGE_BYTES (always at least one)."""
-    total = 0
-    for count, report in enumerate(reports):
-        total += report.entry.size_bytes
+def _within_bytes(sizes: Iterable[int]) -> int:
+    """How many of the first of these sizes fit in FULL_PAGE_BYTES (always at least one)."""
+    total = count = 0
+    for size in sizes:
+        total += size
         if total > FULL_PAGE_BYTES and count:
-            return reports[:count]
-    return reports
+            break
+        count += 1
+    return count
 
 
 def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) -> ReportPage:
@@ -195,8 +197,16 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
         newest_first=q.order == "desc",
     )
     found = index.find(query)
-    page = _within_bytes(found[:q.limit]) if q.fields == "full" else found[:q.limit]
-    reports = _full(page, documents) if q.fields == "full" else [summary(r) for r in page]
+    page = found[:q.limit]
+    if q.fields == "full":
+        # the documents of those that fit as sent, then those that fit as answered: the answer
+        # writes each non-ASCII character escaped (é, 2 bytes, as \u00e9: 3 times as many)
+        page = page[:_within_bytes(r.entry.size_bytes for r in page)]
+        reports = _full(page, documents)
+        reports = reports[:_within_bytes(len(json.dumps(r)) for r in reports)]
+        page = page[:len(reports)]
+    else:
+        reports = [summary(r) for r in page]
     more = len(found) > len(page)
     next_cursor = encode_cursor(_CURSOR_KIND[q.order], str(page[-1].report_id)) if more else None
     return {"reports": reports, "nextCursor": next_cursor}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import itertools
 import json
 import sqlite3
@@ -117,6 +118,10 @@ def test_health_reports_a_dead_component(adapters: Adapters):
         ({"body": '{"sku": ["x"]}'}, 400, "invalid_field"),
         ({"body": json.dumps({"sku": "g", "pad": "x" * (1 << 20)})}, 413, "payload_too_large"),
         ({"headers": {"Content-Type": "text/plain"}}, 415, "unsupported_media_type"),
+        # found from outside: a gzipped body was read as JSON, 400 invalid_json
+        ({"headers": {"Content-Type": "application/json", "Content-Encoding": "gzip"}, "isBase64Encoded": True,
+          "body": base64.b64encode(gzip.compress(b'{"sku": "g"}')).decode()}, 415, "unsupported_media_type"),
+        ({"headers": {"Content-Type": "application/json", "Content-Encoding": "br"}}, 415, "unsupported_media_type"),
         ({"path": "/v1/nothing"}, 404, "not_found"),
     ],
 )

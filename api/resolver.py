@@ -212,7 +212,13 @@ def idempotency_key(event: APIGatewayProxyEvent) -> str | None:
     return key
 
 
-def posted(event: APIGatewayProxyEvent) -> Posted:
+def posted(event: APIGatewayProxyEvent, *, decodes: bool = False) -> Posted:
+    """The body as sent, within the contract's limit. A route that does not undo a Content-Encoding
+    itself (`decodes`: reporters.encoding) refuses any but identity: 415, not bytes read as JSON."""
+    coding = event.headers.get("content-encoding")
+    if not decodes and coding is not None and coding.strip().lower() not in ("", "identity"):
+        raise UnsupportedMediaType(f"Content-Encoding {coding!r} is not taken here: send the body as it is "
+                                   "(identity)")
     body = event.body or ""
     raw = pybase64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
     # the contract's limit as sent: `blackbox serve` stops reading there, API Gateway lets 10 MB through

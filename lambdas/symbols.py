@@ -46,7 +46,7 @@ def list_symbols(limit: Annotated[int, Query(ge=1, le=MAX_LISTED), DIGITS] = 100
           openapi_extensions={BODY_EXTENSION: {"required": True, "content": {SYMBOL_TYPE: _SYM}}},
           responses={200: answer(SymbolUpload, "replaced"), 201: answer(SymbolUpload, "stored")})
 def post_symbols() -> Response[str]:
-    request = posted(app.current_event)
+    request = posted(app.current_event, decodes=True)
     if (request.content_type or "").split(";")[0].strip().lower() != SYMBOL_TYPE:
         raise UnsupportedMediaType(f"a symbol file is sent as {SYMBOL_TYPE}")
     sym = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_SYMBOL_FILE_BYTES)

@@ -110,9 +110,11 @@ def test_a_crash_container_is_one_report_with_every_file_byte_exact(layout: str)
     assert context["RuntimeProperties"]["CrashGUID"] == GUID
     assert context["RuntimeProperties"]["UserDescription"] == ""
     assert context["EnabledPlugins"] == {"Plugin": ["Niagara", "OnlineSubsystemEOS"]}
+    # the minidump first, as from every reporter (found from outside: in the container's order)
+    assert list(crash.attachments)[0] == "UEMinidump.dmp"
     assert [(a["name"], a["attachmentType"]) for a in fields["sentryAttachments"]] == [
-        ("CrashContext.runtime-xml", "unreal.context"), ("CrashReportClient.ini", "event.attachment"),
-        ("Skyrift.log", "unreal.logs"), ("UEMinidump.dmp", "event.minidump")]
+        ("UEMinidump.dmp", "event.minidump"), ("CrashContext.runtime-xml", "unreal.context"),
+        ("CrashReportClient.ini", "event.attachment"), ("Skyrift.log", "unreal.logs")]
     submission = CrashSubmission.model_validate_json(crash.json_text())
     assert submission.attachments is not None and len(submission.attachments) == 4
 

@@ -217,7 +217,8 @@ def _report(crash: UnrealCrash, sku: str) -> CrashReport:
     fields = {name: value for name, value in candidates.items() if value is not None}
     attachments: dict[str, bytes] = {}
     described = []
-    for file in crash.files:
+    # the minidump first, as every reporter's report has it; the others in the container's order
+    for file in sorted(crash.files, key=lambda file: file is not dump):
         kind = _attachment_type(file, dump)
         name = unique_attachment_name(file.name, attachments, kind == MINIDUMP)
         attachments[name] = file.data

@@ -45,7 +45,7 @@ A crash with neither a context nor a minidump is refused (400): there is nothing
   innermost first), until processing walks the minidump;
 - `unrealContext`: the whole context, element → text, a repeated element as a list;
   `unrealCrash`: the container's directory and file name;
-- `attachments`: every file, bytes as sent, names made safe as `reporters.sentry.attachment_name`
+- `attachments`: every file, the minidump first, bytes as sent, names made safe as `reporters.sentry.attachment_name`
   makes them; `sentryAttachments` describes each with Sentry's attachment type:
   `event.minidump` for the first file that starts with `MDMP` (listed in
   `CrashReport.minidumps`), `unreal.context`, `unreal.logs` for `*.log`,

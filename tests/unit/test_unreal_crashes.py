@@ -111,7 +111,7 @@ def test_a_crash_container_is_one_report_with_every_file_byte_exact(layout: str)
     assert context["RuntimeProperties"]["UserDescription"] == ""
     assert context["EnabledPlugins"] == {"Plugin": ["Niagara", "OnlineSubsystemEOS"]}
     # the minidump first, as from every reporter (found from outside: in the container's order)
-    assert list(crash.attachments)[0] == "UEMinidump.dmp"
+    assert next(iter(crash.attachments)) == "UEMinidump.dmp"
     assert [(a["name"], a["attachmentType"]) for a in fields["sentryAttachments"]] == [
         ("UEMinidump.dmp", "event.minidump"), ("CrashContext.runtime-xml", "unreal.context"),
         ("CrashReportClient.ini", "event.attachment"), ("Skyrift.log", "unreal.logs")]

@@ -76,7 +76,6 @@ NODE_COUNTS = Statement(sa.select(_n.prefix, _n.count).where(
 BOARD_COLUMNS = ("board", "sort_order", "operator", "reset_schedule", "epochs", "ties", "keep_seasons", "starts_at",
                  "ends_at", "max_attempts", "max_players")
 _settings = sa.select(*(boards.c[column] for column in BOARD_COLUMNS))
-GET_BOARD = Statement(_settings.where(boards.c.board == _bind("board")))
 
 
 @functools.cache

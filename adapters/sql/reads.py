@@ -235,8 +235,7 @@ class RankingReads(Checkpointed):
     ONE_ROW_SELECTS: ClassVar[int]
 
     def get_board(self, board: str) -> BoardSettings | None:
-        found = self._database.rows(ranking_sql.GET_BOARD, {"board": board})
-        return ranking_sql.board_settings(found[0]) if found else None
+        return self.boards_named([board]).get(board)
 
     def boards_named(self, boards: Sequence[str]) -> dict[str, BoardSettings]:
         return {settings.board: settings for settings in map(ranking_sql.board_settings,

@@ -86,8 +86,9 @@ def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSe
     rank, there = rank_and_players(tree, store, board, settings.order, score)
     if settings.ties == "earliest" or subscore is None or there == 0:
         return rank + there
+    # the tiebreak just worse than the subscore: those better than it are at least as good
+    after = subscore - 1 if settings.order == "desc" else subscore + 1
     if not ties.treed(there):  # those there with a tiebreak at least as good, from the index
-        after = subscore - 1 if settings.order == "desc" else subscore + 1
         if not INT64_MIN <= after <= INT64_MAX:  # every tiebreak is as good
             return rank + there
         (ahead,) = store.better_tied(board, settings.order, [(score, after, ties.best_tiebreak(settings.order))], there)
@@ -100,7 +101,6 @@ def rank_of_score(tree: Tree, store: RankingStore, board: str, settings: BoardSe
         return rank + there * ((level == 0 and subscore == prefix)
                                or better(settings.order, prefix, TIE_TREE.prefix(subscore, level)))
     floor = floors.get(score, 0)
-    after = subscore - 1 if settings.order == "desc" else subscore + 1
     # those of the subscore's node of the floor at least as good, from the index (or all of the node)
     within = _bound(settings.order, subscore, floor) if floor and INT64_MIN <= after <= INT64_MAX else None
     whole = NodeRange(floor, TIE_TREE.prefix(subscore, floor), TIE_TREE.prefix(subscore, floor))

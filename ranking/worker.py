@@ -132,9 +132,12 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> tup
             board, _, start = key.partition("@")
             pending.setdefault(key, (board, int(start) if start else None, defaultdict(list)))[2].setdefault(player, [])
     banned = set(store.banned(list({player for _, _, players in pending.values() for player in players})))
-    return _two_at_once(lambda item: _update(item[0], settings[item[1][0]], season=item[1][1], players=item[1][2],
-                                             banned=banned, store=store, tree=tree),
-                        list(pending.items())), taken
+
+    def update(key: str) -> BoardUpdate:
+        board, season, players = pending[key]
+        return _update(key, settings[board], season=season, players=players, banned=banned, store=store, tree=tree)
+
+    return _two_at_once(update, list(pending)), taken
 
 
 T = TypeVar("T")

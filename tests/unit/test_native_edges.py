@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from adapters.factory import Adapters
-from lambdas import native, projects
+from crashes.persistence import persist_crashes
+from crashes.reporting import FULL_PAGE_BYTES
+from lambdas import native, projects, reporter
 from local_runtime.context import LocalContext
 from ports.errors import InvalidField
 from ports.limits import MAX_BODY_BYTES
@@ -22,7 +24,7 @@ from reporters.encoding import MAX_GZIP_MEMBERS, decode_body
 from reporters.errors import ReporterError
 from reporters.sentry import parse_envelope
 from sessions.counting import count_sessions
-from tests.conftest import load_event
+from tests.conftest import get, load_event, ok
 
 SKU = "skyrift:pc"
 
@@ -120,3 +122,32 @@ def test_a_project_id_out_of_bounds_is_refused_under_the_contracts_name(adapters
     event = load_event("projects-put.json") | {"path": f"/v1/projects/{project}"}
     answer = projects.handler(event, LocalContext("projects"))
     assert (answer["statusCode"], json.loads(answer["body"])["field"]) == (400, "projectId")
+
+
+def test_a_full_page_of_compressed_uploads_fetches_about_a_page_not_every_report(
+        adapters: Adapters, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in review: a report's size in the index was its upload's as sent, compressed, and a full
+    page's documents are fetched by that size: a thousand gzipped uploads of 1 KB, each a report of
+    about 1 MB, were all fetched (a GB) to answer a page of four."""
+    projects.handler(load_event("projects-put.json"), LocalContext("projects"))
+    event = json.dumps({"exception": {"values": [{"type": "ShaderError"}]}}).encode()
+    attachment = bytes(700_000)  # 933 KB in base64 in the report; 1 KB gzipped
+    envelope = (b'{}\n{"type":"event","length":%d}\n%s\n{"type":"attachment","length":%d,"filename":"save.dat"}\n'
+                % (len(event), event, len(attachment)) + attachment + b"\n")
+    for _ in range(12):
+        assert upload("/api/42/envelope/", gzip.compress(envelope), **{"content-encoding": "gzip"})["statusCode"] == 200
+    persist_crashes(adapters.log.consumer("t", "crashes").poll(100, 1 << 30, 0.1), adapters.documents, adapters.index,
+                    adapters.log, adapters.retention_seconds)
+    fetched: list[int] = []
+    get_many = adapters.documents.get_many
+
+    def counting(keys: Any) -> dict[str, bytes]:
+        found = get_many(keys)
+        fetched.append(sum(map(len, found.values())))
+        return found
+
+    monkeypatch.setattr(adapters.documents, "get_many", counting)
+    page = ok(get(reporter.handler, "/v1/crashes", sku=SKU, fields="full", limit=1000))
+    assert len(page["reports"]) == 4 and page["nextCursor"]  # 933 KB each as answered
+    assert sum(fetched) <= FULL_PAGE_BYTES + MAX_BODY_BYTES
+    assert page["reports"][0]["sizeBytes"] >= len(attachment)  # the report as kept, not the upload as sent

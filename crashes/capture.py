@@ -20,16 +20,14 @@ class Receipt:
 
 
 def capture_crash(log: EventLog, spill: SpillStore, submission: CrashSubmission, json_text: bytes, *,
-                  size_bytes: int | None = None, idempotency_key: str | None = None,
-                  scope: SkuScope = ANY_SKU) -> Receipt:
-    """`json_text` is the report as submitted, kept as its payload; `size_bytes` the body's size as
-    sent (by default the text's)."""
+                  idempotency_key: str | None = None, scope: SkuScope = ANY_SKU) -> Receipt:
+    """`json_text` is the report as submitted, kept as its payload; its size is the report's in the
+    index, which a full page is cut by before its documents are fetched (crashes.reporting)."""
     scope.check([submission.sku])
     event_id = new_event_id(f"crash\x00{submission.sku}", idempotency_key)
     key = report_key(event_id)
-    size = len(json_text) if size_bytes is None else size_bytes
     publish(log, spill, CRASHES, [OutgoingRecord(
-        value=envelope_value(event_id, key, now_ms(), size, json_text),
+        value=envelope_value(event_id, key, now_ms(), json_text),
         key=key.encode(),
         headers=(("eventId", event_id.encode()),),
     )])

@@ -86,11 +86,11 @@ class CrashEnvelope(BaseModel):
     payload: dict[str, Any]
 
 
-def envelope_value(event_id: str, key: str, received_at: int, size_bytes: int, payload_json: bytes) -> bytes:
+def envelope_value(event_id: str, key: str, received_at: int, payload_json: bytes) -> bytes:
     """A CrashEnvelope around the submitted JSON text as it is: re-serialising 100 KB of parsed
     payload took more of capture's time than parsing it. The text was parsed strictly (as the
     consumer parses it), so the consumer reads back the same payload."""
-    head = json.dumps({"eventId": event_id, "reportKey": key, "receivedAt": received_at, "sizeBytes": size_bytes,
+    head = json.dumps({"eventId": event_id, "reportKey": key, "receivedAt": received_at, "sizeBytes": len(payload_json),
                        "bodyHash": body_hash(event_id, payload_json)})
     return b"".join((head[:-1].encode(), b', "payload": ', payload_json, b"}"))
 

@@ -90,7 +90,9 @@ class Report(TypedDict):
     platform: str | None
     buildVersion: str | None
     signature: str | None
-    sizeBytes: Annotated[int, Field(ge=0)]
+    sizeBytes: Annotated[int, Field(ge=0, description=(
+        "the report's size as kept: a posted report's body; of a crash reporter's upload, the report it made "
+        "(its JSON, the attachments in base64), whatever the upload's compression"))]
     attachments: list[str]
     processing: Annotated[ProcessingState | None, Field(description=(
         "of a report with a minidump: pending until the processor walked it, then processed or failed (the "
@@ -199,7 +201,7 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
     found = index.find(query)
     page = found[:q.limit]
     if q.fields == "full":
-        # the documents of those that fit as sent, then those that fit as answered: the answer
+        # the documents of those that fit as kept, then those that fit as answered: the answer
         # writes each non-ASCII character escaped (é, 2 bytes, as \u00e9: 3 times as many)
         page = page[:_within_bytes(r.entry.size_bytes for r in page)]
         reports = _full(page, documents)

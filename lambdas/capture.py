@@ -47,8 +47,8 @@ SCORES = JsonBody(scores_model.Score, batch=scores_model.MAX_BATCH)
 
 def crash(log: EventLog, spill: SpillStore, body: Posted, scope: SkuScope = ANY_SKU) -> Receipt:
     """A crash report as posted, parsed here, at the edge, for the domain."""
-    return capture_crash(log, spill, CRASH.one(body), body.json_text,
-                         size_bytes=len(body.body), idempotency_key=body.idempotency_key, scope=scope)
+    return capture_crash(log, spill, CRASH.one(body), body.json_text, idempotency_key=body.idempotency_key,
+                         scope=scope)
 
 
 def sessions(log: EventLog, spill: SpillStore, body: Posted, scope: SkuScope = ANY_SKU) -> int:

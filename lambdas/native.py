@@ -66,7 +66,7 @@ def _capture(project_id: str | None, read: Reader) -> str | None:
     request = posted(app.current_event, decodes=True)  # within the contract's limit as sent; then as decoded
     body = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)
     reading = read(body, request.content_type, sku)
-    return capture_envelope(a.log, a.spill, reading, sku, size_bytes=len(request.body), scope=scope)
+    return capture_envelope(a.log, a.spill, reading, sku, scope=scope)
 
 
 _SENTRY_AUTH = ("auth by `X-Sentry-Auth`, `Authorization: Sentry` or `?sentry_key=` (an ingest key); "

@@ -25,10 +25,9 @@ from sessions.model import SessionCount
 SENTRY_SESSION_ENDS = "sentry-session-ends"
 
 
-def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, sku: str, *, size_bytes: int,
+def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, sku: str, *,
                      scope: SkuScope = ANY_SKU) -> str | None:
-    """Captures what an envelope carried for `sku`; the Sentry event id of its crash report, if any.
-    `size_bytes`: the upload's size as sent."""
+    """Captures what an envelope carried for `sku`; the Sentry event id of its crash report, if any."""
     scope.check([sku])
     # refused before anything is published: a 400 must mean nothing of the upload was kept
     if reading.sessions_ended > MAX_SESSIONS:
@@ -46,8 +45,7 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
         except ValidationError as error:  # reporters.sentry holds the fields to the model's bounds
             raise InvalidField(f"the event makes no crash report: {error.errors()[0]['msg']}") from None
         # an SDK sends the same event id again when it retries
-        receipt = capture_crash(log, spill, submission, text, size_bytes=size_bytes,
-                                idempotency_key=reading.crash.event_id, scope=scope)
+        receipt = capture_crash(log, spill, submission, text, idempotency_key=reading.crash.event_id, scope=scope)
         # Sentry's form of an id (32 hex digits): the client's own, else the one given here
         event_id = reading.crash.event_id or receipt.event_id.replace("-", "")
     _capture_sessions(log, spill, sku, ended=[s for s in reading.sessions if s.ended], aggregates=reading.aggregates,

@@ -177,7 +177,7 @@ def test_every_report_ends_in_the_group_a_recomputation_gives(
             event_id = str(uuid.uuid4())
             key = report_key(event_id)
             payload = json.dumps({"sku": sku, "buildVersion": f"1.{n % 3}", "stackTrace": "\n".join(step[1])})
-            record = LogRecord(CRASHES, 0, n, envelope_value(event_id, key, 1000 + n, 10, payload.encode()), None, (),
+            record = LogRecord(CRASHES, 0, n, envelope_value(event_id, key, 1000 + n, payload.encode()), None, (),
                                0)
             [entry] = persist_crashes([record], documents, index, log, 3600, issues=issues, groupings=groupings)
             traces[key] = step[1]

@@ -154,7 +154,7 @@ JSON_VALUES = st.recursive(
 def test_the_envelope_around_the_submitted_text_gives_back_the_payload(payload: dict, spaces: str):
     text = f"{spaces}{json.dumps(payload, ensure_ascii=False)}{spaces}".encode()
     parsed = Posted(text).json()
-    envelope = CrashEnvelope.model_validate_json(envelope_value("e-1", "k" * 32, 5, len(text), Posted(text).json_text))
+    envelope = CrashEnvelope.model_validate_json(envelope_value("e-1", "k" * 32, 5, Posted(text).json_text))
     assert envelope.payload == parsed == payload
     assert (envelope.eventId, envelope.reportKey, envelope.receivedAt, envelope.sizeBytes) == ("e-1", "k" * 32, 5,
                                                                                                 len(text))

@@ -43,19 +43,18 @@ def counted(adapters: Adapters) -> int:
 
 def test_an_upload_claims_at_most_the_sessions_of_one_sessions_post(adapters: Adapters) -> None:
     with pytest.raises(InvalidField, match="at most 500"):
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(2**32 - 1, 2**32 - 1), SKU), SKU,
-                         size_bytes=1)
-    capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(300, 200), SKU), SKU, size_bytes=1)
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(2**32 - 1, 2**32 - 1), SKU), SKU)
+    capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(300, 200), SKU), SKU)
     assert counted(adapters) == 500
 
 
 def test_two_servers_alike_aggregates_count_twice_and_a_sessions_retry_once(adapters: Adapters) -> None:
     for _ in range(2):  # two servers, the same minute and release, one exited session each
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(1), SKU), SKU, size_bytes=1)
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(aggregates(1), SKU), SKU)
     ended = (b'{}\n{"type":"session"}\n{"sid":"5e1c5cbf-3c5b-4f0a-9d7c-0c1c2d3e4f50",'
              b'"started":"2026-11-24T05:00:00Z","status":"exited"}\n')
     for _ in range(2):  # one session's end, sent again
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(ended, SKU), SKU, size_bytes=1)
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(ended, SKU), SKU)
     assert counted(adapters) == 3
 
 
@@ -113,7 +112,7 @@ def test_an_upload_refused_for_its_sessions_keeps_nothing_of_its_crash(adapters:
     event = json.dumps({"exception": {"values": [{"type": "ShaderError"}]}}).encode()
     crash_and_too_many = aggregates(400, 200).replace(b"{}\n", b'{}\n{"type":"event"}\n' + event + b"\n", 1)
     with pytest.raises(InvalidField, match="at most 500"):
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(crash_and_too_many, SKU), SKU, size_bytes=1)
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(crash_and_too_many, SKU), SKU)
     assert adapters.log.consumer("test", "crashes").poll(10, 1 << 30, 0.1) == []
 
 

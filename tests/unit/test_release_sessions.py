@@ -63,7 +63,7 @@ def test_a_sentry_upload_counts_its_sessions_by_release_did_and_status(adapters:
         {"started": "2026-11-24T05:00:00Z", "did": "p5", "exited": 3, "crashed": 2, "abnormal": 1}]}).encode()
     body += b'{"type":"sessions"}\n' + aggregate + b"\n"
     for _ in range(2):  # the ended sessions sent again are counted once; aggregates each time
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
     count(adapters)
     assert outcomes(adapters, "game@2.0") == {"ok": 1 + 6, "crashed": 1 + 4, "errored": 1, "abnormal": 2}
     assert (players(adapters, "game@2.0", False), players(adapters, "game@2.0", True)) == (4, 2)
@@ -81,7 +81,7 @@ def test_a_session_that_crashed_after_it_was_sent_opened_counts_once_crashed(ada
         return b'{}\n{"type":"session"}\n' + json.dumps(session).encode() + b"\n"
 
     for body in (update(init=True, status="ok"), update(status="ok", errors=1), update(status="crashed", errors=2)):
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
     count(adapters)
     assert outcomes(adapters, "game@2.0") == {"crashed": 1}
     assert (players(adapters, "game@2.0", False), players(adapters, "game@2.0", True)) == (1, 1)
@@ -96,7 +96,7 @@ def test_a_client_s_idempotency_key_is_never_a_sentry_session_s(adapters: Adapte
                      idempotency_key=f"sentry-session-end:{sid}")
     body = b'{}\n{"type":"session"}\n' + json.dumps({"sid": sid, "status": "crashed", "started": "2026-11-24T05:00:00Z",
                                                      "attrs": {"release": "2.0"}}).encode() + b"\n"
-    capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+    capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
     count(adapters)
     assert outcomes(adapters, "2.0") == {"crashed": 2}
 
@@ -109,6 +109,6 @@ def test_an_upload_s_sessions_are_counted_by_sid_against_its_limit(adapters: Ada
                         "attrs": {"release": "2.0"}}).encode()
     body = b'{}\n{"type":"sessions"}\n' + aggregate + b"\n" + b'{"type":"session"}\n' + ended + b"\n"
     body += (b'{"type":"session"}\n' + ended + b"\n") * 50
-    capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU, size_bytes=len(body))
+    capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
     count(adapters)
     assert outcomes(adapters, "2.0") == {"ok": 451}

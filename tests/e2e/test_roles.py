@@ -5,6 +5,7 @@ and the dashboard's files are open. Keys never reach the log. Without keys serve
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,5 +99,19 @@ def test_without_keys_serve_keeps_to_loopback(tmp_path: Path):
     server.start()  # healthy on 127.0.0.1
     try:
         assert "serving on 127.0.0.1 only, not 0.0.0.0" in server.log_path.read_text()
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_port_taken_between_its_choice_and_serve_s_bind_is_chosen_again(tmp_path: Path):
+    """free_port probes and lets go, and serve binds later: under a parallel test run another process
+    can take the port in between, and the serve of a test exited with EADDRINUSE."""
+    server = Serve(tmp_path / "data", tmp_path / "serve.log")
+    with socket.create_server(("127.0.0.1", server.port)):
+        taken = server.port
+        server.start()
+    try:
+        assert server.port != taken
+        assert httpx.get(f"{server.url}/v1/health", timeout=5).status_code == 200
     finally:
         assert server.stop() == 0

@@ -21,6 +21,9 @@ def free_port() -> int:
         return port
 
 
+PORT_TRIES = 3
+
+
 class Serve:
     def __init__(self, data_dir: Path, log_path: Path, profile: str = "embedded",
                  env: dict[str, str] | None = None, host: str = "127.0.0.1", *, role: str = "all",
@@ -41,6 +44,15 @@ class Serve:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        # free_port lets its port go before serve binds it: another process may take it meanwhile
+        for _ in range(PORT_TRIES):
+            if self._started():
+                return
+            self.port = free_port()
+        raise RuntimeError(f"serve found its port taken {PORT_TRIES} times")
+
+    def _started(self) -> bool:
+        """True once serve is up; False if its port was taken."""
         command = [sys.executable, "-m", "cli.main", "serve", "--host", self.host, "--port", str(self.port),
                    "--data-dir", str(self.data_dir), "--profile", self.profile, "--role", self.role]
         command += ["--workers", str(self.workers)] if self.workers else []
@@ -50,9 +62,11 @@ class Serve:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if f"port {self.port} on {self.host} is in use" in self._log_since_start():
+                    return False
                 raise RuntimeError(f"serve exited with {self.process.returncode}: {self.log_path.read_text()}")
             if self._ready():
-                return
+                return True
             time.sleep(0.1)
         raise RuntimeError("serve did not become healthy in 30 s")
 
@@ -67,14 +81,17 @@ class Serve:
     def pids(self, kind: str) -> list[int]:
         """The process ids of this serve's `kind` workers (api, consumers) as it runs now: those it
         announced, with the one it started in place of each that died."""
-        with self.log_path.open("rb") as log:
-            log.seek(self._log_start)
-            text = log.read().decode(errors="replace")
+        text = self._log_since_start()
         announced = re.search(rf"^  processes .*?; {'API' if kind == 'api' else kind} ([\d, ]+)", text, re.M)
         pids = [int(pid) for pid in announced.group(1).split(", ")] if announced else []
         for dead, again in re.findall(r"\(pid (\d+)\) .*; started it again as pid (\d+)", text):
             pids = [int(again) if pid == int(dead) else pid for pid in pids]
         return pids
+
+    def _log_since_start(self) -> str:
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_start)
+            return log.read().decode(errors="replace")
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.process is not None

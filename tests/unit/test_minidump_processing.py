@@ -5,6 +5,8 @@ alone; a store away from this machine (S3) is asked for what the first walk lack
 
 from __future__ import annotations
 
+import json
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,8 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
 [SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")
 SYMBOL_PATH = str(SYMBOL_FILE.relative_to(FIXTURES))
 SKU = "emberfall:linux"
+# the minidump format's
+MODULE_LIST_STREAM, MODULE_BYTES = 4, 108
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +249,49 @@ def test_each_walk_of_a_batch_is_grouped_by_its_own_reports_sku(adapters: Adapte
     process.process(records([walk_request(key, "crash.dmp") for key in (mine, theirs, mine_again)]))
     assert entries(adapters)[mine].signature == entries(adapters)[mine_again].signature == frames_signature(named)
     assert entries(adapters, other)[theirs].signature == frames_signature(named[1:])
+
+
+def with_modules(dump: bytes, count: int, name: str) -> bytes:
+    """The dump with `count` more modules in its module list (MINIDUMP_MODULE, 108 bytes each), copies
+    of its first at addresses of their own, each named `name`: what a client can send."""
+    _, _, streams, directory = struct.unpack_from("<4sIII", dump, 0)
+    [(index, rva)] = [(i, struct.unpack_from("<III", dump, directory + 12 * i)[2]) for i in range(streams)
+                      if struct.unpack_from("<I", dump, directory + 12 * i)[0] == MODULE_LIST_STREAM]
+    listed = struct.unpack_from("<I", dump, rva)[0]
+    out = bytearray(dump)
+    encoded = name.encode("utf-16-le")
+    name_rva = len(out)
+    out += struct.pack("<I", len(encoded)) + encoded + b"\0\0\0\0"
+    first = dump[rva + 4: rva + 4 + MODULE_BYTES]
+    added = bytearray()
+    for k in range(count):
+        module = bytearray(first)
+        struct.pack_into("<QI", module, 0, 0x7F0000000000 + k * 0x100000, 0x1000)
+        struct.pack_into("<I", module, 20, name_rva)
+        added += module
+    list_rva = len(out)
+    out += struct.pack("<I", listed + count) + dump[rva + 4: rva + 4 + MODULE_BYTES * listed] + added
+    struct.pack_into("<III", out, directory + 12 * index, MODULE_LIST_STREAM, 4 + MODULE_BYTES * (listed + count),
+                     list_rva)
+    return bytes(out)
+
+
+def test_a_walk_answers_within_its_bound_whatever_the_dump_lists(adapters: Adapters, walker: Stackwalker):
+    """Found from outside: a dump of 760 KB listing 6,800 modules of a long non-ASCII name made a walk
+    of 28 MB, and its report an answer of 84 MB (API Gateway and Lambda answer 6 MB at most)."""
+    plain, crafted = indexed(adapters, 1), f"{2:032x}"
+    dump = with_modules((FIXTURES / "level-magic.dmp").read_bytes(), 1500, "é" * 300)
+    stored(adapters, crafted, dump)
+    adapters.index.insert_many([IndexEntry(report_key=crafted, event_id="e2", sku=SKU, received_at=2, size_bytes=1,
+                                           attachments=("crash.dmp",), processing="pending")])
+    processor(adapters, walker).process(records([walk_request(plain, "crash.dmp"), walk_request(crafted, "crash.dmp")]))
+    walks = {key: read_processed(adapters.documents.get_many([processed_key(key)])[processed_key(key)])
+             for key in (plain, crafted)}
+    assert len(json.dumps(walks[crafted])) <= processing.MAX_PROCESSED_BYTES
+    # the crashing thread's frames and their modules stay; the modules listed besides go, counted
+    assert walks[crafted]["frames"] == walks[plain]["frames"]
+    assert walks[crafted]["stackTrace"] == walks[plain]["stackTrace"]
+    kept = {m["name"] for m in walks[crafted]["modules"]}
+    assert {f["module"] for f in walks[crafted]["frames"] if f["module"]} <= kept
+    assert walks[crafted]["omittedModules"] == 1500 + len(walks[plain]["modules"]) - len(walks[crafted]["modules"]) > 0
+    assert walks[plain]["omittedModules"] == 0

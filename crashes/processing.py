@@ -14,9 +14,10 @@ reprocessing of a sku's groups (crashes.grouping)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator, with_config
 from typing_extensions import TypedDict
@@ -38,6 +39,12 @@ MINIDUMP_HEADERS = (b"MDMP\x93\xa7", b"PMDM\x00\x00\xa7\x93")
 # reports that awaited a symbol file, asked to be walked again per request of the topic
 AWAITING_PAGE = 500
 REPORT_KEY = r"^[0-9a-f]{32}$"
+# a walk as the API answers it (non-ASCII escaped) is at most this, whatever the dump lists: with its
+# report (1 MiB as sent, 3 MiB as answered at most) under the 6 MB API Gateway and Lambda answer
+MAX_PROCESSED_BYTES = 1 << 20
+# the most of a name a walk keeps: one the dump gives (a module's file, debug file, ids), and one a
+# symbol file gives (a function, a source file); a longer one ends in "…"
+MAX_NAME_CHARS, MAX_SYMBOL_CHARS = 256, 1024
 
 
 def processed_key(report_key: str) -> str:
@@ -102,6 +109,19 @@ class ProcessedModule(TypedDict):
 
 
 @with_config(ConfigDict(extra="forbid"))
+class Omitted(TypedDict):
+    """What a walk left out to answer within MAX_PROCESSED_BYTES, in the order _within_bound leaves
+    things out."""
+
+    modules: int
+    frames: int
+    missingSymbols: int
+
+
+NOTHING_OMITTED: Omitted = {"modules": 0, "frames": 0, "missingSymbols": 0}
+
+
+@with_config(ConfigDict(extra="forbid"))
 class ProcessedReport(TypedDict):
     """A report's last walk; `reason` says why one failed."""
 
@@ -119,6 +139,11 @@ class ProcessedReport(TypedDict):
     missingSymbols: Annotated[list[str], Field(description=(
         "the symbol files (debug file/debug id/name.sym) the crashing thread's frames lacked; uploading one "
         "walks the report again"))]
+    omitted: Annotated[Omitted, Field(description=(
+        "what the walk left out to answer within 1 MiB, whatever the dump lists: first the modules of no frame of "
+        "the crashing thread, the last listed first; then the outermost frames; then the other modules; then the "
+        "last missing symbol files. A name is cut to 256 characters (a function's or a source file's to 1,024), "
+        "ending in …"))]
 
 
 _DOCUMENT = TypeAdapter(ProcessedReport)
@@ -127,7 +152,8 @@ _REQUEST: TypeAdapter[WalkRequest | RegroupRequest] = TypeAdapter(WalkRequest | 
 
 
 def read_processed(raw: bytes) -> ProcessedReport:
-    return _DOCUMENT.validate_json(raw)
+    # a walk stored before omissions were counted left nothing out
+    return _DOCUMENT.validate_python({"omitted": NOTHING_OMITTED, **json.loads(raw)})
 
 
 def _hex(value: int | None) -> str | None:
@@ -170,25 +196,70 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
         failed: ProcessedReport = {
             "state": "failed", "reason": walked.reason, "attachment": attachment, "processedAt": at,
             "crashReason": None, "crashAddress": None, "stackTrace": None, "signature": None, "frames": [],
-            "modules": [], "missingSymbols": []}
+            "modules": [], "missingSymbols": [], "omitted": NOTHING_OMITTED}
         return failed, Processed(report_key, "failed", at=at)
     frames = walked.frames
     # frames found by scanning the stack are guesses that differ between runs of one crash
     signature = grouping.group(frames_signature([signature_frame(f) for f in frames if f.trust != "scan"],
                                                 grouping.rules))
     missing = sorted({path for m in walked.modules_missing_symbols if (path := module_symbols(m)) is not None})
+    shown = [f.model_copy(update={"module": _cut(f.module, MAX_NAME_CHARS), "file": _cut(f.file, MAX_SYMBOL_CHARS),
+                                  "function": _cut(f.function, MAX_SYMBOL_CHARS)}) for f in frames]
+    entries: list[ProcessedFrame] = [
+        {"module": f.module, "moduleOffset": _hex(f.module_offset), "function": f.function, "file": f.file,
+         "line": f.line, "trust": f.trust, "missingSymbols": f.missing_symbols} for f in shown]
+    modules: list[ProcessedModule] = [
+        {"name": _cut(m.name, MAX_NAME_CHARS) or "", "debugFile": _cut(m.debug_file, MAX_NAME_CHARS),
+         "debugId": _cut(m.debug_id, MAX_NAME_CHARS), "codeId": _cut(m.code_id, MAX_NAME_CHARS),
+         "missingSymbols": m.missing_symbols} for m in walked.modules]
+    of_frames = set(walked.frame_modules)
+    parts: list[list[Any]] = [entries, [frame_line(f) for f in shown], modules, missing]
+    kept = _within_bound(parts, [m in of_frames for m in walked.modules])
+    entries, lines, modules, shown_missing = ([item for item, keep in zip(part, keeps, strict=True) if keep]
+                                              for part, keeps in zip(parts, kept, strict=True))
     document: ProcessedReport = {
         "state": "processed", "reason": None, "attachment": attachment, "processedAt": at,
         "crashReason": walked.crash_reason, "crashAddress": _hex(walked.crash_address),
-        "stackTrace": "\n".join(frame_line(f) for f in frames) or None, "signature": signature,
-        "frames": [{"module": f.module, "moduleOffset": _hex(f.module_offset), "function": f.function, "file": f.file,
-                    "line": f.line, "trust": f.trust, "missingSymbols": f.missing_symbols} for f in frames],
-        "modules": [{"name": m.name, "debugFile": m.debug_file, "debugId": m.debug_id, "codeId": m.code_id,
-                     "missingSymbols": m.missing_symbols} for m in walked.modules],
-        "missingSymbols": missing,
+        "stackTrace": "\n".join(lines) or None, "signature": signature, "frames": entries, "modules": modules,
+        "missingSymbols": shown_missing,
+        "omitted": {"modules": kept[2].count(False), "frames": kept[0].count(False),
+                    "missingSymbols": kept[3].count(False)},
     }
     return document, Processed(report_key, "processed", signature=signature, crash_type=walked.crash_reason,
                                missing_symbols=tuple(missing), at=at)
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _answered(value: Any) -> int:
+    """Its bytes as the API writes it, with the separator before it in a list."""
+    return len(json.dumps(value)) + 2
+
+
+def _within_bound(parts: list[list[Any]], of_frames: list[bool]) -> list[list[bool]]:
+    """Which of a walk's frames, stack trace lines, modules and missing symbol files (`parts`) it keeps
+    to answer within MAX_PROCESSED_BYTES: first the modules of no frame go (`of_frames`: whether each
+    module is a frame's), the last listed first; then the outermost frames with their lines; then
+    the other modules; then the last missing symbol files."""
+    frames, lines, modules, missing = parts
+    kept = [[True] * len(part) for part in parts]
+    # the walk's other fields and the lists' names take far less than this
+    over = sum(_answered(item) for part in parts for item in part) + 4096 - MAX_PROCESSED_BYTES
+    last_first = (range(len(part) - 1, -1, -1) for part in (frames, modules, missing))
+    others = (i for i in range(len(modules) - 1, -1, -1) if not of_frames[i])
+    for index, order in zip((2, 0, 2, 3), (others, *last_first), strict=True):
+        for i in order:
+            if over <= 0:
+                return kept
+            if kept[index][i]:
+                kept[index][i] = False
+                over -= _answered(parts[index][i])
+                if index == 0:  # a frame goes with its line
+                    kept[1][i] = False
+                    over -= _answered(lines[i])
+    return kept
 
 
 def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked | WalkFailed:

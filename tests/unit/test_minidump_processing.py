@@ -32,7 +32,7 @@ from crashes.processing import (
 from crashes.signature import frames_signature
 from pipeline.topics import DEADLETTER, MINIDUMPS
 from ports import IndexEntry, LogRecord, OutgoingRecord, ReportFilter
-from ports.minidumps import Module, StackWalker, Walked, WalkFailed
+from ports.minidumps import MAX_FRAMES, Frame, Module, StackWalker, Walked, WalkFailed
 from tests.conftest import s3_bucket
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
@@ -293,5 +293,25 @@ def test_a_walk_answers_within_its_bound_whatever_the_dump_lists(adapters: Adapt
     assert walks[crafted]["stackTrace"] == walks[plain]["stackTrace"]
     kept = {m["name"] for m in walks[crafted]["modules"]}
     assert {f["module"] for f in walks[crafted]["frames"] if f["module"]} <= kept
-    assert walks[crafted]["omittedModules"] == 1500 + len(walks[plain]["modules"]) - len(walks[crafted]["modules"]) > 0
-    assert walks[plain]["omittedModules"] == 0
+    left_out = 1500 + len(walks[plain]["modules"]) - len(walks[crafted]["modules"])
+    assert walks[crafted]["omitted"] == {"modules": left_out, "frames": 0, "missingSymbols": 0} and left_out > 0
+    assert walks[plain]["omitted"] == {"modules": 0, "frames": 0, "missingSymbols": 0}
+
+
+def test_a_walk_leaves_out_other_modules_then_outer_frames_then_the_rest_and_cuts_long_names(adapters: Adapters):
+    wide = "\U0001d400" * 2000  # 12 bytes each as answered
+    frames = tuple(Frame(offset=hex(0x1000 + n), module=f"m{n % 3}", module_offset="0x10", function=wide,
+                         file=wide, line=n, trust="cfi") for n in range(MAX_FRAMES))
+    modules = tuple(Module(filename=f"m{n}" if n < 3 else wide, base_addr=hex(0x1000 + n - 0x10 if n < 3 else n),
+                           debug_file=wide, debug_id="A" * 33) for n in range(300))
+    walked = Walked(crash_reason="SIGSEGV", crash_address=1, frames=frames, modules=modules)
+    document, _ = processing._processed("k" * 32, "crash.dmp", walked, 0, adapters.issues.grouping(SKU))
+    assert len(json.dumps(document)) <= processing.MAX_PROCESSED_BYTES
+    # every module of no frame went first, then frames from the outermost, each with its line
+    assert document["omitted"]["modules"] == 297 and 0 < document["omitted"]["frames"] < MAX_FRAMES
+    kept = MAX_FRAMES - document["omitted"]["frames"]
+    assert [f["line"] for f in document["frames"]] == list(range(kept))
+    assert document["stackTrace"] is not None and len(document["stackTrace"].split("\n")) == kept
+    function = document["frames"][0]["function"]
+    assert function is not None and len(function) == processing.MAX_SYMBOL_CHARS and function.endswith("…")
+    assert [len(m["name"]) for m in document["modules"]] == [2, 2, 2]

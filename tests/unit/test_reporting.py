@@ -69,6 +69,20 @@ def test_a_full_page_is_cut_by_the_answer_s_bytes_not_the_reports_as_sent(adapte
     assert sorted(r["payload"]["n"] for p in pages for r in p["reports"]) == list(range(4))
 
 
+def test_a_summary_page_is_cut_by_the_answer_s_bytes_too(adapters: Adapters):
+    """Found from outside: summaries had no bound but `limit`: fields of 256 characters and 64 attachment
+    names of 128, outside ASCII, made a page of 1,000 summaries 107 MB."""
+    wide = "\U0001d400"  # 12 bytes as answered
+    ingest(adapters, [{"sku": "w", "n": i, "crashType": wide * 256, "platform": wide * 256,
+                       "attachments": {f"{wide * 120}{k:02}": "aGk=" for k in range(64)}} for i in range(60)])
+    pages = [listing(adapters, sku="w", limit=1000)]
+    while pages[-1]["nextCursor"]:
+        pages.append(listing(adapters, sku="w", limit=1000, cursor=pages[-1]["nextCursor"]))
+    assert len(pages) > 1 and all(len(json.dumps(page)) <= 4 * 1024 * 1024 for page in pages)
+    seen = [r["reportId"] for p in pages for r in p["reports"]]
+    assert len(seen) == len(set(seen)) == 60
+
+
 def test_summary_has_the_contract_fields_and_no_payload(adapters: Adapters):
     ingest(adapters, [{"sku": "g", "crashType": "AV", "errorCode": 7, "platform": "ps5", "buildVersion": "1.0",
                        "stackTrace": "#0 0x1 in f()", "attachments": {"a.txt": "aGk="}}])

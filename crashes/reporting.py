@@ -24,9 +24,9 @@ from ports.timeutil import Time, check_order, to_rfc3339
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
-# a page of full reports stops at about this many submitted bytes: API Gateway and Lambda answer at
-# most 6 MB, and a page of 1,000 reports of 100 KB would be 130 MB in one response
-FULL_PAGE_BYTES = 4 * 1024 * 1024
+# a page stops at about this many bytes as answered: API Gateway and Lambda answer at most 6 MB, and
+# a page of 1,000 full reports of 100 KB would be 130 MB (of summaries, their fields outside ASCII, 100)
+PAGE_BYTES = 4 * 1024 * 1024
 
 # a cursor says which way it pages, so one from an oldest-first listing never continues a newest-first one
 _CURSOR_KIND = {"asc": Kind.REPORTS_ASC, "desc": Kind.REPORTS_DESC}
@@ -171,11 +171,11 @@ def _payload(document: ReportDocument, found: Mapping[str, bytes]) -> dict[str, 
 
 
 def _within_bytes(sizes: Iterable[int]) -> int:
-    """How many of the first of these sizes fit in FULL_PAGE_BYTES (always at least one)."""
+    """How many of the first of these sizes fit in PAGE_BYTES (always at least one)."""
     total = count = 0
     for size in sizes:
         total += size
-        if total > FULL_PAGE_BYTES and count:
+        if total > PAGE_BYTES and count:
             break
         count += 1
     return count
@@ -205,10 +205,10 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
         # writes each non-ASCII character escaped (é, 2 bytes, as \u00e9: 3 times as many)
         page = page[:_within_bytes(r.entry.size_bytes for r in page)]
         reports = _full(page, documents)
-        reports = reports[:_within_bytes(len(json.dumps(r)) for r in reports)]
-        page = page[:len(reports)]
     else:
         reports = [summary(r) for r in page]
+    reports = reports[:_within_bytes(len(json.dumps(r)) for r in reports)]
+    page = page[:len(reports)]
     more = len(found) > len(page)
     next_cursor = encode_cursor(_CURSOR_KIND[q.order], str(page[-1].report_id)) if more else None
     return {"reports": reports, "nextCursor": next_cursor}

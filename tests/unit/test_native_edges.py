@@ -13,7 +13,7 @@ import pytest
 
 from adapters.factory import Adapters
 from crashes.persistence import persist_crashes
-from crashes.reporting import FULL_PAGE_BYTES
+from crashes.reporting import PAGE_BYTES
 from lambdas import native, projects, reporter
 from local_runtime.context import LocalContext
 from ports.errors import InvalidField
@@ -148,5 +148,5 @@ def test_a_full_page_of_compressed_uploads_fetches_about_a_page_not_every_report
     monkeypatch.setattr(adapters.documents, "get_many", counting)
     page = ok(get(reporter.handler, "/v1/crashes", sku=SKU, fields="full", limit=1000))
     assert len(page["reports"]) == 4 and page["nextCursor"]  # 933 KB each as answered
-    assert sum(fetched) <= FULL_PAGE_BYTES + MAX_BODY_BYTES
+    assert sum(fetched) <= PAGE_BYTES + MAX_BODY_BYTES
     assert page["reports"][0]["sizeBytes"] >= len(attachment)  # the report as kept, not the upload as sent

@@ -9,6 +9,7 @@ import pytest
 
 from adapters.factory import Adapters
 from api.requests import Posted
+from crashes import groups as crash_groups
 from crashes.persistence import persist_crashes
 from crashes.reporting import get_attachment, get_report
 from crashes.stats import MAX_BUCKETS
@@ -230,6 +231,18 @@ def test_crash_groups_with_top_frames_from_the_sample(adapters: Adapters):
     assert first["sampleReportId"] == min(ids) and len(ids) == 3
     assert first["firstSeen"] <= first["lastSeen"]
     assert get(reporter.handler, "/v1/crash-groups", sku="g", limit=101)[0] == 400
+
+
+def test_a_groups_top_frames_are_cut_to_a_line_s_length(adapters: Adapters):
+    """Found from outside: a sample's frame was answered whole, however long: a report of one frame of
+    250,000 characters outside ASCII made its group 3 MB as answered, and 100 groups 300 MB."""
+    wide = "\U0001d400"  # 12 bytes as answered
+    ingest(adapters, [{"sku": "t", "stackTrace": f"#0 0x1 in {wide * 60_000}{n}\n#1 0x2 in main"} for n in range(3)])
+    groups = ok(get(reporter.handler, "/v1/crash-groups", sku="t"))["groups"]
+    assert len(groups) == 3 and len(json.dumps(groups)) < 3 * 10 * crash_groups.MAX_FRAME_CHARS * 12
+    first = [g["topFrames"][0] for g in groups]
+    assert all(len(frame) == crash_groups.MAX_FRAME_CHARS and frame.endswith("\u2026") for frame in first)
+    assert all(g["topFrames"][1:] == ["in main"] for g in groups)
 
 
 @pytest.mark.parametrize("text", ["\u00b9", "-\u00b2", "1_000", "99999999999999999999", "-99999999999999999999",

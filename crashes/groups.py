@@ -12,9 +12,13 @@ from typing_extensions import TypedDict
 from crashes.model import ReportDocument
 from crashes.signature import top_frames
 from ports import CrashIndex, DocumentStore
+from ports.limits import cut
 from ports.timeutil import HOUR_MS, Time, time_range, to_rfc3339
 
 MAX_GROUPS = 100
+# the most of a top frame a group answers, ending in "…": a report may hold one line of 1 MiB, and a
+# listing of MAX_GROUPS groups stays within a few MB as answered, non-ASCII escaped
+MAX_FRAME_CHARS = 512
 DEFAULT_SPAN_MS = 24 * HOUR_MS
 
 
@@ -25,7 +29,8 @@ class Group(TypedDict):
     firstSeen: Time
     lastSeen: Time
     sampleReportId: int
-    topFrames: list[str]
+    topFrames: Annotated[list[str], Field(description=(
+        "the sample report's signature frames, innermost first, each cut to 512 characters (ending in …)"))]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -45,7 +50,7 @@ def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_
     for report_id, report in samples.items():
         raw = None if report is None else found.get(report.entry.report_key)
         trace = None if raw is None else ReportDocument.model_validate_json(raw).payload.get("stackTrace")
-        frames[report_id] = top_frames(trace) if isinstance(trace, str) else []
+        frames[report_id] = [cut(f, MAX_FRAME_CHARS) for f in top_frames(trace)] if isinstance(trace, str) else []
     return {"groups": [
         {
             "signature": g.signature,

@@ -30,6 +30,7 @@ from pipeline.failures import land
 from pipeline.topics import MINIDUMPS, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord, Processed, SymbolStore
 from ports.issues import Grouping, IssueStore
+from ports.limits import cut
 from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed
 from ports.timeutil import now_ms
 
@@ -230,7 +231,7 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
 
 
 def _cut(text: str | None, limit: int) -> str | None:
-    return text if text is None or len(text) <= limit else text[:limit - 1] + "…"
+    return None if text is None else cut(text, limit)
 
 
 def _answered(value: Any) -> int:

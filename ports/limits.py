@@ -111,3 +111,9 @@ def check_json(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
             pending.extend((child, depth + 1) for child in item)
         elif isinstance(item, float) and not math.isfinite(item):
             raise InvalidField("a number is beyond the range of a 64-bit float", "body")
+
+
+def cut(text: str, limit: int) -> str:
+    """At most `limit` characters of `text`, the last "…" where it was longer: for names a client
+    sends that are shown, not matched."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -86,6 +86,18 @@ def test_metadata_holds_what_json_holds():
         Score.model_validate_json('{"board": "b", "playerId": "p", "score": 1, "metadata": {"x": 1e400}}')
 
 
+def test_metadata_is_bounded_as_answered_and_every_ascii_one_the_counts_allow_fits():
+    """Found from outside: 16 keys of 64 characters and values of 128 outside ASCII made an entry 37 KB
+    as answered (12 bytes a character), and a top page or a friends list of 1,000 entries 38 MB."""
+    wide = "\U0001d400"
+    with pytest.raises(ValidationError) as refused:
+        Score.model_validate({"board": "b", "playerId": "p", "score": 1,
+                              "metadata": {f"{wide * 62}{k:02}": wide * 128 for k in range(16)}})
+    assert [error["loc"] for error in refused.value.errors()] == [("metadata",)]
+    most = {f"{'k' * 62}{k:02}": "v" * 128 for k in range(16)}
+    assert Score.model_validate({"board": "b", "playerId": "p", "score": 1, "metadata": most}).metadata == most
+
+
 @pytest.mark.parametrize("number", [str(2**63), str(-(2**63) - 1), "123456789012345678901234567890"])
 def test_metadata_refuses_an_integer_past_int64_rather_than_keep_a_float(number: str):
     """Found from outside: 2**63 was taken, and read back as 9.223372036854776e+18."""

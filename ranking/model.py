@@ -35,6 +35,9 @@ PlayerId = PathSegment
 # a record's metadata: a flat object, bounded by its schema (a name, a loadout, a replay id; not a
 # save game): at most 16 keys of 64 characters, each a string of 128, a number, true, false or null
 MAX_METADATA_KEYS = 16
+# and as answered (JSON, non-ASCII escaped: 12 bytes for an emoji), what any ASCII metadata within
+# those counts takes: a page or friends list of 1,000 entries, ids of 128 characters, stays under 5 MB
+MAX_METADATA_BYTES = 3200
 
 
 def _fractional(value: object) -> object:
@@ -59,9 +62,18 @@ _MetadataText = Annotated[str, StringConstraints(max_length=128)]
 _Finite = Annotated[float, Field(allow_inf_nan=False)]
 MetadataValue = Annotated[_MetadataText | Int64 | Annotated[_Finite, BeforeValidator(_fractional)] | bool | None,
                           WrapValidator(_one_of_them)]
-# kept by key: a retry whose object lists them in another order is the same body (its hash)
-Metadata = Annotated[dict[_MetadataKey, MetadataValue],
-                     Field(max_length=MAX_METADATA_KEYS), AfterValidator(lambda found: dict(sorted(found.items())))]
+
+
+def _answerable(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Sorted by key: a retry whose object lists them in another order is the same body (its hash)."""
+    if len(json.dumps(metadata, separators=(",", ":"))) > MAX_METADATA_BYTES:
+        raise PydanticCustomError("metadata_size", f"metadata is at most {MAX_METADATA_BYTES} bytes as answered: "
+                                  "JSON, each character outside ASCII escaped (é takes 6 bytes, an emoji 12)")
+    return dict(sorted(metadata.items()))
+
+
+Metadata = Annotated[dict[_MetadataKey, MetadataValue], Field(max_length=MAX_METADATA_KEYS),
+                     AfterValidator(_answerable)]
 
 
 def metadata_text(metadata: dict[str, Any]) -> str:
@@ -74,7 +86,8 @@ Subscore = Annotated[Int64 | None, AfterValidator(lambda found: found or None), 
     "ignored on other boards"))]
 CarriedMetadata = Annotated[Metadata | None, Field(description=(
     f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, an "
-    "integer within int64, a number with a fraction (a double), true, false or null; replaced by the next "
+    "integer within int64, a number with a fraction (a double), true, false or null, and at most "
+    f"{MAX_METADATA_BYTES} bytes as answered (JSON, non-ASCII escaped); replaced by the next "
     "update that sets the score (for best, one at least as good), left by one that does not"))]
 
 

@@ -115,3 +115,18 @@ def test_a_port_taken_between_its_choice_and_serve_s_bind_is_chosen_again(tmp_pa
         assert httpx.get(f"{server.url}/v1/health", timeout=5).status_code == 200
     finally:
         assert server.stop() == 0
+
+
+def test_a_game_server_reads_the_boards_it_posts_to_and_no_crash(keyed: Serve):
+    """Found from outside: a server key got 403 on every leaderboard read, so a game showing ranks had
+    to ship the read key, which reads every crash report too."""
+    server = {"x-api-key": KEYS[Role.SERVER]}
+    with httpx.Client(base_url=keyed.url, headers=server, timeout=30) as client:
+        for method, path, body in [("GET", "/v1/leaderboards/roles/top", None),
+                                   ("GET", "/v1/leaderboards/roles/around/p1", None),
+                                   ("GET", "/v1/leaderboards/roles/players/p1", None),
+                                   ("POST", "/v1/leaderboards/roles/players:ranks", {"playerIds": ["p1"]}),
+                                   ("GET", "/v1/leaderboards", None), ("GET", "/v1/leaderboards/roles/seasons", None)]:
+            assert client.request(method, path, json=body).status_code not in (401, 403), path
+        for path in ("/v1/crashes", "/v1/stats", "/v1/crash-groups", "/v1/releases"):
+            assert client.get(path, params={"sku": "roles:pc"}).status_code == 403, path

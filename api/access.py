@@ -26,6 +26,8 @@ class Role(StrEnum):
 WRITERS = frozenset({Role.INGEST, Role.SERVER})
 SERVER = frozenset({Role.SERVER})
 READERS = frozenset({Role.READ})
+# a game server shows the ranks it posts, without the read key, which reads every crash report too
+BOARD_READERS = frozenset({Role.READ, Role.SERVER})
 
 
 class TitleKey(BaseModel):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from adapters.factory import Port
-from api.access import READERS, SERVER, WRITERS, Role
+from api.access import BOARD_READERS, READERS, SERVER, WRITERS, Role
 from pipeline.topics import CONSUMED, CRASHES, DEADLETTER, MINIDUMPS, SCORES, SESSIONS
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -88,18 +88,18 @@ API_ROUTES = (
     ApiRoute("GET", "/v1/releases", "reporter", READERS),
     ApiRoute("GET", "/v1/releases/{build}", "reporter", READERS),
     ApiRoute("GET", "/v1/health", "reporter", None),
-    ApiRoute("GET", "/v1/leaderboards", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards", "leaderboards", BOARD_READERS),
     ApiRoute("PUT", "/v1/leaderboards/{board}", "leaderboards", SERVER),
-    ApiRoute("GET", "/v1/leaderboards/{board}", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}", "leaderboards", BOARD_READERS),
     ApiRoute("DELETE", "/v1/leaderboards/{board}", "leaderboards", SERVER),
-    ApiRoute("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", BOARD_READERS),
     ApiRoute("DELETE", "/v1/leaderboards/{board}/players/{playerId}", "leaderboards", SERVER, keyed=True),
-    ApiRoute("GET", "/v1/leaderboards/{board}/seasons", "leaderboards", READERS),
-    ApiRoute("POST", "/v1/leaderboards/{board}/players:ranks", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/seasons", "leaderboards", BOARD_READERS),
+    ApiRoute("POST", "/v1/leaderboards/{board}/players:ranks", "leaderboards", BOARD_READERS),
     ApiRoute("POST", "/v1/leaderboards/{board}/attempts", "leaderboards", SERVER, keyed=True),
-    ApiRoute("GET", "/v1/leaderboards/{board}/top", "leaderboards", READERS),
-    ApiRoute("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards", READERS),
-    ApiRoute("GET", "/v1/leaderboards/{board}/rank", "leaderboards", READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/top", "leaderboards", BOARD_READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/around/{playerId}", "leaderboards", BOARD_READERS),
+    ApiRoute("GET", "/v1/leaderboards/{board}/rank", "leaderboards", BOARD_READERS),
     ApiRoute("GET", "/v1/bans", "leaderboards", SERVER),
     ApiRoute("GET", "/v1/bans/{playerId}", "leaderboards", SERVER),
     ApiRoute("PUT", "/v1/bans/{playerId}", "leaderboards", SERVER),

@@ -238,8 +238,8 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
     body = body_of(alert)
     try:
         addresses = check_url(webhook.url, policy, resolve=True)
-    except RefusedAddress as exc:
-        return Answer(None, f"refused: {exc}")
+    except RefusedAddress as exc:  # it says what the URL must be, as a PUT's 400 does
+        return Answer(None, f"refused: the URL must be {exc}")
     except Exception as exc:  # a resolver's odd failure (UnicodeError) is this delivery's
         return Answer(None, f"refused: {type(exc).__name__}: {exc}"[:500])
     parts = urllib.parse.urlsplit(webhook.url)

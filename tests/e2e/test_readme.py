@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -310,3 +311,18 @@ def test_every_relative_link_leads_somewhere(page: Path) -> None:
     prose = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)  # code is not links: C++ lambdas
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", prose):
         assert (page.parent / target).exists(), f"{page.name} links to {target}, which is not there"
+
+
+def test_the_api_docs_python_sentry_snippet_lands_a_report(served: Server) -> None:
+    [snippet] = [block for block in blocks("python", API_DOCS) if "sentry_sdk" in block]
+    httpx.put(f"{served.url}/v1/projects/4343", json={"sku": "pysdk:pc"}).raise_for_status()
+    script = snippet.replace("localhost:8080/42", f"localhost:{served.port}/4343")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0 and re.fullmatch(r"[0-9a-f]{32}\n", result.stdout), result.stderr
+    deadline = time.monotonic() + 30
+    while not (reports := httpx.get(f"{served.url}/v1/crashes", params={"sku": "pysdk:pc", "fields": "full"}).json()
+               ["reports"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [report] = reports
+    assert (report["crashType"], report["buildVersion"]) == ("ZeroDivisionError", "skyrift@1.4.3")
+    assert report["payload"]["sentryEvent"]["event_id"] == result.stdout.strip()

@@ -8,6 +8,7 @@ import uuid
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from api.requests import Posted, parse_json_body, validate
 from crashes.model import (
@@ -158,3 +159,11 @@ def test_the_envelope_around_the_submitted_text_gives_back_the_payload(payload: 
     assert envelope.payload == parsed == payload
     assert (envelope.eventId, envelope.reportKey, envelope.receivedAt, envelope.sizeBytes) == ("e-1", "k" * 32, 5,
                                                                                                 len(text))
+
+
+def test_a_sku_refused_says_what_a_sku_is_not_a_regex():
+    """Found by a newcomer: a refused name was told the pattern pydantic checks it with."""
+    with pytest.raises(ValidationError) as refused:
+        CrashSubmission.model_validate({"sku": "sky rift"})
+    [error] = refused.value.errors()
+    assert error["loc"][0] == "sku" and error["msg"] == "1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc"

@@ -155,3 +155,11 @@ def test_a_board_s_counts_may_be_written_as_json_writes_a_whole_number():
     for fraction in ('{"keepSeasons": 1.5}', '{"maxAttempts": 0.0}', '{"maxPlayers": true}'):
         with pytest.raises(ValidationError):
             BoardSettingsBody.model_validate_json(fraction)
+
+
+def test_a_board_name_refused_says_what_a_name_is_not_a_regex():
+    """Found by a newcomer: "time trial" was told `String should match pattern '^(?:[A-Za-z0-9_:-]…'`."""
+    with pytest.raises(ValidationError) as refused:
+        Score.model_validate({"board": "time trial", "playerId": "p", "score": 1})
+    [error] = refused.value.errors()
+    assert error["loc"][0] == "board" and error["msg"] == "1 to 128 of A-Z a-z 0-9 . _ : - (not . or ..)"

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BeforeValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from ports.limits import ASCII_INT, SKU_PATTERN
+from ports.limits import ASCII_INT, SKU_CHARS, SKU_PATTERN
 from ports.timeutil import FIRST_MS, LAST_MS, parse_epoch_ms
 
 
@@ -38,7 +38,7 @@ _TIME = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": FIRST_MS, "maxi
 DIGITS = BeforeValidator(_digits)
 """With an integer's Query: ASCII digits only, as every integer the API reads."""
 
-Sku = Annotated[str, Query(pattern=SKU_PATTERN, description="1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc")]
+Sku = Annotated[str, Query(pattern=SKU_PATTERN, description=SKU_CHARS)]
 From = Annotated[int | None, Query(alias="from", description="RFC 3339 with a zone, or epoch ms"),
                  BeforeValidator(_time), _TIME]
 To = Annotated[int | None, Query(description="RFC 3339 with a zone, or epoch ms; after from"), BeforeValidator(_time),

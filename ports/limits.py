@@ -7,7 +7,17 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    WrapValidator,
+)
+from pydantic_core import PydanticCustomError
 
 from ports.errors import InvalidField
 
@@ -32,9 +42,25 @@ Int64 = Annotated[Whole, Field(ge=INT64_MIN, le=INT64_MAX)]
 # a 64-bit integer in an answer, which the document describes without bounds: as a float, as
 # Powertools holds a bound, 2**63 - 1 is not itself (api.document)
 Int64Answer = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
+
+
+def says(what: str) -> WrapValidator:
+    """A string pattern's refusal told as `what` a value may be, not as the pattern (the document
+    keeps the pattern)."""
+    def check(value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        try:
+            return handler(value)
+        except ValidationError as error:
+            if error.errors()[0]["type"] == "string_pattern_mismatch":
+                raise PydanticCustomError("string_pattern_mismatch", what) from None
+            raise
+    return WrapValidator(check)
+
+
 # a game's build for a platform: crashes and sessions are counted by it, and a title key is scoped to some
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
-Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
+SKU_CHARS = "1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc"
+Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN), says(SKU_CHARS)]
 # players, sessions and the like: long enough for any real id, short enough to index
 MAX_ID_CHARS = 128
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]

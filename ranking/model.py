@@ -22,13 +22,13 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from ports import Operator, Order, Ties
-from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, Identifier, Int64, PathSegment, Whole, name_pattern
+from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, Identifier, Int64, PathSegment, Whole, name_pattern, says
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
 MAX_BATCH = 500
 NAME_PATTERN = name_pattern("A-Za-z0-9._:-", 128)
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN), says("1 to 128 of A-Z a-z 0-9 . _ : - (not . or ..)")]
 PlayerId = PathSegment
 
 

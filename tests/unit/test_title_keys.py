@@ -15,7 +15,7 @@ from api.access import SERVER, WRITERS, ApiKeys, Caller, Role
 from lambdas import capture
 from local_runtime.context import LocalContext
 from pipeline.topics import SESSIONS
-from ports.errors import Forbidden
+from ports.errors import Forbidden, Unauthorized
 from ports.scopes import SkuScope
 from tests.conftest import load_event
 
@@ -34,6 +34,16 @@ def test_local_keys_take_title_keys_beside_plain_ones(monkeypatch: pytest.Monkey
     assert keys.authorize("skyrift-key", WRITERS, "POST /v1/crashes") == Caller(Role.INGEST, "ingest-1")
     with pytest.raises(Forbidden):
         keys.authorize("skyrift-key", SERVER, "POST /v1/scores")
+
+
+def test_a_key_that_is_none_of_the_servers_is_told_so_not_asked_for(monkeypatch: pytest.MonkeyPatch):
+    """Found by a newcomer: a wrong key was told the route "needs an API key", as no key is."""
+    monkeypatch.setenv("BLACKBOX_API_KEYS__INGEST", '["plain-key"]')
+    keys = Settings().api_keys
+    with pytest.raises(Unauthorized, match=r"^POST /v1/crashes needs an API key in the x-api-key header$"):
+        keys.authorize(None, WRITERS, "POST /v1/crashes")
+    with pytest.raises(Unauthorized, match=r"^the key in the x-api-key header is none of this server's keys$"):
+        keys.authorize("plain-kay", WRITERS, "POST /v1/crashes")
 
 
 @pytest.mark.parametrize("entry", [{"key": "k", "skus": []}, {"key": "k", "skus": ["not a sku"]},

@@ -91,7 +91,8 @@ class ApiKeys(BaseModel):
             return None
         caller = self.identify(presented)
         if caller is None:
-            raise Unauthorized(f"{what} needs an API key in {where}")
+            raise Unauthorized(f"the key in {where} is none of this server's keys" if presented
+                               else f"{what} needs an API key in {where}")
         if caller.role not in roles:
             raise Forbidden(f"this key, of the {caller.role.value} role, may not {what}")
         return caller

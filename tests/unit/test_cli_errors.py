@@ -187,3 +187,12 @@ def make_serve(*options: str) -> str:
 def test_make_serve_passes_port_and_host_from_its_command_line_only():
     assert make_serve("PORT=9000", "HOST=0.0.0.0").endswith("blackbox serve --port 9000 --host 0.0.0.0")
     assert make_serve().endswith("blackbox serve")  # a shell's own HOST and PORT are not for make
+
+
+def test_invoke_prints_the_answer_alone_on_stdout(capsys: pytest.CaptureFixture[str]):
+    """Found by a newcomer: the handler's metrics line came first on stdout, so `| python -m json.tool`
+    failed."""
+    assert main(["invoke", "capture", "--event", str(EVENTS / "capture-crash.json")]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["statusCode"] == 202
+    assert "CloudWatchMetrics" in out.err

@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -143,7 +143,9 @@ def _invoke(args: argparse.Namespace) -> int:
                 cleanup.callback(os.close, lock_data_dir(settings.data_dir, "pass --live to invoke beside it"))
         install(cleanup.enter_context(_adapters(settings)))
         cleanup.callback(install, None)
-        result = load_handler(args.function)(event, LocalContext(function_name=args.function))
+        # what the handler prints (its metrics, as Lambda's log takes them) beside the answer, not in it
+        with redirect_stdout(sys.stderr):
+            result = load_handler(args.function)(event, LocalContext(function_name=args.function))
     print(json.dumps(result, indent=2))
     return 0
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cli import entry
 from cli.entry import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,3 +67,14 @@ def test_with_its_extra_installed_the_command_runs():
 def test_the_script_checks_the_extra_before_the_command_line_is_imported():
     [script] = metadata.entry_points(group="console_scripts", name="blackbox")
     assert script.value == "cli.entry:main"
+
+
+def test_a_commands_help_needs_only_the_command_lines_extra(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]):
+    """Found by a newcomer: `blackbox load --help` without the load extra asked for it, where the help
+    is what says what the command is."""
+    monkeypatch.setattr(entry, "missing", lambda extra: ["psutil"] if extra == "load" else [])
+    with pytest.raises(SystemExit) as helped:
+        entry.main(["load", "--help"])
+    assert helped.value.code == 0 and "--rate" in capsys.readouterr().out
+    assert entry.main(["load", "--rate", "5"]) == 2  # running it still needs the extra

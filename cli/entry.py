@@ -57,9 +57,11 @@ def missing(extra: str) -> list[str]:
 
 
 def command_extra(argv: list[str]) -> tuple[str, str]:
-    """The command (its first word that is not an option) and the extra it needs."""
+    """The command (its first word that is not an option) and the extra it needs: its help, what
+    says what the command is, needs only the command line's."""
     command = next((arg for arg in argv if not arg.startswith("-")), "")
-    return command, COMMAND_EXTRAS.get(command, BASE_EXTRA)
+    helped = any(arg in ("-h", "--help") for arg in argv)
+    return command, BASE_EXTRA if helped else COMMAND_EXTRAS.get(command, BASE_EXTRA)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,14 @@ def test_a_schedule_is_five_fields_that_fire(schedule: str):
         SCHEDULE.validate_python(schedule)
 
 
+@pytest.mark.parametrize("schedule", ["hourly", "0 0 * *", "1 2 3 4 5 6"])
+def test_a_refused_schedule_is_told_every_form_a_reset_takes(schedule: str):
+    """Found by a newcomer: `hourly` was told only that a cron expression has five fields."""
+    with pytest.raises(ValidationError) as refused:
+        SCHEDULE.validate_python(schedule)
+    assert all(form in str(refused.value) for form in ("never", "daily", "weekly", "monthly", "five fields"))
+
+
 @pytest.mark.parametrize(("sent", "kept"), [("0 0 1 1\n*", "0 0 1 1 *"), (" 0  0 * * 1\t", "0 0 * * 1"),
                                             ("daily ", "daily")])
 def test_a_schedule_is_kept_in_one_spelling(sent: str, kept: str):

@@ -77,7 +77,8 @@ def _checked(sent: str) -> str:
     cron = _cron(schedule)
     # cronsim also takes a sixth field, seconds: seasons are by the minute (season_start)
     if len(cron.split()) != 5:
-        raise ValueError("a cron expression has five fields: minute hour day month weekday (UTC)")
+        raise ValueError(f"a reset is {NEVER}, {', '.join(ALIASES)} or a cron expression of five fields: minute "
+                         "hour day month weekday (UTC)")
     try:
         # and fires, both ways: a day that no month has (30 February) never does
         next(CronSim(cron, _EPOCH))

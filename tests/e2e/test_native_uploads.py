@@ -79,6 +79,8 @@ def test_a_breakpad_client_posts_to_socorros_submit(server: Serve) -> None:
     for query in (f"sentry_key={INGEST}", f"project=99&sentry_key={INGEST}"):
         refused = httpx.post(f"{server.url}/submit?{query}", content=body, headers={"Content-Type": content_type})
         assert (refused.status_code, refused.json()["field"]) == (400, "project")
+        # found by a newcomer: an upload naming none was not told where a project goes
+        assert "?project=" in refused.json()["message"] or "project=99" in query
     assert httpx.post(f"{server.url}/submit?project={PROJECT}", content=body,
                       headers={"Content-Type": content_type}).status_code == 401
 

@@ -51,7 +51,8 @@ def _sku(project_id: str | None, scope: SkuScope) -> str:
     that ships in a game must not tell which ids are taken, nor by which skus."""
     number = int(project_id) if project_id and re.fullmatch(PROJECT_PATTERN, project_id, re.ASCII) else 0
     if not 1 <= number <= MAX_PROJECT_ID:
-        raise NotFound(f"no project {project_id[:32]}" if project_id else "the upload names no project", "project")
+        raise NotFound(f"no project {project_id[:32]}" if project_id
+                       else "the upload names no project: add ?project=<id> to the URL", "project")
     sku = current().project_skus.of(number)
     if not scope.allows(sku):
         raise unknown_project(number)

@@ -337,8 +337,9 @@ def parser() -> argparse.ArgumentParser:
                        help="embedded (SQLite, the default) or services (Kafka, MySQL, Couchbase)")
 
     serve_cmd = command("serve", "run the API, the consumers and the periodic jobs until stopped")
-    serve_cmd.add_argument("--host", default="127.0.0.1")
-    serve_cmd.add_argument("--port", type=int, default=8080)
+    serve_cmd.add_argument("--host", default="127.0.0.1",
+                           help="the address to listen on (default 127.0.0.1; 0.0.0.0 for the LAN, with keys: README)")
+    serve_cmd.add_argument("--port", type=int, default=8080, help="the port (default 8080)")
     serve_cmd.add_argument("--role", choices=ROLES, default="all",
                            help="all (the default): the API and the consumers; api: the HTTP API alone; consumers: "
                            "the consumers and the purge alone. api and consumers need --profile services, where "

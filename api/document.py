@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
-from api.access import API_KEY_HEADER, READERS, Role
+from api.access import API_KEY_HEADER, Role
 from api.requests import BODY_EXTENSION, MAX_IN_FLIGHT
 from ports.errors import BlackboxError
 from ports.limits import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_CHARS
@@ -25,7 +25,8 @@ SCHEMAS = "#/components/schemas/"
 DESCRIPTION = f"""\
 Crash reporting and leaderboards for online games. POSTs take an API key (`x-api-key`; ingest keys
 post crashes and sessions, server keys also scores; a title's ingest key posts only its own skus,
-and 403 for any other); reads need a read key locally and IAM (SigV4) in AWS. A 429 says when to
+and 403 for any other); reads need a read key locally (a leaderboard's, a read or a server key) and
+IAM (SigV4) in AWS. A 429 says when to
 retry (`Retry-After`, seconds): the key's usage plan, or too many requests from one address. Times
 in answers are RFC 3339 UTC with milliseconds; query parameters take RFC 3339 (with a zone) or epoch
 milliseconds, within the years 1 to 9999 in UTC.
@@ -53,8 +54,8 @@ SECURITY_SCHEMES = {
     "apiKey": {
         "type": "apiKey", "in": "header", "name": API_KEY_HEADER,
         "description": "an ingest key (crashes, sessions), a title's ingest key (the same, for its own skus only) "
-                       "or a server key (also scores and leaderboard settings); `blackbox serve` takes a title key "
-                       "as BLACKBOX_API_KEYS__INGEST='[{\"key\": \"…\", \"skus\": [\"…\"]}]'",
+                       "or a server key (also scores, leaderboard settings and reads); `blackbox serve` takes a title "
+                       "key as BLACKBOX_API_KEYS__INGEST='[{\"key\": \"…\", \"skus\": [\"…\"]}]'",
     },
     "readKey": {
         "type": "apiKey", "in": "header", "name": API_KEY_HEADER,
@@ -182,7 +183,9 @@ def security(route: RouteFacts) -> list[dict[str, list[str]]]:
         return [{"apiKey": []}]
     if route.roles is None:
         return []
-    return [{"readKey": []}] if route.roles == READERS else [{"serverKey": []}]
+    # either key a route's roles name: a leaderboard read takes a read key or a server key
+    return [{scheme: []} for role, scheme in ((Role.READ, "readKey"), (Role.SERVER, "serverKey"))
+            if role in route.roles]
 
 
 def build(apps: Iterable[APIGatewayRestResolver], routes: Mapping[tuple[str, str], RouteFacts]) -> dict[str, Any]:

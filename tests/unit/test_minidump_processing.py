@@ -315,3 +315,21 @@ def test_a_walk_leaves_out_other_modules_then_outer_frames_then_the_rest_and_cut
     function = document["frames"][0]["function"]
     assert function is not None and len(function) == processing.MAX_SYMBOL_CHARS and function.endswith("…")
     assert [len(m["name"]) for m in document["modules"]] == [2, 2, 2]
+
+
+def test_a_frame_left_out_takes_its_module_when_no_other_frame_is_in_it(adapters: Adapters):
+    """Found in review: modules of frames went only after every frame: 256 frames, each in a module of
+    long ids, kept no frame and 112 modules."""
+    wide = "\U0001d400" * 256
+    frames = tuple(Frame(offset=hex(0x10_0000 * n + 0x10), module=f"m{n}", module_offset="0x10", trust="cfi")
+                   for n in range(MAX_FRAMES))
+    modules = tuple(Module(filename=f"m{n}", base_addr=hex(0x10_0000 * n), debug_file=wide, debug_id=wide,
+                           code_id=wide) for n in range(MAX_FRAMES))
+    walked = Walked(crash_reason="SIGSEGV", crash_address=1, frames=frames, modules=modules)
+    document, _ = processing._processed("k" * 32, "crash.dmp", walked, 0, adapters.issues.grouping(SKU))
+    assert len(json.dumps(document)) <= processing.MAX_PROCESSED_BYTES
+    kept = [f["module"] for f in document["frames"]]
+    assert kept == [f"m{n}" for n in range(len(kept))] and len(kept) >= 64
+    assert [m["name"] for m in document["modules"]] == kept  # each left with its frame, none before
+    assert document["omitted"] == {"modules": MAX_FRAMES - len(kept), "frames": MAX_FRAMES - len(kept),
+                                   "missingSymbols": 0}

@@ -15,6 +15,7 @@ reprocessing of a sku's groups (crashes.grouping)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -213,9 +214,8 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
         {"name": _cut(m.name, MAX_NAME_CHARS) or "", "debugFile": _cut(m.debug_file, MAX_NAME_CHARS),
          "debugId": _cut(m.debug_id, MAX_NAME_CHARS), "codeId": _cut(m.code_id, MAX_NAME_CHARS),
          "missingSymbols": m.missing_symbols} for m in walked.modules]
-    of_frames = set(walked.frame_modules)
     parts: list[list[Any]] = [entries, [frame_line(f) for f in shown], modules, missing]
-    kept = _within_bound(parts, [m in of_frames for m in walked.modules])
+    kept = _within_bound(parts, _modules_of_frames(walked))
     entries, lines, modules, shown_missing = ([item for item, keep in zip(part, keeps, strict=True) if keep]
                                               for part, keeps in zip(parts, kept, strict=True))
     document: ProcessedReport = {
@@ -239,27 +239,48 @@ def _answered(value: Any) -> int:
     return len(json.dumps(value)) + 2
 
 
-def _within_bound(parts: list[list[Any]], of_frames: list[bool]) -> list[list[bool]]:
+def _modules_of_frames(walked: Walked) -> list[list[int]]:
+    """Each frame's module, as its indexes in walked.modules: as Walked matches them, at its base
+    where the walker gave an offset, else by name."""
+    at: dict[tuple[str | None, int], list[int]] = {}
+    named: dict[str, list[int]] = {}
+    for i, module in enumerate(walked.modules):
+        at.setdefault((module.name, module.base_address), []).append(i)
+        named.setdefault(module.name, []).append(i)
+    return [at.get((f.module, f.instruction - f.module_offset), []) if f.module_offset is not None
+            else named.get(f.module or "", []) for f in walked.frames]
+
+
+def _within_bound(parts: list[list[Any]], frame_modules: list[list[int]]) -> list[list[bool]]:
     """Which of a walk's frames, stack trace lines, modules and missing symbol files (`parts`) it keeps
-    to answer within MAX_PROCESSED_BYTES: first the modules of no frame go (`of_frames`: whether each
-    module is a frame's), the last listed first; then the outermost frames with their lines; then
-    the other modules; then the last missing symbol files."""
-    frames, lines, modules, missing = parts
+    to answer within MAX_PROCESSED_BYTES: first the modules of no frame go, the last listed first;
+    then the outermost frames, each with its line and the module no frame kept is in; then the other
+    modules; then the last missing symbol files. `frame_modules`: each frame's modules' indexes."""
+    frames, _, modules, missing = parts
     kept = [[True] * len(part) for part in parts]
     # the walk's other fields and the lists' names take far less than this
     over = sum(_answered(item) for part in parts for item in part) + 4096 - MAX_PROCESSED_BYTES
-    last_first = (range(len(part) - 1, -1, -1) for part in (frames, modules, missing))
-    others = (i for i in range(len(modules) - 1, -1, -1) if not of_frames[i])
-    for index, order in zip((2, 0, 2, 3), (others, *last_first), strict=True):
+    in_frames = Counter(i for found in frame_modules for i in found)
+
+    def leave(part: int, i: int) -> None:
+        nonlocal over
+        if kept[part][i]:
+            kept[part][i] = False
+            over -= _answered(parts[part][i])
+
+    steps = [(2, (i for i in reversed(range(len(modules))) if not in_frames[i])), (0, reversed(range(len(frames)))),
+             (2, reversed(range(len(modules)))), (3, reversed(range(len(missing))))]
+    for part, order in steps:
         for i in order:
             if over <= 0:
                 return kept
-            if kept[index][i]:
-                kept[index][i] = False
-                over -= _answered(parts[index][i])
-                if index == 0:  # a frame goes with its line
-                    kept[1][i] = False
-                    over -= _answered(lines[i])
+            leave(part, i)
+            if part == 0:  # a frame goes with its line, and with its module once no frame kept is in it
+                leave(1, i)
+                for module in frame_modules[i]:
+                    in_frames[module] -= 1
+                    if not in_frames[module]:
+                        leave(2, module)
     return kept
 
 

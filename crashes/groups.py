@@ -30,7 +30,8 @@ class Group(TypedDict):
     lastSeen: Time
     sampleReportId: int
     topFrames: Annotated[list[str], Field(description=(
-        "the sample report's signature frames, innermost first, each cut to 512 characters (ending in …)"))]
+        f"the sample report's signature frames, innermost first, each cut to {MAX_FRAME_CHARS} characters (ending "
+        "in …)"))]
 
 
 @with_config(ConfigDict(extra="forbid"))

@@ -112,8 +112,7 @@ class ProcessedModule(TypedDict):
 
 @with_config(ConfigDict(extra="forbid"))
 class Omitted(TypedDict):
-    """What a walk left out to answer within MAX_PROCESSED_BYTES, in the order _within_bound leaves
-    things out."""
+    """How many of each a walk left out."""
 
     modules: int
     frames: int
@@ -142,9 +141,10 @@ class ProcessedReport(TypedDict):
         "the symbol files (debug file/debug id/name.sym) the crashing thread's frames lacked; uploading one "
         "walks the report again"))]
     omitted: Annotated[Omitted, Field(description=(
-        "what the walk left out to answer within 1 MiB, whatever the dump lists: first the modules of no frame of "
-        "the crashing thread, the last listed first; then the outermost frames; then the other modules; then the "
-        "last missing symbol files. A name is cut to 256 characters (a function's or a source file's to 1,024), "
+        f"what the walk left out to answer within {MAX_PROCESSED_BYTES >> 20} MiB, whatever the dump lists: first "
+        "the modules of no frame of the crashing thread, the last listed first; then the outermost frames, each "
+        "with its module once no frame kept is in it; then the other modules; then the last missing symbol files. "
+        f"A name is cut to {MAX_NAME_CHARS} characters (a function's or a source file's to {MAX_SYMBOL_CHARS:,}), "
         "ending in …"))]
 
 
@@ -211,7 +211,7 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
         {"module": f.module, "moduleOffset": _hex(f.module_offset), "function": f.function, "file": f.file,
          "line": f.line, "trust": f.trust, "missingSymbols": f.missing_symbols} for f in shown]
     modules: list[ProcessedModule] = [
-        {"name": _cut(m.name, MAX_NAME_CHARS) or "", "debugFile": _cut(m.debug_file, MAX_NAME_CHARS),
+        {"name": cut(m.name, MAX_NAME_CHARS), "debugFile": _cut(m.debug_file, MAX_NAME_CHARS),
          "debugId": _cut(m.debug_id, MAX_NAME_CHARS), "codeId": _cut(m.code_id, MAX_NAME_CHARS),
          "missingSymbols": m.missing_symbols} for m in walked.modules]
     parts: list[list[Any]] = [entries, [frame_line(f) for f in shown], modules, missing]

@@ -5,8 +5,9 @@ and the dashboard's files are open. Keys never reach the log. Without keys serve
 from __future__ import annotations
 
 import json
-import socket
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -103,16 +104,32 @@ def test_without_keys_serve_keeps_to_loopback(tmp_path: Path):
         assert server.stop() == 0
 
 
+class _Healthy(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
 def test_a_port_taken_between_its_choice_and_serve_s_bind_is_chosen_again(tmp_path: Path):
     """free_port probes and lets go, and serve binds later: under a parallel test run another process
-    can take the port in between, and the serve of a test exited with EADDRINUSE."""
+    (another test's serve, healthy) can take the port in between, and the serve of a test exited with
+    EADDRINUSE; found in review: a healthy one there was taken for the test's own."""
     server = Serve(tmp_path / "data", tmp_path / "serve.log")
-    with socket.create_server(("127.0.0.1", server.port)):
-        taken = server.port
+    other = ThreadingHTTPServer(("127.0.0.1", server.port), _Healthy)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    taken = server.port
+    try:
         server.start()
+    finally:
+        other.shutdown()
+        other.server_close()
     try:
         assert server.port != taken
-        assert httpx.get(f"{server.url}/v1/health", timeout=5).status_code == 200
+        assert httpx.get(f"{server.url}/v1/health", timeout=5).json()["status"] == "ok"
     finally:
         assert server.stop() == 0
 

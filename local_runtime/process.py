@@ -73,6 +73,8 @@ class Serve:
     def _ready(self) -> bool:
         if self.role == "consumers":  # nothing to ask: started once it says so
             return bool(self.pids("consumers"))
+        if not self.pids("api"):  # announced once its socket is bound: another's may answer before
+            return False
         try:
             return httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200
         except httpx.TransportError:

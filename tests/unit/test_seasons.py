@@ -3,6 +3,7 @@ that fire, metadata JSON can carry, a cursor within int64."""
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractContextManager, nullcontext
 
 import pytest
@@ -12,7 +13,7 @@ from ports import BoardSettings
 from ports.cursors import encode_cursor
 from ports.errors import InvalidField
 from ranking import leaderboard
-from ranking.model import BoardSettingsBody, Score, scores_json
+from ranking.model import MAX_METADATA_BYTES, BoardSettingsBody, Score, scores_json
 from ranking.seasons import Schedule, next_reset, same_schedule, season_start, started
 from ranking.tree import DEFAULT_TREE
 
@@ -171,3 +172,16 @@ def test_a_board_name_refused_says_what_a_name_is_not_a_regex():
         Score.model_validate({"board": "time trial", "playerId": "p", "score": 1})
     [error] = refused.value.errors()
     assert error["loc"][0] == "board" and error["msg"] == "1 to 128 of A-Z a-z 0-9 . _ : - (not . or ..)"
+
+
+def test_metadata_accepted_answers_within_its_bound_as_the_api_writes_it():
+    """Found in review: the bound was measured without the spaces the API's JSON has after `:` and `,`,
+    so metadata it took answered 3,231 bytes."""
+    values = ['"' * 31 + "v" * 97] + ["v" * 128] * 15  # 3,200 bytes without those spaces
+    metadata = {f"{'k' * 62}{k:02}": value for k, value in enumerate(values)}
+    assert len(json.dumps(metadata, separators=(",", ":"))) == 3200
+    try:
+        kept = Score.model_validate({"board": "b", "playerId": "p", "score": 1, "metadata": metadata}).metadata
+    except ValidationError:
+        return
+    assert kept is not None and len(json.dumps(kept)) <= MAX_METADATA_BYTES

@@ -35,8 +35,8 @@ PlayerId = PathSegment
 # a record's metadata: a flat object, bounded by its schema (a name, a loadout, a replay id; not a
 # save game): at most 16 keys of 64 characters, each a string of 128, a number, true, false or null
 MAX_METADATA_KEYS = 16
-# and as answered (JSON, non-ASCII escaped: 12 bytes for an emoji), what any ASCII metadata within
-# those counts takes: a page or friends list of 1,000 entries, ids of 128 characters, stays under 5 MB
+# and as answered (api.resolver's JSON: escaped, ", " and ": " between), what any metadata within those
+# counts takes in printable ASCII but " and \: a page or friends list of 1,000 entries stays near 5 MB
 MAX_METADATA_BYTES = 3200
 
 
@@ -65,10 +65,12 @@ MetadataValue = Annotated[_MetadataText | Int64 | Annotated[_Finite, BeforeValid
 
 
 def _answerable(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Sorted by key: a retry whose object lists them in another order is the same body (its hash)."""
-    if len(json.dumps(metadata, separators=(",", ":"))) > MAX_METADATA_BYTES:
-        raise PydanticCustomError("metadata_size", f"metadata is at most {MAX_METADATA_BYTES} bytes as answered: "
-                                  "JSON, each character outside ASCII escaped (é takes 6 bytes, an emoji 12)")
+    """Within MAX_METADATA_BYTES as answered, and sorted by key: a retry whose object lists them in
+    another order is the same body (its hash)."""
+    if len(json.dumps(metadata)) > MAX_METADATA_BYTES:
+        raise PydanticCustomError("metadata_size", f"metadata is at most {MAX_METADATA_BYTES} bytes as answered, in "
+                                  'JSON: " and \\ take 2 bytes there, another control character or one outside '
+                                  "ASCII 6 (é), an emoji 12")
     return dict(sorted(metadata.items()))
 
 

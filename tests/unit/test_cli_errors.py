@@ -196,3 +196,10 @@ def test_invoke_prints_the_answer_alone_on_stdout(capsys: pytest.CaptureFixture[
     out = capsys.readouterr()
     assert json.loads(out.out)["statusCode"] == 202
     assert "CloudWatchMetrics" in out.err
+
+
+def test_invoke_prints_no_log_line_on_stdout(capsys: pytest.CaptureFixture[str]):
+    """Found in review: the purge's log line came before the answer on stdout."""
+    assert main(["invoke", "purge", "--event", str(EVENTS / "purge-scheduled.json")]) == 0
+    out = capsys.readouterr()
+    assert "log_records" in json.loads(out.out) and "purged what is past retention" in out.err

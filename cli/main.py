@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
@@ -15,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, redirect_stdout
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from aws_lambda_powertools.utilities.parser.models import KafkaMskEventModel
 from pydantic import ValidationError
@@ -31,6 +32,7 @@ from local_runtime.server import ROLES, check_engines, default_workers, lock_dat
 from local_runtime.smoke import register as register_smoke
 from pipeline.topics import DEADLETTER, IDLE_TIMEOUT_S, JOIN_TIMEOUT_S, replay_dead_letters, replay_spilled
 from ports.errors import UserError
+from ports.telemetry import logger
 from ports.timeutil import now_ms
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
@@ -126,6 +128,19 @@ def _event(path: Path, function: str) -> dict[str, Any]:
     return event
 
 
+@contextmanager
+def _logging_to(stream: TextIO) -> Iterator[None]:
+    """The handlers' log lines to `stream` meanwhile (the logger's handler holds the stdout of when it
+    was made, which redirect_stdout does not change)."""
+    handler = cast(logging.StreamHandler[TextIO], logger.registered_handler)
+    before = handler.setStream(stream)
+    try:
+        yield
+    finally:
+        if before is not None:
+            handler.setStream(before)
+
+
 def _invoke(args: argparse.Namespace) -> int:
     """On a scratch data directory unless told otherwise: a sample event run on a live deployment's
     data commits the sample's offsets into its offset table, and its consumers then skip real events."""
@@ -143,8 +158,8 @@ def _invoke(args: argparse.Namespace) -> int:
                 cleanup.callback(os.close, lock_data_dir(settings.data_dir, "pass --live to invoke beside it"))
         install(cleanup.enter_context(_adapters(settings)))
         cleanup.callback(install, None)
-        # what the handler prints (its metrics, as Lambda's log takes them) beside the answer, not in it
-        with redirect_stdout(sys.stderr):
+        # what the handler writes for Lambda's log (its metrics, its log lines) beside the answer, not in it
+        with redirect_stdout(sys.stderr), _logging_to(sys.stderr):
             result = load_handler(args.function)(event, LocalContext(function_name=args.function))
     print(json.dumps(result, indent=2))
     return 0

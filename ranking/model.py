@@ -28,7 +28,9 @@ from ranking.seasons import NEVER, Schedule
 
 MAX_BATCH = 500
 NAME_PATTERN = name_pattern("A-Za-z0-9._:-", 128)
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN), says("1 to 128 of A-Z a-z 0-9 . _ : - (not . or ..)")]
+# a board's name as the worker reads it (pydantic-core alone), and as the API takes it, refused in words
+_Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+Name = Annotated[_Name, says("1 to 128 of A-Z a-z 0-9 . _ : - (not . or ..)")]
 PlayerId = PathSegment
 
 
@@ -169,7 +171,7 @@ class _RecordConfig(TypedDict):
 
 
 class ScoreRecordScore(_RecordConfig):
-    board: Name
+    board: _Name
     playerId: Identifier
     score: _Int64
     subscore: NotRequired[_Int64 | None]
@@ -177,7 +179,7 @@ class ScoreRecordScore(_RecordConfig):
 
 
 class ScoreRecordRef(_RecordConfig):
-    board: Name
+    board: _Name
     playerId: Identifier
 
 

@@ -26,6 +26,7 @@ from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.timeutil import to_rfc3339
 from ranking import bans, leaderboard
+from ranking import seasons as ranking_seasons
 from ranking import ties as ranking_ties
 from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
@@ -557,6 +558,20 @@ def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store:
         assert got == ({"entries": [], "nextCursor": None} if start in gone else before[start])
         assert leaderboard.describe(ranking_store, TREE, board, start)["players"] == (0 if start in gone else 3)
     assert purge_seasons(ranking_store, at) == 0
+
+
+def test_one_purge_drops_every_past_season_beyond_those_kept_however_many(ranking_store: RankingStore, log,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    """Found from outside: a purge dropped at most 1,000 seasons of a board a run, where a board that
+    resets every minute makes 1,440 a day and AWS purges daily: the rest stayed, past keepSeasons."""
+    monkeypatch.setattr(ranking_seasons, "DROPPED_A_RUN", 2)
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=1))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(period * ten, "p", period, None) for period in range(7)], itertools.count()),
+                 ranking_store, log, TREE)
+    purge_seasons(ranking_store, T0 + 8 * ten + SEASON_PURGE_GRACE_MS)
+    assert ranking_store.seasons(board, None, 100) == [T0 + 6 * ten]
 
 
 def test_a_deletion_sent_again_with_its_key_deletes_once(ranking_store: RankingStore, log, tmp_path: Path):

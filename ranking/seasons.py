@@ -29,9 +29,9 @@ MAX_SCHEDULE_CHARS = 128
 # retention drops a season this long after it ended, at the soonest: an update received in it may
 # reach its worker late (a failed batch is replayed minutes later)
 SEASON_PURGE_GRACE_MS = 3_600_000
-# boards read at once; past seasons dropped a board each run, beyond those it keeps (the rest the next day)
+# boards read at once; past seasons of a board read at once, beyond those it keeps, to drop
 BOARDS_A_PAGE = 100
-DROPPED_A_RUN = 1000
+SEASONS_A_READ = 1000
 
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
@@ -176,8 +176,12 @@ def purge_seasons(store: RankingStore, now_ms: int) -> int:
         current = season_start(board.reset, now_ms, board.epochs)
         if board.keep_seasons is None or current is None:  # None: its one season, current
             continue
-        past = store.seasons(board.board, current, board.keep_seasons + DROPPED_A_RUN)
         # only those that ended a grace ago: before the season current then
         ended = season_start(board.reset, now_ms - SEASON_PURGE_GRACE_MS, board.epochs) or 0
-        dropped += sum(store.drop_season(board.board, start) for start in past[board.keep_seasons :] if start < ended)
+        while True:  # a board of a minute's schedule makes 1,440 a day, and AWS purges daily
+            read = store.seasons(board.board, current, board.keep_seasons + SEASONS_A_READ)
+            gone = [start for start in read[board.keep_seasons :] if start < ended]
+            dropped += sum(store.drop_season(board.board, start) for start in gone)
+            if not gone or len(read) < board.keep_seasons + SEASONS_A_READ:
+                break
     return dropped

@@ -564,7 +564,7 @@ def test_one_purge_drops_every_past_season_beyond_those_kept_however_many(rankin
                                                                          monkeypatch: pytest.MonkeyPatch):
     """Found from outside: a purge dropped at most 1,000 seasons of a board a run, where a board that
     resets every minute makes 1,440 a day and AWS purges daily: the rest stayed, past keepSeasons."""
-    monkeypatch.setattr(ranking_seasons, "DROPPED_A_RUN", 2)
+    monkeypatch.setattr(ranking_seasons, "SEASONS_A_READ", 2)
     board = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=1))
     ten = PERIODS[EVERY_TEN_MINUTES]

@@ -12,6 +12,7 @@ import pytest
 
 from adapters.factory import Adapters, build, install
 from adapters.settings import Settings
+from crashes.signature import grouped
 from lambdas import (
     capture,
     crash_consumer,
@@ -379,6 +380,14 @@ def test_a_reports_minidump_is_walked_and_walked_again_when_its_symbols_arrive(a
     assert _consume(adapters, "minidumps", minidump_processor.handler, "minidump-processor") == {"processed": 1}
     [named] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
     assert named["processing"] == "processed" and named["signature"] not in (None, unnamed)
+    # found from outside: a group of minidumps alone showed no top frames, the payload having no trace
+    walked = body(call(reporter.handler, "reporter-get-crash.json"))["processed"]["frames"]
+    [group] = body(call(reporter.handler, "reporter-crash-groups.json",  # the last day: the sample's is another
+                        queryStringParameters={"sku": "skyrift:pc"},
+                        multiValueQueryStringParameters={"sku": ["skyrift:pc"]}))["groups"]
+    assert group["signature"] == named["signature"] and group["topFrames"] == grouped(
+        [f["function"] or f"{f['module']}@{f['moduleOffset']}" for f in walked if f["trust"] != "scan"])
+    assert any("@0x" not in frame for frame in group["topFrames"])  # named by the symbols
 
 
 def test_the_symbols_sample_stores_a_file_and_a_bad_one_is_refused(adapters: Adapters):

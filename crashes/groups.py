@@ -10,7 +10,8 @@ from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from crashes.model import ReportDocument
-from crashes.signature import top_frames
+from crashes.processing import processed_key, read_processed, walked_frames
+from crashes.signature import grouped, top_frames
 from ports import CrashIndex, DocumentStore
 from ports.limits import cut
 from ports.timeutil import HOUR_MS, Time, time_range, to_rfc3339
@@ -45,13 +46,17 @@ def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_
     would leave one group, so the route offers none."""
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: to - DEFAULT_SPAN_MS)
     groups = index.crash_groups(sku, from_ms, to_ms, limit, equals)
-    samples = {g.sample_report_id: index.get(g.sample_report_id) for g in groups}
-    found = documents.get_many([r.entry.report_key for r in samples.values() if r is not None])
+    samples = {g.sample_report_id: r for g in groups if (r := index.get(g.sample_report_id)) is not None}
+    # a sample's walk, when it has one, made its signature: its frames are the group's
+    walked = {r.entry.report_key for r in samples.values() if r.entry.processing == "processed"}
+    found = documents.get_many([r.entry.report_key for r in samples.values()] + [processed_key(k) for k in walked])
     frames: dict[int, list[str]] = {}
     for report_id, report in samples.items():
-        raw = None if report is None else found.get(report.entry.report_key)
+        walk, raw = found.get(processed_key(report.entry.report_key)), found.get(report.entry.report_key)
         trace = None if raw is None else ReportDocument.model_validate_json(raw).payload.get("stackTrace")
-        frames[report_id] = [cut(f, MAX_FRAME_CHARS) for f in top_frames(trace)] if isinstance(trace, str) else []
+        tops = (grouped(walked_frames(read_processed(walk))) if walk is not None
+                else top_frames(trace) if isinstance(trace, str) else [])
+        frames[report_id] = [cut(frame, MAX_FRAME_CHARS) for frame in tops]
     return {"groups": [
         {
             "signature": g.signature,
@@ -59,7 +64,7 @@ def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_
             "firstSeen": to_rfc3339(g.first_seen),
             "lastSeen": to_rfc3339(g.last_seen),
             "sampleReportId": g.sample_report_id,
-            "topFrames": frames[g.sample_report_id],
+            "topFrames": frames.get(g.sample_report_id, []),
         }
         for g in groups
     ]}

@@ -180,6 +180,13 @@ def signature_frame(frame: Frame) -> str:
     return f"{frame.module}@{_hex(frame.module_offset)}" if frame.module else f"@{_hex(frame.instruction)}"
 
 
+def walked_frames(walk: ProcessedReport) -> list[str]:
+    """A stored walk's frames as its signature takes them (signature_frame), but those found by
+    scanning and those of no module (whose address the walk does not keep)."""
+    return [f["function"] or f"{f['module']}@{f['moduleOffset']}" for f in walk["frames"]
+            if f["trust"] != "scan" and (f["function"] or f["module"])]
+
+
 def module_symbols(module: Module) -> str | None:
     """Where the module's symbol file is in the symbol-server layout; None for a module that names
     none a store could hold (a dump is the client's: `..` or a NUL may be what it names)."""

@@ -3,6 +3,7 @@ Gateway (with BLACKBOX_KEY_SKUS from the deployment) or from the local gateway's
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -85,3 +86,18 @@ def test_in_aws_capture_refuses_a_title_key_another_titles_sku(adapters: Adapter
     assert sum(adapters.log.end_offsets(SESSIONS).values()) == published
     # a key that is no title's (a server key, the shared ingest key) posts any sku
     assert with_key("capture-crash.json", "key-server")["statusCode"] == 202
+
+
+@pytest.mark.parametrize(("function", "sample", "changes", "field", "words"), [
+    ("reporter", "reporter-list-crashes.json",
+     {"queryStringParameters": {"sku": "sky rift"}, "multiValueQueryStringParameters": {"sku": ["sky rift"]}},
+     "sku", "1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc"),
+    ("leaderboards", "leaderboards-put-board.json", {"path": "/v1/leaderboards/time trial"},
+     "board", "1 to 128 of A-Z a-z 0-9 . _ : - (not . or ..)"),
+])
+def test_a_query_or_path_name_refused_says_what_a_name_is_not_a_regex(adapters: Adapters, function: str, sample: str,
+                                                                      changes: dict[str, Any], field: str, words: str):
+    """Found in review: a query's sku and a path's board name were still told the pattern."""
+    handler = importlib.import_module(f"lambdas.{function}").handler
+    answer = json.loads(handler(load_event(sample) | changes, LocalContext(function))["body"])
+    assert (answer["field"], answer["message"]) == (field, f"{field}: {words}")

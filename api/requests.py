@@ -10,7 +10,7 @@ import pydantic_core
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ports.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
-from ports.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json
+from ports.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, PATTERN_WORDS, check_json
 
 # requests one `blackbox serve` API process holds in its handlers (running or waiting for a thread)
 # before it answers 503 with Retry-After instead of queueing: room for bursts of a few hundred
@@ -89,7 +89,9 @@ def contract_error(first: Mapping[str, Any], prefix: tuple[int | str, ...] = ())
     path = field_path(loc) or "body"
     if first["type"] == "missing":
         return MissingField(f"{path} is required", path)
-    return InvalidField(f"{path}: {first['msg']}", path)
+    # a pattern in words where this API has them (ports.limits.PATTERN_WORDS)
+    pattern = first.get("ctx", {}).get("pattern") if first["type"] == "string_pattern_mismatch" else None
+    return InvalidField(f"{path}: {PATTERN_WORDS.get(pattern or '', first['msg'])}", path)
 
 
 def validate(model: type[M], data: Any, prefix: tuple[int | str, ...] = ()) -> M:

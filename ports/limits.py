@@ -7,17 +7,7 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import (
-    AfterValidator,
-    BeforeValidator,
-    Field,
-    StringConstraints,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    WithJsonSchema,
-    WrapValidator,
-)
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from ports.errors import InvalidField
 
@@ -44,23 +34,13 @@ Int64 = Annotated[Whole, Field(ge=INT64_MIN, le=INT64_MAX)]
 Int64Answer = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
 
 
-def says(what: str) -> WrapValidator:
-    """A string pattern's refusal told as `what` a value may be, not as the pattern (the document
-    keeps the pattern)."""
-    def check(value: object, handler: ValidatorFunctionWrapHandler) -> object:
-        try:
-            return handler(value)
-        except ValidationError as error:
-            if error.errors()[0]["type"] == "string_pattern_mismatch":
-                raise PydanticCustomError("string_pattern_mismatch", what) from None
-            raise
-    return WrapValidator(check)
-
-
 # a game's build for a platform: crashes and sessions are counted by it, and a title key is scoped to some
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 SKU_CHARS = "1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc"
-Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN), says(SKU_CHARS)]
+Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
+# what a value of each pattern may be, in words: a refusal says these, not the pattern (the document
+# keeps the pattern), whether the value was a body's, a query's or a path's (api.requests)
+PATTERN_WORDS = {SKU_PATTERN: SKU_CHARS}
 # players, sessions and the like: long enough for any real id, short enough to index
 MAX_ID_CHARS = 128
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
@@ -98,8 +78,10 @@ def name_pattern(chars: str, most: int) -> str:
     """A pattern of names of 1 to `most` of a class's `chars` (that hold the dot), but not . or ..
     (as _routable says why), without the lookahead pydantic's regex crate does not have."""
     others = chars.replace(".", "")
-    return (rf"^(?:[{others}][{chars}]{{0,{most - 1}}}|\.[{others}][{chars}]{{0,{most - 2}}}"
-            rf"|\.\.[{chars}]{{1,{most - 2}}})$")
+    pattern = (rf"^(?:[{others}][{chars}]{{0,{most - 1}}}|\.[{others}][{chars}]{{0,{most - 2}}}"
+               rf"|\.\.[{chars}]{{1,{most - 2}}})$")
+    PATTERN_WORDS[pattern] = f"1 to {most} of {' '.join(re.findall(r'.-.|.', chars))} (not . or ..)"
+    return pattern
 
 
 # a player id is asked for in a path (/players/{playerId}); the document says the same in one

@@ -22,15 +22,13 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from ports import Operator, Order, Ties
-from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, Identifier, Int64, PathSegment, Whole, name_pattern, says
+from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, Identifier, Int64, PathSegment, Whole, name_pattern
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
 MAX_BATCH = 500
 NAME_PATTERN = name_pattern("A-Za-z0-9._:-", 128)
-# a board's name as the worker reads it (pydantic-core alone), and as the API takes it, refused in words
-_Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-Name = Annotated[_Name, says("1 to 128 of A-Z a-z 0-9 . _ : - (not . or ..)")]
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 PlayerId = PathSegment
 
 
@@ -171,7 +169,7 @@ class _RecordConfig(TypedDict):
 
 
 class ScoreRecordScore(_RecordConfig):
-    board: _Name
+    board: Name
     playerId: Identifier
     score: _Int64
     subscore: NotRequired[_Int64 | None]
@@ -179,7 +177,7 @@ class ScoreRecordScore(_RecordConfig):
 
 
 class ScoreRecordRef(_RecordConfig):
-    board: _Name
+    board: Name
     playerId: Identifier
 
 

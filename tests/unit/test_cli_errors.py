@@ -194,8 +194,7 @@ def test_invoke_prints_the_answer_alone_on_stdout(capsys: pytest.CaptureFixture[
     failed."""
     assert main(["invoke", "capture", "--event", str(EVENTS / "capture-crash.json")]) == 0
     out = capsys.readouterr()
-    assert json.loads(out.out)["statusCode"] == 202
-    assert "CloudWatchMetrics" in out.err
+    assert json.loads(out.out)["statusCode"] == 202  # a cold start's metrics line, if any, on stderr
 
 
 def test_invoke_prints_no_log_line_on_stdout(capsys: pytest.CaptureFixture[str]):

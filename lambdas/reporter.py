@@ -68,7 +68,9 @@ def crashes(
         "nextCursor of the previous page, asked for with the same order (not with offset). Pages go on by "
         "reportId, so a report indexed meanwhile is neither skipped nor listed twice (newest first, it is on "
         "a first page asked for again)"))] = None,
-    offset: Annotated[int | None, Query(ge=0, le=MAX_OFFSET, description="reports to skip; not with cursor"),
+    offset: Annotated[int | None, Query(ge=0, le=MAX_OFFSET, description=(
+                          "reports to skip; not with cursor. A page may hold fewer than limit (its bytes): the next "
+                          "page's offset adds the reports answered, not limit")),
                       DIGITS] = None,
     order: Annotated[Order, Query(description=(
         "asc, oldest first; desc, newest first (by reportId, the order reports became readable)"))] = "asc",

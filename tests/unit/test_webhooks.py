@@ -243,3 +243,13 @@ def test_a_cursor_of_one_webhooks_deliveries_or_one_skus_alerts_is_refused_by_an
     assert alert_history(issues, "g", from_ms=0, to_ms=10_000, limit=1, cursor=cursor)["alerts"]
     with pytest.raises(InvalidField):
         alert_history(issues, "h", from_ms=0, to_ms=10_000, limit=1, cursor=cursor)
+
+
+def test_an_alert_s_text_carries_no_slack_formatting_a_client_sent() -> None:
+    """Found from outside: a crash's buildVersion `<!channel> <https://evil.example/fix|click to fix>` reached
+    the text as it was, which Slack reads as an @channel ping and a link under a false label."""
+    text = "New crash group in skyrift:pc (build <!channel> <https://evil.example/fix|click to fix> & more)"
+    sent = json.loads(body_of(Alert("k", "new-group", 1, {"text": text})))
+    assert sent["text"] == ("New crash group in skyrift:pc (build &lt;!channel&gt; "
+                            "&lt;https://evil.example/fix|click to fix&gt; &amp; more)")
+    assert sent["alert"]["text"] == text  # the alert's own fields as they are

@@ -149,9 +149,12 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
 
 
 def body_of(alert: Alert) -> bytes:
-    """Slack-compatible (`text`) with the alert's fields beside it."""
-    payload: dict[str, Any] = {"text": alert.body.get("text", alert.kind), "alertKey": alert.key, "kind": alert.kind,
-                               "createdAt": alert.created_at, "alert": dict(alert.body)}
+    """Slack-compatible (`text`) with the alert's fields beside it. The text holds what clients sent
+    (a build, a sku): escaped as Slack asks, so that `<!channel>` or `<url|label>` is shown, not read."""
+    text = str(alert.body.get("text", alert.kind))
+    payload: dict[str, Any] = {"text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
+                               "alertKey": alert.key, "kind": alert.kind, "createdAt": alert.created_at,
+                               "alert": dict(alert.body)}
     return json.dumps(payload, separators=(",", ":")).encode()
 
 

@@ -125,6 +125,20 @@ def test_open_mode_refuses_other_hosts_as_the_page_says(served: Server) -> None:
     assert response.status_code == 403 and response.json()["error"] == "forbidden"
 
 
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://localhost.evil.example"])
+def test_open_mode_refuses_a_page_of_another_site(served: Server, origin: str) -> None:
+    """Found from outside: a crash reporter's route takes a body a browser sends cross-site without
+    asking (text/plain, multipart), so any page a developer visited could post to a loopback serve."""
+    httpx.put(f"{served.url}/v1/projects/4242", json={"sku": "crosssite:pc"}).raise_for_status()
+    envelope = b'{}\n{"type":"event"}\n{"message":"from a page"}\n'
+    refused = httpx.post(f"{served.url}/api/4242/envelope/", content=envelope,
+                         headers={"Content-Type": "text/plain", "Origin": origin})
+    assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
+    local = httpx.post(f"{served.url}/api/4242/envelope/", content=envelope,
+                       headers={"Content-Type": "text/plain", "Origin": "http://localhost:3000"})
+    assert local.status_code == 200  # a page of this machine's, a game's web build under development
+
+
 def test_the_keys_section_serves_the_lan_with_roles(tmp_path: Path) -> None:
     block = next(block for block in blocks("sh") if "BLACKBOX_API_KEYS__" in block)
     keys = dict(re.findall(r"BLACKBOX_API_KEYS__(\w+)='\[\"([^\"]+)\"\]'", block))

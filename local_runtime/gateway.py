@@ -69,6 +69,7 @@ LARGE_BUFFER_BYTES = 128 * 1024
 # in open mode (no keys) the names a request may be addressed to: a page of another site that got
 # its name to resolve to 127.0.0.1 (DNS rebinding) still sends its own name
 _LOOPBACK_HOST = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?", re.IGNORECASE)
+_LOOPBACK_ORIGIN = re.compile(rf"https?://{_LOOPBACK_HOST.pattern}", re.IGNORECASE)
 
 
 class _Disconnected(Exception):
@@ -356,6 +357,11 @@ def _check_loopback(scope: Scope) -> None:
     hosts = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
     if len(hosts) != 1 or _LOOPBACK_HOST.fullmatch(hosts[0]) is None:
         raise Forbidden("with no API keys configured, only requests to localhost, 127.0.0.1 or [::1] are served")
+    # a browser says which page sent a request: one of another site may post a crash reporter's
+    # form or text/plain body without asking first (no CORS preflight)
+    origins = [v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"]
+    if any(_LOOPBACK_ORIGIN.fullmatch(origin) is None for origin in origins):
+        raise Forbidden("with no API keys configured, only pages of localhost, 127.0.0.1 or [::1] may send requests")
 
 
 def _answer(error: BlackboxError) -> bytes:

@@ -76,7 +76,8 @@ SECURITY_SCHEMES = {
 
 IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key", "in": "header",
-    "description": "a retry with the same key (and sku or board) is the same event, never a second one, and gets "
+    "description": "1 to 256 characters, each byte a character (HTTP's headers are bytes: é in UTF-8 is two). "
+                   "A retry with the same key (and sku or board) is the same event, never a second one, and gets "
                    "the same receipt. The first body under a key is kept: another body under the same key never "
                    "replaces it; it is set aside in the dead-letter topic with the reason idempotency_conflict "
                    "(capture holds no state, so it cannot refuse it when it arrives)",

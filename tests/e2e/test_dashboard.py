@@ -392,3 +392,27 @@ def test_dashboard_assets_cannot_reach_outside_their_folder(serve: Serve):
                      "/dashboard/__init__.py"):
             response = client.get(path)
             assert response.status_code == 404 and response.json()["error"] == "not_found", path
+
+
+NATIVE_SKU = "dash-native:pc"
+MINIDUMP = Path(__file__).resolve().parents[1] / "fixtures" / "minidumps" / "level-magic.dmp"
+
+
+def test_a_report_of_a_minidump_shows_its_walk_as_its_trace(serve: Serve, browser: Browser):
+    """Found in review: a crash reporter's report has no stackTrace in its payload, and its drawer
+    said "(none)" where the walk has the crashing thread."""
+    dump = base64.b64encode(MINIDUMP.read_bytes()).decode()
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        crash = {"sku": NATIVE_SKU, "attachments": {"crash.dmp": dump}}
+        assert client.post("/v1/crashes", json=crash).status_code == 202
+        deadline = time.monotonic() + 60
+        while not (walked := [r for r in client.get("/v1/crashes", params={"sku": NATIVE_SKU}).json()["reports"]
+                              if r["processing"] == "processed"]):
+            assert time.monotonic() < deadline, "the minidump was not walked in 60 s"
+            time.sleep(0.2)
+        trace = client.get(f"/v1/crashes/{walked[0]['reportId']}").json()["processed"]["stackTrace"]
+    page, errors = open_page(browser, f"{serve.url}/?sku={NATIVE_SKU}&report={walked[0]['reportId']}")
+    expect(page.locator("#detail")).to_be_visible()
+    expect(page.locator("#detail-trace")).to_have_text(trace)
+    assert errors == []
+    page.close()

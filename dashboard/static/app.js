@@ -270,7 +270,8 @@ async function showDetail(reportId) {
   $("detail-id").textContent = r.reportId;
   const fields = ["reportKey", "sku", "receivedAt", "crashType", "errorCode", "platform", "buildVersion", "signature", "sizeBytes"];
   $("detail-fields").replaceChildren(...fields.flatMap((f) => [el("dt", {}, f), el("dd", {}, r[f] ?? "")]));
-  $("detail-trace").textContent = r.payload.stackTrace ?? "(none)";
+  // a walked minidump's crashing thread is the report's trace (and its signature's); else the client's
+  $("detail-trace").textContent = r.processed?.stackTrace ?? r.payload.stackTrace ?? "(none)";
   // fetched, not linked: the request must carry the key, which an <a href> or <img src> cannot
   const attachments = await Promise.all(r.attachments.map(async (name) => {
     const response = await fetch(`/v1/crashes/${segment(r.reportId, "report")}/attachments/${segment(name, "attachment")}`, { headers: headers() });

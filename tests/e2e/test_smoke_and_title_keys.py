@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from local_runtime.process import Serve
+from local_runtime.smoke import Smoke, SmokeConfig
 
 TITLE_KEY, PLAIN_KEY, SERVER_KEY, READ_KEY = "title-Sk7q", "ingest-Pl4n", "server-Qz07", "read-Lm55"
 KEYS = {
@@ -99,3 +100,20 @@ def test_smoke_says_when_nothing_listens(tmp_path: Path):
     assert result.returncode == 1
     [line] = result.stdout.splitlines()
     assert line.startswith("FAIL  health") and "connect" in line.lower()
+
+
+def test_smoke_asks_for_an_attachment_as_bytes(keyed: Serve):
+    """Found in review: API Gateway answers a binary body as base64 text unless the request's Accept
+    names a binary media type of the API's; smoke's attachment read sent httpx's `*/*`, so in AWS the
+    attachment was "not the one sent"."""
+    sent: dict[str, str] = {}
+
+    def record(request: httpx.Request) -> None:
+        sent[request.url.path] = request.headers.get("accept", "")
+
+    config = SmokeConfig(url=keyed.url, key=PLAIN_KEY, server_key=SERVER_KEY, read_key=READ_KEY, timeout_s=30)
+    with httpx.Client(timeout=30, event_hooks={"request": [record]}) as client:
+        for _, check in Smoke(config, client).checks():
+            check()
+    [accept] = [value for path, value in sent.items() if "/attachments/" in path]
+    assert accept == "application/octet-stream"

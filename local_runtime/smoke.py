@@ -102,8 +102,8 @@ class Smoke:
         answer: dict[str, Any] = _expect(self._client.post(self._url(path), json=body, headers=headers), 202).json()
         return answer
 
-    def _get(self, path: str, params: dict[str, str] | None = None) -> httpx.Response:
-        return self._client.get(self._url(path), params=params, headers=self._read_headers,
+    def _get(self, path: str, params: dict[str, str] | None = None, accept: str = "application/json") -> httpx.Response:
+        return self._client.get(self._url(path), params=params, headers={**self._read_headers, "Accept": accept},
                                 auth=self._read_auth or httpx.USE_CLIENT_DEFAULT)
 
     def _until(self, what: str, probe: Callable[[], T | None]) -> T:
@@ -156,7 +156,9 @@ class Smoke:
             full = _expect(self._get(f"/v1/crashes/{report['reportId']}"), 200).json()
             if full["payload"] != crash:
                 raise SmokeFailed(f"report {report['reportId']} does not hold the crash as sent")
-            data = _expect(self._get(f"/v1/crashes/{report['reportId']}/attachments/smoke.txt"), 200).content
+            # API Gateway answers bytes only to an Accept of the API's binary types (stacks.api)
+            data = _expect(self._get(f"/v1/crashes/{report['reportId']}/attachments/smoke.txt",
+                                     accept="application/octet-stream"), 200).content
             if data != attachment:
                 raise SmokeFailed(f"report {report['reportId']}'s attachment is not the one sent")
             return f"reportId {report['reportId']}, payload and attachment as sent"

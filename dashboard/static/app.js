@@ -274,7 +274,9 @@ async function showDetail(reportId) {
   $("detail-trace").textContent = r.processed?.stackTrace ?? r.payload.stackTrace ?? "(none)";
   // fetched, not linked: the request must carry the key, which an <a href> or <img src> cannot
   const attachments = await Promise.all(r.attachments.map(async (name) => {
-    const response = await fetch(`/v1/crashes/${segment(r.reportId, "report")}/attachments/${segment(name, "attachment")}`, { headers: headers() });
+    // bytes, not API Gateway's base64 text: an Accept of the API's binary types (stacks/api.py)
+    const response = await fetch(`/v1/crashes/${segment(r.reportId, "report")}/attachments/${segment(name, "attachment")}`,
+      { headers: { ...headers(), Accept: "application/octet-stream" } });
     const url = URL.createObjectURL(await response.blob());
     const link = el("a", { href: url, download: name, class: "download" }, `download ${name}`);
     return /\.(png|jpe?g|gif|webp)$/i.test(name) ? el("figure", {}, el("img", { src: url, alt: name }), link) : el("p", {}, link);

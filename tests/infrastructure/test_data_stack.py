@@ -220,3 +220,15 @@ def test_prod_spreads_over_three_zones(prod: Blackbox):
 def test_images_and_zones_are_validated(change: dict[str, Any], error: str):
     with pytest.raises(ValidationError, match=error):
         DeployConfig.model_validate(ENVIRONMENTS["prod"] | change)
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_a_stage_that_destroys_its_data_empties_its_buckets_first(env: str, dev: Blackbox, prod: Blackbox):
+    """Found in review: `cdk destroy` of dev (removal destroy) failed on buckets that hold objects
+    (access logs, backups), and the buckets of fixed names left behind failed the next deploy."""
+    buckets, emptied = set(), set()
+    for stack in (dev if env == "dev" else prod).stacks:
+        template = Template.from_stack(stack)
+        buckets |= {(stack.node.id, b) for b in template.find_resources("AWS::S3::Bucket")}
+        emptied |= {(stack.node.id, r["BucketName"]["Ref"]) for r in resources(template, "Custom::S3AutoDeleteObjects")}
+    assert buckets and emptied == (buckets if env == "dev" else set())

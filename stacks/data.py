@@ -210,7 +210,10 @@ class DataStack(Stack):
     def _bucket(self, config: DeployConfig, removal: RemovalPolicy) -> None:
         common = {
             "encryption": s3.BucketEncryption.S3_MANAGED, "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
-            "enforce_ssl": True, "removal_policy": removal, "auto_delete_objects": False,
+            "enforce_ssl": True, "removal_policy": removal,
+            # a stage that destroys its data empties its buckets first: CloudFormation deletes no bucket
+            # with objects, and one of a fixed name left behind fails the next deploy
+            "auto_delete_objects": config.removal == "destroy",
         }
         access_logs = s3.Bucket(self, "AccessLogs", object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
                                 lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],

@@ -312,9 +312,11 @@ class DataStack(Stack):
         self.couchbase_admin.grant_read(rotate)
         schedule = self.couchbase_app.add_rotation_schedule("Rotation", rotation_lambda=rotate,
                                                             automatically_after=COUCHBASE_ROTATION)
-        # it rotates once when created: not before the nodes have their cluster and its user
+        # it rotates once when created: not before the nodes have their cluster and its user, nor before
+        # the name it reaches the first by resolves (a lookup that failed may be remembered)
         for node in self.couchbase_nodes:
             schedule.node.add_dependency(node)
+        schedule.node.add_dependency(self.couchbase_records[0])
         # a new password for the other user: Secrets Manager's generator, which takes no resource
         rotate.add_to_role_policy(iam.PolicyStatement(actions=["secretsmanager:GetRandomPassword"],
                                                       resources=["*"]))

@@ -89,3 +89,11 @@ def test_prod_has_its_titles_and_limit():
     assert {f"{config.prefix}-title-{name}" for name in config.titles} < names
     [acl] = resources(api, "AWS::WAFv2::WebACL")
     assert acl["Rules"][0]["Statement"]["RateBasedStatement"]["Limit"] == config.waf.limit_per_ip
+
+
+def test_a_function_is_allowed_to_the_api_once_a_method_and_not_to_its_console_test(templates: dict[str, Template]):
+    """Found in review: each method added two permissions to its function's resource policy, one for the
+    console's test invocations: the leaderboards' 32 were some 15 KB of the policy's 20 KB, a few
+    routes from a deploy that fails."""
+    permissions = resources(templates["api"], "AWS::Lambda::Permission")
+    assert permissions and not [p for p in permissions if "test-invoke-stage" in json.dumps(p)]

@@ -67,8 +67,8 @@ class AwsEndpoints:
         return MysqlTarget.parse(mysql_url(secret, self._settings.mysql_proxy_host))
 
     def couchbase_credentials(self) -> tuple[str, str]:
-        """Read once per container, when the document store is built: the Couchbase secret is not
-        rotated (stacks/data.py)."""
+        """Read once per container, when the document store is built: its rotation alternates two
+        users (adapters.couchbase.rotation), so the credentials read stay valid until the rotation after."""
         secret = self._secret(self._settings.couchbase_secret_arn)
         return secret["username"], secret["password"]
 

@@ -47,15 +47,21 @@ def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: to - DEFAULT_SPAN_MS)
     groups = index.crash_groups(sku, from_ms, to_ms, limit, equals)
     samples = {g.sample_report_id: r for g in groups if (r := index.get(g.sample_report_id)) is not None}
-    # a sample's walk, when it has one, made its signature: its frames are the group's
+    # a sample's walk, when it has one, made its signature: its frames are the group's; else the
+    # stack trace its client sent (the body read, up to 1 MiB, only then)
     walked = {r.entry.report_key for r in samples.values() if r.entry.processing == "processed"}
-    found = documents.get_many([r.entry.report_key for r in samples.values()] + [processed_key(k) for k in walked])
+    found = documents.get_many([processed_key(r.entry.report_key) if r.entry.report_key in walked
+                                else r.entry.report_key for r in samples.values()])
     frames: dict[int, list[str]] = {}
     for report_id, report in samples.items():
-        walk, raw = found.get(processed_key(report.entry.report_key)), found.get(report.entry.report_key)
-        trace = None if raw is None else ReportDocument.model_validate_json(raw).payload.get("stackTrace")
-        tops = (grouped(walked_frames(read_processed(walk))) if walk is not None
-                else top_frames(trace) if isinstance(trace, str) else [])
+        key = report.entry.report_key
+        if key in walked:
+            walk = found.get(processed_key(key))
+            tops = [] if walk is None else grouped(walked_frames(read_processed(walk)))
+        else:
+            raw = found.get(key)
+            trace = None if raw is None else ReportDocument.model_validate_json(raw).payload.get("stackTrace")
+            tops = top_frames(trace) if isinstance(trace, str) else []
         frames[report_id] = [cut(frame, MAX_FRAME_CHARS) for frame in tops]
     return {"groups": [
         {

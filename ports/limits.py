@@ -32,8 +32,6 @@ Int64 = Annotated[Whole, Field(ge=INT64_MIN, le=INT64_MAX)]
 # a 64-bit integer in an answer, which the document describes without bounds: as a float, as
 # Powertools holds a bound, 2**63 - 1 is not itself (api.document)
 Int64Answer = Annotated[int, WithJsonSchema({"type": "integer", "format": "int64"})]
-
-
 # a game's build for a platform: crashes and sessions are counted by it, and a title key is scoped to some
 SKU_PATTERN = r"^[A-Za-z0-9._:-]{1,64}$"
 SKU_CHARS = "1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc"

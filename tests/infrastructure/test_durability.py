@@ -66,6 +66,18 @@ def test_the_replay_reads_the_bucket_the_mappings_write_to(templates: dict[str, 
     assert destinations == {f"arn:<AWS::Partition>:s3:::{bucket}"}
 
 
+def test_a_consumer_may_only_put_objects_in_the_failed_batch_bucket_and_list_it(dev: Blackbox,
+                                                                                 templates: dict[str, Template]):
+    """What Lambda's docs ask of the role for a Kafka mapping's S3 destination (s3:PutObject and
+    s3:ListBucket): a consumer that could read or delete the failed batches could lose one."""
+    bucket = f"arn:<AWS::Partition>:s3:::{DEV.prefix}-failed-batches-<AWS::AccountId>-{DEV.region}"
+    for name, function in dev.processing.functions.items():
+        statements = role_statements(templates["processing"], dev.processing, function)
+        grants = {(action, flat(resource)) for s in statements if "failed-batches" in json.dumps(s["Resource"])
+                  for action in listed(s["Action"]) for resource in listed(s["Resource"])}
+        assert grants == {("s3:PutObject", f"{bucket}/*"), ("s3:ListBucket", bucket)}, name
+
+
 def test_each_consumer_mapping_runs_in_provisioned_mode_where_its_retries_apply(templates: dict[str, Template]):
     """Lambda documents a Kafka mapping's retry count (and record age, batch splitting) as settings
     of provisioned mode: in the default on-demand mode the retry count would not hold."""

@@ -7,25 +7,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Aws, CfnCreationPolicy, CfnResourceSignal, CustomResource, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import (
+    Aws,
+    CfnCreationPolicy,
+    CfnResource,
+    CfnResourceSignal,
+    CustomResource,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    Stack,
+)
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_route53 as route53
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from adapters.mysql.database import MIGRATIONS as MYSQL_MIGRATIONS
 from adapters.sql.migrations import index_migrations
 from stacks.config import DeployConfig
-from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions
+from stacks.functions import LAMBDA_BASIC, LOGS_KEPT, Functions, Placement, invoke_versions, kept_logs, provider
 from stacks.nag import acknowledge
 from stacks.network import NetworkStack
 
 SSM_CORE = "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore"
 MYSQL_PORT = 3306
+# the CDK's log-retention function's construct id, after "LogRetention" (a singleton a stack)
+LOG_RETENTION_ID = "aae0aa3c5b4d4f87b02d85b201efdd8a"
 # Couchbase: REST/admin and the query/KV service ports the SDK and the nodes use
 COUCHBASE_PORTS = ((8091, 8097), (9123, 9123), (11207, 11207), (11210, 11210), (18091, 18097))
 COUCHBASE_NODE_PORTS = ((4369, 4369), (9100, 9105), (9110, 9118), (9120, 9122), (9130, 9130), (9999, 9999),
@@ -117,11 +128,16 @@ class DataStack(Stack):
             deletion_protection=config.removal == "retain",
             removal_policy=RemovalPolicy.SNAPSHOT if config.removal == "retain" else removal,
             cloudwatch_logs_exports=["error", "slowquery"],
+            cloudwatch_logs_retention=LOGS_KEPT,
             enable_performance_insights=True,
             monitoring_interval=Duration.seconds(60),
             auto_minor_version_upgrade=True,
             port=MYSQL_PORT,
         )
+        retention = self.node.find_child(f"LogRetention{LOG_RETENTION_ID}")
+        acknowledge(retention, "AwsSolutions-IAM5", (
+            "the CDK's log-retention function sets the retention of MySQL's log groups, which RDS names"),
+            ["Resource::*"])
         assert self.database.secret is not None
         self.mysql_secret = self.database.secret
         self.proxy = self.database.add_proxy(
@@ -261,6 +277,13 @@ class DataStack(Stack):
             ],
             **common,  # type: ignore[arg-type]
         )
+        # the CDK's function that empties them, which takes no log group of its own
+        emptier = self.node.try_find_child("Custom::S3AutoDeleteObjectsCustomResourceProvider")
+        if emptier is not None:
+            handler = emptier.node.find_child("Handler")
+            assert isinstance(handler, CfnResource)
+            handler.add_property_override("LoggingConfig.LogGroup",
+                                          kept_logs(self, "EmptyBucketsLogs", config).log_group_name)
 
     def _bucket_name(self, purpose: str, account: str = Aws.ACCOUNT_ID) -> str:
         # named, so that other stacks' policies hold the name itself rather than an import, which
@@ -291,14 +314,14 @@ class DataStack(Stack):
             network.vpc, network.private, network.functions_sg, self.mysql_environment()))
         migrate = functions.function("migrate-schema", "lambdas.provisioning.migrate_schema", timeout_s=600)
         self.mysql_secret.grant_read(migrate)
-        provider = cr.Provider(self, "MigrationsProvider", on_event_handler=migrate)
-        migrations = CustomResource(self, "Migrations", service_token=provider.service_token, properties={
+        migrations_provider = provider(self, "MigrationsProvider", migrate, config)
+        migrations = CustomResource(self, "Migrations", service_token=migrations_provider.service_token, properties={
             # a new migration file changes this, so the deploy applies it
             "Migrations": [m.name for m in index_migrations(MYSQL_MIGRATIONS)],
         })
         migrations.node.add_dependency(self.proxy)
-        acknowledge(provider, "AwsSolutions-IAM5", "the CDK Provider framework may invoke its handler's versions",
-                    [invoke_versions(migrate)])
+        acknowledge(migrations_provider, "AwsSolutions-IAM5",
+                    "the CDK Provider framework may invoke its handler's versions", [invoke_versions(migrate)])
 
     def _couchbase_rotation(self, config: DeployConfig, network: NetworkStack) -> None:
         """The application user's secret, rotated by alternating users (adapters.couchbase.rotation)

@@ -12,6 +12,7 @@ from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from stacks import packaging
@@ -22,6 +23,9 @@ LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLam
 LAMBDA_MSK = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaMSKExecutionRole"
 LAMBDA_VPC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
 # the functions that run the stack walker (adapters/stackwalk.py), which its layer puts on their PATH
+# what CloudWatch keeps of every log the deployment makes: the functions', the CDK's helper
+# functions' and MySQL's (a group with none keeps everything, paid for each month)
+LOGS_KEPT = logs.RetentionDays.ONE_MONTH
 WALKERS = frozenset({"minidump-processor"})
 # a walk is single-threaded and CPU-bound, up to seconds: Lambda gives a whole vCPU from 1769 MB, and
 # more memory would add a second one the walker does not use
@@ -46,6 +50,18 @@ def invoke_versions(function: lambda_.Function) -> str:
     Provider framework gives itself."""
     logical_id = Stack.of(function).get_logical_id(function.node.default_child)  # type: ignore[arg-type]
     return f"Resource::<{logical_id}.Arn>:*"
+
+
+def kept_logs(scope: Construct, construct_id: str, config: DeployConfig) -> logs.LogGroup:
+    """A function's log group, kept LOGS_KEPT, and with the environment unless it is disposable."""
+    return logs.LogGroup(scope, construct_id, retention=LOGS_KEPT,
+                         removal_policy=RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN)
+
+
+def provider(scope: Construct, construct_id: str, handler: lambda_.IFunction, config: DeployConfig) -> cr.Provider:
+    """The CDK's custom-resource framework around `handler`, its own function's logs kept too."""
+    return cr.Provider(scope, construct_id, on_event_handler=handler,
+                       log_group=kept_logs(scope, f"{construct_id}Logs", config))
 
 
 def topic_prefix(config: DeployConfig) -> str:
@@ -107,10 +123,7 @@ class Functions(Construct):
     ) -> lambda_.Function:
         config = self._config
         walks = name in WALKERS
-        log_group = logs.LogGroup(
-            self, f"{name}-logs", retention=logs.RetentionDays.ONE_MONTH,
-            removal_policy=RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN,
-        )
+        log_group = kept_logs(self, f"{name}-logs", config)
         return lambda_.Function(
             self, name,
             function_name=f"{config.prefix}-{name}",

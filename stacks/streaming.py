@@ -16,7 +16,7 @@ from constructs import Construct
 from lambdas.functions import TopicAccess
 from pipeline.topics import ALL_TOPICS, READ_GROUP, retention_days
 from stacks.config import DeployConfig
-from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, topic_prefix
+from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, provider, topic_prefix
 from stacks.nag import acknowledge
 from stacks.network import NetworkStack
 
@@ -66,8 +66,8 @@ class StreamingStack(Stack):
         # create the topics, and set the configuration of those that exist already
         self._connect(create, [])
         self._grant_topics(create, PROVISION, ALL_TOPICS)
-        provider = cr.Provider(self, "TopicsProvider", on_event_handler=create)
-        topics = CustomResource(self, "Topics", service_token=provider.service_token, properties={
+        topics_provider = provider(self, "TopicsProvider", create, config)
+        topics = CustomResource(self, "Topics", service_token=topics_provider.service_token, properties={
             "Partitions": str(config.topic_partitions),
             "RetentionDays": {topic_prefix(config) + t: str(retention_days(t, config.retention_days,
                                                                            config.log_retention_days))
@@ -78,7 +78,7 @@ class StreamingStack(Stack):
         framework = "the CDK's own custom-resource framework functions"
         acknowledge(self, "AwsSolutions-IAM4", f"{framework} log with AWSLambdaBasicExecutionRole", [LAMBDA_BASIC])
         acknowledge(self, "AwsSolutions-L1", f"{framework} pick their runtime")
-        acknowledge(provider, "AwsSolutions-IAM5", f"{framework} may invoke their handler's versions",
+        acknowledge(topics_provider, "AwsSolutions-IAM5", f"{framework} may invoke their handler's versions",
                     [invoke_versions(create)])
 
     def arn(self, kind: str, name: str) -> str:

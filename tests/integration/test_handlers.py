@@ -188,6 +188,13 @@ def test_a_bad_board_name_is_named_before_the_body_is_read(adapters: Adapters):
     assert (body(response)["error"], body(response)["field"]) == ("invalid_field", "board")
 
 
+def test_a_put_that_makes_a_board_answers_201_and_one_that_changes_it_200(adapters: Adapters):
+    """As a PUT of a webhook or a project: a client can tell it made the board (HTTP's 201 Created)."""
+    made, changed = (call(leaderboards.handler, "leaderboards-put-board.json") for _ in range(2))
+    assert (made["statusCode"], changed["statusCode"]) == (201, 200)
+    assert body(made) == body(changed)
+
+
 def test_a_query_is_checked_before_its_board_is_looked_up(adapters: Adapters):
     response = call(leaderboards.handler, "leaderboards-top.json", path="/v1/leaderboards/nope/top",
                     queryStringParameters={"limit": "0"}, multiValueQueryStringParameters={"limit": ["0"]})

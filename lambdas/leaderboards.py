@@ -48,11 +48,12 @@ SETTINGS = JsonBody(BoardSettingsBody)
 
 
 @app.put("/v1/leaderboards/<board>", operation_id="putBoard", description="needs a server key",
-         openapi_extensions=SETTINGS.openapi, responses={200: answer(BoardSettings, "the board's settings")})
+         openapi_extensions=SETTINGS.openapi,
+         responses={200: answer(BoardSettings, "changed: its settings"), 201: answer(BoardSettings, "made")})
 def put_board(board: Annotated[str, Path(pattern=NAME_PATTERN,
                                          description="1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..")]) -> Response[str]:
-    settings = SETTINGS.one(posted(app.current_event))
-    return json_response(200, leaderboard.configure(current().ranking, board, settings))
+    made, settings = leaderboard.configure(current().ranking, board, SETTINGS.one(posted(app.current_event)))
+    return json_response(201 if made else 200, settings)
 
 
 @app.get("/v1/leaderboards/<board>", operation_id="getBoard",

@@ -195,9 +195,10 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
     }
 
 
-def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> BoardSettings:
-    """`board` is a name the route took (ranking.model.NAME_PATTERN). A PUT sets the settings it
-    names; those left out stay as they are (a new board takes the defaults). A new schedule starts
+def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> tuple[bool, BoardSettings]:
+    """Whether the board was made, and its settings. `board` is a name the route took
+    (ranking.model.NAME_PATTERN). A PUT sets the settings it names; those left out stay as they
+    are (a new board takes the defaults). A new schedule starts
     a season now and applies from then on; the seasons before keep the schedule they had. Ties are
     chosen when the board is made (its records' tiebreaks and tie trees are of that mode), and an
     earliest board keeps its order (its tiebreaks are receipt times signed by it). A window's end
@@ -207,7 +208,7 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
         made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}))
         # only if still missing: the board's first scores may make it meanwhile, as shared
         if store.add_board(made):
-            return _settings(made)
+            return True, _settings(made)
         known = settings_of(store, board)
     named = body.model_fields_set
     settings = _window(replace(known, **{field: _value(body, name) for name, field in _FIELDS.items()
@@ -221,7 +222,7 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> Board
     if not same_schedule(settings.reset, known.reset):
         settings = replace(settings, epochs=started(known, now_ms(), settings.reset))
     store.put_board(settings)
-    return _settings(settings)
+    return False, _settings(settings)
 
 
 # the settings a PUT names, by their names in the body and in the store

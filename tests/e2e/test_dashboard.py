@@ -293,7 +293,7 @@ def test_a_shared_link_opens_the_same_view(serve: Serve, browser: Browser, scree
 
 def test_a_board_that_resets_shows_its_schedule_and_picks_a_season(serve: Serve, browser: Browser):
     with httpx.Client(base_url=serve.url) as client:
-        assert client.put("/v1/leaderboards/daily-dash", json={"reset": "daily"}).status_code == 200
+        assert client.put("/v1/leaderboards/daily-dash", json={"reset": "daily"}).status_code == 201
         scores = [{"board": "daily-dash", "playerId": f"d{i}", "score": i} for i in range(3)]
         assert client.post("/v1/scores", json=scores).status_code == 202
         deadline = time.monotonic() + 30

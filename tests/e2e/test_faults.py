@@ -64,7 +64,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     server = Serve(base / "data", base / "serve.log", "services", env)
     server.start()
     with httpx.Client(base_url=server.url) as client:
-        assert client.put(f"/v1/leaderboards/{XP}", json={"order": "desc", "operator": "incr"}).status_code == 200
+        assert client.put(f"/v1/leaderboards/{XP}", json={"order": "desc", "operator": "incr"}).status_code == 201
     yield Deployment(server, f"{name}.")
     if server.process is not None:
         assert server.stop() == 0

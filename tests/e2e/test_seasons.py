@@ -80,7 +80,7 @@ def test_scores_land_in_the_season_they_were_received_in_and_the_closed_one_stay
     with httpx.Client(base_url=server.url, timeout=30) as client:
         assert client.put("/v1/webhooks/seasons", json={"url": f"{hook.url}{path}", "secret": SECRET,
                                                          "alerts": ["season-end"]}).status_code == 201
-        assert client.put(f"/v1/leaderboards/{BOARD}", json={"reset": "* * * * *"}).status_code == 200
+        assert client.put(f"/v1/leaderboards/{BOARD}", json={"reset": "* * * * *"}).status_code == 201
         reset, sent = stream_across_a_reset(client)
         before = [p for p, _, answered in sent if answered < reset]
         after = [p for p, began, _ in sent if began >= reset]

@@ -117,7 +117,7 @@ def test_skus_and_boards_list_what_was_posted(serve: Serve):
         assert client.post("/v1/sessions", json=[{"sku": counted, "kind": "client"}]).status_code == 202
         assert client.post("/v1/scores", json={"board": f"{board}:auto", "playerId": "p", "score": 3}).status_code \
             == 202
-        assert client.put(f"/v1/leaderboards/{board}:set", json={"order": "asc", "operator": "set"}).status_code == 200
+        assert client.put(f"/v1/leaderboards/{board}:set", json={"order": "asc", "operator": "set"}).status_code == 201
 
         def ours(items: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
             return {item[key]: item for item in items if item[key].startswith(f"picker-{tag}")}

@@ -22,7 +22,7 @@ def test_a_tournament_takes_attempts_within_its_limits_and_window(serve: Serve):
     ends = to_rfc3339(end_ms)
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         settings = client.put(f"/v1/leaderboards/{board}", json={"maxAttempts": 3, "maxPlayers": 2, "endsAt": ends})
-        assert settings.status_code == 200, settings.text
+        assert settings.status_code == 201, settings.text
         described = client.get(f"/v1/leaderboards/{board}").json()
         assert (described["maxAttempts"], described["maxPlayers"], described["endsAt"]) == (3, 2, ends)
         assert described["nextReset"] == ends
@@ -52,7 +52,7 @@ def test_a_tournament_takes_attempts_within_its_limits_and_window(serve: Serve):
         assert [(e["playerId"], e["score"], e["rank"]) for e in top] == [("p1", 30, 1), ("p2", 15, 2)]
 
         plain_board = client.put("/v1/leaderboards/open-ladder", json={"order": "asc"})
-        assert plain_board.status_code == 200
+        assert plain_board.status_code == 201
         refused = client.post("/v1/leaderboards/open-ladder/attempts", json={"playerId": "p1", "score": 1})
         assert (refused.status_code, refused.json()["error"]) == (409, "not_a_tournament")
         missing = client.post("/v1/leaderboards/no-such-cup/attempts", json={"playerId": "p1", "score": 1})

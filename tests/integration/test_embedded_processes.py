@@ -4,10 +4,14 @@ SQLite's file locking: concurrent writers in separate processes lose nothing."""
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
+import threading
 from pathlib import Path
 
 from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase
 from adapters.embedded.log import SqliteEventLog
+from adapters.spill.directory import DirectorySpillStore
+from pipeline import topics
 from ports import IndexEntry, OutgoingRecord, ReportFilter
 
 PER_PROCESS = 100
@@ -38,3 +42,20 @@ def test_writers_in_several_processes_lose_nothing(tmp_path: Path):
     index = SqliteCrashIndex(SqliteIndexDatabase(tmp_path / "index.sqlite"))
     ids = [r.report_id for r in index.find(ReportFilter(sku="g", limit=1000))]
     assert len(ids) == 3 * PER_PROCESS == len(set(ids))
+
+
+def test_capture_spills_what_the_log_does_not_take_within_its_bound_rather_than_wait(tmp_path: Path):
+    """DESIGN §1: an event the log has not taken within 2 s is spilled, and acknowledged. Another
+    process holding the log's write lock for long (a tool, a purge) must not hold capture for
+    SQLite's busy timeout of 30 s: here it holds the lock 10 s, and capture must not outwait it."""
+    log, spill = SqliteEventLog(tmp_path / "log.sqlite"), DirectorySpillStore(tmp_path / "spill")
+    holder = sqlite3.connect(tmp_path / "log.sqlite", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(10, holder.execute, ("ROLLBACK",))
+    release.start()
+    try:
+        topics.publish(log, spill, "t", [OutgoingRecord(b"held")])
+        spilled = [r.record.value for r in spill.list(10)]
+    finally:
+        release.join()
+    assert spilled == [b"held"]

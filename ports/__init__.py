@@ -48,9 +48,14 @@ class LogConsumer(Protocol):
     def close(self) -> None: ...
 
 
+# how long a publish may wait for the log before it fails, and capture spills instead (DESIGN §1)
+PUBLISH_TIMEOUT_S = 2.0
+
+
 class EventLog(Protocol):
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
-        """Returns only once every record is durable; raises on failure (nothing is then promised)."""
+        """Returns only once every record is durable; raises on failure (nothing is then promised),
+        within about PUBLISH_TIMEOUT_S."""
         ...
 
     def consumer(self, group: str, topic: str) -> LogConsumer: ...

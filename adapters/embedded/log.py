@@ -13,7 +13,7 @@ from pathlib import Path
 
 from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
-from ports import Headers, LogRecord, OutgoingRecord
+from ports import PUBLISH_TIMEOUT_S, Headers, LogRecord, OutgoingRecord
 from ports.timeutil import now_ms
 
 
@@ -85,7 +85,8 @@ class SqliteEventLog:
 
     def _write(self, batch: Sequence[_Pending]) -> None:
         timestamp = now_ms()
-        with self._db.write() as conn:
+        # while another process holds the file (a tool, a long purge) capture spills instead
+        with self._db.write(PUBLISH_TIMEOUT_S) as conn:
             next_offsets: dict[tuple[str, int], int] = {}
             rows = []
             for item in batch:

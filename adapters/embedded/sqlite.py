@@ -15,6 +15,8 @@ from adapters.sql import migrations
 from adapters.sql.connections import PerThread
 
 _WAL_ATTEMPTS = 100
+# how long a statement waits for a lock another connection holds (a write, a checkpoint)
+BUSY_TIMEOUT_S = 30.0
 # the primary result codes (sqlite.org/rescode.html) of a file that cannot be used now but may be
 # later: busy, locked, out of memory, disk I/O, disk full, cannot open, lock protocol
 _UNAVAILABLE_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_IOERR,
@@ -86,7 +88,7 @@ class SqliteFile:
 
     def _connect(self) -> sqlite3.Connection:
         # autocommit mode (isolation_level=None): transactions are explicit below
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         # switching a new file to WAL needs an exclusive lock, and SQLite answers "locked" at once
         # (no busy handler) while another process does the same: wait for it
         for attempt in range(_WAL_ATTEMPTS):
@@ -99,17 +101,24 @@ class SqliteFile:
                 time.sleep(0.1)
         # FULL: a commit is on disk before we acknowledge anything that depends on it
         conn.execute(f"PRAGMA synchronous={self._synchronous}")
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         return conn
 
     def connection(self) -> sqlite3.Connection:
         return self._connections.get()[0]
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """An immediate transaction: takes the write lock up front, so read-then-write is atomic."""
+    def write(self, wait_s: float = BUSY_TIMEOUT_S) -> Iterator[sqlite3.Connection]:
+        """An immediate transaction: takes the write lock up front, so read-then-write is atomic.
+        Waits for it `wait_s` at most while another connection holds it."""
         conn = self.connection()
-        conn.execute("BEGIN IMMEDIATE")
+        if wait_s != BUSY_TIMEOUT_S:
+            conn.execute(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        finally:
+            if wait_s != BUSY_TIMEOUT_S:
+                conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         try:
             yield conn
         except BaseException:

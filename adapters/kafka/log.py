@@ -31,7 +31,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from confluent_kafka.cimpl import NewTopic
 
 from pipeline.topics import READ_GROUP
-from ports import LogRecord, OutgoingRecord
+from ports import PUBLISH_TIMEOUT_S, LogRecord, OutgoingRecord
 from ports.limits import MAX_BODY_BYTES
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = MAX_BODY_BYTES + (64 << 10)
 # records taken from the client's buffer at a time while a batch fills
 CHUNK_RECORDS = 64
-PUBLISH_TIMEOUT_S = 2.0
 SESSION_TIMEOUT_MS = 10_000
 HEARTBEAT_INTERVAL_MS = 1_000
 READ_TIMEOUT_S = 10.0

@@ -53,6 +53,16 @@ def test_proxy_event_carries_query_headers_and_binary_bodies():
     assert proxy_event({**scope, "query_string": b""}, b"")["body"] is None
 
 
+def test_a_header_value_is_taken_without_the_whitespace_around_it():
+    """RFC 9110 §5.5: whitespace around a field value is not part of it (httptools keeps what
+    trails). A retry whose Idempotency-Key came with a trailing space is the same request."""
+    scope = {"method": "POST", "path": "/v1/crashes", "query_string": b"",
+             "headers": [(b"idempotency-key", b"retry-1 \t"), (b"x-multi", b"1 "), (b"x-multi", b"\t2")]}
+    event = proxy_event(scope, b"{}")
+    assert event["headers"]["idempotency-key"] == "retry-1"
+    assert event["multiValueHeaders"]["x-multi"] == ["1", "2"]
+
+
 def test_gateway_serves_through_the_handlers(adapters: Adapters):
     async def scenario() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=Gateway(workers=2))

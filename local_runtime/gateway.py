@@ -114,7 +114,8 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").lower()
         if name not in _KEY_HEADERS:  # checked by the gateway; no handler needs them, and none can leak them
-            headers.setdefault(name, []).append(raw_value.decode("latin-1"))
+            # RFC 9110 §5.5: the whitespace around a value is not part of it; httptools keeps what trails
+            headers.setdefault(name, []).append(raw_value.decode("latin-1").strip(" \t"))
     query: dict[str, list[str]] = {}
     for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
         query.setdefault(name, []).append(value)
@@ -350,7 +351,7 @@ def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
 def _header(scope: Scope, name: str) -> str | None:
     """The first value of a request header (ASGI gives the names in lower case)."""
     wanted = name.encode("latin-1")
-    return next((v.decode("latin-1") for k, v in scope["headers"] if k == wanted), None)
+    return next((v.decode("latin-1").strip(" \t") for k, v in scope["headers"] if k == wanted), None)
 
 
 def _check_loopback(scope: Scope) -> None:

@@ -141,7 +141,9 @@ def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteI
                                  "http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/latest/meta-data/", "http://\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54/",
                                  "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/", "http://①②⑦.0.0.1:18099/", "http://bücher.example/",
                                  "http://%31%32%37.0.0.1/", "http://xn--/",
-                                 "http://224.0.0.1/", "http://[ff02::1]/", "http://[64:ff9b::e000:1]/"])
+                                 "http://224.0.0.1/", "http://[ff02::1]/", "http://[64:ff9b::e000:1]/",
+                                 # a port no connection can reach, taken at registration
+                                 "http://hooks.example.com:0/", "https://hooks.example.com:00/"])
 def test_what_a_webhook_may_not_point_at(url: str) -> None:
     with pytest.raises(RefusedAddress):
         check_url(url, WebhookPolicy(), resolve=False)

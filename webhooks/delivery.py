@@ -99,9 +99,11 @@ def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
         raise RefusedAddress("a URL without spaces or control characters (percent-encode them)")
     try:
         parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 — a port that is no number raises here, not at delivery
+        port = parts.port  # a port that is no number (or past 65535) raises here, not at delivery
     except ValueError:
         raise RefusedAddress("an http or https URL with a host") from None
+    if port == 0:
+        raise RefusedAddress("a URL with a port from 1 to 65535")
     if not url.isascii():
         # a host too: IDNA maps ①②⑦.0.0.1 and fullwidth letters to 127.0.0.1 and localhost
         raise RefusedAddress("a URL in ASCII (a host name in its xn-- form, the rest percent-encoded)")

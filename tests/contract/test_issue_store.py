@@ -64,6 +64,7 @@ def test_a_new_group_alerts_once_and_a_resolved_one_regresses_in_its_build_or_la
     alerts = issues.observe([again, Crash("g", "aa11", "2.0", 4500)], 4500)
     assert _kinds(alerts) == [("regressed", 1)]
     assert alerts[0].body["resolvedIn"] == "1.10" and alerts[0].body["build"] == "1.10.1"
+    assert alerts[0].body["receivedAt"] == "1970-01-01T00:00:04.000Z"  # as every answer gives times
     assert issues.observe([again], 5000) == []
     assert issues.issue("g", "aa11").state == "regressed"  # type: ignore[union-attr]
     # a second episode: resolved in no build, any later report regresses it

@@ -72,7 +72,9 @@ def issues(tmp_path: Path) -> Iterator[SqliteIssueStore]:
 def receiving(issues: SqliteIssueStore, answers: list[int]) -> Iterator[Receiver]:
     receiver = Receiver(answers)
     issues.put_webhook(Webhook("ops", receiver.url, SECRET, ("regressed",), 0))
-    issues.raise_alert(Alert("regressed:g:ab:1", "regressed", 1000, {"text": "ab regressed", "episode": 1}))
+    # receivedAt in epoch ms, as an earlier release stored it
+    issues.raise_alert(Alert("regressed:g:ab:1", "regressed", 1000, {"text": "ab regressed", "episode": 1,
+                                                                     "receivedAt": 1000}))
     yield receiver
     receiver.server.shutdown()
 
@@ -86,7 +88,9 @@ def test_a_delivery_is_signed_and_slack_compatible(issues: SqliteIssueStore) -> 
             v1, hmac.new(SECRET.encode(), b"5." + body, hashlib.sha256).hexdigest())
         sent = json.loads(body)
         assert sent["text"] == "ab regressed" and sent["alertKey"] == headers[ALERT_HEADER] == "regressed:g:ab:1"
-        assert sent["alert"] == {"text": "ab regressed", "episode": 1}
+        # times as every answer gives them (DESIGN §5)
+        assert sent["createdAt"] == "1970-01-01T00:00:01.000Z"
+        assert sent["alert"] == {"text": "ab regressed", "episode": 1, "receivedAt": "1970-01-01T00:00:01.000Z"}
         assert deliver_due(issues, LOCAL, now=10**12) == 0  # delivered: never again
         [(delivery, _)] = issues.deliveries("ops", None, 5)
         assert (delivery.status, delivery.attempts, delivery.last_code) == ("delivered", 1, 200)

@@ -29,7 +29,7 @@ from rich.console import Console
 
 from adapters.factory import Adapters, build, migrate
 from adapters.kafka.auth import plaintext
-from adapters.kafka.log import PUBLISH_TIMEOUT_S, KafkaEventLog, producer_config
+from adapters.kafka.log import KafkaEventLog, producer_config
 from adapters.mysql.database import MysqlDatabase
 from adapters.settings import Settings
 from adapters.sql.queries import entry_values
@@ -48,7 +48,7 @@ from loadgen.stats import percentile
 from local_runtime.poller import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
 from local_runtime.process import Serve, free_port
 from pipeline.idempotency import new_event_id
-from ports import IndexEntry, LogRecord, OutgoingRecord
+from ports import PUBLISH_TIMEOUT_S, IndexEntry, LogRecord, OutgoingRecord
 from ports.timeutil import now_ms
 
 Progress = Callable[[str], None]

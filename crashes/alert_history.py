@@ -13,7 +13,7 @@ from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict
 
 from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
-from ports.issues import Delivery, DeliveryStatus, IssueStore, RaisedAlert
+from ports.issues import Delivery, DeliveryStatus, IssueStore, RaisedAlert, alert_body
 from ports.releases import DAY_MS
 from ports.timeutil import Time, time_range, to_rfc3339
 
@@ -59,7 +59,7 @@ def _delivery(delivery: Delivery) -> AlertDelivery:
 
 def _line(raised: RaisedAlert) -> HistoryLine:
     alert = raised.alert
-    body = dict(alert.body)
+    body = alert_body(alert)
     signature, build = body.get("signature"), body.get("build")
     return {"key": alert.key, "kind": alert.kind,
             "signature": signature if isinstance(signature, str) else None,

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from ports.timeutil import to_rfc3339
+
 IssueState = Literal["unresolved", "resolved", "ignored", "regressed"]
 AlertKind = Literal["new-group", "regressed", "season-end", "velocity", "crash-free-drop"]
 # season-end: a leaderboard's season is over, with its final top (ranking.season_ends);
@@ -356,6 +358,15 @@ def moved(issue: Issue, crash: Crash, reports: int | None) -> Issue | None:
     return None
 
 
+def alert_body(alert: Alert) -> dict[str, Any]:
+    """The alert's body as answered and sent; an alert an earlier release stored holds its crash's
+    receivedAt in epoch ms, answered in RFC 3339 as every time is."""
+    body = dict(alert.body)
+    if isinstance(received := body.get("receivedAt"), int):
+        body["receivedAt"] = to_rfc3339(received)
+    return body
+
+
 def issue_alert(issue: Issue, crash: Crash) -> Alert:
     """The alert a new or regressed issue raises: one per group and episode."""
     kind: AlertKind = "new-group" if issue.episode == 0 else "regressed"
@@ -366,5 +377,5 @@ def issue_alert(issue: Issue, crash: Crash) -> Alert:
                 f"{issue.build or 'no build'}, crashed again in {crash.build or 'an unknown build'}")
     body = {"kind": kind, "sku": issue.sku, "signature": issue.signature, "episode": issue.episode,
             "build": crash.build, "resolvedIn": issue.build if kind == "regressed" else None,
-            "receivedAt": crash.received_at, "text": text}
+            "receivedAt": to_rfc3339(crash.received_at), "text": text}
     return Alert(f"{kind}:{issue.sku}:{issue.signature}:{issue.episode}", kind, crash.received_at, body)

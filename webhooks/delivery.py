@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ports.issues import Alert, DeliveryStatus, IssueStore, Webhook
+from ports.issues import Alert, DeliveryStatus, IssueStore, Webhook, alert_body
 from ports.telemetry import logger
-from ports.timeutil import now_ms
+from ports.timeutil import now_ms, to_rfc3339
 
 SIGNATURE_HEADER = "X-Blackbox-Signature"
 ALERT_HEADER = "X-Blackbox-Alert"
@@ -155,8 +155,8 @@ def body_of(alert: Alert) -> bytes:
     (a build, a sku): escaped as Slack asks, so that `<!channel>` or `<url|label>` is shown, not read."""
     text = str(alert.body.get("text", alert.kind))
     payload: dict[str, Any] = {"text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
-                               "alertKey": alert.key, "kind": alert.kind, "createdAt": alert.created_at,
-                               "alert": dict(alert.body)}
+                               "alertKey": alert.key, "kind": alert.kind, "createdAt": to_rfc3339(alert.created_at),
+                               "alert": alert_body(alert)}
     return json.dumps(payload, separators=(",", ":")).encode()
 
 

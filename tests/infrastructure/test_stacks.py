@@ -12,12 +12,13 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Match, Template
 from pydantic import ValidationError
 
-from adapters.kafka.log import ADMIN_TIMEOUT_S, PROVISION_WITHIN_S, PUBLISH_TIMEOUT_S
+from adapters.kafka.log import ADMIN_TIMEOUT_S, PROVISION_WITHIN_S
 from adapters.settings import Settings
 from adapters.spill.s3 import PREFIX as SPILL_PREFIX
 from adapters.symbols.s3 import PREFIX as SYMBOLS_PREFIX
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTION_PORTS
 from pipeline.topics import ALL_TOPICS, DEADLETTER
+from ports import PUBLISH_TIMEOUT_S
 from stacks.access import SQL_PORTS
 from stacks.api import SENTRY_ROUTES
 from stacks.app import Blackbox

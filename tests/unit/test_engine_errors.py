@@ -15,7 +15,7 @@ import pymysql
 import pytest
 
 from adapters.couchbase.documents import couchbase_meaning
-from adapters.embedded.sqlite import sqlite_meaning
+from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
 from adapters.errors import Meaning, port_errors
 from adapters.mysql.database import MysqlDatabase, mysql_meaning
 from adapters.mysql.index import MysqlCrashIndex
@@ -118,3 +118,18 @@ def test_mysql_errors_by_meaning(error, meaning):
 ])
 def test_couchbase_errors_by_meaning(error, meaning):
     assert couchbase_meaning(error) is meaning
+
+
+def test_a_write_whose_commit_fails_leaves_no_transaction_open(tmp_path: Path):
+    """Found by review: a COMMIT that failed (here a deferred foreign key, checked at COMMIT) left
+    the thread's connection inside its transaction, so each later write of that thread failed at
+    its BEGIN, an error no port meaning covers."""
+    db = SqliteFile(tmp_path / "log.sqlite", "log")
+    db.connection().execute("PRAGMA foreign_keys=ON")
+    with pytest.raises(sqlite3.IntegrityError), db.write() as conn:
+        conn.execute("CREATE TEMP TABLE parent (id INTEGER PRIMARY KEY)")
+        conn.execute("CREATE TEMP TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)")
+        conn.execute("INSERT INTO child VALUES (1)")
+    assert not db.connection().in_transaction
+    with db.write() as conn:
+        conn.execute("CREATE TEMP TABLE later (x)")

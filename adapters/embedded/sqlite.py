@@ -112,19 +112,22 @@ class SqliteFile:
         """An immediate transaction: takes the write lock up front, so read-then-write is atomic.
         Waits for it `wait_s` at most while another connection holds it."""
         conn = self.connection()
-        if wait_s != BUSY_TIMEOUT_S:
-            conn.execute(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+        bounded = wait_s != BUSY_TIMEOUT_S
         try:
+            if bounded:
+                conn.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
             conn.execute("BEGIN IMMEDIATE")
         finally:
-            if wait_s != BUSY_TIMEOUT_S:
+            if bounded:
                 conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # a COMMIT that failed (a deferred constraint, a busy checkpoint) may leave it open
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

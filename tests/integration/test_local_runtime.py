@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 from aws_lambda_powertools.event_handler import Response
 
 from adapters.factory import Adapters
@@ -17,11 +18,12 @@ from api.requests import Posted
 from api.resolver import create_resolver, json_response
 from lambdas import capture
 from local_runtime.context import LocalContext
-from local_runtime.gateway import Gateway, QueueDelay, proxy_event, route
+from local_runtime.gateway import Gateway, QueueDelay, _check_loopback, proxy_event, route
 from local_runtime.periodic import spill_replayer
 from local_runtime.poller import Poller
 from pipeline.msk import from_msk_event
 from ports import OutgoingRecord
+from ports.errors import Forbidden
 from ports.limits import MAX_BODY_BYTES
 
 
@@ -61,6 +63,19 @@ def test_a_header_value_is_taken_without_the_whitespace_around_it():
     event = proxy_event(scope, b"{}")
     assert event["headers"]["idempotency-key"] == "retry-1"
     assert event["multiValueHeaders"]["x-multi"] == ["1", "2"]
+
+
+def test_open_mode_reads_the_host_and_origin_without_the_whitespace_around_them():
+    """As every other header (RFC 9110 §5.5): a loopback Host or Origin with a trailing space is
+    still loopback, and a foreign one still foreign."""
+    def scope(host: bytes, origin: bytes) -> dict[str, Any]:
+        return {"headers": [(b"host", host), (b"origin", origin)]}
+
+    _check_loopback(scope(b"localhost:8080 ", b"http://localhost:3000\t"))
+    with pytest.raises(Forbidden):
+        _check_loopback(scope(b"evil.example ", b"http://localhost:3000"))
+    with pytest.raises(Forbidden):
+        _check_loopback(scope(b"localhost", b"https://evil.example "))
 
 
 def test_gateway_serves_through_the_handlers(adapters: Adapters):

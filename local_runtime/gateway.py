@@ -348,19 +348,24 @@ def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
     return parse_auth(headers, dict(parse_qsl(scope["query_string"].decode("latin-1")))).key
 
 
+def _values(scope: Scope, name: bytes) -> list[str]:
+    """A request header's values (ASGI gives the names in lower case), without the whitespace
+    around each, which is not part of it (RFC 9110 §5.5) and httptools keeps where it trails."""
+    return [v.decode("latin-1").strip(" \t") for k, v in scope["headers"] if k == name]
+
+
 def _header(scope: Scope, name: str) -> str | None:
-    """The first value of a request header (ASGI gives the names in lower case)."""
-    wanted = name.encode("latin-1")
-    return next((v.decode("latin-1").strip(" \t") for k, v in scope["headers"] if k == wanted), None)
+    """The first value of a request header."""
+    return next(iter(_values(scope, name.encode("latin-1"))), None)
 
 
 def _check_loopback(scope: Scope) -> None:
-    hosts = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
+    hosts = _values(scope, b"host")
     if len(hosts) != 1 or _LOOPBACK_HOST.fullmatch(hosts[0]) is None:
         raise Forbidden("with no API keys configured, only requests to localhost, 127.0.0.1 or [::1] are served")
     # a browser says which page sent a request: one of another site may post a crash reporter's
     # form or text/plain body without asking first (no CORS preflight)
-    origins = [v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"]
+    origins = _values(scope, b"origin")
     if any(_LOOPBACK_ORIGIN.fullmatch(origin) is None for origin in origins):
         raise Forbidden("with no API keys configured, only pages of localhost, 127.0.0.1 or [::1] may send requests")
 

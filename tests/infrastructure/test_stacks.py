@@ -279,9 +279,12 @@ def test_every_log_group_the_deployment_makes_expires(templates: dict[str, Templ
     """CloudWatch keeps a log group with no retention forever, at a price a month: each function's,
     the CDK's own helpers' among them (custom resources, the buckets' auto-delete), and MySQL's
     exported logs. The CDK's log-retention function keeps its own a day (it sets that itself)."""
+    assert DEV.removal == "destroy"
     for name, template in templates.items():
         groups = template.find_resources("AWS::Logs::LogGroup")
         assert all(g["Properties"].get("RetentionInDays") for g in groups.values()), name
+        # and a disposable environment's go with it, or each `cdk destroy` leaves one behind
+        assert {g["DeletionPolicy"] for g in groups.values()} <= {"Delete"}, name
         for logical_id, function in template.find_resources("AWS::Lambda::Function").items():
             if logical_id.startswith("LogRetention"):
                 continue

@@ -195,7 +195,8 @@ class ApiStack(ApplicationStack):
                   binary_media_types: list[str]) -> apigateway.RestApi:
         """A REST API with access logs, tracing, metrics and the contract's error bodies."""
         access_logs = logs.LogGroup(self, f"{construct_id.removesuffix('Api')}AccessLogs",
-                                    retention=logs.RetentionDays.THREE_MONTHS)
+                                    retention=logs.RetentionDays.THREE_MONTHS,
+                                    removal_policy=self.platform.config.removal_policy)
         api = apigateway.RestApi(
             self, construct_id,
             rest_api_name=name,

@@ -5,14 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import aws_cdk as cdk
-from aws_cdk import custom_resources as cr
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.access import Platform
 from stacks.api import ApiStack
 from stacks.config import DeployConfig
 from stacks.data import DataStack
-from stacks.functions import LOGS_KEPT
 from stacks.network import NetworkStack
 from stacks.observability import ObservabilityStack
 from stacks.processing import ProcessingStack
@@ -48,7 +46,5 @@ def build(app: cdk.App) -> Blackbox:
     for stack in (network, streaming, data, api, processing, observability):
         # RDS Proxy target groups take no tags (CloudFormation rejects them)
         cdk.Tags.of(stack).add("project", "blackbox", exclude_resource_types=["AWS::RDS::DBProxyTargetGroup"])
-    # the CDK's own functions (custom resources, the buckets' auto-delete, the RDS logs' retention)
-    cr.CustomResourceConfig.of(app).add_log_retention_lifetime(LOGS_KEPT)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     return Blackbox(config, network, streaming, data, api, processing, observability)

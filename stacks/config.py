@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from aws_cdk import RemovalPolicy
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -110,6 +111,12 @@ class DeployConfig(BaseModel):
     log_retention_days: int = Field(default=7, ge=1)
     alarm_email: str | None = None
     removal: Literal["retain", "destroy"] = "retain"
+
+    @property
+    def removal_policy(self) -> RemovalPolicy:
+        """What a resource that holds data or logs does when its stack is deleted: it goes with a
+        disposable environment (removal=destroy) and stays with any other."""
+        return RemovalPolicy.DESTROY if self.removal == "destroy" else RemovalPolicy.RETAIN
 
     @model_validator(mode="after")
     def _placed_in_region(self) -> DeployConfig:

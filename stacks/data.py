@@ -70,7 +70,7 @@ class DataStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         self._config = config
-        removal = RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN
+        removal = config.removal_policy
         self._security_groups(network)
         self._mysql(config, network, removal)
         self._bucket(config, removal)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from aws_cdk import Duration, RemovalPolicy, Size, Stack
+from aws_cdk import Duration, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -22,10 +22,10 @@ from stacks.nag import acknowledge
 LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 LAMBDA_MSK = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaMSKExecutionRole"
 LAMBDA_VPC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
-# the functions that run the stack walker (adapters/stackwalk.py), which its layer puts on their PATH
 # what CloudWatch keeps of every log the deployment makes: the functions', the CDK's helper
 # functions' and MySQL's (a group with none keeps everything, paid for each month)
 LOGS_KEPT = logs.RetentionDays.ONE_MONTH
+# the functions that run the stack walker (adapters/stackwalk.py), which its layer puts on their PATH
 WALKERS = frozenset({"minidump-processor"})
 # a walk is single-threaded and CPU-bound, up to seconds: Lambda gives a whole vCPU from 1769 MB, and
 # more memory would add a second one the walker does not use
@@ -55,7 +55,7 @@ def invoke_versions(function: lambda_.Function) -> str:
 def kept_logs(scope: Construct, construct_id: str, config: DeployConfig) -> logs.LogGroup:
     """A function's log group, kept LOGS_KEPT, and with the environment unless it is disposable."""
     return logs.LogGroup(scope, construct_id, retention=LOGS_KEPT,
-                         removal_policy=RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN)
+                         removal_policy=config.removal_policy)
 
 
 def provider(scope: Construct, construct_id: str, handler: lambda_.IFunction, config: DeployConfig) -> cr.Provider:

@@ -31,7 +31,8 @@ class NetworkStack(Stack):
             ],
             flow_logs={"all": ec2.FlowLogOptions(
                 destination=ec2.FlowLogDestination.to_cloud_watch_logs(
-                    logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)),
+                    logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH,
+                                  removal_policy=config.removal_policy)),
                 traffic_type=ec2.FlowLogTrafficType.REJECT,
             )},
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Aws, CfnOutput, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -123,7 +123,7 @@ class ObservabilityStack(Stack):
         this_account = {"aws:SourceAccount": Aws.ACCOUNT_ID}
         key = kms.Key(self, "AlarmsKey", description=f"{config.prefix}: encrypts the alarm topic",
                       enable_key_rotation=True,
-                      removal_policy=RemovalPolicy.DESTROY if config.removal == "destroy" else RemovalPolicy.RETAIN)
+                      removal_policy=config.removal_policy)
         key.add_to_resource_policy(iam.PolicyStatement(
             sid="CloudWatchAlarmsPublishToTheEncryptedTopic", principals=[cloudwatch],
             actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],

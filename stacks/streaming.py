@@ -16,7 +16,7 @@ from constructs import Construct
 from lambdas.functions import TopicAccess
 from pipeline.topics import ALL_TOPICS, READ_GROUP, retention_days
 from stacks.config import DeployConfig
-from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, provider, topic_prefix
+from stacks.functions import LAMBDA_BASIC, Functions, Placement, invoke_versions, kept_logs, provider, topic_prefix
 from stacks.nag import acknowledge
 from stacks.network import NetworkStack
 
@@ -57,6 +57,7 @@ class StreamingStack(Stack):
             ),
             policy=cr.AwsCustomResourcePolicy.from_sdk_calls(resources=[self.cluster_arn]),
             install_latest_aws_sdk=False,
+            log_group=kept_logs(self, "BootstrapBrokersLogs", config),
         )
         self.bootstrap = brokers.get_response_field("BootstrapBrokerStringSaslIam")
 

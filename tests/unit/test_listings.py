@@ -278,3 +278,10 @@ def test_a_subscore_board_answers_each_entry_with_its_subscore(adapters: Adapter
                            [BoardUpdate(plain, {"a": 5}, DEFAULT_TREE.deltas([(None, 5)]), "p", None)])
     assert set(ok(get(leaderboards.handler, "/v1/leaderboards/p/players/a"))) == {"rank", "playerId", "score",
                                                                                  "metadata"}
+
+
+def test_an_unknown_parameter_is_named_within_a_bound_however_long_its_name():
+    """Found from outside: a name of 20,000 characters came back twice in a 40 KB answer."""
+    with pytest.raises(InvalidField) as caught:
+        check_names({"x" * 20_000: [""]}, frozenset({"sku"}))
+    assert len(str(caught.value)) < 300 and caught.value.field == "x" * 63 + "…"

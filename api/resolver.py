@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from api.requests import Posted, contract_error
 from ports.errors import BlackboxError, InvalidField, NotFound, PayloadTooLarge, StoreUnavailable, UnsupportedMediaType
-from ports.limits import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_CHARS
+from ports.limits import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_CHARS, cut
 from ports.telemetry import logger
 
 # on every answer: a browser never guesses a type, so no answer runs as a page it was not meant to be;
@@ -147,12 +147,18 @@ def _query_names(route: Route) -> frozenset[str]:
     return frozenset(names)
 
 
+# the most of a parameter's name a refusal repeats
+MAX_NAMED_CHARS = 64
+
+
 def check_names(given: Mapping[str, Sequence[str]], accepted: frozenset[str]) -> None:
     """The error names the first offending parameter in sorted order, whatever order they came in."""
     unknown = sorted(set(given) - accepted)
     if unknown:
         takes = f"it takes {', '.join(sorted(accepted))}" if accepted else "it takes none"
-        raise InvalidField(f"{unknown[0]} is not a query parameter of this route; {takes}", unknown[0])
+        # named within a bound: a client's name may be as long as a URL
+        name = cut(unknown[0], MAX_NAMED_CHARS)
+        raise InvalidField(f"{name} is not a query parameter of this route; {takes}", name)
     repeated = sorted(name for name, values in given.items() if len(values) > 1)
     if repeated:
         raise InvalidField(f"{repeated[0]} is given {len(given[repeated[0]])} times; give it once", repeated[0])

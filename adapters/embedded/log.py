@@ -45,9 +45,10 @@ class _Pending:
 
 @port_errors("log", sqlite_meaning)
 class SqliteEventLog:
-    def __init__(self, path: Path, partitions: int = 4) -> None:
+    def __init__(self, path: Path, partitions: int = 4, publish_timeout_s: float = PUBLISH_TIMEOUT_S) -> None:
         self._db = SqliteFile(path, "log")
         self.partitions = partitions
+        self._timeout = publish_timeout_s
         # wakes consumers in this process as soon as something is published
         self._published = threading.Condition()
         self._queue: list[_Pending] = []
@@ -86,7 +87,7 @@ class SqliteEventLog:
     def _write(self, batch: Sequence[_Pending]) -> None:
         timestamp = now_ms()
         # while another process holds the file (a tool, a long purge) capture spills instead
-        with self._db.write(PUBLISH_TIMEOUT_S) as conn:
+        with self._db.write(self._timeout) as conn:
             next_offsets: dict[tuple[str, int], int] = {}
             rows = []
             for item in batch:

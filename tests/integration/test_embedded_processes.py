@@ -13,6 +13,7 @@ from adapters.embedded.log import SqliteEventLog
 from adapters.spill.directory import DirectorySpillStore
 from pipeline import topics
 from ports import IndexEntry, OutgoingRecord, ReportFilter
+from ports.errors import StoreUnavailable
 
 PER_PROCESS = 100
 
@@ -59,3 +60,32 @@ def test_capture_spills_what_the_log_does_not_take_within_its_bound_rather_than_
     finally:
         release.join()
     assert spilled == [b"held"]
+
+
+def test_a_publish_queued_behind_a_waiting_one_waits_no_longer_than_its_own_bound(tmp_path: Path):
+    """Found by review: group commit queued a publish behind one waiting for the lock, and it then
+    waited a whole bound of its own: up to twice the bound in all. Each waits its own from its call:
+    here A (called at 0) fails at 4 s, B (called at 2) at 6, before the lock is freed at 7."""
+    log = SqliteEventLog(tmp_path / "log.sqlite", publish_timeout_s=4)
+    holder = sqlite3.connect(tmp_path / "log.sqlite", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(7, holder.execute, ("ROLLBACK",))
+    release.start()
+    outcomes: dict[str, str] = {}
+
+    def publish(name: str) -> None:
+        try:
+            log.publish("t", [OutgoingRecord(name.encode())])
+            outcomes[name] = "published"
+        except StoreUnavailable:
+            outcomes[name] = "refused"
+
+    first = threading.Thread(target=publish, args=("a",))
+    first.start()
+    threading.Event().wait(2)
+    second = threading.Thread(target=publish, args=("b",))
+    second.start()
+    for thread in (first, second):
+        thread.join()
+    release.join()
+    assert outcomes == {"a": "refused", "b": "refused"}

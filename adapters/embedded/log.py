@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,8 @@ def _record(topic: str, partition: int, row: tuple[int, bytes | None, bytes, str
 class _Pending:
     topic: str
     records: Sequence[OutgoingRecord]
+    # monotonic: when its publish gives up waiting for the log, counted from its call
+    deadline: float
     done: bool = False
     error: BaseException | None = None
 
@@ -63,7 +66,7 @@ class SqliteEventLog:
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
         """Group commit: publishers that arrive while a commit is under way are written together in
         the next one, so concurrent requests share one fsync instead of queueing for one each."""
-        pending = _Pending(topic, records)
+        pending = _Pending(topic, records, time.monotonic() + self._timeout)
         with self._queue_lock:
             self._queue.append(pending)
         with self._commit_lock:
@@ -86,8 +89,10 @@ class SqliteEventLog:
 
     def _write(self, batch: Sequence[_Pending]) -> None:
         timestamp = now_ms()
-        # while another process holds the file (a tool, a long purge) capture spills instead
-        with self._db.write(self._timeout) as conn:
+        # while another process holds the file (a tool, a long purge) capture spills instead: a
+        # batch waits until the first of its publishes is due, however long it queued for its turn
+        wait_s = max(0.0, min(item.deadline for item in batch) - time.monotonic())
+        with self._db.write(wait_s) as conn:
             next_offsets: dict[tuple[str, int], int] = {}
             rows = []
             for item in batch:

@@ -8,6 +8,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from pipeline.msk import to_msk_event
 from pipeline.topics import CRASHES, DEADLETTER
 from ports import LogRecord
 from ports.errors import StoreUnavailable
-from ports.telemetry import correlated, logger
+from ports.telemetry import correlated, instrumented, logger
 from tests.conftest import load_event
 
 
@@ -108,3 +109,26 @@ def test_a_batch_retried_whole_names_its_requests(adapters: Adapters, lines: Lin
         land(records, away, adapters.log)
     [retried] = [line for line in lines.lines if line["message"] == "batch not landed; it is tried again whole"]
     assert retried["correlationIds"] == ["req-0", "req-1"] and retried["records"] == 4
+
+
+def test_each_threads_invocation_logs_its_own_function_and_a_line_outside_one_none(lines: Lines):
+    """Found in serve's log: Powertools keeps a handler's Lambda context keys for the whole process,
+    so under serve (functions side by side on threads) a crash consumer's line said ranking-worker,
+    and a line logged between invocations the last one's name."""
+    both_in = threading.Barrier(2)
+
+    @instrumented
+    def handler(event: dict[str, Any], context: Any) -> None:
+        both_in.wait()  # the other invocation's context is set meanwhile, in its own thread
+        logger.info("handled", extra={"expected": context.function_name})
+
+    threads = [threading.Thread(target=handler, args=({}, LocalContext(name))) for name in ("crash-consumer", "purge")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    logger.info("between")
+    handled = [line for line in lines.lines if line["message"] == "handled"]
+    assert len(handled) == 2 and all(line["function_name"] == line["expected"] for line in handled)
+    [between] = [line for line in lines.lines if line["message"] == "between"]
+    assert "function_name" not in between and "function_request_id" not in between

@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
@@ -28,6 +29,9 @@ tracer = None if Tracer._is_tracer_disabled() else Tracer(service="blackbox")
 CORRELATION_HEADER = "correlationId"
 CORRELATION_KEY = "correlation_id"
 _correlation: ContextVar[str | None] = ContextVar(CORRELATION_KEY, default=None)
+# the Lambda context's keys, which Powertools keeps for the whole process from a handler's call
+_INVOKED_KEYS = ("function_name", "function_memory_size", "function_arn", "function_request_id")
+_invocation: ContextVar[Any] = ContextVar("invocation", default=None)
 
 H = TypeVar("H", bound=Callable[..., Any])
 
@@ -79,12 +83,19 @@ def correlated(value: str | None) -> Iterator[None]:
 
 
 class _Correlation(logging.Filter):
-    """Puts the id on a line when it is written, so a request that logs nothing pays nothing."""
+    """Puts the id on a line when it is written, so a request that logs nothing pays nothing; and
+    the Lambda context of the invocation the line's thread runs, none outside one: under serve the
+    functions run side by side on threads, where Powertools' keys would name whichever ran last."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         value = _correlation.get()
         if value is not None:
             setattr(record, CORRELATION_KEY, value)
+        context = _invocation.get()
+        # read when a line is written: an invocation that logs nothing pays for none of it
+        invoked = {} if context is None else build_lambda_context_model(context).__dict__
+        for key in _INVOKED_KEYS:
+            setattr(record, key, invoked.get(key))
         return True
 
 
@@ -98,8 +109,12 @@ def instrumented(handler: H) -> H:
     @functools.wraps(handler)
     def correlating(event: dict[str, Any], context: Any) -> Any:
         request_id = (event.get("requestContext") or {}).get("requestId")
-        with correlated(request_id if isinstance(request_id, str) else None):
-            return handler(event, context)
+        token = _invocation.set(context)
+        try:
+            with correlated(request_id if isinstance(request_id, str) else None):
+                return handler(event, context)
+        finally:
+            _invocation.reset(token)
 
     # decided once, as the tracer itself does: switched off, its wrapper still cost 10 µs a call;
     # so are the metrics (`blackbox serve` switches them off)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import threading
 import time
 from typing import Any
@@ -23,7 +24,7 @@ from local_runtime.periodic import spill_replayer
 from local_runtime.poller import Poller
 from pipeline.msk import from_msk_event
 from ports import OutgoingRecord
-from ports.errors import Forbidden
+from ports.errors import Forbidden, StoreUnavailable
 from ports.limits import MAX_BODY_BYTES
 
 
@@ -170,6 +171,25 @@ def test_poller_commits_only_after_the_handler_succeeded_and_retries_failures(ad
     assert poller.batches == 1
     # committed: a new member of the group gets nothing
     assert adapters.log.consumer("blackbox-crash-consumer", "t").poll(100, 1 << 20, 0.05) == []
+
+
+def test_a_retried_batch_s_line_says_what_the_engine_said(adapters: Adapters, caplog: pytest.LogCaptureFixture):
+    """Found from outside: two consumer serves retried batches on "the issues store did not answer"
+    where MariaDB had said deadlock; the engine's words went nowhere."""
+    adapters.log.publish("t", [OutgoingRecord(value=b"1", key=b"k")])
+    attempts: list[int] = []
+
+    def deadlocked(event, context):
+        attempts.append(1)
+        try:
+            raise OSError(1213, "Deadlock found when trying to get lock")
+        except OSError as cause:
+            raise StoreUnavailable("issues") from cause
+
+    with caplog.at_level(logging.WARNING, logger="blackbox"):
+        run_poller(adapters, deadlocked, lambda: len(attempts) >= 1)
+    line = next(r for r in caplog.records if r.getMessage().startswith("batch failed"))
+    assert "Deadlock found" in str(line.__dict__.get("cause"))
 
 
 def test_a_batch_that_never_succeeds_is_never_committed(adapters: Adapters):

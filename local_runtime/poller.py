@@ -56,8 +56,10 @@ class Poller(threading.Thread):
                     backoff = 0.1
                 except Exception as error:
                     # one line a backoff step: a traceback a retry buried everything else in the log
+                    # with the engine's own words: a port's error says which store, not why (a deadlock)
+                    cause = None if error.__cause__ is None else repr(error.__cause__)
                     logger.warning(f"batch failed; retrying in {backoff:.1f} s: {reason(error)}",
-                                   extra={"function": self._function})
+                                   extra={"function": self._function, "cause": cause})
                     rewind = True
                     self._stop_event.wait(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF_S)

@@ -309,18 +309,22 @@ def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
     """`load` and `bench`."""
     load_cmd = command("load", "open-loop load against a running serve (or deployment); "
                        "checks at the end that nothing accepted was lost (exit 2 if it was)")
-    load_cmd.add_argument("--url", default="http://127.0.0.1:8080")
+    load_cmd.add_argument("--url", default="http://127.0.0.1:8080",
+                          help="the serve or deployment (default http://127.0.0.1:8080)")
     load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
                           help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")
     load_cmd.add_argument("--rate", type=float, default=50, help="base requests/s (default 50)")
     load_cmd.add_argument("--duration", type=float, default=30, help="seconds (default 30)")
     load_cmd.add_argument("--crash-kb", type=int, default=100,
-                          help="average crash report size: bimodal, small 0.3-5 KB and large 10-512 KB")
-    load_cmd.add_argument("--mix", type=_mix, default="crashes=0.2,sessions=0.6,scores=0.2", help="request shares")
-    load_cmd.add_argument("--batch", type=int, default=10, help="session events and scores per request")
+                          help="average crash report size in KB (default 100): bimodal, small 0.3-5 KB and "
+                               "large 10-512 KB")
+    load_cmd.add_argument("--mix", type=_mix, default="crashes=0.2,sessions=0.6,scores=0.2",
+                          help="request shares (default crashes=0.2,sessions=0.6,scores=0.2)")
+    load_cmd.add_argument("--batch", type=int, default=10,
+                          help="session events and scores per request (default 10)")
     load_cmd.add_argument("--api-key", default=None, help="a key that may post (a server key for scores)")
     load_cmd.add_argument("--read-key", default=None, help="a key that may read, for the final check")
-    load_cmd.add_argument("--seed", type=int, default=1)
+    load_cmd.add_argument("--seed", type=int, default=1, help="the run's random choices (default 1)")
     load_cmd.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     load_cmd.add_argument("--watch-pid", type=int, default=None, metavar="PID",
                           help="sample the memory of this server process and its workers through the run")
@@ -347,7 +351,9 @@ def parser() -> argparse.ArgumentParser:
         return commands.add_parser(name, help=help_text, parents=[debug])
 
     def storage_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--data-dir", type=Path, default=None, help="embedded data (default ./blackbox-data)")
+        p.add_argument("--data-dir", type=Path, default=None,
+                       help="the serve's data directory (default ./blackbox-data): embedded's files, and on "
+                            "services its spill (an API machine's, for replay)")
         p.add_argument("--profile", choices=["embedded", "services"], default=None,
                        help="embedded (SQLite, the default) or services (Kafka, MySQL, Couchbase)")
 

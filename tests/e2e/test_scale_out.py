@@ -112,6 +112,8 @@ def test_api_workers_accept_on_one_port(tmp_path: Path, services_env: dict[str, 
         assert holders == set(workers)
     finally:
         assert api.stop() == 0
+    # it consumes nothing, so it says nothing of consumed batches (found from outside)
+    assert "Blackbox stopped\n" in api.log_path.read_text()
 
 
 def test_the_consumers_yield_the_cpu_to_the_api(tmp_path: Path):

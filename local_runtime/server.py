@@ -368,7 +368,7 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
             Supervisor(settings, sock, planned).run(announce)
         finally:
             _ignore_late_signals()
-    print("Blackbox stopped; every consumed batch is committed", flush=True)
+    print("Blackbox stopped" + ("" if role == "api" else "; every consumed batch is committed"), flush=True)
 
 
 def _ignore_late_signals() -> None:

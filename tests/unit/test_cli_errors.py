@@ -9,7 +9,10 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -161,6 +164,24 @@ def test_load_against_nothing_says_so_before_sending(capsys: pytest.CaptureFixtu
     assert main(["load", "--url", url, "--duration", "30"]) == 2
     line = one_line(capsys)
     assert f"nothing answers at {url}" in line and "blackbox serve" in line
+
+
+@pytest.mark.parametrize("page", [None, b"<html>a page</html>", b'{"items": []}'])
+def test_load_against_a_server_that_is_not_blackbox_says_so_before_sending(
+        page: bytes | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Found from outside: the run went ahead, and its final check ended in KeyError: 'reports'."""
+    if page is not None:
+        (tmp_path / "v1").mkdir()
+        (tmp_path / "v1" / "crashes").write_bytes(page)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert main(["load", "--url", url, "--duration", "30"]) == 2
+    finally:
+        server.shutdown()
+    line = one_line(capsys)
+    assert f"{url} does not answer as Blackbox does" in line and "--url" in line
 
 
 def test_replaying_dead_letters_on_the_embedded_profile_waits_for_nothing(

@@ -408,10 +408,16 @@ def _preflight(config: LoadConfig, sku: str) -> None:
     """Before the run: something answers at the URL, and lets the final check read."""
     with _reader(config) as client:
         try:
-            _read(client, "/v1/crashes", {"sku": sku, "limit": 1})
+            page = _read(client, "/v1/crashes", {"sku": sku, "limit": 1})
         except httpx.TransportError as exc:
             raise UserError(f"nothing answers at {config.url} ({type(exc).__name__})",
                             "start it with blackbox serve (or make serve), or pass --url") from None
+        except (httpx.HTTPStatusError, ValueError):  # an error status, or no JSON
+            page = None
+        # a sku's page of reports, empty as this run's new sku has none: else the check could not read it
+        if not isinstance(page, dict) or not isinstance(page.get("reports"), list):
+            raise UserError(f"{config.url} does not answer as Blackbox does (GET /v1/crashes)",
+                            "pass --url with the address of a blackbox serve or deployment")
 
 
 def run(config: LoadConfig, console: Console | None = None) -> LoadReport:

@@ -173,7 +173,11 @@ def test_load_against_a_server_that_is_not_blackbox_says_so_before_sending(
     if page is not None:
         (tmp_path / "v1").mkdir()
         (tmp_path / "v1" / "crashes").write_bytes(page)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(SimpleHTTPRequestHandler, directory=str(tmp_path)))
+    class Files(SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # stderr is the CLI's, here
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Files, directory=str(tmp_path)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     try:

@@ -114,8 +114,7 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").lower()
         if name not in _KEY_HEADERS:  # checked by the gateway; no handler needs them, and none can leak them
-            # RFC 9110 §5.5: the whitespace around a value is not part of it; httptools keeps what trails
-            headers.setdefault(name, []).append(raw_value.decode("latin-1").strip(" \t"))
+            headers.setdefault(name, []).append(_text(raw_value))
     query: dict[str, list[str]] = {}
     for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
         query.setdefault(name, []).append(value)
@@ -348,10 +347,15 @@ def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
     return parse_auth(headers, dict(parse_qsl(scope["query_string"].decode("latin-1")))).key
 
 
+def _text(value: bytes) -> str:
+    """A header's value without the whitespace around it, which is not part of it (RFC 9110 §5.5)
+    and httptools keeps where it trails."""
+    return value.decode("latin-1").strip(" \t")
+
+
 def _values(scope: Scope, name: bytes) -> list[str]:
-    """A request header's values (ASGI gives the names in lower case), without the whitespace
-    around each, which is not part of it (RFC 9110 §5.5) and httptools keeps where it trails."""
-    return [v.decode("latin-1").strip(" \t") for k, v in scope["headers"] if k == name]
+    """A request header's values (ASGI gives the names in lower case)."""
+    return [_text(v) for k, v in scope["headers"] if k == name]
 
 
 def _header(scope: Scope, name: str) -> str | None:

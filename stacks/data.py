@@ -70,10 +70,9 @@ class DataStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         self._config = config
-        removal = config.removal_policy
         self._security_groups(network)
-        self._mysql(config, network, removal)
-        self._bucket(config, removal)
+        self._mysql(config, network)
+        self._bucket(config)
         self._couchbase(config, network)
         self._migrations(config, network)
         self._couchbase_rotation(config, network)
@@ -112,7 +111,7 @@ class DataStack(Stack):
         for low, high in COUCHBASE_PORTS + COUCHBASE_NODE_PORTS:
             self.couchbase_sg.add_ingress_rule(self.couchbase_sg, ec2.Port.tcp_range(low, high), "node to node")
 
-    def _mysql(self, config: DeployConfig, network: NetworkStack, removal: RemovalPolicy) -> None:
+    def _mysql(self, config: DeployConfig, network: NetworkStack) -> None:
         self.database = rds.DatabaseInstance(
             self, "Mysql",
             engine=rds.DatabaseInstanceEngine.mysql(version=rds.MysqlEngineVersion.VER_8_4_7),
@@ -126,7 +125,7 @@ class DataStack(Stack):
             multi_az=config.mysql_multi_az,
             backup_retention=Duration.days(7),
             deletion_protection=config.removal == "retain",
-            removal_policy=RemovalPolicy.SNAPSHOT if config.removal == "retain" else removal,
+            removal_policy=RemovalPolicy.SNAPSHOT if config.removal == "retain" else config.removal_policy,
             cloudwatch_logs_exports=["error", "slowquery"],
             cloudwatch_logs_retention=LOGS_KEPT,
             enable_performance_insights=True,
@@ -223,10 +222,10 @@ class DataStack(Stack):
             self.couchbase_records.append(record)
         self.couchbase_url = "couchbase://" + ",".join(self.couchbase_hosts)
 
-    def _bucket(self, config: DeployConfig, removal: RemovalPolicy) -> None:
+    def _bucket(self, config: DeployConfig) -> None:
         common = {
             "encryption": s3.BucketEncryption.S3_MANAGED, "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
-            "enforce_ssl": True, "removal_policy": removal,
+            "enforce_ssl": True, "removal_policy": config.removal_policy,
             # a stage that destroys its data empties its buckets first: CloudFormation deletes no bucket
             # with objects, and one of a fixed name left behind fails the next deploy
             "auto_delete_objects": config.removal == "destroy",

@@ -268,6 +268,9 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
      "&to=9999-12-31T23:59:00-01:00", {}, 400, "invalid_field"),
     ("a time before the year 1 in UTC", "GET", "/v1/releases/1.0?sku=g&to=0001-01-01T00:30:00%2B01:00", {}, 400,
      "invalid_field"),
+    # found from outside: taken, and the group showed ignored until its next report ended it
+    ("ignore until a time gone by", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
+     {"json": {"state": "ignored", "ignoreUntil": "2000-01-01T00:00:00Z"}}, 400, "invalid_field"),
     ("ignore until past the year 9999 in UTC", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
      {"json": {"state": "ignored", "ignoreUntil": "9999-12-31T23:59:59-01:00"}}, 400, "invalid_field"),
     ("a board ending past the year 9999 in UTC", "PUT", "/v1/leaderboards/b",

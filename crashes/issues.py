@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator, with_config
 from typing_extensions import TypedDict
 
-from ports.errors import NotFound
+from ports.errors import InvalidField, NotFound
 from ports.issues import BuildReports, Change, Issue, IssueState, IssueStore, build_order
 from ports.limits import MAX_ID_CHARS
 from ports.timeutil import Time, parse_time, to_rfc3339
@@ -121,6 +121,9 @@ def crash_issue(issues: IssueStore, sku: str, signature: str) -> CrashIssue:
 
 def change_state(issues: IssueStore, sku: str, signature: str, body: StateBody, *, by: str, now: int) -> CrashIssue:
     until = None if body.ignoreUntil is None else parse_time(body.ignoreUntil, "ignoreUntil")
+    if until is not None and until <= now:
+        # it would end at the group's next report: shown ignored until then, and no alert held back
+        raise InvalidField("ignoreUntil must be in the future", "ignoreUntil")
     change = Change(body.state, now, by, build=body.inBuild, ignore_until=until, ignore_for=body.ignoreForReports)
     if issues.change(sku, signature, change) is None:
         raise NotFound(f"no crash group {signature!r} in {sku!r}")

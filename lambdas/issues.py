@@ -71,8 +71,8 @@ def get_group(signature: Signature, sku: Sku) -> Response[str]:
          description=(
              "needs a server key. resolved, optionally inBuild: a report received later of that build or a later "
              "one (by build order; any build when none is given) regresses it, and the webhooks taking "
-             "`regressed` are told once. ignored: forever, until ignoreUntil, or until ignoreForReports more "
-             "reports, whichever comes first; then it is unresolved again"),
+             "`regressed` are told once. ignored: forever, until ignoreUntil (a time to come), or until "
+             "ignoreForReports more reports, whichever comes first; then it is unresolved again"),
          openapi_extensions=STATE.openapi, responses={200: answer(CrashIssue, "the group with its new state")})
 def put_group_state(signature: Signature, sku: Sku) -> Response[str]:
     return json_response(200, change_state(current().issues, sku, signature, STATE.one(posted(app.current_event)),

@@ -197,7 +197,10 @@ def test_two_minidumps():
     assert error.status == 400 and "2 upload_file_minidump parts" in error.message
 
 
-@pytest.mark.parametrize("dump", [b"", b"MDM", b"\x00" * 64, bytes(range(256)), b"PK\x03\x04" + DUMP[4:]])
+# found from outside: MDMP and no minidump's version after it was taken, and never walked (the
+# processor walks what starts with both), so its report showed no processing for good
+@pytest.mark.parametrize("dump", [b"", b"MDM", b"\x00" * 64, bytes(range(256)), b"PK\x03\x04" + DUMP[4:], b"MDMP",
+                                  b"MDMP" + bytes(range(256)) * 4])
 def test_a_minidump_that_is_none(dump: bytes):
     error = refusal(*crashpad({}, {"upload_file_minidump": ("x.dmp", dump)}))
     assert (error.status, error.code, error.field) == (400, "invalid_field", "upload_file_minidump")

@@ -194,6 +194,9 @@ def test_a_minidump_attachment_is_flagged_and_kept_first() -> None:
     assert report["sentryAttachments"][0] == {"name": "crash.dmp", "filename": "crash.dmp",
                                               "attachmentType": "event.minidump",
                                               "contentType": "application/octet-stream"}
+    # found from outside: the attachments past the 64 went without a word in the report
+    assert report["sentryAttachmentsLeftOut"] == [{"filename": "a.log", "attachmentType": "event.attachment",
+                                                   "sizeBytes": 3}]
     assert (report["crashType"], report["errorCode"], report["platform"]) == (
         "EXCEPTION_ACCESS_VIOLATION_READ", 11, "Windows")
     assert "playerId" not in report  # too long to be a player id: left out, the crash kept

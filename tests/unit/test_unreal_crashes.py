@@ -140,6 +140,16 @@ def test_a_crash_with_only_its_minidump():
     assert crash.attachments == {"UE4Minidump.dmp": DUMP}
 
 
+# found from outside: labelled a minidump, with no minidump to walk
+def test_a_crash_with_neither_a_minidump_nor_a_type_is_no_minidump():
+    context = CONTEXT.replace(b"<CrashType>Crash</CrashType>", b"").replace(b"<ErrorMessage>", b"<Other>").replace(
+        b"</ErrorMessage>", b"</Other>")
+    crash = parse_unreal_crash(upload([("CrashContext.runtime-xml", context), ("notes.dmp", b"MDMP" + LOG)]),
+                               SKU).crash
+    assert crash is not None and crash.minidumps == ()
+    assert crash.fields["crashType"] == "unknown"
+
+
 def test_the_player_is_the_first_id_that_fits():
     context = CONTEXT.replace(b"7d3e9f1a2b4c4d5e8f6a7b8c9d0e1f2a", b"e" * 129).replace(
         b"<LoginId>b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6</LoginId>", b"<LoginId />")

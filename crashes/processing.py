@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator,
 from typing_extensions import TypedDict
 
 from crashes.grouping import RegroupRequest, regroup
-from crashes.model import attachment_key
+from crashes.model import attachment_key, is_minidump
 from crashes.signature import frames_signature
 from crashes.symbols import symbol_path
 from pipeline.failures import land
@@ -35,9 +35,6 @@ from ports.limits import cut
 from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed
 from ports.timeutil import now_ms
 
-# a minidump starts with its signature and the low half of its version (MINIDUMP_VERSION, 0xA793),
-# little-endian or, written on a big-endian machine, not
-MINIDUMP_HEADERS = (b"MDMP\x93\xa7", b"PMDM\x00\x00\xa7\x93")
 # reports that awaited a symbol file, asked to be walked again per request of the topic
 AWAITING_PAGE = 500
 REPORT_KEY = r"^[0-9a-f]{32}$"
@@ -55,7 +52,7 @@ def processed_key(report_key: str) -> str:
 
 def minidump_of(attachments: Mapping[str, bytes]) -> str | None:
     """The first attachment that is a minidump (a report is one crash: the others are not walked)."""
-    return next((name for name, data in attachments.items() if data.startswith(MINIDUMP_HEADERS)), None)
+    return next((name for name, data in attachments.items() if is_minidump(data)), None)
 
 
 class WalkRequest(BaseModel):

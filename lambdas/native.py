@@ -78,7 +78,7 @@ _BINARY = {"schema": {"type": "string", "format": "binary"}}
 _MINIDUMP_FORM = {"multipart/form-data": {"schema": {
     "type": "object", "required": ["upload_file_minidump"],
     "properties": {"upload_file_minidump": {"type": "string", "format": "binary"}},
-    "description": "the minidump (starting MDMP) and the reporter's annotations as text fields; other files "
+    "description": "the minidump (MDMP and its version) and the reporter's annotations as text fields; other files "
                    "are attachments"}}}
 
 

@@ -35,7 +35,7 @@ parts, part headers and part sizes, where python-multipart leaves every bound to
 | a part's header line, headers per part | 4 KiB, 8 | 400 |
 | a field's name | `MAX_NAME_CHARS` = 256 characters | 400 |
 | a text field's value | `MAX_VALUE_BYTES` = 64 KiB (a Crashpad annotation holds at most 20 KiB) | 400 |
-| `upload_file_minidump` | exactly one, starting with `MDMP` (big-endian: `PMDM`) | 400 |
+| `upload_file_minidump` | exactly one, a minidump (`crashes.model.is_minidump`: `MDMP`, its version) | 400 |
 
 A gzip-wrapped dump (a `.gz`, as Relay takes one) is inflated within the body's limit.
 
@@ -80,7 +80,7 @@ from multipart import (  # type: ignore[import-untyped]
     parse_options_header,
 )
 
-from crashes.model import MAX_INDEXED_CHARS
+from crashes.model import MAX_INDEXED_CHARS, is_minidump
 from ports.limits import MAX_BODY_BYTES, ascii_int
 from ports.timeutil import FIRST_MS, LAST_MS
 from reporters.encoding import decode_body
@@ -102,7 +102,6 @@ MAX_VALUE_BYTES = 64 << 10
 MAX_PART_HEADER_BYTES = 4 << 10
 MAX_PART_HEADERS = 8
 MINIDUMP_FIELD = "upload_file_minidump"
-MINIDUMP_MAGIC = (b"MDMP", b"PMDM")
 _GZIP_MAGIC = b"\x1f\x8b"
 FORM_TYPES = frozenset({"multipart/form-data", "multipart/mixed"})
 RAW_MINIDUMP_TYPES = frozenset({"application/octet-stream", "application/x-dmp"})
@@ -246,9 +245,9 @@ def _minidump(part: Part) -> tuple[bytes, str]:
         except ReporterError as exc:
             raise ReporterError(exc.reason, f"{MINIDUMP_FIELD}: {exc.message}", MINIDUMP_FIELD) from None
         filename = filename.removesuffix(".gz")
-    if not data.startswith(MINIDUMP_MAGIC):
-        raise ReporterError("invalid", f"{MINIDUMP_FIELD} is no minidump: it does not start with MDMP",
-                            MINIDUMP_FIELD)
+    if not is_minidump(data):
+        raise ReporterError("invalid", f"{MINIDUMP_FIELD} is no minidump: it does not start with MDMP and a "
+                            "minidump's version", MINIDUMP_FIELD)
     return data, filename
 
 

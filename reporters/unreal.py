@@ -37,7 +37,7 @@ A crash with neither a context nor a minidump is refused (400): there is nothing
   report;
 - `crashType`: `ErrorMessage`'s first line (`Assertion failed: …`, `Unhandled Exception:
   EXCEPTION_ACCESS_VIOLATION …`), else `CrashType` (`Crash`, `Assert`, `Ensure`, `GPUCrash`),
-  else `minidump` until processing names the crash;
+  else `minidump` until processing names the crash (`unknown` without a minidump);
 - `buildVersion`: `BuildVersion`, else `EngineVersion`; `platform`: `PlatformName`;
 - `playerId`: `EpicAccountId`, else `LoginId`, else `UserName` (the OS account): the first that
   is 1 to 128 characters;
@@ -47,7 +47,7 @@ A crash with neither a context nor a minidump is refused (400): there is nothing
   `unrealCrash`: the container's directory and file name;
 - `attachments`: every file, the minidump first, bytes as sent, names made safe as `reporters.sentry.attachment_name`
   makes them; `sentryAttachments` describes each with Sentry's attachment type:
-  `event.minidump` for the first file that starts with `MDMP` (listed in
+  `event.minidump` for the first file that is a minidump (`crashes.model.is_minidump`; listed in
   `CrashReport.minidumps`), `unreal.context`, `unreal.logs` for `*.log`,
   `event.applecrashreport` for a Mac's crash report, else `event.attachment`.
 
@@ -66,7 +66,7 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException  # type: ignore[import-untyped]
 from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped]
 
-from crashes.model import MAX_ATTACHMENTS
+from crashes.model import MAX_ATTACHMENTS, is_minidump
 from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
@@ -76,7 +76,6 @@ MAX_CRASH_BYTES = MAX_BODY_BYTES
 MAX_FILES = MAX_ATTACHMENTS
 MAX_STRING_BYTES = 1 << 10
 CONTEXT_FILE = "CrashContext.runtime-xml"
-MINIDUMP_MAGIC = b"MDMP"
 _CR1 = b"CR1"
 # the smallest file entry: index, an empty name's length, length
 _MIN_FILE_BYTES = 12
@@ -192,7 +191,7 @@ class _Reader:
 
 def _report(crash: UnrealCrash, sku: str) -> CrashReport:
     contexts = [file for file in crash.files if file.name == CONTEXT_FILE]
-    dump = next((file for file in crash.files if file.data.startswith(MINIDUMP_MAGIC)), None)
+    dump = next((file for file in crash.files if is_minidump(file.data)), None)
     if not contexts and dump is None:
         raise ReporterError("invalid", f"the Unreal crash holds neither {CONTEXT_FILE} nor a minidump")
     context = context_values(contexts[0].data) if contexts else {}
@@ -206,7 +205,7 @@ def _report(crash: UnrealCrash, sku: str) -> CrashReport:
     candidates: dict[str, Any] = {
         "sku": sku,
         "crashType": indexed_text(error.splitlines()[0] if error is not None else None)
-                     or indexed_text(runtime.get("CrashType")) or "minidump",
+                     or indexed_text(runtime.get("CrashType")) or ("minidump" if dump is not None else "unknown"),
         "platform": indexed_text(runtime.get("PlatformName")),
         "buildVersion": indexed_text(text_value(runtime.get("BuildVersion")) or runtime.get("EngineVersion")),
         "playerId": player,

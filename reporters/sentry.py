@@ -29,19 +29,20 @@ next newline. Lines end with `\\n` alone; a header line ends with its object's `
 
 A `length` longer than what is left, or not followed by a newline, is 400 naming the item.
 
-**Items.** `event` → one crash report (below). `attachment` → that report's attachments, the
-bytes as sent; `attachment_type: event.minidump` ones are listed in `CrashReport.minidumps` and
-marked in the payload's `sentryAttachments`, so processing finds them. Names are made safe for
-`/attachments/{name}`: the file name's last path part, any character an attachment name cannot
-hold replaced by `_`, at most 128 characters; a repeated name gets `-2`, `-3`… before its
-extension; no name is `attachment` (`minidump.dmp` for a minidump). A report keeps at most
-`crashes.model.MAX_ATTACHMENTS` (64): minidumps first, then in envelope order; the rest are
-counted in `discarded["attachment"]`. An envelope without an event but with a minidump is still a
-report (an empty `sentryEvent`, its id from the envelope header); attachments without either are
-discarded. `session` → a `SessionUpdate`, `sessions` → `SessionAggregate`s; one that does not
-read (bad JSON, no `sid`, unknown `status`, no `started`) is counted as discarded under its type.
-Every other type (`transaction`, `client_report`, `profile`, `replay_event`, `check_in`, …) is
-counted in `discarded` by type (a name that is not short snake_case as `unknown`), never an error.
+**Items.** `event` → one crash report (below). `attachment` → that report's attachments, the bytes
+as sent; `attachment_type: event.minidump` ones are listed in `CrashReport.minidumps` and marked in
+the payload's `sentryAttachments`, so processing finds them. Names are made safe for
+`/attachments/{name}`: the file name's last path part, any character an attachment name cannot hold
+replaced by `_`, at most 128 characters; a repeated name gets `-2`, `-3`… before its extension; no
+name is `attachment` (`minidump.dmp` for a minidump). A report keeps at most
+`crashes.model.MAX_ATTACHMENTS` (64): minidumps first, then in envelope order; the rest are counted
+in `discarded["attachment"]` and listed in `sentryAttachmentsLeftOut`. An envelope without an event
+but with a minidump is still a report (an empty `sentryEvent`, its id from the envelope header);
+attachments without either are discarded. `session` → a `SessionUpdate`, `sessions` →
+`SessionAggregate`s; one that does not read (bad JSON, no `sid`, unknown `status`, no `started`) is
+counted as discarded under its type. Every other type (`transaction`, `client_report`, `profile`,
+`replay_event`, `check_in`, …) is counted in `discarded` by type (a name that is not short
+snake_case as `unknown`), never an error.
 
 **An event as a crash report** (the fields of `POST /v1/crashes`; `CrashReport.submission()`):
 
@@ -65,7 +66,8 @@ counted in `discarded` by type (a name that is not short snake_case as `unknown`
 - `clientTime`: `timestamp`, RFC 3339 text as sent (up to 64 characters), epoch seconds as epoch
   milliseconds.
 - `sentryEvent`: the whole event as sent.
-- `sentryAttachments`: `[{name, filename, attachmentType, contentType}]`, when there are any.
+- `sentryAttachments`: `[{name, filename, attachmentType, contentType}]`, when there are any;
+  `sentryAttachmentsLeftOut`: `[{filename, attachmentType, sizeBytes}]`, past the 64 kept.
 - `attachments`: name → base64 of the bytes.
 
 Text fields past 256 characters (`crashType`, `errorCode`, `platform`, `buildVersion`) are cut to
@@ -466,6 +468,14 @@ def _report(event: dict[str, Any], sku: str, event_id: str | None, items: list[I
     ordered = sorted(items, key=lambda item: item.text("attachment_type") != MINIDUMP)
     kept, dropped = ordered[:MAX_ATTACHMENTS], ordered[MAX_ATTACHMENTS:]
     discarded["attachment"] += len(dropped)
+    if dropped:
+        # an SDK drops an envelope refused, its event with it: the report keeps what it can and says
+        # what it could not
+        fields["sentryAttachmentsLeftOut"] = [
+            {key: value for key, value in (("filename", item.text("filename")),
+                                           ("attachmentType", item.text("attachment_type") or "event.attachment"),
+                                           ("sizeBytes", len(item.payload))) if value is not None}
+            for item in dropped]
     attachments: dict[str, bytes] = {}
     described = []
     minidumps = []

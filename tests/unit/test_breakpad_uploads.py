@@ -189,6 +189,17 @@ def test_no_minidump():
     assert "no upload_file_minidump" in error.message
 
 
+# found from outside: a name's byte outside UTF-8 refused the whole crash, with Python's exception
+def test_names_outside_utf8_are_read_with_replacements_and_utf8_ones_as_they_are():
+    body, content_type = crashpad({"guid": "0e4c8a1d-5b6f-4c3d-8e2f-7a6b5c4d3e2f", "ver": "1.0"},
+                                  {"upload_file_minidump": (f"{REPORT_UUID}.dmp", DUMP), "game.log": ("game.log", LOG)})
+    body = (body.replace(b'filename="game.log"', b'filename="caf\xe9 \xc3\xa9.log"')
+            .replace(b'name="ver"', b'name="ver\xff"'))
+    crash = parse_minidump_upload(body, content_type, SKU).crash
+    assert crash is not None and crash.attachments["caf_ \u00e9.log"] == LOG
+    assert crash.fields["annotations"]["ver\ufffd"] == "1.0"
+
+
 def test_two_minidumps():
     boundary = "b0undary"
     part = (f'--{boundary}\r\nContent-Disposition: form-data; name="upload_file_minidump"; filename="x.dmp"\r\n'

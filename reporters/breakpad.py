@@ -154,7 +154,9 @@ def split_form(body: bytes, boundary: str | None) -> list[Part]:
         raise ReporterError("invalid", "the multipart Content-Type has no boundary", "Content-Type")
     parts: list[Part] = []
     try:
-        parser = PushMultipartParser(boundary, content_length=len(body), max_header_size=MAX_PART_HEADER_BYTES,
+        # latin-1 reads any byte: the names are read as UTF-8 below, undecodable bytes replaced
+        parser = PushMultipartParser(boundary, content_length=len(body), header_charset="latin-1",
+                                     max_header_size=MAX_PART_HEADER_BYTES,
                                      max_header_count=MAX_PART_HEADERS, max_segment_size=MAX_UPLOAD_BYTES,
                                      max_segment_count=MAX_PARTS)
         segment: MultipartSegment | None = None
@@ -177,13 +179,23 @@ def split_form(body: bytes, boundary: str | None) -> list[Part]:
     return parts
 
 
+def _utf8(header_text: str) -> str:
+    """A part header's text as UTF-8, from its latin-1 reading (one character a byte); a value the
+    parser decoded itself (RFC 2231's `filename*=UTF-8''…`) is kept as it is."""
+    try:
+        return header_text.encode("latin-1").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return header_text
+
+
 def _part(segment: MultipartSegment, data: bytes) -> Part:
-    name: str = segment.name
+    name = _utf8(segment.name)
     if len(name) > MAX_NAME_CHARS:
         raise ReporterError("invalid", f"a field name is over {MAX_NAME_CHARS} characters", name[:64])
     if segment.filename is None and len(data) > MAX_VALUE_BYTES:
         raise ReporterError("invalid", f"field {name!r} is over {MAX_VALUE_BYTES} bytes", name)
-    return Part(name, segment.filename, segment.content_type, data)
+    return Part(name, None if segment.filename is None else _utf8(segment.filename),
+                None if segment.content_type is None else _utf8(segment.content_type), data)
 
 
 # --- the report -------------------------------------------------------------------------------

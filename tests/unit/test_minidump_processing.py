@@ -111,6 +111,15 @@ def test_a_request_that_comes_again_walks_to_the_same_state(adapters: Adapters, 
     assert walked_once[0] == walked_twice[0]
     assert {**walked_once[1], "processedAt": 0} == {**walked_twice[1], "processedAt": 0}
     assert walked_once[0].processing == "processed" and SYMBOL_PATH in walked_once[1]["missingSymbols"]
+    assert str(walked_once[1]["processedAt"]).endswith("Z")
+
+
+# found from outside: answered in epoch ms, where every other time is RFC 3339
+def test_a_walks_time_is_rfc_3339_also_of_one_stored_in_epoch_ms():
+    earlier = {"state": "failed", "reason": "truncated", "attachment": "crash.dmp", "processedAt": 1795926634368,
+               "crashReason": None, "crashAddress": None, "stackTrace": None, "signature": None, "frames": [],
+               "modules": [], "missingSymbols": []}
+    assert read_processed(json.dumps(earlier).encode())["processedAt"] == "2026-11-29T04:30:34.368Z"
 
 
 def test_a_symbol_files_arrival_asks_for_every_report_that_awaited_it_a_page_at_a_time(

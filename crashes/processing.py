@@ -33,7 +33,7 @@ from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord
 from ports.issues import Grouping, IssueStore
 from ports.limits import cut
 from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed
-from ports.timeutil import now_ms
+from ports.timeutil import Time, now_ms, to_rfc3339
 
 # reports that awaited a symbol file, asked to be walked again per request of the topic
 AWAITING_PAGE = 500
@@ -126,7 +126,7 @@ class ProcessedReport(TypedDict):
     state: Literal["processed", "failed"]
     reason: str | None
     attachment: str
-    processedAt: int
+    processedAt: Time
     crashReason: Annotated[str | None, Field(description=(
         'e.g. "SIGSEGV / SEGV_MAPERR", "EXCEPTION_ACCESS_VIOLATION_READ"; null for a dump written without a crash'))]
     crashAddress: Annotated[str | None, Field(description="hex")]
@@ -151,8 +151,12 @@ _REQUEST: TypeAdapter[WalkRequest | RegroupRequest] = TypeAdapter(WalkRequest | 
 
 
 def read_processed(raw: bytes) -> ProcessedReport:
-    # a walk stored before omissions were counted left nothing out
-    return _DOCUMENT.validate_python({"omitted": NOTHING_OMITTED, **json.loads(raw)})
+    # a walk stored before omissions were counted left nothing out; one stored before times were
+    # RFC 3339 holds epoch ms
+    stored = {"omitted": NOTHING_OMITTED, **json.loads(raw)}
+    if isinstance(at := stored.get("processedAt"), int):
+        stored["processedAt"] = to_rfc3339(at)
+    return _DOCUMENT.validate_python(stored)
 
 
 def _hex(value: int | None) -> str | None:
@@ -200,7 +204,7 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
                grouping: Grouping) -> tuple[ProcessedReport, Processed]:
     if isinstance(walked, WalkFailed):
         failed: ProcessedReport = {
-            "state": "failed", "reason": walked.reason, "attachment": attachment, "processedAt": at,
+            "state": "failed", "reason": walked.reason, "attachment": attachment, "processedAt": to_rfc3339(at),
             "crashReason": None, "crashAddress": None, "stackTrace": None, "signature": None, "frames": [],
             "modules": [], "missingSymbols": [], "omitted": NOTHING_OMITTED}
         return failed, Processed(report_key, "failed", at=at)
@@ -223,7 +227,7 @@ def _processed(report_key: str, attachment: str, walked: Walked | WalkFailed, at
     entries, lines, modules, shown_missing = ([item for item, keep in zip(part, keeps, strict=True) if keep]
                                               for part, keeps in zip(parts, kept, strict=True))
     document: ProcessedReport = {
-        "state": "processed", "reason": None, "attachment": attachment, "processedAt": at,
+        "state": "processed", "reason": None, "attachment": attachment, "processedAt": to_rfc3339(at),
         "crashReason": walked.crash_reason, "crashAddress": _hex(walked.crash_address),
         "stackTrace": "\n".join(lines) or None, "signature": signature, "frames": entries, "modules": modules,
         "missingSymbols": shown_missing,

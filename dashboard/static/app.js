@@ -405,7 +405,8 @@ $("controls").addEventListener("submit", (event) => {
   event.preventDefault();
   sessionStorage.setItem("blackbox-key", $("key").value);
   if ($("sku").value.trim() !== state.sku) state.group = state.release = "";
-  apply(VIEW, () => loadPickers().then(refresh));
+  // a key just entered may be what the pickers needed: the sku and board they pick are then shown
+  apply(VIEW, () => loadPickers().then(() => Promise.all([refresh(), showBoard()])));
 });
 $("range").addEventListener("change", () => apply(VIEW, refresh));
 $("live").addEventListener("change", schedule);

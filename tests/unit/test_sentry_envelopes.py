@@ -6,6 +6,7 @@ import base64
 import contextlib
 import gzip
 import json
+import os
 import time
 import tracemalloc
 import zlib
@@ -148,6 +149,27 @@ def test_a_message_with_attachments_is_a_report_with_byte_exact_files(sent: list
     assert [a["filename"] for a in report["sentryAttachments"]] == ["render.log", "../../etc/render.log", "empty.bin"]
     assert crash.minidumps == ()
     CrashSubmission.model_validate_json(crash.json_text())
+
+
+# found from outside: refused (400), and the SDK dropped the crash; Python decodes an undecodable
+# file name on Linux to lone surrogates, and json.dumps escapes them as they are
+def test_a_lone_surrogate_an_sdk_sends_is_read_as_a_replacement_character(sent: list[bytes]) -> None:
+    name = os.fsdecode(b"/saves/slot\xff.sav")
+    sentry_sdk.set_tag("save", name)
+    sentry_sdk.capture_message("failed to load " + name)
+    sentry_sdk.flush()
+    [envelope] = sent
+    report = the_crash(envelope)
+    assert report["crashType"] == "failed to load /saves/slot\ufffd.sav"
+    assert report["sentryEvent"]["tags"]["save"] == "/saves/slot\ufffd.sav"
+    CrashSubmission.model_validate_json(parse_envelope(envelope, SKU).crash.json_text())  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("text", [b'{"a": 1e400}', b'{"a": NaN}', b'{"a": "\\udcff", "b": Infinity}',
+                                  b'{"a": "\\udcff", "b": 1e400}', b'{"a": "\\udcff\x01"}'])
+def test_what_is_not_json_stays_refused_with_a_lone_surrogate_or_without(text: bytes) -> None:
+    with pytest.raises(ReporterError):
+        parse_store(text, SKU)
 
 
 def test_sessions_are_read_as_updates_and_aggregates(sent: list[bytes]) -> None:

@@ -25,7 +25,7 @@ next newline. Lines end with `\\n` alone; a header line ends with its object's `
 | items in an envelope | `MAX_ITEMS` = 100 (an SDK sends a handful) | 400 |
 | a header line | `MAX_HEADER_BYTES` = 64 KiB | 400 |
 | `event` items | one (as Relay) | 400 |
-| JSON | strict (UTF-8, no NaN, no lone surrogates), ≤ 32 levels; the event ≤ 31, one down in the report | 400 |
+| JSON | strict (UTF-8, no NaN; an escaped lone surrogate reads as U+FFFD), ≤ 32 levels, the event ≤ 31 | 400 |
 
 A `length` longer than what is left, or not followed by a newline, is 400 naming the item.
 
@@ -385,13 +385,47 @@ def event_object(data: bytes, what: str) -> dict[str, Any]:
 
 def _json(data: bytes, what: str, depth: int = MAX_JSON_DEPTH) -> Any:
     try:
-        value = pydantic_core.from_json(data, allow_inf_nan=False)
+        try:
+            value = pydantic_core.from_json(data, allow_inf_nan=False)
+        except ValueError as exc:
+            if "surrogate" not in str(exc):
+                raise
+            value = _with_lone_surrogates(data)
         check_json(value, depth)
     except InvalidField as exc:
         raise ReporterError("invalid", f"{what}: {exc.message}") from None
     except ValueError as exc:
         raise ReporterError("invalid", f"{what} is not valid JSON: {exc}") from None
     return value
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    if (number := float(text)) in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return number
+
+
+def _with_lone_surrogates(data: bytes) -> Any:
+    """JSON whose strings escape lone surrogates (`"\\udcff"`), as Python's json.dumps writes the
+    string of an undecodable file name: read as strictly otherwise, each one U+FFFD. Refusing it
+    would lose the crash, since an SDK drops what is refused."""
+    def whole(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        if isinstance(value, list):
+            return [whole(item) for item in value]
+        if isinstance(value, dict):
+            return {whole(key): whole(item) for key, item in value.items()}
+        return value
+
+    try:
+        return whole(json.loads(data, parse_constant=_not_json, parse_float=_finite))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 # --- reading ----------------------------------------------------------------------------------

@@ -166,7 +166,8 @@ def test_a_lone_surrogate_an_sdk_sends_is_read_as_a_replacement_character(sent: 
 
 
 @pytest.mark.parametrize("text", [b'{"a": 1e400}', b'{"a": NaN}', b'{"a": "\\udcff", "b": Infinity}',
-                                  b'{"a": "\\udcff", "b": 1e400}', b'{"a": "\\udcff\x01"}'])
+                                  b'{"a": "\\udcff", "b": 1e400}', b'{"a": "\\udcff\x01"}',
+                                  b'{"a": "\\udcff", "b": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"])
 def test_what_is_not_json_stays_refused_with_a_lone_surrogate_or_without(text: bytes) -> None:
     with pytest.raises(ReporterError):
         parse_store(text, SKU)

@@ -165,3 +165,14 @@ def test_a_sku_refused_says_what_a_sku_is_not_a_regex():
     with pytest.raises(InvalidField) as refused:
         validate(CrashSubmission, {"sku": "sky rift"})
     assert str(refused.value) == "sku: 1 to 64 of A-Z a-z 0-9 . _ : -, e.g. skyrift:pc"
+
+
+# found from outside: a union told only its first member's error, "Input should be a valid string"
+@pytest.mark.parametrize(("code", "says"), [
+    (2**63, "errorCode: Input should be a valid string or less than or equal to 9223372036854775807"),
+    (7.5, "errorCode: Input should be a valid string or a valid integer"),
+])
+def test_a_field_of_either_type_says_what_each_would_take(code: object, says: str):
+    with pytest.raises(InvalidField) as refused:
+        validate(CrashSubmission, {"sku": "g", "errorCode": code})
+    assert str(refused.value) == says

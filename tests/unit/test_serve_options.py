@@ -30,3 +30,23 @@ def test_each_role_gets_its_workers_but_embedded_keeps_one_consumer():
     assert jobs("all", 3, "embedded") == [Job("api", 0), Job("api", 1), Job("api", 2), Job("consumers", 0)]
     assert jobs("api", 2, "services") == [Job("api", 0), Job("api", 1)]
     assert jobs("consumers", 2, "services") == [Job("consumers", 0), Job("consumers", 1)]
+
+
+def test_a_key_under_two_roles_stops_serve_naming_both_variables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Found from outside: the key got one of its roles, silently ("1 ingest, 0 server, 1 read"),
+    and posting with it was 403."""
+    monkeypatch.setenv("BLACKBOX_API_KEYS__READ", '["k-twice"]')
+    monkeypatch.setenv("BLACKBOX_API_KEYS__INGEST", '["k-once", {"key": "k-twice", "skus": ["a:b"]}]')
+
+    def listen(host: str, port: int) -> None:
+        raise AssertionError("serve went as far as binding its port")
+
+    monkeypatch.setattr("local_runtime.server.listen", listen)
+    assert main(["serve", "--port", "0", "--data-dir", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert captured.out == "" and "k-twice" not in line, line
+    assert "BLACKBOX_API_KEYS__INGEST" in line and "BLACKBOX_API_KEYS__READ" in line, line
+    assert not (tmp_path / "serve.lock").exists()

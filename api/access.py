@@ -59,6 +59,16 @@ class ApiKeys(BaseModel):
     def configured(self) -> bool:
         return bool(self.ingest or self.server or self.read)
 
+    def shared(self) -> list[tuple[Role, Role]]:
+        """The pairs of roles that list the same key: identify() can give it one role only, so a key
+        under two would silently lose the other."""
+        roles_of: dict[str, list[Role]] = {}
+        for caller, entry in self._entries():
+            key = entry.key if isinstance(entry, TitleKey) else entry
+            if caller.role not in roles_of.setdefault(key, []):
+                roles_of[key].append(caller.role)
+        return sorted({(roles[0], other) for roles in roles_of.values() for other in roles[1:]})
+
     def _entries(self) -> Iterable[tuple[Caller, str | TitleKey]]:
         for role in Role:
             for position, entry in enumerate(getattr(self, role.value)):

@@ -339,6 +339,10 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
                         "leave out --role, or pass --profile services")
     planned = jobs(role, workers or default_workers(), settings.profile)
     keys = settings.api_keys
+    if shared := keys.shared():
+        first, second = (f"BLACKBOX_API_KEYS__{role.value.upper()}" for role in shared[0])
+        raise UserError(f"a key is listed under both {first} and {second}, and would get one role only",
+                        "give each role keys of its own")  # not the key: it is a secret
     host, keys_line = _open_host(keys, host)
     with ExitStack() as running:
         sock = running.enter_context(listen(host, port)) if role != "consumers" else None

@@ -115,6 +115,37 @@ def test_a_bad_setting_is_named_without_its_value(
     assert named in line and value not in line
 
 
+def test_a_title_key_among_server_keys_says_title_keys_are_for_ingest(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Found from outside: it said "Input should be a valid string"."""
+    monkeypatch.setenv("BLACKBOX_API_KEYS__SERVER", '[{"key": "k-title", "skus": ["a:b"]}]')
+    assert main(["migrate", "--data-dir", str(tmp_path)]) == 2
+    line = one_line(capsys)
+    assert "BLACKBOX_API_KEYS__SERVER: " in line and "k-title" not in line, line
+    assert "title keys ({key, skus}) are for BLACKBOX_API_KEYS__INGEST only" in line, line
+
+
+@pytest.mark.parametrize("where", ["environment", "file"])
+@pytest.mark.parametrize(("variable", "value"), [("BLACKBOX_PROFILE", "bogus"), ("BLACKBOX_API_KEYS__READ", "k-1")])
+def test_a_bad_setting_says_where_it_was_set(
+    where: str, variable: str, value: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+):
+    """Found from outside: "fix it in the environment or in .services/services.env" where no such file
+    is (the embedded profile's)."""
+    monkeypatch.chdir(tmp_path)  # the services env file is read from the working directory
+    if where == "file":
+        (tmp_path / ".services").mkdir()
+        (tmp_path / ".services" / "services.env").write_text(f"{variable}={value}\n")
+    else:
+        monkeypatch.setenv(variable, value)
+    assert main(["migrate", "--data-dir", str(tmp_path / "data")]) == 2
+    line = one_line(capsys)
+    expected = "fix it in .services/services.env" if where == "file" else "fix it in the environment"
+    assert line.endswith(expected), line
+
+
 def test_an_engine_not_started_is_named_with_how_to_start_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

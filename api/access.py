@@ -8,8 +8,10 @@ import hmac
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from ports.errors import Forbidden, Unauthorized
 from ports.limits import Sku
@@ -54,6 +56,15 @@ class ApiKeys(BaseModel):
     ingest: list[str | TitleKey] = Field(default_factory=list)
     server: list[str] = Field(default_factory=list)
     read: list[str] = Field(default_factory=list)
+
+    @field_validator("server", "read", mode="before")
+    @classmethod
+    def _plain_keys(cls, entries: Any) -> Any:
+        """A title key among server or read keys: said as such, not as "Input should be a valid string"."""
+        if isinstance(entries, list) and any(isinstance(entry, dict) for entry in entries):
+            raise PydanticCustomError("title_key", "title keys ({key, skus}) are for BLACKBOX_API_KEYS__INGEST "
+                                      "only; a server or read key is a string")
+        return entries
 
     @property
     def configured(self) -> bool:

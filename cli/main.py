@@ -70,16 +70,33 @@ def _settings(args: argparse.Namespace) -> Settings:
     overrides = {"data_dir": args.data_dir} if args.data_dir is not None else {}
     if args.profile is not None:
         overrides["profile"] = args.profile
-    fix = f"fix it in the environment or in {SERVICES_ENV_FILE}"
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "BLACKBOX_" + "__".join(str(part).upper() for part in first["loc"] if isinstance(part, str))
-        raise UserError(f"{name}: {first['msg']}", fix) from None  # not the value: it may be a key
+        # not the value: it may be a key
+        raise UserError(f"{name}: {first['msg']}", _fix_where(name)) from None
     except SettingsError as exc:
+        field = str(exc).partition('field "')[2].partition('"')[0]
         raise UserError(f"{exc} (lists and objects are JSON, e.g. BLACKBOX_API_KEYS__READ='[\"a-key\"]')",
-                        fix) from None
+                        _fix_where(f"BLACKBOX_{field.upper()}")) from None
+
+
+def _fix_where(name: str) -> str:
+    """Where to fix the setting `name`: where it is set, the environment or the services env file
+    (read from the working directory whatever the profile, when scripts/services has written it)."""
+
+    def sets(variable: str) -> bool:  # a nested setting is also set by its parent's JSON, and sets it
+        variable = variable.upper()
+        return variable == name or name.startswith(f"{variable}__") or variable.startswith(f"{name}__")
+
+    env_file = Path(SERVICES_ENV_FILE)
+    places = ["the environment"] if any(sets(variable) for variable in os.environ) else []
+    if env_file.is_file() and any(sets(line.partition("=")[0].strip().removeprefix("export ").strip())
+                                  for line in env_file.read_text().splitlines()):
+        places.append(SERVICES_ENV_FILE)
+    return "fix it in " + " or in ".join(places or ["the environment"])
 
 
 @contextmanager

@@ -25,6 +25,20 @@ def test_workers_is_a_number_of_processes(workers: str, capsys: pytest.CaptureFi
     assert exited.value.code == 2 and "is not a number of processes" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("port", ["99999", "65536", "0", "-1", "http"])
+def test_port_is_a_port_number(port: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """Found from outside: --port 99999 was "OverflowError: bind(): port must be 0-65535", exit 1."""
+
+    def serve(*args: object) -> None:
+        raise AssertionError("serve ran")
+
+    monkeypatch.setattr("cli.main.serve", serve)
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--port", port])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "argument --port" in err and "1-65535" in err, err
+
+
 def test_each_role_gets_its_workers_but_embedded_keeps_one_consumer():
     assert jobs("all", 2, "services") == [Job("api", 0), Job("api", 1), Job("consumers", 0), Job("consumers", 1)]
     assert jobs("all", 3, "embedded") == [Job("api", 0), Job("api", 1), Job("api", 2), Job("consumers", 0)]
@@ -44,7 +58,7 @@ def test_a_key_under_two_roles_stops_serve_naming_both_variables(
         raise AssertionError("serve went as far as binding its port")
 
     monkeypatch.setattr("local_runtime.server.listen", listen)
-    assert main(["serve", "--port", "0", "--data-dir", str(tmp_path)]) == 2
+    assert main(["serve", "--data-dir", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     [line] = captured.err.splitlines()
     assert captured.out == "" and "k-twice" not in line, line

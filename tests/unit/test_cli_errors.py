@@ -146,6 +146,15 @@ def test_a_bad_setting_says_where_it_was_set(
     assert line.endswith(expected), line
 
 
+def test_an_unknown_option_points_at_the_commands_help(capsys: pytest.CaptureFixture[str]):
+    """Found from outside: `serve --prot 9000` pointed at `blackbox --help`, which lists no serve option."""
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--prot", "9000"])
+    line = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and "\n" not in line, line
+    assert "unrecognized arguments: --prot 9000" in line and line.endswith("see blackbox serve --help"), line
+
+
 def test_an_engine_not_started_is_named_with_how_to_start_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

@@ -121,6 +121,13 @@ def _workers(text: str) -> int:
     return int(text)
 
 
+def _port(text: str) -> int:
+    # here, not bind()'s OverflowError; 0 is left out too: serve would announce a URL with port 0
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1-65535)")
+    return int(text)
+
+
 def _sample(function: str) -> str:
     samples = sorted(EVENTS.glob(f"{function}*.json"))
     return os.path.relpath(samples[0]) if samples else os.path.relpath(EVENTS) + "/"
@@ -377,7 +384,7 @@ def parser() -> argparse.ArgumentParser:
     serve_cmd = command("serve", "run the API, the consumers and the periodic jobs until stopped")
     serve_cmd.add_argument("--host", default="127.0.0.1",
                            help="the address to listen on (default 127.0.0.1; 0.0.0.0 for the LAN, with keys: README)")
-    serve_cmd.add_argument("--port", type=int, default=8080, help="the port (default 8080)")
+    serve_cmd.add_argument("--port", type=_port, default=8080, help="the port (default 8080)")
     serve_cmd.add_argument("--role", choices=ROLES, default="all",
                            help="all (the default): the API and the consumers; api: the HTTP API alone; consumers: "
                            "the consumers and the purge alone. api and consumers need --profile services, where "

@@ -372,7 +372,9 @@ def parser() -> argparse.ArgumentParser:
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, help=help_text, parents=[debug])
+        sub = commands.add_parser(name, help=help_text, parents=[debug])
+        sub.set_defaults(command_parser=sub)  # for main to point an unknown option at this command's help
+        return sub
 
     def storage_options(p: argparse.ArgumentParser) -> None:
         p.add_argument("--data-dir", type=Path, default=None,
@@ -436,7 +438,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args, unknown = parser().parse_known_args(argv)
+    if unknown:  # the root's parse_args would point at `blackbox --help`, which lists no command's options
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.run(args)
     except KeyboardInterrupt:

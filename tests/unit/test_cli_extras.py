@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import types
 from importlib import metadata
 from pathlib import Path
 
@@ -78,3 +79,24 @@ def test_a_commands_help_needs_only_the_command_lines_extra(monkeypatch: pytest.
         entry.main(["load", "--help"])
     assert helped.value.code == 0 and "--rate" in capsys.readouterr().out
     assert entry.main(["load", "--rate", "5"]) == 2  # running it still needs the extra
+
+
+class _Interrupted(types.ModuleType):
+    """The command line's module as Ctrl-C finds it while it is still being imported."""
+
+    def __getattr__(self, name: str) -> object:
+        if name == "main":
+            raise KeyboardInterrupt
+        raise AttributeError(name)
+
+
+def test_ctrl_c_while_the_command_line_is_imported_exits_130_quietly(monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]):
+    """Found from outside: Ctrl-C in serve's first 0.3 s printed a KeyboardInterrupt traceback."""
+    monkeypatch.setitem(sys.modules, "cli.main", _Interrupted("cli.main"))
+    try:
+        code = entry.main(["serve"])
+    except KeyboardInterrupt:  # not left to stop pytest itself
+        pytest.fail("the KeyboardInterrupt came through, and with it its traceback")
+    assert code == 130
+    assert capsys.readouterr().err == "blackbox: interrupted\n"

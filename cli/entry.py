@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import re
 import sys
-from importlib import metadata
-
-from ports.errors import UserError
 
 PROJECT = "blackbox"
 # the command line itself (cli.main, and the local runtime) imports the serve extra; these commands need more
@@ -24,6 +21,8 @@ _EXTRA_MARKER = re.compile(r"""extra\s*==\s*["'](?P<extra>[^"']+)["']""")
 def _optional() -> dict[str, list[tuple[str, list[str]]]]:
     """Each extra's requirements, from the installed metadata: (distribution, the project's extras it
     names when the distribution is the project itself)."""
+    from importlib import metadata  # noqa: PLC0415 - imported within main's try, for Ctrl-C
+
     by_extra: dict[str, list[tuple[str, list[str]]]] = {}
     for line in metadata.requires(PROJECT) or []:
         spec, _, marker_text = line.partition(";")
@@ -35,6 +34,8 @@ def _optional() -> dict[str, list[tuple[str, list[str]]]]:
 
 
 def _installed(name: str) -> bool:
+    from importlib import metadata  # noqa: PLC0415 - imported within main's try, for Ctrl-C
+
     try:
         metadata.distribution(name)
     except metadata.PackageNotFoundError:
@@ -65,10 +66,20 @@ def command_extra(argv: list[str]) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    try:
+        return _checked(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:  # Ctrl-C in the first moments, while the imports take; later, cli.main's own
+        print(f"{PROJECT}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _checked(args: list[str]) -> int:
+    """The command, once its extra is known to be installed."""
     command, extra = command_extra(args)
     lacking = missing(extra)
     if lacking:
+        from ports.errors import UserError  # noqa: PLC0415 - ports is heavy: imported in main's try, for Ctrl-C
+
         error = UserError(f"{command or 'the command line'} needs the {extra} extra "
                           f"({', '.join(lacking)} not installed)",
                           f"install it from the project's folder: pip install -e '.[{extra}]'")

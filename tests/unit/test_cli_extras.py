@@ -48,7 +48,8 @@ def test_a_command_without_its_extra_names_the_extra_to_install(bare_python: Pat
     assert result.returncode == 2
     [line] = result.stderr.splitlines()
     assert f"needs the {extra} extra" in line and named in line, line
-    assert line.endswith(f"pip install -e '.[{extra}]'"), line
+    # the pip of the python the script runs on: found from outside, a bare `pip` may be another's
+    assert line.endswith(f"{bare_python} -m pip install -e '.[{extra}]'"), line
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 

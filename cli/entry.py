@@ -6,6 +6,7 @@ naming the extra to install rather than a ModuleNotFoundError's traceback."""
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 
 PROJECT = "blackbox"
@@ -80,9 +81,12 @@ def _checked(args: list[str]) -> int:
     if lacking:
         from ports.errors import UserError  # noqa: PLC0415 - ports is heavy: imported in main's try, for Ctrl-C
 
+        # this python's pip: a bare `pip` may be another python's, outside the venv the script runs in
+        pip = f"{shlex.quote(sys.executable)} -m pip"
+
         error = UserError(f"{command or 'the command line'} needs the {extra} extra "
                           f"({', '.join(lacking)} not installed)",
-                          f"install it from the project's folder: pip install -e '.[{extra}]'")
+                          f"install it from the project's folder: {pip} install -e '.[{extra}]'")
         print(f"{PROJECT}: {error}", file=sys.stderr)
         return 2
     from cli.main import main as run  # noqa: PLC0415 - only once its extra is known to be there

@@ -206,6 +206,19 @@ def test_load_against_nothing_says_so_before_sending(capsys: pytest.CaptureFixtu
     assert f"nothing answers at {url}" in line and "blackbox serve" in line
 
 
+@pytest.mark.parametrize("url", ["localhost:8080", "127.0.0.1:8080", "ftp://127.0.0.1:8080", "http://"])
+def test_load_refuses_a_url_without_http_or_https(url: str, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]):
+    """Found from outside: `--url localhost:8080` said "nothing answers at localhost:8080
+    (UnsupportedProtocol)" with the server up."""
+    monkeypatch.setattr("loadgen.run.run", lambda _config: pytest.fail("load ran"))
+    with pytest.raises(SystemExit) as exited:
+        main(["load", "--url", url])
+    line = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and "\n" not in line, line
+    assert "argument --url" in line and "http:// or https://" in line, line
+
+
 @pytest.mark.parametrize("page", [None, b"<html>a page</html>", b'{"items": []}'])
 def test_load_against_a_server_that_is_not_blackbox_says_so_before_sending(
         page: bytes | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -285,6 +285,15 @@ def _openapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def _http_url(text: str) -> str:
+    """A URL load can send to: without a scheme, httpx's UnsupportedProtocol read as nothing answering."""
+    scheme, _, rest = text.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        example = f"http://{text}" if "://" not in text and text else "http://127.0.0.1:8080"
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL, e.g. {example}")
+    return text
+
+
 def _mix(text: str) -> tuple[float, float, float]:
     """--mix crashes=0.2,sessions=0.6,scores=0.2 → the shares in that order."""
     try:
@@ -333,8 +342,8 @@ def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
     """`load` and `bench`."""
     load_cmd = command("load", "open-loop load against a running serve (or deployment); "
                        "checks at the end that nothing accepted was lost (exit 2 if it was)")
-    load_cmd.add_argument("--url", default="http://127.0.0.1:8080",
-                          help="the serve or deployment (default http://127.0.0.1:8080)")
+    load_cmd.add_argument("--url", type=_http_url, default="http://127.0.0.1:8080",
+                          help="the serve or deployment, with its http:// or https:// (default http://127.0.0.1:8080)")
     load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
                           help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")
     load_cmd.add_argument("--rate", type=float, default=50, help="base requests/s (default 50)")

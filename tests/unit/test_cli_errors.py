@@ -19,6 +19,7 @@ import pytest
 
 from adapters.factory import Adapters
 from cli.main import main
+from loadgen.run import LoadConfig, LoadReport, Outcome, Verification
 from local_runtime.process import free_port
 from pipeline.topics import SESSIONS, dead_letter
 from ports import LogRecord
@@ -217,6 +218,22 @@ def test_load_refuses_a_url_without_http_or_https(url: str, monkeypatch: pytest.
     line = capsys.readouterr().err.strip()
     assert exited.value.code == 2 and "\n" not in line, line
     assert "argument --url" in line and "http:// or https://" in line, line
+
+
+def test_load_whose_every_score_is_refused_says_so_and_fails(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]):
+    """Found from outside: with an ingest key every score was 403, and load still ended "lost = 0",
+    exit 0 (nothing refused is accepted, so nothing is lost)."""
+    outcomes = [Outcome("crashes", 0.0, 202, 5.0), Outcome("crashes", 0.0, 413, 5.0),
+                Outcome("sessions", 0.0, 202, 5.0), *(Outcome("scores", 0.0, 403, 5.0) for _ in range(3))]
+    report = LoadReport(LoadConfig(url="http://127.0.0.1:1"), "r", 0, 1.0, outcomes, Verification(), 0)
+    monkeypatch.setattr("loadgen.run.run", lambda _config: report)
+    assert main(["load", "--api-key", "k-ingest", "--read-key", "k-read"]) == 3
+    captured = capsys.readouterr()
+    assert "lost = 0" in captured.out
+    [warning] = captured.err.splitlines()
+    assert "scores" in warning and "403" in warning and "--api-key" in warning, warning
+    assert "crashes" not in warning and "sessions" not in warning, warning
 
 
 @pytest.mark.parametrize("page", [None, b"<html>a page</html>", b'{"items": []}'])

@@ -304,6 +304,10 @@ def _mix(text: str) -> tuple[float, float, float]:
     return shares.get("crashes", 0.0), shares.get("sessions", 0.0), shares.get("scores", 0.0)
 
 
+# load's exit when a kind of request was only refused (the key): not 2, which says something was lost
+LOAD_REFUSED = 3
+
+
 def _load(args: argparse.Namespace) -> int:
     from loadgen.run import LoadConfig, run  # heavy imports only for this command
 
@@ -316,7 +320,15 @@ def _load(args: argparse.Namespace) -> int:
     print(report.as_text())
     if args.json is not None:
         args.json.write_text(json.dumps(report.as_json(), indent=2))
-    return 0 if report.verification.lost == 0 else 2
+    refused = report.refused()
+    for kind, statuses in refused.items():
+        key = "a server key (only one may post scores)" if kind == "scores" else \
+            "an ingest or server key not limited to skus (load posts skus of its own)"
+        print(f"blackbox: every {kind} request was refused ({', '.join(f'{s} x{n}' for s, n in statuses.items())}), "
+              f"so none was measured; pass --api-key with {key}", file=sys.stderr)
+    if report.verification.lost:
+        return 2
+    return LOAD_REFUSED if refused else 0
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -341,7 +353,8 @@ DEBUG_HELP = "on an error, show the traceback"
 def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """`load` and `bench`."""
     load_cmd = command("load", "open-loop load against a running serve (or deployment); "
-                       "checks at the end that nothing accepted was lost (exit 2 if it was)")
+                       "checks at the end that nothing accepted was lost (exit 2 if it was; 3 if every "
+                       "request of a kind was refused, e.g. scores without a server key)")
     load_cmd.add_argument("--url", type=_http_url, default="http://127.0.0.1:8080",
                           help="the serve or deployment, with its http:// or https:// (default http://127.0.0.1:8080)")
     load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",

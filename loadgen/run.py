@@ -150,6 +150,14 @@ class LoadReport:
     def statuses(self) -> dict[str, dict[str, int]]:
         return {kind: dict(Counter(str(o.status) for o in self.outcomes if o.kind == kind)) for kind in KINDS}
 
+    def refused(self) -> dict[str, dict[str, int]]:
+        """The kinds of request whose every answer was a refusal (a 4xx other than 408 and 429, which
+        are the server's load): the key, most likely, so the run measured nothing of that kind and
+        lost = 0 says nothing about it."""
+        return {kind: statuses for kind, statuses in self.statuses().items()
+                if statuses and all(status.isdigit() and 400 <= int(status) < 500 and status not in ("408", "429")
+                                    for status in statuses)}
+
     def latency(self, kind: str | None = None) -> dict[str, float]:
         samples = [o.latency_ms for o in self.outcomes if kind in (None, o.kind) and o.status == 202]
         return _percentiles(samples)

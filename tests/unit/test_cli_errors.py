@@ -5,6 +5,7 @@ port nothing listens on."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -21,6 +22,7 @@ from adapters.factory import Adapters
 from cli.main import main
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification
 from local_runtime.process import free_port
+from local_runtime.server import lock_data_dir
 from pipeline.topics import SESSIONS, dead_letter
 from ports import LogRecord
 from ports.timeutil import now_ms
@@ -282,6 +284,38 @@ def make_serve(*options: str) -> str:
 def test_make_serve_passes_port_and_host_from_its_command_line_only():
     assert make_serve("PORT=9000", "HOST=0.0.0.0").endswith("blackbox serve --port 9000 --host 0.0.0.0")
     assert make_serve().endswith("blackbox serve")  # a shell's own HOST and PORT are not for make
+
+
+def test_make_serve_passes_a_data_dir():
+    """Found from outside: a second `make serve PORT=8081` was told to pass --data-dir, which make could not."""
+    assert make_serve("PORT=8081", "DATA_DIR=second-data").endswith("--port 8081 --data-dir second-data")
+
+
+def test_serve_on_a_data_dir_in_use_names_make_serves_data_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    held = lock_data_dir(tmp_path)
+    try:
+        assert main(["serve", "--port", str(free_port()), "--data-dir", str(tmp_path)]) == 2
+    finally:
+        os.close(held)
+    line = one_line(capsys)
+    assert f"another blackbox serve is using {tmp_path}" in line and "--data-dir" in line, line
+    assert "make serve DATA_DIR=" in line, line
+
+
+def test_serve_on_a_taken_port_and_a_data_dir_in_use_says_blackbox_is_already_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Found from outside: following "port in use; try make serve PORT=8081" only led to the data
+    directory being in use: both taken is a serve already running."""
+    held = lock_data_dir(tmp_path)
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as taken:
+            port = taken.getsockname()[1]
+            assert main(["serve", "--port", str(port), "--data-dir", str(tmp_path)]) == 2
+    finally:
+        os.close(held)
+    line = one_line(capsys)
+    assert "Blackbox is already running" in line and str(port) in line and str(tmp_path) in line, line
 
 
 def test_invoke_prints_the_answer_alone_on_stdout(capsys: pytest.CaptureFixture[str]):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -23,6 +23,7 @@ M = TypeVar("M", bound=BaseModel)
 
 # pydantic puts the union member it tried into an error's loc; those are not field names
 _UNION_TAGS = {"str", "int", "none", "bool", "float", "list", "dict"}
+_SHOULD = "Input should be "
 
 
 @dataclass(frozen=True)
@@ -74,21 +75,32 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def validation_error(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> BlackboxError:
-    return contract_error(exc.errors()[0], prefix)
+    errors = exc.errors()
+    field = _field(errors[0])
+    # a field of either type (a union) has an error for each, all of which the client should read
+    either = [e for e in errors if _field(e) == field] if _field(errors[0], keep_members=True) != field else []
+    return contract_error(errors[0], prefix, either)
 
 
-def contract_error(first: Mapping[str, Any], prefix: tuple[int | str, ...] = ()) -> BlackboxError:
-    """A pydantic error (the first of a validation) as the contract's 400, naming the field."""
-    raw_loc = tuple(first["loc"])
+def _field(error: Mapping[str, Any], keep_members: bool = False) -> tuple[int | str, ...]:
+    """An error's place, without the union members' and validators' tags pydantic adds to it."""
+    raw_loc = tuple(error["loc"])
     if "[key]" in raw_loc:  # a bad dict key (an attachment name): the field is the dict itself
         raw_loc = raw_loc[: raw_loc.index("[key]") - 1]
-    loc = prefix + tuple(
-        p for p in raw_loc
-        if isinstance(p, int) or not (p in _UNION_TAGS or p.startswith(("function-", "constrained-")))
-    )
-    path = field_path(loc) or "body"
+    return tuple(p for p in raw_loc if keep_members or isinstance(p, int)
+                 or not (p in _UNION_TAGS or p.startswith(("function-", "constrained-"))))
+
+
+def contract_error(first: Mapping[str, Any], prefix: tuple[int | str, ...] = (),
+                   either: Sequence[Mapping[str, Any]] = ()) -> BlackboxError:
+    """A pydantic error (the first of a validation) as the contract's 400, naming the field; with
+    `either`, the errors of each type a union field may be, said in one sentence."""
+    path = field_path(prefix + _field(first)) or "body"
     if first["type"] == "missing":
         return MissingField(f"{path} is required", path)
+    if len(either) > 1:
+        first_said, *others = dict.fromkeys(e["msg"] for e in either)
+        return InvalidField(f"{path}: {' or '.join([first_said, *(m.removeprefix(_SHOULD) for m in others)])}", path)
     # a pattern in words where this API has them (ports.limits.PATTERN_WORDS)
     pattern = first.get("ctx", {}).get("pattern") if first["type"] == "string_pattern_mismatch" else None
     return InvalidField(f"{path}: {PATTERN_WORDS.get(pattern or '', first['msg'])}", path)

@@ -23,13 +23,14 @@ $(VENV)/.installed-%: pyproject.toml
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install -e '.[$*]'
 	touch $@
 
-# `make serve PORT=9000 HOST=0.0.0.0`: blackbox serve's --port and --host (default 127.0.0.1:8080).
+# `make serve PORT=9000 HOST=0.0.0.0 DATA_DIR=other-data`: blackbox serve's --port, --host and --data-dir
+# (default 127.0.0.1:8080, ./blackbox-data; a second serve needs both its own port and data directory).
 # Only from make's command line: shells export HOST (tcsh: this machine's name) and PORT for their own uses
 option = $(if $(filter command line,$(origin $(1))), $(2) $($(1)))
 # the stack walker minidump processing runs, where cargo can build it (without it, uploads are
 # taken and their minidumps wait, `pending`, for a serve that has it)
 serve: $(call STAMP,serve) $(if $(shell command -v cargo),.tools/bin/blackbox-stackwalk)
-	$(BIN)/blackbox serve$(call option,PORT,--port)$(call option,HOST,--host)
+	$(BIN)/blackbox serve$(call option,PORT,--port)$(call option,HOST,--host)$(call option,DATA_DIR,--data-dir)
 
 test: lint typecheck services pytest
 

@@ -63,6 +63,10 @@ class WorkerFailed(UserError):
     pass
 
 
+class PortInUse(UserError):
+    pass
+
+
 def default_workers() -> int:
     """One worker per CPU this process may run on."""
     if hasattr(os, "sched_getaffinity"):
@@ -97,7 +101,8 @@ class _Server(uvicorn.Server):
         yield
 
 
-def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass another --data-dir") -> int:
+def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass another --data-dir "
+                  "(with make: make serve DATA_DIR=another-dir)") -> int:
     """One serve per data directory on the embedded profile: two would both consume the same
     topics (and `blackbox invoke` takes it too, unless told to run beside a live serve)."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +113,21 @@ def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass ano
         os.close(fd)
         raise DataDirInUse(f"another blackbox serve is using {data_dir}", fix) from None
     return fd
+
+
+def _data_dir_held(data_dir: Path) -> bool:
+    """Whether a serve holds `data_dir` now (lock_data_dir's lock, taken and given back at once)."""
+    try:
+        fd = os.open(data_dir / "serve.lock", os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # which gives the lock back, if taken
+    return False
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -134,13 +154,15 @@ def listen(host: str, port: int) -> socket.socket:
         return _bind(host, port)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            problem, free = f"port {port} on {host} is in use", _free_port_near(host, port)
-        elif exc.errno == errno.EACCES:
-            problem, free = f"port {port} needs root, as every port below 1024", _free_port_near(host, 8079)
-        else:
-            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
-                            "pass --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface)") from None
-        raise UserError(problem, f"try --port {free} (with make: make serve PORT={free})") from None
+            free = _free_port_near(host, port)
+            raise PortInUse(f"port {port} on {host} is in use",
+                            f"try --port {free} (with make: make serve PORT={free})") from None
+        if exc.errno == errno.EACCES:
+            free = _free_port_near(host, 8079)
+            raise UserError(f"port {port} needs root, as every port below 1024",
+                            f"try --port {free} (with make: make serve PORT={free})") from None
+        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
+                        "pass --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface)") from None
 
 def _address(where: str, default_port: int) -> tuple[str, int]:
     """The first host and port of a bootstrap list or an engine's URL (credentials left out)."""
@@ -345,7 +367,17 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
                         "give each role keys of its own")  # not the key: it is a secret
     host, keys_line = _open_host(keys, host)
     with ExitStack() as running:
-        sock = running.enter_context(listen(host, port)) if role != "consumers" else None
+        try:
+            sock = running.enter_context(listen(host, port)) if role != "consumers" else None
+        except PortInUse:
+            # the port and the data directory both taken: most likely a serve already running, where
+            # the port's hint alone only leads to the data directory's
+            if settings.profile == "embedded" and _data_dir_held(settings.data_dir):
+                raise UserError(f"Blackbox is already running: port {port} on {host} is in use and another "
+                                f"serve holds {settings.data_dir}",
+                                f"use it at {_base_url(host, port)}/, or stop it first; a second one needs "
+                                "another --port and --data-dir (with make: make serve PORT=… DATA_DIR=…)") from None
+            raise
         if settings.profile == "embedded":
             running.callback(os.close, lock_data_dir(settings.data_dir))
         # metrics are for CloudWatch; here the log line of an alert is enough (set it to false to see them)

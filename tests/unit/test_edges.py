@@ -166,6 +166,14 @@ def test_a_head_over_the_limit_in_one_read_is_answered_431(gateway_url: tuple[st
     assert answer_of(gateway_url, small + b"\r\n\r\n")[0].startswith(b"HTTP/1.1 200 ")
 
 
+# found from outside: the 400 went first and closed the connection, so a request served (a crash
+# kept) lost its answer, and a client would send it again
+def test_bytes_no_request_can_be_after_one_are_refused_once_it_is_answered(gateway_url: tuple[str, int]):
+    answer, _ = answer_of(gateway_url, b"GET /dashboard/app.js HTTP/1.1\r\nHost: localhost\r\n\r\n" + b"JUNK" * 10)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert answer.count(b"HTTP/1.1 ") == 2 and answer.rfind(b"HTTP/1.1 400 ") > 0 and b"bad_request" in answer
+
+
 def test_a_body_that_does_not_arrive_in_time_is_answered_408(gateway_url: tuple[str, int]):
     head = (b"POST /v1/crashes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: 100\r\n\r\n{")

@@ -401,6 +401,8 @@ class GuardedHttp(HttpToolsProtocol):
     # ended in it too, which the reads' count cannot tell from the previous request's body
     _head_parsed = 0
     _rest_timer: asyncio.TimerHandle | None = None
+    # what is refused after the requests before it on the connection: answered once they are
+    _refusal: BlackboxError | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -425,6 +427,9 @@ class GuardedHttp(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        if self._refusal is not None and self.cycle.response_complete and not self.pipeline:
+            self._refuse(self._refusal)
+            return
         if self.cycle.response_complete and self.cycle.more_body and not self.transport.is_closing():
             self._rest_timer = self.loop.call_later(self.body_timeout, self.transport.close)
 
@@ -485,9 +490,16 @@ class GuardedHttp(HttpToolsProtocol):
 
     def _refuse(self, error: BlackboxError) -> None:
         self._head_done()
-        if not self.transport.is_closing():
-            self.transport.write(_answer(error))
-            self.transport.close()
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # a request taken before it is answered first: a crash kept must not lose its 202, or
+            # its client sends it again; nothing more is read meanwhile
+            self._refusal = self._refusal or error
+            self.transport.pause_reading()
+            return
+        self.transport.write(_answer(error))
+        self.transport.close()
 
 
 def _head_too_large() -> HeadersTooLarge:

@@ -12,7 +12,7 @@ from lambdas import capture, issues, leaderboards, native, projects, reporter, s
 from lambdas.functions import API_ROUTES
 
 HEADER = """\
-# The HTTP contract of DESIGN §5, generated from the handlers by `blackbox openapi` (`make openapi`
+# The HTTP contract docs/api.md describes, generated from the handlers by `blackbox openapi` (`make openapi`
 # writes this file): edit the code, not this. tests/e2e/test_openapi.py holds `blackbox serve` to it
 # with schemathesis, every route on both profiles.
 """

@@ -378,7 +378,9 @@ def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
 
     bench_cmd = command("bench", "measure, side by side, and write BENCHMARKS.md (needs scripts/services start)")
     bench_cmd.add_argument("--quick", action="store_true", help="smaller sizes and shorter runs")
-    bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"))
+    bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"),
+                           help="the report to write (default BENCHMARKS.md); the plots go under benchmarks/ "
+                                "beside it")
     bench_cmd.add_argument("--soak", type=float, metavar="MINUTES", default=None,
                            help="instead: the soak alone, this long at the paper's baseline mix on services, "
                                 "then a minute past saturation; replaces its block of BENCHMARKS.md")

@@ -213,7 +213,8 @@ def body_schema(path: str) -> dict[str, Any]:
     return resolve(CONTRACT["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"])
 
 
-SAMPLES = {"sku": "skyrift:pc", "board": "time-trial", "kind": "client", "playerId": "p-7", "score": 42}
+SAMPLES = {"sku": "skyrift:pc", "board": "time-trial", "kind": "client", "playerId": "p-7", "score": 42,
+           "buildVersion": "1.4.2", "status": "crashed"}
 # every event a game sends: crashes from clients, sessions from both, scores from dedicated servers
 GAME_ROUTES = {"/v1/crashes", "/v1/sessions", "/v1/scores"}
 

@@ -1,4 +1,4 @@
-"""The `blackbox` command line (DESIGN §6). Every command's errors pass one boundary, `main`: a
+"""The `blackbox` command line (docs/cli.md). Every command's errors pass one boundary, `main`: a
 UserError is one line with its fix, anything else one line pointing at --debug."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Capture: validate a crash report, give it an eventId, and acknowledge only once it is durable
-on the log (DESIGN §3.1)."""
+on the log (rule 1 of docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ with the next frame, as Socorro's signature rules), and merges of one group into
 consumer and the minidump processor group new reports by them; a reprocessing groups past ones
 again, a page of reports at a time on the minidumps topic (so within a Lambda's time), each page
 asking for the next. A page's writes are a function of the reports and the grouping: a page done
-twice writes the same again (effectively once, DESIGN §3.3), and nothing of a report but its
+twice writes the same again (effectively once, rule 3 of docs/architecture.md), and nothing of a report but its
 signature changes."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ MAX_GLOB_CHARS = 200
 GROUPING_TTL_MS = 3_000
 # skus whose grouping the consumer keeps: past it, it forgets them all
 MAX_KNOWN = 10_000
-# reports a reprocessing request regroups: their bodies (each up to 1 MiB, DESIGN §5) are read at
+# reports a reprocessing request regroups: their bodies (each up to 1 MiB, docs/api.md) are read at
 # once, so a page stays within a Lambda's memory, and its time within a second or so
 REGROUP_PAGE = 200
 

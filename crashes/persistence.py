@@ -1,7 +1,7 @@
 """The crash consumer's work: a batch of log records becomes documents (report bodies and, apart
 from them, attachments) and index rows. Every write is idempotent by reportKey, so a redelivered
-batch changes nothing (DESIGN §3.3); the first report under a key is kept, and another body under
-a reused key goes to the dead letters (DESIGN §3.9), as does a record no store takes (§3.8). A
+batch changes nothing (rule 3 of docs/architecture.md); the first report under a key is kept, and another body under
+a reused key goes to the dead letters (rule 9 of docs/architecture.md), as does a record no store takes (rule 8). A
 report with a minidump is indexed `pending` and its walk asked of the processor (crashes.processing).
 The issues (ports.issues) see each new report before it is indexed: a batch cut off after the index
 write is redelivered with its keyed reports skipped as retries, so seeing them after it could miss

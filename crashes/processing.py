@@ -6,7 +6,7 @@ index row says where it stands: `pending`, `processed`, or `failed` with the rea
 
 Requests come on the `minidumps` topic, keyed by report, so one report's walks happen in order.
 A walk is a function of the dump and the symbols held, and every write is an upsert by report
-key: a request that comes twice writes the same again (effectively once, DESIGN §3.3). A report's
+key: a request that comes twice writes the same again (effectively once, rule 3 of docs/architecture.md). A report's
 walk names the symbol files it lacked; when one arrives (`POST /v1/symbols`), a request names the
 file, and the processor asks, a page at a time, for the reports that awaited it to be walked again,
 which moves them to the group their symbolicated frames make. The topic also carries the pages of a

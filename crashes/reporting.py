@@ -1,5 +1,5 @@
 """The reporter: listing and reading crash reports. Summaries come from the index alone; bodies
-and attachments are fetched from the document store only when asked for (DESIGN §3.7)."""
+and attachments are fetched from the document store only when asked for (rule 7 of docs/architecture.md)."""
 
 from __future__ import annotations
 

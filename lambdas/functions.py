@@ -60,7 +60,7 @@ class ApiRoute:
         return self.ingest or self.keyed
 
 
-# The REST API's routes (DESIGN §5), with who may call each: API Gateway declares exactly these, and
+# The REST API's routes (docs/api.md), with who may call each: API Gateway declares exactly these, and
 # the local gateway matches and authorizes by the same, so an unknown route is a 404 in both. Each
 # function's handler declares the same routes (checked by tests/unit/test_contract_drift.py).
 API_ROUTES = (

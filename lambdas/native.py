@@ -1,7 +1,7 @@
 """Native crash reporters' uploads, unchanged clients: Sentry SDKs' envelopes and store bodies,
 Crashpad's and Breakpad's minidump uploads (Sentry's route and Socorro's `/submit`) and Unreal's
-CrashReportClient. Each answers as its client expects once what it carried is durable (DESIGN
-§3.1), through the capture path."""
+CrashReportClient. Each answers as its client expects once what it carried is durable (rule 1
+of docs/architecture.md), through the capture path."""
 
 from __future__ import annotations
 

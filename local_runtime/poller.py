@@ -1,6 +1,6 @@
 """Plays Lambda's Kafka event source mapping on one machine: polls a topic as a consumer group,
 hands the handler the exact MSK event, and commits only after the handler returned. A batch the
-handler failed (an engine away: what a value fails, the handler dead-letters itself, DESIGN §3.8)
+handler failed (an engine away: what a value fails, the handler dead-letters itself, rule 8 of docs/architecture.md)
 is rewound and retried with backoff, so data is delayed, never lost."""
 
 from __future__ import annotations

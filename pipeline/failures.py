@@ -1,4 +1,4 @@
-"""The consumers' failure rule (DESIGN §3.8): a record either lands or goes to the dead-letter
+"""The consumers' failure rule (rule 8 of docs/architecture.md): a record either lands or goes to the dead-letter
 topic with its reason, and a consumer never stalls on one record. A failure that a value caused
 (an engine refused it, a constraint, a decode error) is isolated by splitting the batch until the
 record is alone; anything else (an engine away, a timeout, a deadlock, what we cannot tell) is

@@ -1,4 +1,4 @@
-"""Idempotency keys (DESIGN §3.2, §3.9): an eventId derived from (scope, key), so a client retry
+"""Idempotency keys (rules 2 and 9 of docs/architecture.md): an eventId derived from (scope, key), so a client retry
 is the same event, and the hash of what it carried, so a reused key with another body is told
 from a retry and never replaces what was accepted first."""
 

@@ -1,8 +1,8 @@
-"""Effectively-once consumption (DESIGN §3.4). A batch is split by partition, without the records
+"""Effectively-once consumption (rule 4 of docs/architecture.md). A batch is split by partition, without the records
 at or below each partition's last applied offset (a redelivery, in whole or in part), and without
 the events whose eventId was applied already (a client retry with the same Idempotency-Key). Offsets
 and those eventIds, with the hash of what each carried, are written with the data, in one
-transaction; an eventId that comes again with another body is a reused key (DESIGN §3.9) and is
+transaction; an eventId that comes again with another body is a reused key (rule 9 of docs/architecture.md) and is
 dead-lettered, never applied. Records `blackbox replay` published again carry the REPLAYED header:
 a replay cut off midway repeats them, so their eventIds are checked and stored whatever their kind.
 

@@ -1,4 +1,4 @@
-"""Topic names and the dead-letter rule (DESIGN §3.5: nothing is dropped silently)."""
+"""Topic names and the dead-letter rule (rule 5 of docs/architecture.md: nothing is dropped silently)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def parse_each(records: Sequence[LogRecord], parse: Callable[[bytes], T], what: 
 
 def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[OutgoingRecord]) -> None:
     """Capture's write: durable on the log, or else in the spill store until `blackbox replay`
-    (DESIGN §1); only when both fail a 503 the client may retry, as nothing was promised. Each record
+    (docs/architecture.md); only when both fail a 503 the client may retry, as nothing was promised. Each record
     carries the id of the request that sent it, for the consumers' log."""
     request = correlation_id()
     if request is not None:

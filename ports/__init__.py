@@ -48,7 +48,7 @@ class LogConsumer(Protocol):
     def close(self) -> None: ...
 
 
-# how long a publish may wait for the log before it fails, and capture spills instead (DESIGN §1)
+# how long a publish may wait for the log before it fails, and capture spills instead (docs/architecture.md)
 PUBLISH_TIMEOUT_S = 2.0
 
 
@@ -207,7 +207,7 @@ class CrashIndex(Protocol):
         """One multi-row write; an entry whose report_key is already indexed is left as it is.
         `body_hashes` (report key → hash of the submitted text, for reports sent with an
         Idempotency-Key) is kept with each new entry, so that a reused key with another body is
-        told from a retry (DESIGN §3.9)."""
+        told from a retry (rule 9 of docs/architecture.md)."""
         ...
 
     def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
@@ -282,10 +282,10 @@ class OffsetConflict(Exception):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """What a consumer's write also records, in the same transaction (DESIGN §3.4): the partition's
+    """What a consumer's write also records, in the same transaction (rule 4 of docs/architecture.md): the partition's
     new offset, if the stored one is still `expected_offset`, and the eventIds applied with the hash
     of what each carried, so a client retry (same Idempotency-Key, so same eventId) at another
-    offset is skipped too, and a reused key with another body is told apart (DESIGN §3.9)."""
+    offset is skipped too, and a reused key with another body is told apart (rule 9 of docs/architecture.md)."""
 
     consumer: str
     topic_partition: str

@@ -1,5 +1,5 @@
 """Domain errors. Each carries the contract's error code and HTTP status, so handlers map them
-without knowing which domain raised them (DESIGN §5). And what the command line says when the
+without knowing which domain raised them (docs/api.md). And what the command line says when the
 person at the terminal can fix what went wrong (UserError)."""
 
 from __future__ import annotations

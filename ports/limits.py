@@ -1,5 +1,5 @@
 """Input limits shared by every POST, each refused with the contract's error rather than left to
-fail later in a store (DESIGN §5)."""
+fail later in a store (docs/api.md)."""
 
 from __future__ import annotations
 

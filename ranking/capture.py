@@ -43,7 +43,7 @@ def capture_removal(log: EventLog, spill: SpillStore, settings: BoardSettings, p
     """Asks the board's worker to delete the player's record from the season current now, in order
     with the board's updates (its partition): an update received later makes a new record. A retry
     with the same Idempotency-Key is the same event, applied once (it would delete that record);
-    the key reused on the board for another player is set aside, as for scores (DESIGN §3.9)."""
+    the key reused on the board for another player is set aside, as for scores (rule 9 of docs/architecture.md)."""
     try:
         player = PlayerRef(board=settings.board, playerId=player_id)
     except ValidationError as error:

@@ -155,7 +155,7 @@ class ScoreEnvelope(BaseModel):
 
 
 # a record of the `scores` topic as the worker reads it: capture checked every bound of the API's
-# models (DESIGN §3.10), so the worker checks types and what the stores index, in pydantic-core
+# models (rule 10 of docs/architecture.md), so the worker checks types and what the stores index, in pydantic-core
 # alone; the API models' Python validators, run again for every update, were most of its parsing
 _Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 # Metadata's keys and values as it bounds them, without its Python validators: a number a JSON text

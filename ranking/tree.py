@@ -1,4 +1,4 @@
-"""The ranking tree of DESIGN §4, as arithmetic on scores: no storage here.
+"""The ranking tree of docs/architecture.md, as arithmetic on scores: no storage here.
 
 A board's tree covers the whole signed 64-bit range with branching factor B = 2**bits. A level is
 named by its shift in `unit` bits: the node at (level, prefix) counts the players whose score s has

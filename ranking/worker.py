@@ -27,7 +27,7 @@ CONSUMER = "ranking-worker"
 
 def apply_scores(records: Sequence[LogRecord], store: RankingStore, log: EventLog, tree: Tree) -> int:
     """Returns how many score updates were applied (redelivered and retried ones are skipped); a
-    record whose value no store takes goes to the dead letters alone (DESIGN §3.8)."""
+    record whose value no store takes goes to the dead letters alone (rule 8 of docs/architecture.md)."""
     return sum(land_per_partition(
         records, lambda part: _apply(part, store, log, tree), log,
         lambda record: pass_over(record, store, CONSUMER, log, lambda checkpoint: store.apply(checkpoint, [])),

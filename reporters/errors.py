@@ -8,7 +8,7 @@ from ports.errors import BlackboxError
 
 Reason = Literal["unsupported_encoding", "too_large", "corrupt", "invalid", "unauthorized"]
 
-# (status, code) of the contract (DESIGN §5) for each reason. A body that HTTP's own encoding
+# (status, code) of the contract (docs/api.md) for each reason. A body that HTTP's own encoding
 # cannot undo is a request HTTP cannot read: bad_request, as the gateway answers one
 _ANSWERS: dict[Reason, tuple[int, str]] = {
     "unsupported_encoding": (415, "unsupported_media_type"),

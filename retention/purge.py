@@ -1,4 +1,4 @@
-"""Retention (DESIGN §3.6): crash reports, counters and spill are kept `retention_days` (90 by
+"""Retention (rule 6 of docs/architecture.md): crash reports, counters and spill are kept `retention_days` (90 by
 default), the event log, a buffer, `log_retention_days`. The purge job deletes what is older from
 every store. A leaderboard's seasons are kept as its settings say (`keep_seasons` past ones, or
 all)."""

@@ -1,6 +1,6 @@
 """Capture for session events: one object or a batch of up to 500, one durable log record per sku
 (and key: a Sentry upload's sessions are each keyed by their sid), so an Idempotency-Key is scoped
-by sku as DESIGN §3.2 says."""
+by sku as rule 2 of docs/architecture.md says."""
 
 from __future__ import annotations
 

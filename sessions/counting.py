@@ -1,7 +1,7 @@
 """The session counter: per sku, minute and kind, and release health (ports.releases).
 Effectively-once: each partition's last applied offset is stored in the same transaction as the
-counts, and records at or below it are skipped (DESIGN §3.4); a record whose value no store takes
-goes to the dead letters alone (DESIGN §3.8)."""
+counts, and records at or below it are skipped (rule 4 of docs/architecture.md); a record whose value no store takes
+goes to the dead letters alone (rule 8 of docs/architecture.md)."""
 
 from __future__ import annotations
 

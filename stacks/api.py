@@ -78,7 +78,7 @@ def _required_query(operation: dict[str, Any]) -> list[str]:
     return [p["name"] for p in operation.get("parameters", []) if p["in"] == "query" and p.get("required")]
 
 
-# which gateway errors become which contract error (DESIGN §5)
+# which gateway errors become which contract error (docs/api.md)
 GATEWAY_ERRORS = {
     apigateway.ResponseType.BAD_REQUEST_BODY: ("400", "invalid_field"),
     apigateway.ResponseType.BAD_REQUEST_PARAMETERS: ("400", "missing_field"),
@@ -186,7 +186,7 @@ class ApiStack(ApplicationStack):
             "Sentry SDKs' uploads take the SDK's key, checked by API Gateway against the usage plans"))
         for api in (self.api, self.native_api):
             acknowledge(api, "AwsSolutions-COG4", (
-                "no Cognito: ingest uses API keys with usage plans, queries use IAM (DESIGN §5)"))
+                "no Cognito: ingest uses API keys with usage plans, queries use IAM (docs/api.md)"))
             acknowledge(api, "AwsSolutions-IAM4", (
                 "API Gateway's CloudWatch role uses AmazonAPIGatewayPushToCloudWatchLogs, the documented policy"),
                 ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"])

@@ -447,7 +447,8 @@ class KafkaLogConsumer:
         (KafkaException: partitions the group gave another member since) or did not answer within
         COMMIT_TIMEOUT_S (CommitTimeout). Either way the caller goes back to the committed offsets,
         and the batch comes again to whoever holds its partitions, which skip what was applied
-        (DESIGN §3.3, §3.4); a commit answered late only moves an offset to a batch already handled."""
+        (rules 3 and 4 of docs/architecture.md); a commit answered late only moves an offset to a batch
+        already handled."""
         next_offsets: dict[int, int] = {}
         for record in records:
             next_offsets[record.partition] = max(next_offsets.get(record.partition, 0), record.offset + 1)

@@ -79,7 +79,7 @@ def purge(table: sa.Table, column: str) -> Statement:
                      .with_dialect_options(mysql_limit=PURGE_CHUNK))
 
 
-# retention (DESIGN §3.6): what the purge job deletes, oldest first
+# retention (rule 6 of docs/architecture.md): what the purge job deletes, oldest first
 PURGE_REPORTS = purge(reports, "submit_time")
 PURGE_AWAITING = purge(awaiting_symbols, "added_at")
 PURGE_COUNTERS = (

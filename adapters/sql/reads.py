@@ -149,7 +149,7 @@ class SqlDatabase(ABC):
 
 
 class Checkpointed:
-    """A store of a consumer that keeps its offsets beside its data (DESIGN §3)."""
+    """A store of a consumer that keeps its offsets beside its data (docs/architecture.md's rules)."""
 
     _database: SqlDatabase
 

@@ -600,7 +600,7 @@ def test_a_key_reused_to_delete_another_player_deletes_only_the_first(ranking_st
                                                                       tmp_path: Path):
     """Found by probing from outside: two DELETEs on one board under one Idempotency-Key, for two
     players, deleted both. As a key reused for scores with another body, the second is set aside
-    in the dead letters and its player's record kept (DESIGN §3.9)."""
+    in the dead letters and its player's record kept (rule 9 of docs/architecture.md)."""
     board = f"b-{uuid.uuid4().hex[:12]}"
     ranking_store.put_board(BoardSettings(board, "desc", "set"))
     apply_scores(records(board, [("p", 5), ("q", 6)], itertools.count()), ranking_store, log, TREE)

@@ -1,4 +1,4 @@
-"""Accepted means kept (DESIGN §3.8-3.10), from outside, on both profiles: what capture accepts every
+"""Accepted means kept (rule 8 of docs/architecture.md-3.10), from outside, on both profiles: what capture accepts every
 store holds, queryable exactly as sent; what it refuses leaves nothing behind; a reused
 Idempotency-Key never rewrites a report; a session key is scoped by sku."""
 

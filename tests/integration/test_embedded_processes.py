@@ -46,7 +46,7 @@ def test_writers_in_several_processes_lose_nothing(tmp_path: Path):
 
 
 def test_capture_spills_what_the_log_does_not_take_within_its_bound_rather_than_wait(tmp_path: Path):
-    """DESIGN §1: an event the log has not taken within 2 s is spilled, and acknowledged. Another
+    """docs/architecture.md: an event the log has not taken within 2 s is spilled, and acknowledged. Another
     process holding the log's write lock for long (a tool, a purge) must not hold capture for
     SQLite's busy timeout of 30 s: here it holds the lock 10 s, and capture must not outwait it."""
     log, spill = SqliteEventLog(tmp_path / "log.sqlite"), DirectorySpillStore(tmp_path / "spill")

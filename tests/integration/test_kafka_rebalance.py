@@ -2,7 +2,7 @@
 loses its partitions while it fills a batch hands back what it took instead of handing it to its
 handler and committing offsets of partitions another member now reads. Without failures every
 record then reaches exactly one member once, in order within a batch (the offsets kept in SQL skip
-a batch delivered again, not a record repeated inside one: DESIGN §3.4), and all is committed."""
+a batch delivered again, not a record repeated inside one: rule 4 of docs/architecture.md), and all is committed."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """MySQL keeps a report's key apart from the report (report_keys: the partitioned reports table
 cannot hold a unique key on it). Retention must forget a key with its report and no other: a key
 row forgotten while its report stays lets a resend of that report in again, indexed twice
-(DESIGN §3, count none twice). The purge once deleted the keys below an id bound it read between
+(docs/architecture.md's rules, count none twice). The purge once deleted the keys below an id bound it read between
 two statements, so a report indexed between those two reads lost its key."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The consumers' failure rule (DESIGN §3.8): a record either lands or is dead-lettered alone with
+"""The consumers' failure rule (rule 8 of docs/architecture.md): a record either lands or is dead-lettered alone with
 its reason; an outage is retried whole, never dead-lettered."""
 
 from __future__ import annotations

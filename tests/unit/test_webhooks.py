@@ -88,7 +88,7 @@ def test_a_delivery_is_signed_and_slack_compatible(issues: SqliteIssueStore) -> 
             v1, hmac.new(SECRET.encode(), b"5." + body, hashlib.sha256).hexdigest())
         sent = json.loads(body)
         assert sent["text"] == "ab regressed" and sent["alertKey"] == headers[ALERT_HEADER] == "regressed:g:ab:1"
-        # times as every answer gives them (DESIGN §5)
+        # times as every answer gives them (docs/api.md)
         assert sent["createdAt"] == "1970-01-01T00:00:01.000Z"
         assert sent["alert"] == {"text": "ab regressed", "episode": 1, "receivedAt": "1970-01-01T00:00:01.000Z"}
         assert deliver_due(issues, LOCAL, now=10**12) == 0  # delivered: never again

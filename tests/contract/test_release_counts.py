@@ -161,6 +161,15 @@ def test_of_builds_first_seen_in_one_minute_the_previous_is_the_one_before_in_bu
     # and of the builds of an earlier minute, the last in build order (found in review: the last as text)
     assert previous == {"0.9": None, "1.9": "0.9", "1.10": "1.9", "2.0.0-beta": "1.10", "2.0.0": "2.0.0-beta",
                         "3.0": "2.0.0"}
+    # found from outside: the listing, newest first, gave a minute's builds in text order, and a page
+    # of 3 ended inside that minute
+    listed, cursor = [], None
+    while True:
+        page = list_builds(counters, sku, limit=3, cursor=cursor)
+        listed += [b["build"] for b in page["builds"]]
+        if (cursor := page["nextCursor"]) is None:
+            break
+    assert listed == ["3.0", "2.0.0", "2.0.0-beta", "1.10", "1.9", "0.9"]
 
 
 def _records(topic: str, sku: str, t0: int, sessions: list, offsets: Iterator[int]) -> list[LogRecord]:

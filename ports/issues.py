@@ -310,7 +310,9 @@ class IssueStore(Protocol):
 
 # --- the order of builds and the consumer's moves, pure: the stores run them in their transaction
 
-_PARTS = re.compile(r"\d+|[A-Za-z]+")
+# numbers (any script's decimal digits) and words (any script's letters: "²" too, which is no
+# decimal digit however str.isdigit sees it)
+_PARTS = re.compile(r"(\d+)|([^\W\d_]+)")
 
 
 # the words that make a build a pre-release of the one without them (2.0.0-rc1 < 2.0.0)
@@ -323,8 +325,8 @@ def build_order(build: str) -> tuple[tuple[int, int | str], ...]:
     sorts first, then the build's end, then other letters, then a number: "2.0.0-rc1" < "2.0.0" <
     "2.0.0-hotfix" < "2.0.0.1" (a pre-release before its release, as semver has it; a game's
     lettered hotfix after it). Punctuation only separates."""
-    return (*((3, int(p)) if p.isdigit() else (0 if p.lower() in PRE_RELEASE else 2, p.lower())
-              for p in _PARTS.findall(build)), (1, ""))
+    return (*((3, int(number)) if number else (0 if word.lower() in PRE_RELEASE else 2, word.lower())
+              for number, word in _PARTS.findall(build)), (1, ""))
 
 
 def at_or_after(build: str | None, resolved_in: str | None) -> bool:

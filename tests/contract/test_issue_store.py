@@ -238,7 +238,7 @@ def test_build_order_is_by_numbers_then_text() -> None:
 
 def test_a_builds_letters_are_any_script_s():
     # found from outside: only A-Z and a-z were letters, so "1.0-é" was "1.0" and "1.0-rcé" was "1.0-rc"
-    ordered = ["1.0-rc", "1.0", "1.0-a", "1.0-rcé", "1.0-é", "1.0-β"]
+    ordered = ["1.0-rc", "1.0", "1.0-a", "1.0-rcé", "1.0-²", "1.0-é", "1.0-β", "1.٣", "1.10"]
     assert sorted(reversed(ordered), key=build_order) == ordered
 
 

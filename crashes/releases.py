@@ -5,6 +5,8 @@ report by its buildVersion and receivedAt)."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, with_config
@@ -106,36 +108,51 @@ class ReleaseHealth(ReleaseFigures):
 _PAGE = 100
 
 
-def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: int) -> BuildSeen | None:
-    """The build before `build` (first seen at `first_seen`): of builds first seen in its minute, the
-    one before it in build order (ports.issues.build_order; the text breaks a tie), else the last in
-    build order of those first seen in the latest minute before. A studio that points its DSN at
-    Blackbox sees its live builds first all in one minute: ordered as text, 1.10 came before 1.9."""
-    def place(seen: BuildSeen) -> tuple[object, str]:
-        return build_order(seen.build), seen.build
+def _place(build: str) -> tuple[object, str]:
+    """A build's place among those first seen in its minute: build order (ports.issues.build_order),
+    the text breaking a tie."""
+    return build_order(build), build
 
-    mine = build_order(build), build
-    same: list[BuildSeen] = []
-    # the builds of the latest minute before its own
-    earlier: list[BuildSeen] = []
-    # newest first, from the last build of its minute, until a minute before the earlier one's
-    cursor: tuple[int, str] | None = (first_seen + 1, "")
-    while cursor is not None:
+
+def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None) -> Iterator[BuildSeen]:
+    """The sku's builds first seen in `minute` or before (None: from the newest), newest first, and
+    of a minute's the last in build order first. A studio that points its DSN at Blackbox sees its
+    live builds first all in one minute: as text, 1.10 came before 1.9."""
+    cursor = None if minute is None else (minute + 1, "")
+    group: list[BuildSeen] = []
+    while True:
         page = counters.builds(sku, cursor, _PAGE)
-        same += [seen for seen in page if seen.first_seen == first_seen]
-        minute = earlier[0].first_seen if earlier else max(
-            (seen.first_seen for seen in page if seen.first_seen < first_seen), default=None)
-        earlier += [seen for seen in page if seen.first_seen == minute]
-        done = len(page) < _PAGE or (minute is not None and page[-1].first_seen < minute)
-        cursor = None if done else (page[-1].first_seen, page[-1].build)
-    return max([seen for seen in same if place(seen) < mine] or earlier, key=place, default=None)
+        for seen in page:
+            if group and seen.first_seen != group[0].first_seen:
+                yield from sorted(group, key=lambda s: _place(s.build), reverse=True)
+                group = []
+            group.append(seen)
+        if len(page) < _PAGE:
+            yield from sorted(group, key=lambda s: _place(s.build), reverse=True)
+            return
+        cursor = (page[-1].first_seen, page[-1].build)
+
+
+def _after(builds: Iterator[BuildSeen], minute: int, build: str) -> Iterator[BuildSeen]:
+    """Those of `builds` (of _newest_first from `minute`) listed after `build`, first seen in `minute`."""
+    mine = _place(build)
+    return (seen for seen in builds if seen.first_seen < minute or _place(seen.build) < mine)
+
+
+def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: int) -> BuildSeen | None:
+    """The build before `build` (first seen at `first_seen`): the one listed after it, newest first;
+    of builds first seen in its minute, the one before it in build order, else the last in build
+    order of those first seen in the latest minute before."""
+    return next(_after(_newest_first(counters, sku, first_seen), first_seen, build), None)
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:
     kind = of_scope(_CURSOR_KIND, sku)
-    page, after = page_of(counters.builds(sku, decode_ordered(cursor, kind), limit + 1), limit, kind,
-                          lambda last: ordered_position(last.first_seen, last.build))
-    return {"builds": [_build(b) for b in page], "nextCursor": after}
+    after = decode_ordered(cursor, kind)
+    builds = _newest_first(counters, sku, None if after is None else after[0])
+    listed = list(itertools.islice(builds if after is None else _after(builds, *after), limit + 1))
+    page, more = page_of(listed, limit, kind, lambda last: ordered_position(last.first_seen, last.build))
+    return {"builds": [_build(b) for b in page], "nextCursor": more}
 
 
 def _build(seen: BuildSeen) -> ReleaseBuild:

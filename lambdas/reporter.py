@@ -160,7 +160,7 @@ def alerts(sku: Sku, from_: From = None, to: To = None) -> Response[str]:
 
 @app.get("/v1/releases", operation_id="listReleases", summary="The builds of a sku, newest first",
          description="Builds that had a session with a buildVersion within retention, by the first minute they had "
-                     "one, newest first",
+                     "one, newest first; of one minute's, the last in build order first",
          responses={200: answer(BuildPage, "a page of builds")})
 def releases(sku: Sku, limit: Annotated[int, Query(ge=1, le=MAX_BUILDS), DIGITS] = 20,
              cursor: Cursor = None) -> Response[str]:
@@ -170,8 +170,9 @@ def releases(sku: Sku, limit: Annotated[int, Query(ge=1, le=MAX_BUILDS), DIGITS]
 
 @app.get("/v1/releases/<build>", operation_id="getRelease", summary="Release health of one build",
          description=(
-             "Over [from, to) (by default the last 7 days' whole buckets; at most "
-             f"{MAX_WINDOW_DAYS} days): the build's sessions by outcome, adoption (its share of the sku's "
+             "Over [from, to) in whole buckets of the interval, from `start` (from, rounded down to its hour or UTC "
+             f"day) to `end` (to), as answered (by default the last 7 days' whole buckets; at most {MAX_WINDOW_DAYS} "
+             "days from `from`): the build's sessions by outcome, adoption (its share of the sku's "
              "sessions), crash-free sessions and players, crashes (reports with this buildVersion) and crash rate, "
              "the same of the build first seen before it and the change against it, and a series per hour or day. "
              "Players are distinct playerIds of the build's sessions over the UTC days the window touches: exact "

@@ -175,6 +175,29 @@ def test_a_delete_leaves_no_empty_directory(tmp_path: Path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_puts_and_deletes_of_one_file_at_once_never_fail(tmp_path: Path):
+    """Found from outside: a delete removing the emptied directories while a put made or synced
+    them failed the put (FileExistsError, FileNotFoundError: 500). The directory store's own."""
+    store = DirectorySymbolStore(tmp_path)
+    failures: list[BaseException] = []
+
+    def turns(first: int) -> None:
+        try:
+            for n in range(first, first + 1000):
+                _ = store.put(GAME, b"MODULE", 1) if n % 2 else store.delete(GAME)
+        except Exception as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=turns, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    store.delete(GAME)
+    assert list(tmp_path.iterdir()) == []
+
+
 PATHS = [GAME, LIBC, "a/A/a.sym", "a/B/a.sym", "a.x/A/a.sym"]
 Op = tuple[str, str, int]  # put, delete or local; the path; the size put
 

@@ -3,6 +3,7 @@ the store's own root."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import heapq
 import os
@@ -26,13 +27,15 @@ class DirectorySymbolStore:
         try:
             # a link fails where a file is: of two puts of a new path, exactly one is told it is new
             os.link(partial, target)
-            partial.unlink()
-            new = True
         except FileExistsError:
             os.replace(partial, target)  # a reader has the old file open or the new one, never half
-            new = False
-        fsync_directory(target.parent)
-        return new
+            # a delete may since have taken the file and its directory: nothing of this put left to keep
+            with contextlib.suppress(FileNotFoundError):
+                fsync_directory(target.parent)
+            return False
+        fsync_directory(target.parent)  # the partial, still there, keeps the directory from a delete
+        partial.unlink()
+        return True
 
     def files(self, after: str, limit: int) -> list[SymbolFile]:
         # all the paths in memory: one entry per symbol file, which are thousands, not millions

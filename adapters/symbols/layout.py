@@ -28,12 +28,14 @@ def staged(target: Path, chunks: Iterable[bytes]) -> Path:
     """A new file beside `target` (same directory, so a rename onto it is atomic) holding the
     chunks, flushed to disk."""
     while True:
-        target.parent.mkdir(parents=True, exist_ok=True)
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=PARTIAL)
             break
-        except FileNotFoundError:
-            continue  # a delete removed the directory, emptied, between the two
+        except (FileNotFoundError, FileExistsError):
+            # a delete removed a directory, emptied, while it was made or before the file was: the
+            # file, once there, keeps its directory from a delete's rmdir
+            continue
     with os.fdopen(fd, "wb") as f:
         for chunk in chunks:
             f.write(chunk)

@@ -122,6 +122,18 @@ def test_a_walks_time_is_rfc_3339_also_of_one_stored_in_epoch_ms():
     assert read_processed(json.dumps(earlier).encode())["processedAt"] == "2026-11-29T04:30:34.368Z"
 
 
+# found from outside: a group made by walks had no issue (GET, a state, a merge: 404), also once a
+# reprocessing or a symbol file moved reports to it
+def test_a_walk_gives_its_group_an_issue_if_it_had_none(adapters: Adapters, walker: Stackwalker):
+    keys = [indexed(adapters, n) for n in (5, 3)]
+    processor(adapters, walker).process(records([walk_request(key, "crash.dmp") for key in keys]))
+    [signature] = {entries(adapters)[key].signature for key in keys}
+    assert signature is not None
+    issue = adapters.issues.issue(SKU, signature)
+    assert issue is not None and (issue.state, issue.first_seen) == ("unresolved", 3)
+    assert adapters.issues.alert_history(SKU, 0, 1 << 62, None, 10) == []  # its reports do not move it yet
+
+
 def test_a_symbol_files_arrival_asks_for_every_report_that_awaited_it_a_page_at_a_time(
         adapters: Adapters, walker: Stackwalker, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(processing, "AWAITING_PAGE", 2)

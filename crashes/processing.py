@@ -30,7 +30,7 @@ from crashes.symbols import symbol_path
 from pipeline.failures import land
 from pipeline.topics import MINIDUMPS, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord, Processed, SymbolStore
-from ports.issues import Grouping, IssueStore
+from ports.issues import Crash, Grouping, IssueStore
 from ports.limits import cut
 from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed
 from ports.timeutil import Time, now_ms, to_rfc3339
@@ -335,8 +335,8 @@ class Processor:
         walks = self._attachments([r for r in requests if r.reportKey is not None])
         # a report purged since it was asked for is not walked again (nor its walk kept); the index
         # row names the sku whose grouping groups the walk
-        skus = self.index.report_skus(list(walks)) if walks else {}
-        found = self.documents.get_many([attachment_key(key, name) for key, name in walks.items() if key in skus])
+        origins = self.index.origins(list(walks)) if walks else {}
+        found = self.documents.get_many([attachment_key(key, name) for key, name in walks.items() if key in origins])
         groupings: dict[str, Grouping] = {}
         documents: dict[str, bytes] = {}
         results: list[Processed] = []
@@ -344,15 +344,19 @@ class Processor:
             dump = found.get(attachment_key(key, name))
             if dump is None:  # expired or purged with its report: nothing left to walk
                 continue
-            sku = skus[key]
+            sku = origins[key].sku
             if sku not in groupings:
                 groupings[sku] = self.issues.grouping(sku)
             document, result = _processed(key, name, walk(self.walker, self.symbols, dump), now_ms(), groupings[sku])
             documents[processed_key(key)] = _DOCUMENT.dump_json(document)
             results.append(result)
-        # the document first: a state the index shows has its walk to read
+        # the document first: a state the index shows has its walk to read; the issues too, as the
+        # consumer does: a group the index shows has its issue (made unresolved, without an alert: a
+        # walk does not move a group yet)
         if documents:
             self.documents.upsert_many(documents, self.ttl_seconds)
+            grouped = [(origins[r.report_key], r.signature) for r in results if r.signature is not None]
+            self.issues.regrouped([Crash(o.sku, signature, o.build, o.received_at) for o, signature in grouped])
             self.index.processed(results)
             self._walk_again_if_raced(requests, results)
         return results

@@ -164,6 +164,16 @@ class Processed:
 
 
 @dataclass(frozen=True)
+class ReportOrigin:
+    """Of an indexed report, what its walk needs: the sku whose grouping groups it, and its build
+    and receipt, which its group's issue is made from."""
+
+    sku: str
+    build: str | None
+    received_at: int
+
+
+@dataclass(frozen=True)
 class IndexedReport:
     report_id: int
     submit_time: int
@@ -214,8 +224,8 @@ class CrashIndex(Protocol):
         """Those of these report keys already indexed, with the body hash each was indexed with."""
         ...
 
-    def report_skus(self, report_keys: Sequence[str]) -> dict[str, str]:
-        """Those of these report keys indexed, with the sku of each."""
+    def origins(self, report_keys: Sequence[str]) -> dict[str, ReportOrigin]:
+        """Those of these report keys indexed, with the sku, build and receipt of each."""
         ...
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:

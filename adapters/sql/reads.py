@@ -38,10 +38,10 @@ from adapters.sql.queries import (
     find_query,
     forget_awaiting,
     offset_values,
+    origins,
     processed_values,
     report_from_row,
     report_ids,
-    report_skus,
     seen_events,
     skus_seen,
     stored_offset,
@@ -59,6 +59,7 @@ from ports import (
     Position,
     Processed,
     ReportFilter,
+    ReportOrigin,
     SkuSeen,
 )
 from ports.limits import INT64_MAX
@@ -173,8 +174,9 @@ class CrashIndexReads:
     def body_hashes(self, report_keys: Sequence[str]) -> dict[str, str | None]:
         return dict(self._database.rows(*body_hashes(self.KEYS, report_keys)))
 
-    def report_skus(self, report_keys: Sequence[str]) -> dict[str, str]:
-        return {str(key): str(sku) for key, sku in self._database.rows(*report_skus(self.KEYS, report_keys))}
+    def origins(self, report_keys: Sequence[str]) -> dict[str, ReportOrigin]:
+        return {str(key): ReportOrigin(str(sku), None if build is None else str(build), int(received_at))
+                for key, sku, build, received_at in self._database.rows(*origins(self.KEYS, report_keys))}
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         return [report_from_row(row) for row in self._database.rows(*find_query(query))]

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashes.model import MAX_INDEXED_CHARS
-from ports import CrashIndex, IndexEntry, Processed, ReportFilter, SkuSeen
+from ports import CrashIndex, IndexEntry, Processed, ReportFilter, ReportOrigin, SkuSeen
 from ports.timeutil import now_ms
 
 
@@ -42,12 +42,13 @@ def test_body_hashes_are_those_of_the_first_insert(crash_index: CrashIndex):
     assert crash_index.body_hashes(keys) == {keys[1]: "a" * 64, keys[2]: None, keys[3]: "c" * 64}
 
 
-def test_report_skus_are_those_of_the_indexed_keys(crash_index: CrashIndex):
-    assert crash_index.report_skus([]) == {}
-    crash_index.insert_many([entry(1), entry(2, sku="ember:ps5")])
+def test_origins_are_those_of_the_indexed_keys(crash_index: CrashIndex):
+    assert crash_index.origins([]) == {}
+    crash_index.insert_many([entry(1, build_version="1.2"), entry(2, sku="ember:ps5", received_at=7)])
     crash_index.insert_many([entry(2, sku="game:pc")])  # indexed already: stays as it was
     keys = [entry(n).report_key for n in range(4)]
-    assert crash_index.report_skus(keys) == {keys[1]: "game:pc", keys[2]: "ember:ps5"}
+    assert crash_index.origins(keys) == {keys[1]: ReportOrigin("game:pc", "1.2", 1_000_000),
+                                         keys[2]: ReportOrigin("ember:ps5", None, 7)}
 
 
 def test_find_pages_with_after_id_and_offset(crash_index: CrashIndex):
@@ -217,7 +218,7 @@ def test_purge_drops_reports_submitted_before_the_cut_and_nothing_after(crash_in
     assert [r.entry.event_id for r in kept] == ["event-3", "event-4"]
     assert crash_index.crash_groups("game:pc", 0, 2_000_000, 10)[0].count == 2
     keys = [entry(n).report_key for n in range(5)]
-    assert crash_index.report_skus(keys) == dict.fromkeys(keys[3:], "game:pc")
+    assert {key: o.sku for key, o in crash_index.origins(keys).items()} == dict.fromkeys(keys[3:], "game:pc")
     assert crash_index.purge(cut) == 0
     # a purged report that comes again is a new report, after the ones kept
     crash_index.insert_many([entry(0)])

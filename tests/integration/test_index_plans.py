@@ -21,7 +21,7 @@ from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.ranking import MysqlRankingStore
 from adapters.sql import ranking as ranking_sql
 from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
-from adapters.sql.queries import find_query, report_skus
+from adapters.sql.queries import find_query, origins
 from adapters.sql.statements import Engine, Query
 from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, Order, ReportFilter, SessionBucket
 from ranking.tree import DEFAULT_TREE
@@ -111,10 +111,10 @@ def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
 
 
 @pytest.mark.services
-def test_mysql_finds_reports_skus_by_key_seeks() -> None:
+def test_mysql_finds_reports_origins_by_key_seeks() -> None:
     with mysql_database(namespace()) as database:
         _load(MysqlCrashIndex(database))
-        query = report_skus(MysqlCrashIndex.KEYS, [f"{n:032x}" for n in (5, OTHER_REPORTS + 5)])
+        query = origins(MysqlCrashIndex.KEYS, [f"{n:032x}" for n in (5, OTHER_REPORTS + 5)])
         # table → the index it reads: the keys' unique index, then each partition's primary key
         plan = {row["table"]: row["key"] for row in _mysql_plan(database, query, "reports, report_keys")}
         assert plan == {"report_keys": "report_keys_key", "reports": "PRIMARY"}

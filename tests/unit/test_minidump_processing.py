@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from adapters.factory import Adapters
-from adapters.stackwalk import Stackwalker
+from adapters.stackwalk import Stackwalker, WalkerBroken
 from adapters.symbols.s3 import S3SymbolStore
 from crashes import processing
 from crashes.grouping import regroup_request
@@ -255,6 +255,28 @@ def test_a_walk_is_grouped_by_its_skus_rules_and_a_reprocessing_walks_it_again(a
     assert entries(adapters)[key].signature == before
     process.process([again])
     assert entries(adapters)[key].signature == frames_signature(named[1:]) != before
+
+
+# found from outside: each retry of such a batch asked again for what its reprocessing page and its
+# symbol file's arrival had asked for: the topic grew by 180 records a second while the walker was away
+def test_a_batch_the_walker_cannot_run_asks_for_nothing_until_it_lands(adapters: Adapters, walker: Stackwalker,
+                                                                       tmp_path: Path):
+    key = indexed(adapters, 31)
+    process = processor(adapters, walker)
+    process.process(records([walk_request(key, "crash.dmp")]))  # walked, and awaits the program's symbols
+    published(adapters, "held")  # what came before
+    broken = tmp_path / "walker"
+    broken.write_text("#!/bin/sh\nexit 127\n")
+    broken.chmod(0o755)
+    batch = records([regroup_request(SKU), symbols_arrived(SYMBOL_PATH), walk_request(indexed(adapters, 32),
+                                                                                      "crash.dmp")])
+    for _ in range(3):
+        with pytest.raises(WalkerBroken):
+            processor(adapters, Stackwalker(broken)).process(batch)
+    assert published(adapters, "held") == []
+    process.process(batch)
+    asked = [WalkRequest.model_validate_json(r.value).reportKey for r in published(adapters, "held")]
+    assert sorted(asked) == sorted([key, key, f"{32:032x}", f"{32:032x}"])  # by the page, and by the arrival
 
 
 def test_each_walk_of_a_batch_is_grouped_by_its_own_reports_sku(adapters: Adapters, walker: Stackwalker):

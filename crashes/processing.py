@@ -325,14 +325,22 @@ class Processor:
 
     def _process(self, records: Sequence[LogRecord]) -> list[Processed]:
         parsed = parse_each(records, _REQUEST.validate_json, "minidump request")
+        requests = [r for r in parsed if isinstance(r, WalkRequest)]
+        results = self._walk([r for r in requests if r.reportKey is not None])
+        # what the batch asks for, once its walks are done: a walker that cannot run fails the batch
+        # first, and each retry would ask again
         for regrouping in parsed:
             if isinstance(regrouping, RegroupRequest):
                 self._regroup(regrouping)
-        requests = [r for r in parsed if isinstance(r, WalkRequest)]
         for request in requests:
             if request.symbols is not None:
                 self._ask_again(request.symbols, request.after)
-        walks = self._attachments([r for r in requests if r.reportKey is not None])
+        if results:
+            self._walk_again_if_raced(requests, results)
+        return results
+
+    def _walk(self, requests: Sequence[WalkRequest]) -> list[Processed]:
+        walks = self._attachments(requests)
         # a report purged since it was asked for is not walked again (nor its walk kept); the index
         # row names the sku whose grouping groups the walk
         origins = self.index.origins(list(walks)) if walks else {}
@@ -358,7 +366,6 @@ class Processor:
             grouped = [(origins[r.report_key], r.signature) for r in results if r.signature is not None]
             self.issues.regrouped([Crash(o.sku, signature, o.build, o.received_at) for o, signature in grouped])
             self.index.processed(results)
-            self._walk_again_if_raced(requests, results)
         return results
 
     def _walk_again_if_raced(self, requests: Sequence[WalkRequest], results: Sequence[Processed]) -> None:

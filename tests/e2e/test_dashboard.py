@@ -444,3 +444,33 @@ def test_with_keys_the_read_key_entered_shows_the_crashes_and_the_board(browser:
         expect(page.locator("#groups")).to_contain_text("Keyed::Tick()")
         expect(page.locator("#leaderboard tbody")).to_contain_text("k1")
         page.close()
+
+
+# found from outside: a link's range named what every object inherits (constructor) was taken, and
+# every panel asked for from=NaN; /dashboard/ loaded its files from /dashboard/dashboard/
+@pytest.mark.parametrize("path", ["/?range=constructor", "/?range=__proto__", "/dashboard/"])
+def test_a_hostile_link_or_another_address_of_the_page_still_shows_it(serve: Serve, browser: Browser,
+                                                                     screenshot_id: int, path: str):
+    page, errors = open_page(browser, f"{serve.url}{path}")
+    assert page.locator("#range").input_value() == "1h"
+    expect(page.locator("body[data-loaded]")).to_have_count(1)
+    assert errors == [] and page.locator("#status").text_content() == ""
+    page.close()
+
+
+# found from outside: bidirectional overrides in a report's text turned what followed around
+# ("\u202eexe.tab" read "bat.exe")
+def test_bidirectional_controls_in_a_reports_text_are_shown_not_obeyed(serve: Serve, browser: Browser):
+    sku = "bidi:pc"
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        report = {"sku": sku, "crashType": "\u202eexe.tab", "stackTrace": "#0 0x1 in \u202egnp.exe"}
+        assert client.post("/v1/crashes", json=report).status_code == 202
+        eventually(lambda: client.get("/v1/crashes", params={"sku": sku}).json()["reports"], bool)
+    page, errors = open_page(browser, f"{serve.url}/?sku={sku}")
+    cell = page.locator("#reports tbody td").nth(2)
+    expect(cell).to_have_text("<U+202E>exe.tab")
+    page.locator("#reports tbody tr").first.click()
+    expect(page.locator("#detail-trace")).to_have_text("#0 0x1 in <U+202E>gnp.exe")
+    assert "\u202e" not in page.locator("#detail-payload").text_content()
+    assert errors == []
+    page.close()

@@ -474,3 +474,14 @@ def test_bidirectional_controls_in_a_reports_text_are_shown_not_obeyed(serve: Se
     assert "\u202e" not in page.locator("#detail-payload").text_content()
     assert errors == []
     page.close()
+
+
+# found from outside: a link's board "b/top" asked for the board's top list as its settings (the
+# server reads %2F as /), and an error told meanwhile was wiped when the crash panels were done
+def test_a_link_naming_what_no_route_can_is_told_and_stays_told(serve: Serve, browser: Browser, screenshot_id: int):
+    page: Page = browser.new_page()
+    page.goto(f"{serve.url}/?{urlencode({'sku': SKU, 'board': f'{BOARD}/top'})}")
+    expect(page.locator("body[data-loaded]")).to_have_count(1)  # the crash panels are done
+    expect(page.locator("#status")).to_have_text(f"board {BOARD}/top cannot be named in a URL")
+    expect(page.locator("#leaderboard tbody tr")).to_have_count(0)
+    page.close()

@@ -21,17 +21,23 @@ const RELEASES = 5;
 const HISTORY = 10;
 let timer = null;
 
+// a bidirectional control in a value would turn the text after it around ("\u202eexe.tab" reads
+// "bat.exe"): shown as what it is instead
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const shown = (text) => String(text ?? "").replace(BIDI, (c) => `<U+${c.codePointAt(0).toString(16).toUpperCase()}>`);
+
 function el(tag, attrs = {}, ...children) {
   const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
-  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
+  for (const child of children) node.append(child instanceof Node ? child : shown(child));
   return node;
 }
 
 function readUrl() {
   const params = new URLSearchParams(location.search);
   for (const name of Object.keys(state)) state[name] = params.get(name) || "";
-  if (!RANGES[state.range]) state.range = "1h";
+  // own names only: a link's "constructor" is every object's
+  if (!Object.hasOwn(RANGES, state.range)) state.range = "1h";
   for (const name of FIELDS) $(name).value = state[name];
 }
 
@@ -57,8 +63,9 @@ async function api(path, query = {}) {
   return body;
 }
 
-// "." and ".." stay dot segments to a URL parser even escaped (%2E): they would ask for another route
-const addressable = (name) => name !== "." && name !== "..";
+// "." and ".." stay dot segments to a URL parser even escaped (%2E), and the server reads an escaped
+// "/" (%2F) as one: each would ask for another route. No name the API stores holds either.
+const addressable = (name) => name !== "." && name !== ".." && !String(name).includes("/");
 function segment(value, what) {
   if (!addressable(value)) throw new Error(`${what} ${value} cannot be named in a URL`);
   return encodeURIComponent(value);
@@ -263,32 +270,43 @@ function showReports(reports) {
   }), 6);
 }
 
+// the attachments' object URLs of the report shown: each holds its bytes until revoked
+let downloads = [];
+function forgetDownloads() {
+  for (const url of downloads) URL.revokeObjectURL(url);
+  downloads = [];
+}
+
 async function showDetail(reportId) {
   const r = await api(`/v1/crashes/${segment(reportId, "report")}`);
+  forgetDownloads();
   state.report = String(r.reportId);
   writeUrl();
   $("detail-id").textContent = r.reportId;
   const fields = ["reportKey", "sku", "receivedAt", "crashType", "errorCode", "platform", "buildVersion", "signature", "sizeBytes"];
   $("detail-fields").replaceChildren(...fields.flatMap((f) => [el("dt", {}, f), el("dd", {}, r[f] ?? "")]));
   // a walked minidump's crashing thread is the report's trace (and its signature's); else the client's
-  $("detail-trace").textContent = r.processed?.stackTrace ?? r.payload.stackTrace ?? "(none)";
+  $("detail-trace").textContent = shown(r.processed?.stackTrace ?? r.payload.stackTrace ?? "(none)");
   // fetched, not linked: the request must carry the key, which an <a href> or <img src> cannot
   const attachments = await Promise.all(r.attachments.map(async (name) => {
     // bytes, not API Gateway's base64 text: an Accept of the API's binary types (stacks/api.py)
     const response = await fetch(`/v1/crashes/${segment(r.reportId, "report")}/attachments/${segment(name, "attachment")}`,
       { headers: { ...headers(), Accept: "application/octet-stream" } });
+    if (!response.ok) return el("p", {}, `${name}: ${response.status}`);  // an error's JSON is no attachment
     const url = URL.createObjectURL(await response.blob());
+    downloads.push(url);
     const link = el("a", { href: url, download: name, class: "download" }, `download ${name}`);
     return /\.(png|jpe?g|gif|webp)$/i.test(name) ? el("figure", {}, el("img", { src: url, alt: name }), link) : el("p", {}, link);
   }));
   $("detail-attachments").replaceChildren(...attachments);
   if (!r.attachments.length) $("detail-attachments").textContent = "(none)";
-  $("detail-payload").textContent = JSON.stringify(r.payload, null, 2);
+  $("detail-payload").textContent = shown(JSON.stringify(r.payload, null, 2));
   $("detail").hidden = false;
   $("detail").scrollTop = 0;
 }
 
 function closeDetail() {
+  forgetDownloads();
   $("detail").hidden = true;
   state.report = "";
   writeUrl();
@@ -333,12 +351,12 @@ async function showBoard() {
     }
   }
   entries ??= (await api(`/v1/leaderboards/${board}/top`, { limit: LATEST, season })).entries;
-  $("board-info").textContent = note;
+  $("board-info").textContent = shown(note);
   fill($("leaderboard").tBodies[0], entries.map(boardRow), 3);
 }
 
 function report(error) {
-  $("status").textContent = error.message;
+  $("status").textContent = shown(error.message);
 }
 
 // the skus and boards there are, for the pickers; the first of each when none is chosen
@@ -353,6 +371,8 @@ async function loadPickers() {
 }
 
 async function refresh() {
+  // cleared as it begins, not once it is done: the board's and a report's errors, told meanwhile, stay
+  $("status").textContent = "";
   $("empty").hidden = Boolean(state.sku);
   if (!state.sku) return;
   const sku = state.sku, range = window_(), granularity = RANGES[state.range].granularity;
@@ -366,7 +386,6 @@ async function refresh() {
     api("/v1/crash-groups", { sku, limit: 10, ...range, ...filters() }),
     api("/v1/crashes", { sku, order: "desc", limit: LATEST, signature: state.group, ...range, ...filters() }),
   ]);
-  $("status").textContent = "";
   $("rate-note").textContent = filtered ? "(crashes filtered; sessions and rate: all platforms, builds and types)" : "";
   drawChart($("chart-crashes"), (narrowed || stats).series, (b) => b.crashes,
     { kind: "bars", format: String, label: "crashes" });

@@ -387,8 +387,10 @@ def _json(data: bytes, what: str, depth: int = MAX_JSON_DEPTH) -> Any:
     try:
         try:
             value = pydantic_core.from_json(data, allow_inf_nan=False)
-        except ValueError as exc:
-            if "surrogate" not in str(exc):
+        except ValueError:
+            # a lone surrogate escaped: the strict parser refuses it, in words that depend on what
+            # follows it ("lone leading surrogate", "unexpected end of hex escape")
+            if _SURROGATE_ESCAPE.search(data) is None:
                 raise
             value = _with_lone_surrogates(data)
         check_json(value, depth)
@@ -397,6 +399,9 @@ def _json(data: bytes, what: str, depth: int = MAX_JSON_DEPTH) -> Any:
     except ValueError as exc:
         raise ReporterError("invalid", f"{what} is not valid JSON: {exc}") from None
     return value
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _not_json(constant: str) -> Any:
@@ -423,7 +428,8 @@ def _with_lone_surrogates(data: bytes) -> Any:
         return value
 
     try:
-        return whole(json.loads(data, parse_constant=_not_json, parse_float=_finite))
+        # decoded strictly first: json.loads would take a surrogate's own UTF-8 bytes (surrogatepass)
+        return whole(json.loads(data.decode("utf-8"), parse_constant=_not_json, parse_float=_finite))
     except RecursionError:
         raise ValueError("nested too deeply") from None
 

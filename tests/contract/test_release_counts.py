@@ -19,8 +19,10 @@ from adapters.embedded.log import SqliteEventLog
 from adapters.mysql.index import MysqlSessionCounters
 from crashes.releases import list_builds, release_health
 from ports import Checkpoint, CrashIndex, EventLog, IndexEntry, LogRecord, SessionCounters
+from ports.cursors import Kind, encode_cursor, of_scope
 from ports.errors import InvalidField
 from ports.issues import build_order
+from ports.limits import INT64_MAX
 from ports.releases import (
     DAY_MS,
     EXACT_PLAYERS,
@@ -170,6 +172,9 @@ def test_of_builds_first_seen_in_one_minute_the_previous_is_the_one_before_in_bu
         if (cursor := page["nextCursor"]) is None:
             break
     assert listed == ["3.0", "2.0.0", "2.0.0-beta", "1.10", "1.9", "0.9"]
+    # found in review: a cursor at the last minute there is read on from the minute after it, past int64
+    last = encode_cursor(of_scope(Kind.BUILDS, sku), f"{INT64_MAX}:zzz")
+    assert [b["build"] for b in list_builds(counters, sku, limit=3, cursor=last)["builds"]] == listed[:3]
 
 
 def _records(topic: str, sku: str, t0: int, sessions: list, offsets: Iterator[int]) -> list[LogRecord]:

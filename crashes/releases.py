@@ -16,6 +16,7 @@ from ports import CrashIndex, SessionCounters
 from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.errors import InvalidField, NotFound
 from ports.issues import build_order
+from ports.limits import INT64_MAX
 from ports.releases import DAY_MS, OUTCOMES, BuildSeen, ReleaseCounts
 from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
 
@@ -104,8 +105,8 @@ class ReleaseHealth(ReleaseFigures):
     series: list[ReleasePoint]
 
 
-# builds read a page at a time when looking for the one before another
-_PAGE = 100
+# builds read a page at a time: a minute's are sorted whole, so a page of them is one query
+_PAGE = 1000
 
 
 def _place(build: str) -> tuple[object, str]:
@@ -118,7 +119,8 @@ def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None) -> Iter
     """The sku's builds first seen in `minute` or before (None: from the newest), newest first, and
     of a minute's the last in build order first. A studio that points its DSN at Blackbox sees its
     live builds first all in one minute: as text, 1.10 came before 1.9."""
-    cursor = None if minute is None else (minute + 1, "")
+    # from the minute after it: none after the last there is (a cursor may name it), so from the newest
+    cursor = None if minute is None or minute >= INT64_MAX else (minute + 1, "")
     group: list[BuildSeen] = []
     while True:
         page = counters.builds(sku, cursor, _PAGE)

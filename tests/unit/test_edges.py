@@ -174,6 +174,14 @@ def test_bytes_no_request_can_be_after_one_are_refused_once_it_is_answered(gatew
     assert answer.count(b"HTTP/1.1 ") == 2 and answer.rfind(b"HTTP/1.1 400 ") > 0 and b"bad_request" in answer
 
 
+# found in review: bytes no chunked body can hold, inside the request's own body, waited for that
+# body, which could never end, and were answered 408 at its deadline
+def test_a_body_no_request_can_have_is_refused_at_once(gateway_url: tuple[str, int]):
+    answer, _ = answer_of(gateway_url, b"POST /v1/crashes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json"
+                          b"\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nZZZ\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"bad_request" in answer
+
+
 def test_a_body_that_does_not_arrive_in_time_is_answered_408(gateway_url: tuple[str, int]):
     head = (b"POST /v1/crashes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: 100\r\n\r\n{")

@@ -492,9 +492,10 @@ class GuardedHttp(HttpToolsProtocol):
         self._head_done()
         if self.transport.is_closing():
             return
-        if self.cycle is not None and not self.cycle.response_complete:
-            # a request taken before it is answered first: a crash kept must not lose its 202, or
-            # its client sends it again; nothing more is read meanwhile
+        if self.cycle is not None and not self.cycle.response_complete and not self.cycle.more_body:
+            # a request taken whole before it is answered first: a crash kept must not lose its 202,
+            # or its client sends it again; nothing more is read meanwhile. (Bytes wrong inside the
+            # request's own body end it: it can never be whole.)
             self._refusal = self._refusal or error
             self.transport.pause_reading()
             return

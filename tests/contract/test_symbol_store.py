@@ -198,6 +198,27 @@ def test_puts_and_deletes_of_one_file_at_once_never_fail(tmp_path: Path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_put_where_a_file_holds_its_directorys_name_fails_and_does_not_spin(tmp_path: Path):
+    """Found in review: the retry of a put whose directory a delete removed also took a file in the
+    directory's place for that race, and tried again for good."""
+    store = DirectorySymbolStore(tmp_path)
+    in_the_way = tmp_path / GAME.rsplit("/", 1)[0]
+    in_the_way.parent.mkdir()
+    in_the_way.write_bytes(b"")
+    failed: list[BaseException] = []
+
+    def put() -> None:
+        try:
+            store.put(GAME, b"MODULE", 1)
+        except OSError as error:
+            failed.append(error)
+
+    thread = threading.Thread(target=put, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and len(failed) == 1
+
+
 PATHS = [GAME, LIBC, "a/A/a.sym", "a/B/a.sym", "a.x/A/a.sym"]
 Op = tuple[str, str, int]  # put, delete or local; the path; the size put
 

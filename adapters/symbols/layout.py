@@ -33,8 +33,10 @@ def staged(target: Path, chunks: Iterable[bytes]) -> Path:
             fd, name = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=PARTIAL)
             break
         except (FileNotFoundError, FileExistsError):
-            # a delete removed a directory, emptied, while it was made or before the file was: the
-            # file, once there, keeps its directory from a delete's rmdir
+            # a delete removed a directory, emptied, while it was made or before the file was (the
+            # file, once there, keeps its directory from a delete's rmdir); not a file in its place
+            if target.parent.is_file() or target.parent.parent.is_file():
+                raise
             continue
     with os.fdopen(fd, "wb") as f:
         for chunk in chunks:

@@ -154,7 +154,7 @@ def split_form(body: bytes, boundary: str | None) -> list[Part]:
         raise ReporterError("invalid", "the multipart Content-Type has no boundary", "Content-Type")
     parts: list[Part] = []
     try:
-        # latin-1 reads any byte: the names are read as UTF-8 below, undecodable bytes replaced
+        # latin-1 reads any byte: the names are read as UTF-8 below
         parser = PushMultipartParser(boundary, content_length=len(body), header_charset="latin-1",
                                      max_header_size=MAX_PART_HEADER_BYTES,
                                      max_header_count=MAX_PART_HEADERS, max_segment_size=MAX_UPLOAD_BYTES,
@@ -179,17 +179,18 @@ def split_form(body: bytes, boundary: str | None) -> list[Part]:
     return parts
 
 
-def _utf8(header_text: str) -> str:
-    """A part header's text as UTF-8, from its latin-1 reading (one character a byte); a value the
-    parser decoded itself (RFC 2231's `filename*=UTF-8''…`) is kept as it is."""
+def _utf8(header_text: str, errors: str = "replace") -> str:
+    """A part header's text as UTF-8, from its latin-1 reading (one character a byte), a byte that
+    is none read as `errors` says; a value the parser decoded itself (RFC 2231's
+    `filename*=UTF-8''…`) is kept as it is."""
     try:
-        return header_text.encode("latin-1").decode("utf-8", "replace")
+        return header_text.encode("latin-1").decode("utf-8", errors)
     except UnicodeEncodeError:
         return header_text
 
 
 def _part(segment: MultipartSegment, data: bytes) -> Part:
-    name = _utf8(segment.name)
+    name = _utf8(segment.name, "backslashreplace")  # escaped: two names that differ there stay two
     if len(name) > MAX_NAME_CHARS:
         raise ReporterError("invalid", f"a field name is over {MAX_NAME_CHARS} characters", name[:64])
     if segment.filename is None and len(data) > MAX_VALUE_BYTES:

@@ -215,7 +215,9 @@ def test_a_minidump_attachment_is_flagged_and_kept_first() -> None:
                      {"function": "Renderer::Draw", "filename": "renderer.cpp", "lineno": 412,
                       "instruction_addr": 140737488355328}]}}]}}
     logs = [Item(payload=PayloadRef(bytes=b"log"), type="attachment", headers={"filename": "a.log"})
-            for _ in range(MAX_ATTACHMENTS)]
+            for _ in range(MAX_ATTACHMENTS - 1)]
+    # the one left out: its name as a kept one's is cut (found in review: it was listed whole)
+    logs.append(Item(payload=PayloadRef(bytes=b"log"), type="attachment", headers={"filename": "a" * 1000 + ".log"}))
     dump = Item(payload=PayloadRef(bytes=b"MDMP\x93\xa7"), type="attachment",
                 headers={"filename": "crash.dmp", "attachment_type": "event.minidump"})
     envelope = Envelope(headers={"event_id": event["event_id"]}, items=[Item(payload=PayloadRef(json=event),
@@ -230,7 +232,7 @@ def test_a_minidump_attachment_is_flagged_and_kept_first() -> None:
                                               "attachmentType": "event.minidump",
                                               "contentType": "application/octet-stream"}
     # found from outside: the attachments past the 64 went without a word in the report
-    assert report["sentryAttachmentsLeftOut"] == [{"filename": "a.log", "attachmentType": "event.attachment",
+    assert report["sentryAttachmentsLeftOut"] == [{"filename": "a" * 127 + "…", "attachmentType": "event.attachment",
                                                    "sizeBytes": 3}]
     assert (report["crashType"], report["errorCode"], report["platform"]) == (
         "EXCEPTION_ACCESS_VIOLATION_READ", 11, "Windows")

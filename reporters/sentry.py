@@ -103,6 +103,7 @@ from ports.limits import (
     MAX_JSON_DEPTH,
     AttachmentName,
     check_json,
+    cut,
 )
 from ports.timeutil import FIRST_MS, LAST_MS, parse_epoch_ms
 from reporters.errors import ReporterError
@@ -501,6 +502,14 @@ def sentry_event_id(value: Any) -> str | None:
         return None
 
 
+def _left_out(item: Item) -> dict[str, Any]:
+    """An attachment past the 64 kept, as the report lists it: its name cut as a kept one's is."""
+    name = item.text("filename")
+    left: dict[str, Any] = {} if name is None else {"filename": cut(name, _MAX_NAME_CHARS)}
+    return {**left, "attachmentType": item.text("attachment_type") or "event.attachment",
+            "sizeBytes": len(item.payload)}
+
+
 def _report(event: dict[str, Any], sku: str, event_id: str | None, items: list[Item],
             discarded: Counter[str]) -> CrashReport:
     fields = submission_fields(event, sku)
@@ -511,11 +520,7 @@ def _report(event: dict[str, Any], sku: str, event_id: str | None, items: list[I
     if dropped:
         # an SDK drops an envelope refused, its event with it: the report keeps what it can and says
         # what it could not
-        fields["sentryAttachmentsLeftOut"] = [
-            {key: value for key, value in (("filename", item.text("filename")),
-                                           ("attachmentType", item.text("attachment_type") or "event.attachment"),
-                                           ("sizeBytes", len(item.payload))) if value is not None}
-            for item in dropped]
+        fields["sentryAttachmentsLeftOut"] = [_left_out(item) for item in dropped]
     attachments: dict[str, bytes] = {}
     described = []
     minidumps = []

@@ -26,7 +26,7 @@ $(VENV)/.installed-%: pyproject.toml
 # `make serve PORT=9000 HOST=0.0.0.0 DATA_DIR=other-data`: blackbox serve's --port, --host and --data-dir
 # (default 127.0.0.1:8080, ./blackbox-data; a second serve needs both its own port and data directory).
 # Only from make's command line: shells export HOST (tcsh: this machine's name) and PORT for their own uses
-option = $(if $(filter command line,$(origin $(1))), $(2) $($(1)))
+option = $(if $(filter command line,$(origin $(1))), $(2) '$($(1))')
 # the stack walker minidump processing runs, where cargo can build it (without it, uploads are
 # taken and their minidumps wait, `pending`, for a serve that has it)
 serve: $(call STAMP,serve) $(if $(shell command -v cargo),.tools/bin/blackbox-stackwalk)

@@ -282,13 +282,15 @@ def make_serve(*options: str) -> str:
 
 
 def test_make_serve_passes_port_and_host_from_its_command_line_only():
-    assert make_serve("PORT=9000", "HOST=0.0.0.0").endswith("blackbox serve --port 9000 --host 0.0.0.0")
+    assert make_serve("PORT=9000", "HOST=0.0.0.0").endswith("blackbox serve --port '9000' --host '0.0.0.0'")
     assert make_serve().endswith("blackbox serve")  # a shell's own HOST and PORT are not for make
 
 
 def test_make_serve_passes_a_data_dir():
     """Found from outside: a second `make serve PORT=8081` was told to pass --data-dir, which make could not."""
-    assert make_serve("PORT=8081", "DATA_DIR=second-data").endswith("--port 8081 --data-dir second-data")
+    assert make_serve("PORT=8081", "DATA_DIR=second-data").endswith("--port '8081' --data-dir 'second-data'")
+    # found in review: a path with a space was two arguments
+    assert make_serve("DATA_DIR=my data").endswith("--data-dir 'my data'")
 
 
 def test_serve_on_a_data_dir_in_use_names_make_serves_data_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -32,6 +32,7 @@ from crashes.processing import (
 from crashes.signature import frames_signature
 from pipeline.topics import DEADLETTER, MINIDUMPS
 from ports import IndexEntry, LogRecord, OutgoingRecord, ReportFilter
+from ports.issues import Change
 from ports.minidumps import MAX_FRAMES, Frame, Module, StackWalker, Walked, WalkFailed
 from tests.conftest import s3_bucket
 
@@ -123,15 +124,41 @@ def test_a_walks_time_is_rfc_3339_also_of_one_stored_in_epoch_ms():
 
 
 # found from outside: a group made by walks had no issue (GET, a state, a merge: 404), also once a
-# reprocessing or a symbol file moved reports to it
-def test_a_walk_gives_its_group_an_issue_if_it_had_none(adapters: Adapters, walker: Stackwalker):
+# reprocessing or a symbol file moved reports to it; and a report of a minidump alone, which gets its
+# group from its walk, never raised new-group nor regressed one
+def test_a_walk_moves_the_group_of_a_report_that_had_none(adapters: Adapters, walker: Stackwalker):
     keys = [indexed(adapters, n) for n in (5, 3)]
-    processor(adapters, walker).process(records([walk_request(key, "crash.dmp") for key in keys]))
+    process = processor(adapters, walker)
+    process.process(records([walk_request(key, "crash.dmp") for key in keys]))
     [signature] = {entries(adapters)[key].signature for key in keys}
     assert signature is not None
     issue = adapters.issues.issue(SKU, signature)
     assert issue is not None and (issue.state, issue.first_seen) == ("unresolved", 3)
-    assert adapters.issues.alert_history(SKU, 0, 1 << 62, None, 10) == []  # its reports do not move it yet
+
+    def raised() -> list[str]:
+        return [r.alert.kind for r in adapters.issues.alert_history(SKU, 0, 1 << 62, None, 10)]
+
+    assert raised() == ["new-group"]
+    # walked again (a symbol file, a reprocessing): moved nowhere, nothing raised again
+    process.process(records([walk_request(key) for key in keys] * 2))
+    assert raised() == ["new-group"]
+    adapters.issues.change(SKU, signature, Change("resolved", 10, "test"))
+    later = indexed(adapters, 20)
+    process.process(records([walk_request(later, "crash.dmp")]))
+    assert adapters.issues.issue(SKU, signature).state == "regressed"  # type: ignore[union-attr]
+    assert raised() == ["regressed", "new-group"]
+
+
+def test_a_walk_gives_the_group_of_a_report_that_had_one_an_issue_and_raises_nothing(adapters: Adapters,
+                                                                                     walker: Stackwalker):
+    key = f"{7:032x}"
+    stored(adapters, key, (FIXTURES / "level-magic.dmp").read_bytes())
+    adapters.index.insert_many([IndexEntry(report_key=key, event_id="e7", sku=SKU, received_at=7, size_bytes=1,
+                                           attachments=("crash.dmp",), signature="client", processing="pending")])
+    processor(adapters, walker).process(records([walk_request(key, "crash.dmp")]))
+    signature = entries(adapters)[key].signature
+    assert signature not in (None, "client") and adapters.issues.issue(SKU, signature) is not None
+    assert adapters.issues.alert_history(SKU, 0, 1 << 62, None, 10) == []  # its client's group raised what it did
 
 
 def test_a_symbol_files_arrival_asks_for_every_report_that_awaited_it_a_page_at_a_time(

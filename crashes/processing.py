@@ -359,12 +359,23 @@ class Processor:
             documents[processed_key(key)] = _DOCUMENT.dump_json(document)
             results.append(result)
         # the document first: a state the index shows has its walk to read; the issues too, as the
-        # consumer does: a group the index shows has its issue (made unresolved, without an alert: a
-        # walk does not move a group yet)
+        # consumer does: a group the index shows has its issue. A report that had no group (a minidump
+        # alone) moves its walk's as the consumer moves a report's (made with a new-group alert,
+        # regressed); one its client grouped, or walked before, only makes an issue where none is (as a
+        # reprocessing does): its first group raised what it did
         if documents:
             self.documents.upsert_many(documents, self.ttl_seconds)
-            grouped = [(origins[r.report_key], r.signature) for r in results if r.signature is not None]
-            self.issues.regrouped([Crash(o.sku, signature, o.build, o.received_at) for o, signature in grouped])
+            first: list[Crash] = []
+            again: list[Crash] = []
+            for result in results:
+                if result.signature is not None:
+                    o = origins[result.report_key]
+                    (first if o.signature is None else again).append(
+                        Crash(o.sku, result.signature, o.build, o.received_at))
+            if first:
+                self.issues.observe(first, now_ms())
+            if again:
+                self.issues.regrouped(again)
             self.index.processed(results)
         return results
 

@@ -165,12 +165,13 @@ class Processed:
 
 @dataclass(frozen=True)
 class ReportOrigin:
-    """Of an indexed report, what its walk needs: the sku whose grouping groups it, and its build
-    and receipt, which its group's issue is made from."""
+    """Of an indexed report, what its walk needs: the sku whose grouping groups it, its build and
+    receipt, which its group's issue is moved by, and the signature it had (None: no group yet)."""
 
     sku: str
     build: str | None
     received_at: int
+    signature: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ class CrashIndex(Protocol):
         ...
 
     def origins(self, report_keys: Sequence[str]) -> dict[str, ReportOrigin]:
-        """Those of these report keys indexed, with the sku, build and receipt of each."""
+        """Those of these report keys indexed, with the sku, build, receipt and signature of each."""
         ...
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:

@@ -172,16 +172,17 @@ def body_hashes(table: sa.Table, report_keys: Sequence[str]) -> Query:
 
 @functools.cache
 def _origins(table: sa.Table, count: int) -> Statement:
-    found = sa.select(table.c.report_key, reports.c.sku, reports.c.build_version, reports.c.received_at)
+    found = sa.select(table.c.report_key, reports.c.sku, reports.c.build_version, reports.c.received_at,
+                      reports.c.signature)
     if table is not reports:  # MySQL's report_keys: each key's report by its id, a seek a partition
         found = found.join_from(table, reports, reports.c.report_id == table.c.report_id)
     return Statement(found.where(table.c.report_key.in_(marks("key", count))))
 
 
 def origins(table: sa.Table, report_keys: Sequence[str]) -> Query:
-    """Those of these report keys that are indexed, with their skus, builds and receipts (rows of
-    key, sku, build_version, received_at); `table` holds the keys (reports on SQLite, report_keys on
-    MySQL)."""
+    """Those of these report keys that are indexed, with their skus, builds, receipts and signatures
+    (rows of key, sku, build_version, received_at, signature); `table` holds the keys (reports on
+    SQLite, report_keys on MySQL)."""
     keys = list(report_keys) or [""]
     return _origins(table, padded(len(keys))), listed("key", keys)
 

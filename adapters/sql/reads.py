@@ -175,8 +175,9 @@ class CrashIndexReads:
         return dict(self._database.rows(*body_hashes(self.KEYS, report_keys)))
 
     def origins(self, report_keys: Sequence[str]) -> dict[str, ReportOrigin]:
-        return {str(key): ReportOrigin(str(sku), None if build is None else str(build), int(received_at))
-                for key, sku, build, received_at in self._database.rows(*origins(self.KEYS, report_keys))}
+        return {str(key): ReportOrigin(str(sku), None if build is None else str(build), int(received_at),
+                                       None if signature is None else str(signature))
+                for key, sku, build, received_at, signature in self._database.rows(*origins(self.KEYS, report_keys))}
 
     def find(self, query: ReportFilter) -> list[IndexedReport]:
         return [report_from_row(row) for row in self._database.rows(*find_query(query))]

@@ -121,16 +121,19 @@ def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None) -> Iter
     live builds first all in one minute: as text, 1.10 came before 1.9."""
     # from the minute after it: none after the last there is (a cursor may name it), so from the newest
     cursor = None if minute is None or minute >= INT64_MAX else (minute + 1, "")
+    def last_first(group: list[BuildSeen]) -> list[BuildSeen]:
+        return sorted(group, key=lambda seen: _place(seen.build), reverse=True)
+
     group: list[BuildSeen] = []
     while True:
         page = counters.builds(sku, cursor, _PAGE)
         for seen in page:
             if group and seen.first_seen != group[0].first_seen:
-                yield from sorted(group, key=lambda s: _place(s.build), reverse=True)
+                yield from last_first(group)
                 group = []
             group.append(seen)
         if len(page) < _PAGE:
-            yield from sorted(group, key=lambda s: _place(s.build), reverse=True)
+            yield from last_first(group)
             return
         cursor = (page[-1].first_seen, page[-1].build)
 

@@ -248,12 +248,21 @@ def test_a_symbol_file_stored_during_a_walk_has_the_report_walked_once_more(adap
     assert published(adapters, "race") == []  # libc's are still missing, and not held: no more
 
 
-@pytest.mark.parametrize("debug_file", ["..", "C:\\build\\..", "nul\0.pdb", ".", "/", ".pdb"])
+@pytest.mark.parametrize("debug_file", [
+    "..", "C:\\build\\..", "nul\0.pdb", ".", "/", ".pdb",
+    # found from outside: a name over a file name's 255 bytes made the check for a symbol file that
+    # arrived meanwhile raise ENAMETOOLONG, and the processor retried its batch for good; one whose
+    # symbol path outgrew awaiting_symbols (512 characters) sent the walk to the dead letters
+    "/x/" + "\U00020000" * 200, "/x/" + "n" * 300, "/x/" + "n" * 240,
+    # and names no symbol file may have: an upload refuses them
+    "game?.so", "tab\t.so",
+])
 def test_a_module_naming_no_file_a_store_could_hold_awaits_none(debug_file: str):
     """Found in review: a crafted dump's module named `..` made a path the stores refuse, so the
     report's walk went to the dead letters and the report stayed pending."""
     module = Module(filename="m", base_addr="0x1000", debug_file=debug_file, debug_id="A" * 33)
     assert module_symbols(module) is None
+    assert module_symbols(module.model_copy(update={"debug_file": "game.so", "debug_id": "not hex"})) is None
     assert module_symbols(Module(filename="m", base_addr="0x1000", debug_file="C:\\build\\game.pdb",
                                  debug_id="a" * 33)) == f"game.pdb/{'A' * 33}/game.sym"
 

@@ -178,6 +178,8 @@ def test_a_pdbs_symbol_file_drops_the_pdb_and_the_id_is_upper_case():
         b'MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 "game".so\n',
         "MODULE mac arm64 3C597FD17C0A1BC0B2A03B414F0E44180 Game\u0301.dSYM\n".encode(),
         b"\x7fELF\x02\x01\x01\x00",
+        # a name whose symbol path a walk could not await (awaiting_symbols keeps 512 characters)
+        b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"d" * 240,
     ],
 )
 def test_a_file_that_does_not_start_with_a_module_line_is_refused(sym):

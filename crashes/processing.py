@@ -15,6 +15,7 @@ reprocessing of a sku's groups (crashes.grouping)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing_extensions import TypedDict
 from crashes.grouping import RegroupRequest, regroup
 from crashes.model import attachment_key, is_minidump
 from crashes.signature import frames_signature
-from crashes.symbols import symbol_path
+from crashes.symbols import DEBUG_ID, storable, symbol_path
 from pipeline.failures import land
 from pipeline.topics import MINIDUMPS, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord, Processed, SymbolStore
@@ -191,11 +192,11 @@ def walked_frames(walk: ProcessedReport) -> list[str]:
 def module_symbols(module: Module) -> str | None:
     """Where the module's symbol file is in the symbol-server layout; None for a module that names
     none a store could hold (a dump is the client's: `..` or a NUL may be what it names)."""
-    if not module.debug_file or not module.debug_id:
+    if not module.debug_file or not module.debug_id or not re.fullmatch(DEBUG_ID, module.debug_id):
         return None
     path = symbol_path(module.debug_file, module.debug_id)
-    if len(path.parts) != 3 or any(part in (".", "..", ".sym") or "\0" in part or "\\" in part
-                                   for part in path.parts):
+    # a file an upload could store: the others are never held, and the longest not even looked for
+    if len(path.parts) != 3 or path.parts[2] == ".sym" or not storable(path.parts[0]):
         return None
     return str(path)
 

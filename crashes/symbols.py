@@ -15,21 +15,28 @@ class SymbolFileRefused(InvalidField):
     """An upload that is not a Breakpad symbol file."""
 
 
-# Breakpad's first line: MODULE <os> <arch> <debug id> <debug file>; the id is a GUID or build id
-# and an age, in hex; the file is the rest of the line (a PDB's name may hold spaces)
-_MODULE_LINE = re.compile(r"MODULE (\S+) (\S+) ([0-9A-Fa-f]{33,40}) (.+)")
+# a debug id, as a MODULE line and DELETE /v1/symbols/{debugFile}/{debugId} give it: a GUID or build
+# id and an age, in hex
+DEBUG_ID = r"[0-9A-Fa-f]{33,40}"
+# Breakpad's first line: MODULE <os> <arch> <debug id> <debug file>; the file is the rest of the
+# line (a PDB's name may hold spaces)
+_MODULE_LINE = re.compile(rf"MODULE (\S+) (\S+) ({DEBUG_ID}) (.+)")
 _FIRST_LINE_MAX = 4096
 # a file name, as a file system and DELETE /v1/symbols/{debugFile}/{debugId} take one
 MAX_DEBUG_FILE_CHARS = 255
 # what a file system's name holds (255 bytes) less the ".sym" its file adds, in UTF-8
 MAX_DEBUG_FILE_BYTES = 251
+# a symbol path a walk may await (awaiting_symbols.symbol_path's width)
+MAX_SYMBOL_PATH_CHARS = 512
+_LONGEST_ID = "0" * 40
 
 
 def storable(debug_file: str) -> bool:
     """Whether a debug file can name the directory and the file of the layout, and be named again
     by DELETE /v1/symbols/{debugFile}/{debugId}: a plain name of the characters a route takes,
-    within a file name's bytes."""
-    return debug_file not in (".", "..") and len(debug_file.encode()) <= MAX_DEBUG_FILE_BYTES and routed(debug_file)
+    within a file name's bytes, whose symbol path a walk can await."""
+    return (debug_file not in (".", "..") and len(debug_file.encode()) <= MAX_DEBUG_FILE_BYTES
+            and routed(debug_file) and len(str(symbol_path(debug_file, _LONGEST_ID))) <= MAX_SYMBOL_PATH_CHARS)
 
 
 @dataclass(frozen=True)
@@ -71,5 +78,6 @@ def symbol_file_id(sym: bytes) -> SymbolFileId:
     os_name, arch, debug_id, debug_file = match.groups()
     if not storable(debug_file):
         raise SymbolFileRefused(f"the debug file {debug_file!r} is not a plain file name of printing characters "
-                                f"within {MAX_DEBUG_FILE_BYTES} bytes of UTF-8", field="body")
+                                f"within {MAX_DEBUG_FILE_BYTES} bytes of UTF-8 (its symbol path within "
+                                f"{MAX_SYMBOL_PATH_CHARS} characters)", field="body")
     return SymbolFileId(os=os_name, arch=arch, debug_id=debug_id.upper(), debug_file=debug_file)

@@ -14,7 +14,7 @@ from api.requests import BODY_EXTENSION
 from api.resolver import answer, create_resolver, json_response, posted
 from crashes import symbol_files
 from crashes.symbol_files import MAX_LISTED, MAX_SYMBOL_FILE_BYTES, SymbolPage, SymbolUpload
-from crashes.symbols import MAX_DEBUG_FILE_CHARS
+from crashes.symbols import DEBUG_ID, MAX_DEBUG_FILE_CHARS
 from ports.errors import UnsupportedMediaType
 from ports.telemetry import instrumented
 from reporters.encoding import decode_body
@@ -27,7 +27,7 @@ _SYM = {"schema": {"type": "string", "format": "binary"}}
 # a plain file name, as a MODULE line names it (crashes.symbols): it becomes a path
 DebugFile = Annotated[str, Path(alias="debugFile", description="the module's debug file (a MODULE line's last part)",
                                 pattern=rf"^[^/\\\x00]{{1,{MAX_DEBUG_FILE_CHARS}}}$")]
-DebugId = Annotated[str, Path(alias="debugId", description="the module's debug id", pattern=r"^[0-9A-Fa-f]{33,40}$")]
+DebugId = Annotated[str, Path(alias="debugId", description="the module's debug id", pattern=rf"^{DEBUG_ID}$")]
 
 
 @app.get("/v1/symbols", operation_id="listSymbols", summary="The symbol files held, by path",

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from adapters.stackwalk import Stackwalker, WalkerBroken
-from crashes.symbols import SymbolFileId, SymbolFileRefused, symbol_file_id
+from crashes.symbols import SymbolFileId, SymbolFileRefused, symbol_file_id, symbol_path
 from ports.minidumps import Frame, Module, Walked, WalkFailed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
@@ -140,8 +140,13 @@ def test_a_symbol_files_identity_is_its_module_line():
 
 
 def test_a_debug_file_of_as_many_bytes_as_a_file_name_holds_is_taken():
-    identity = symbol_file_id(b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"d" * 251)
+    identity = symbol_file_id(b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + "\u00e9".encode() * 125 + b"d")
     assert len(identity.path.name.encode()) == 255
+
+
+def test_the_longest_plain_debug_file_is_the_one_whose_symbol_path_a_walk_can_await():
+    identity = symbol_file_id(b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + b"d" * 233)
+    assert len(str(symbol_path(identity.debug_file, "0" * 40))) == 512
 
 
 def test_a_pdbs_symbol_file_drops_the_pdb_and_the_id_is_upper_case():

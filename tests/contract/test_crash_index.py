@@ -6,7 +6,7 @@ import uuid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashes.model import MAX_INDEXED_CHARS
+from crashes.model import MAX_ATTACHMENTS, MAX_INDEXED_CHARS
 from ports import CrashIndex, IndexEntry, Processed, ReportFilter, ReportOrigin, SkuSeen
 from ports.timeutil import now_ms
 
@@ -25,6 +25,17 @@ def test_insert_assigns_increasing_ids_and_keeps_every_field(crash_index: CrashI
     assert second.report_id > first.report_id
     assert crash_index.get(first.report_id) == first
     assert first.submit_time > 0
+
+
+def test_the_most_attachment_names_capture_takes_are_kept(crash_index: CrashIndex):
+    """Found from outside: 64 names of 128 letters outside the BMP, escaped in the column's JSON
+    as 12 bytes each, overflowed MySQL's TEXT, and the accepted report went to the dead letters."""
+    letters = "\U00020000" * 126
+    names = tuple(f"{letters}{n:02}" for n in range(MAX_ATTACHMENTS))
+    e = entry(1, attachments=names)
+    crash_index.insert_many([e])
+    [found] = crash_index.find(ReportFilter(sku="game:pc", limit=10))
+    assert found.entry == e
 
 
 def test_insert_is_idempotent_by_report_key(crash_index: CrashIndex):

@@ -235,7 +235,9 @@ def forget_awaiting(report_keys: Sequence[str]) -> Query:
 
 def entry_values(entry: IndexEntry, report_id: int | None, submit_time: int) -> tuple[Any, ...]:
     """Values in INSERT_COLUMNS order; report_id None lets the database assign it."""
-    return (report_id, submit_time, *(getattr(entry, c) for c in ENTRY_COLUMNS), json.dumps(list(entry.attachments)))
+    # as UTF-8: escaped, 64 names of 128 letters outside the BMP outgrow MySQL's TEXT (64 KB)
+    names = json.dumps(list(entry.attachments), ensure_ascii=False)
+    return (report_id, submit_time, *(getattr(entry, c) for c in ENTRY_COLUMNS), names)
 
 
 def report_from_row(row: Iterable[Any]) -> IndexedReport:

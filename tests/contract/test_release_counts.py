@@ -83,6 +83,22 @@ def test_sessions_by_outcome_and_builds_newest_first(stores: tuple[CrashIndex, S
         list_builds(counters, "h", limit=1, cursor=cursor)
 
 
+def test_a_trailing_space_is_part_of_a_build_and_of_a_player(stores: tuple[CrashIndex, SessionCounters]) -> None:
+    """Found from outside: MySQL's utf8mb4_bin compared "2.0" and "2.0 " as one build, and "a" and
+    "a " as one player."""
+    index, counters = stores
+    day = floor_to(now_ms(), DAY_MS)
+    counters.apply(Checkpoint("c", "s-0", -1, 0), {}, ReleaseIncrements(
+        {ReleaseBucket("g", "2.0", day, "ok"): 1, ReleaseBucket("g", "2.0 ", day + M, "crashed"): 1},
+        players={PlayerDay("g", "2.0", day, False): frozenset({"a", "a "})}))
+    assert counters.build("g", "2.0") == BuildSeen("2.0", day, day)
+    assert counters.build("g", "2.0 ") == BuildSeen("2.0 ", day + M, day + M)
+    assert counters.release_sessions("g", "2.0", day, day + DAY_MS, DAY_MS) == {day: {"ok": 1}}
+    index.insert_many([IndexEntry(uuid.uuid4().hex, str(uuid.uuid4()), "g", day + 3, 1, build_version="2.0 ")])
+    assert release_health(index, counters, "g", "2.0", from_ms=day, to_ms=day + DAY_MS)["players"] == 2
+    assert release_health(index, counters, "g", "2.0", from_ms=day, to_ms=day + DAY_MS)["crashes"] == 0
+
+
 def test_players_are_exact_by_id_then_a_sketch(stores: tuple[CrashIndex, SessionCounters]) -> None:
     _, counters = stores
     day = PlayerDay("g", "1.0", DAY_MS, False)
@@ -135,13 +151,14 @@ def test_purge_drops_release_counts_of_the_days_before_it(stores: tuple[CrashInd
 
 # --- release figures against brute force -------------------------------------------------------
 
-BUILDS = ["1.0", "1.9", "1.10", "2.0"]
+# a trailing space is part of a build and of a player: MySQL's utf8mb4_bin once merged them
+BUILDS = ["1.0", "1.9", "1.10", "2.0", "2.0 "]
 DAYS = 3
 _session = st.tuples(
     st.sampled_from([*BUILDS, None]),
     st.integers(0, DAYS * 24 * 60 - 1),  # its minute
     st.sampled_from(["ok", "crashed", "abnormal", "errored", None]),
-    st.sampled_from([f"p{i}" for i in range(6)] + [None]),
+    st.sampled_from([f"p{i}" for i in range(6)] + ["p0 ", None]),
     st.integers(1, 3),  # sessions the count stands for
 )
 _crash = st.tuples(st.sampled_from([*BUILDS, None]), st.integers(0, DAYS * 24 * 60 - 1))

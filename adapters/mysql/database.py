@@ -40,6 +40,11 @@ URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/c
 FIRST_RETRY_S = 0.5
 MAX_RETRY_S = 10.0
 
+# text compared exactly, as SQLite compares it: utf8mb4_bin pads the shorter side with spaces ("p1"
+# = "p1 " in keys and lookups), and a database RDS makes takes the server's utf8mb4_0900_ai_ci, which
+# ignores case and accents too. MySQL 8 and MariaDB name their binary NO PAD collation differently
+EXACT_COLLATIONS = ("utf8mb4_0900_bin", "utf8mb4_nopad_bin")
+
 # errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes to
 # DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix
 _VALUE_ERRORS = {1292, 1300, 1366, 1267, 3140, 3819, 4025}
@@ -256,6 +261,9 @@ class MysqlDatabase(SqlDatabase):
         for the server to take a connection first."""
         self.wait_until_reachable(wait_s)
         self._create_database()
+        with self.connection().cursor() as cursor:
+            exact = _exact_collation(cursor)
+            cursor.execute(f"ALTER DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE {exact}")
         applied: list[str] = []
         with self.transaction() as t:
             t.cursor.execute(migrations.CREATE_TABLE)
@@ -275,8 +283,18 @@ class MysqlDatabase(SqlDatabase):
                             raise
                 t.execute(migrations.RECORD, {"version": migration.name})
             applied.append(migration.name)
+        self._compare_exactly(exact)
         self.ensure_day_partitions(days_ahead)
         return applied
+
+    def _compare_exactly(self, exact: str) -> None:
+        """Every table's text in the exact collation: those the engine's migrations made in
+        utf8mb4_bin, and any a release before this made otherwise (rebuilt once, then none)."""
+        with self.connection().cursor() as cursor:
+            cursor.execute("SELECT DISTINCT table_name FROM information_schema.columns WHERE table_schema = %s "
+                           "AND collation_name <> %s ORDER BY table_name", (self.database, exact))
+            for (table,) in cursor.fetchall():
+                cursor.execute(f"ALTER TABLE `{table}` CONVERT TO CHARACTER SET utf8mb4 COLLATE {exact}")
 
     def _create_database(self) -> None:
         """Only when it is missing: a user granted just its own database may not create one."""
@@ -287,9 +305,8 @@ class MysqlDatabase(SqlDatabase):
             if exc.args[0] != ER_BAD_DB_ERROR:
                 raise
         with self._connect(None) as conn, conn.cursor() as cursor:
-            cursor.execute(
-                f"CREATE DATABASE IF NOT EXISTS `{self.database}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-            )
+            cursor.execute(f"CREATE DATABASE IF NOT EXISTS `{self.database}` CHARACTER SET utf8mb4 "
+                           f"COLLATE {_exact_collation(cursor)}")
 
     def _day_partitions(self, cursor: SqlCursor) -> dict[str, int]:
         """The reports table's day partitions and their upper bounds (p_future excluded)."""
@@ -316,3 +333,13 @@ class MysqlDatabase(SqlDatabase):
                     "ALTER TABLE reports REORGANIZE PARTITION p_future INTO "
                     f"({', '.join(new)}, PARTITION p_future VALUES LESS THAN MAXVALUE)"
                 )
+
+
+def _exact_collation(cursor: Cursor) -> str:
+    cursor.execute("SELECT collation_name FROM information_schema.collations WHERE collation_name IN (%s, %s)",
+                   EXACT_COLLATIONS)
+    found = {row[0] for row in cursor.fetchall()}
+    for name in EXACT_COLLATIONS:
+        if name in found:
+            return name
+    raise RuntimeError(f"MySQL here has none of {', '.join(EXACT_COLLATIONS)}: MySQL 8 or MariaDB 10.2 on is needed")

@@ -252,10 +252,7 @@ def _equal_to(names: Iterable[str]) -> list[sa.ColumnElement[bool]]:
     for name in names:
         if name not in ENTRY_COLUMNS:  # a name goes into the statement: only a column's
             raise ValueError(f"not a column of the index: {name}")
-        column, value = reports.c[name], _bind(f"equals_{name}", type_=sa.String)
-        # MySQL's utf8mb4_bin pads the shorter side with spaces ('pc' = 'pc '); at equal lengths
-        # (bytes there, characters in SQLite) both engines compare exactly
-        clauses += [column == value, sa.func.length(column) == sa.func.length(value)]
+        clauses.append(reports.c[name] == _bind(f"equals_{name}", type_=sa.String))
     return clauses
 
 

@@ -17,7 +17,7 @@ def collations(database: MysqlDatabase) -> set[str]:
                                            "WHERE table_schema = DATABASE() AND collation_name IS NOT NULL", ())}
 
 
-def test_a_database_of_a_release_before_compares_exactly_once_migrated():
+def test_a_database_of_a_release_before_compares_exactly_once_migrated() -> None:
     name = namespace()
     database = MysqlDatabase(mysql_url(name))
     try:

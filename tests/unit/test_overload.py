@@ -172,6 +172,29 @@ def test_a_shed_request_whose_body_keeps_trickling_is_closed_after_the_body_time
         assert 0.9 < time.monotonic() - started < 2
 
 
+def test_bodies_still_arriving_hold_their_places_so_they_bound_the_memory_held():
+    """Found from outside: a body counted against the bound only once it had arrived, so 2,000
+    connections that each sent all but a byte of 1 MiB held 2 GB in one worker."""
+    with running(http_config(Gateway(max_in_flight=2, body_timeout=1.0), "127.0.0.1", free_port())) as port:
+        stalled = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+        try:
+            for sock in stalled:
+                sock.sendall(HEAD + PART)
+            time.sleep(0.2)
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                started = time.monotonic()
+                sock.sendall(HEAD + PART)
+                assert read_answer(sock).startswith(b"HTTP/1.1 503 ") and time.monotonic() - started < 0.5
+            # the stalled bodies time out and give their places back
+            assert all(read_answer(sock).startswith(b"HTTP/1.1 408 ") for sock in stalled)
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(HEAD + PART)
+                assert read_answer(sock).startswith(b"HTTP/1.1 408 ")
+        finally:
+            for sock in stalled:
+                sock.close()
+
+
 def test_the_load_generator_waits_as_told_retries_with_its_key_and_counts_what_was_shed(
         adapters: Adapters, tight_server: str):
     config = LoadConfig(url=tight_server, rate=1000, duration_s=0.03, crash_kb=300, mix=(1, 0, 0))

@@ -182,8 +182,8 @@ class QueueDelay:
 
 
 class Gateway:
-    """`max_in_flight` bounds the requests in the handlers, running or waiting for one of the
-    `workers` threads (serve passes BLACKBOX_MAX_IN_FLIGHT). Past it a request is
+    """`max_in_flight` bounds the requests in hand, their bodies arriving, or in the handlers,
+    running or waiting for one of the `workers` threads (serve passes BLACKBOX_MAX_IN_FLIGHT). Past it a request is
     answered 503 with Retry-After at once: a queue only turns overload into seconds of latency,
     then client timeouts and retries, and holds every waiting body in memory. Within the bound,
     `queue` sheds what has waited too long for a handler thread once a queue stands."""
@@ -231,18 +231,21 @@ class Gateway:
                                           matched.roles, f"{matched.method} {matched.path}",
                                           KEY_PLACES[matched.credential])
             self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
-            body = await self._read_body(scope, receive)
-            # and again once it has arrived: a slow body holds no place, but may find none left
-            self._check_capacity()
-        except _Disconnected:
-            return
         except BlackboxError as error:
-            # answered before the body was read to its end: closing is what stops the rest coming;
-            # but a shed request's client will be back, and the HTTP parser drops the rest unbuffered
+            # a shed request's client will be back, and the HTTP parser drops the rest unbuffered;
+            # otherwise closing is what stops the rest coming
             await self._error(send, error, close=not isinstance(error, Overloaded))
             return
+        # a body holds its place while it arrives too: the bound is on the bodies held in memory
         self._in_flight += 1
         try:
+            try:
+                body = await self._read_body(scope, receive)
+            except _Disconnected:
+                return
+            except BlackboxError as error:  # answered before the body ended: the connection goes
+                await self._error(send, error, close=True)
+                return
             event = proxy_event(scope, body, caller.key_id if caller else None)
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(self._executor, self._run, self._handler(function), function, event,

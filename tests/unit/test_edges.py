@@ -189,6 +189,16 @@ def test_a_body_that_does_not_arrive_in_time_is_answered_408(gateway_url: tuple[
     assert answer.startswith(b"HTTP/1.1 408 ") and b"request_timeout" in answer and took < 3
 
 
+@pytest.mark.parametrize("name", ["a" * 256, "\u00e9" * 200, "app.js%00", "app.js/"])
+def test_a_dashboard_file_that_is_not_there_is_the_contracts_404(gateway_url: tuple[str, int], name: str):
+    """Found from outside: a name past a file name's 255 bytes made the file check raise, and
+    uvicorn answered its own 500 in text/plain, without the headers every answer carries."""
+    with httpx.Client(base_url=f"http://{gateway_url[0]}:{gateway_url[1]}") as client:
+        answer = client.get(f"/dashboard/{name}")
+    assert answer.status_code == 404 and answer.json()["error"] == "not_found"
+    assert answer.headers["x-content-type-options"] == "nosniff"
+
+
 def test_keep_alive_requests_are_not_cut_by_the_head_timer(gateway_url: tuple[str, int]):
     with httpx.Client(base_url=f"http://{gateway_url[0]}:{gateway_url[1]}") as client:
         for _ in range(3):

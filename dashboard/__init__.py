@@ -8,6 +8,7 @@ from importlib import resources
 
 _STATIC = resources.files(__package__) / "static"
 _PREFIX = "/dashboard/"
+_FILES = frozenset(item.name for item in _STATIC.iterdir() if item.is_file() and not item.name.startswith("."))
 
 # what the dashboard's own files need, nothing more: its script and style, its origin's API, images
 # from blob: (fetched attachments) and data: (the empty favicon). No inline script, so a value from a
@@ -25,10 +26,7 @@ def asset(path: str) -> tuple[bytes, str] | None:
         name = path[len(_PREFIX):]
     else:
         return None
-    # only plain names: nothing outside the static folder can be reached
-    if not name or "/" in name or "\\" in name or name.startswith("."):
+    # only the folder's own files: nothing outside it is named, and no name reaches the file system
+    if name not in _FILES:
         return None
-    file = _STATIC / name
-    if not file.is_file():
-        return None
-    return file.read_bytes(), mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return (_STATIC / name).read_bytes(), mimetypes.guess_type(name)[0] or "application/octet-stream"

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import parse_qsl
 
 import pybase64
@@ -40,6 +40,7 @@ from ports.errors import (
     PayloadTooLarge,
     RequestTimeout,
     Unavailable,
+    UnsupportedCoding,
 )
 from ports.limits import MAX_BODY_BYTES
 from ports.timeutil import now_ms
@@ -55,6 +56,9 @@ HEADER_TIMEOUT = 10.0
 MAX_HEAD_BYTES = 64 * 1024
 # a whole body: the contract's 1 MiB at 35 KB/s
 BODY_TIMEOUT = 30.0
+# what a body may take on the wire, its chunks' framing too: llhttp bounds no chunk's extension, and
+# a sender's chunks of a kilobyte or more frame 1 MiB in well under this
+MAX_FRAMED_BODY_BYTES = 2 * MAX_BODY_BYTES
 # a shed request's client may try again this soon: the handlers drain a full bound well within it
 RETRY_AFTER_S = 1
 # CoDel for the wait for a handler thread: a queue stands once even the shortest wait of an
@@ -406,6 +410,12 @@ class GuardedHttp(HttpToolsProtocol):
     _rest_timer: asyncio.TimerHandle | None = None
     # what is refused after the requests before it on the connection: answered once they are
     _refusal: BlackboxError | None = None
+    # why a callback stopped the parse, which uvicorn answers as send_400_response
+    _stopped: BlackboxError | None = None
+    # the request's transfer codings, in order
+    _codings: list[str]
+    # read since the request's head ended, while its body comes (None: no body coming)
+    _body_bytes: int | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -415,10 +425,12 @@ class GuardedHttp(HttpToolsProtocol):
         super().on_message_begin()
         self._head_began = True
         self._head_parsed = 0
+        self._codings = []
         self._await_head()
         self._unset_keepalive_if_required()  # armed below when the last body ended in this same read
 
     def on_message_complete(self) -> None:
+        self._body_bytes = None
         super().on_message_complete()
         if self.cycle.response_complete:
             # the rest of a body answered unread is in: uvicorn armed the idle timer at the answer,
@@ -442,19 +454,35 @@ class GuardedHttp(HttpToolsProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._parsed(len(name) + len(value) + len(b": \r\n"))
+        if name.lower() == b"transfer-encoding":
+            self._codings += [coding.strip(" \t").lower() for coding in value.decode("latin-1").split(",")]
         super().on_header(name, value)
 
     def _parsed(self, size: int) -> None:
         self._head_parsed += size
         if self._head_parsed > MAX_HEAD_BYTES:
-            # stops the parse: httptools raises, and uvicorn calls send_400_response (below)
-            raise _head_too_large()
+            self._stop(_head_too_large())
+
+    def _stop(self, error: BlackboxError) -> NoReturn:
+        # httptools raises what a callback raised, and uvicorn calls send_400_response (below)
+        self._stopped = error
+        raise error
 
     def on_headers_complete(self) -> None:
         self._head_done()
+        if self._codings and self.parser.get_http_version() == "1.0":  # RFC 9112 §6.1: faulty framing
+            self._stop(MalformedRequest("HTTP/1.0 has no Transfer-Encoding"))
+        if len(self._codings) > 1 and "chunked" not in self._codings[:-1]:  # llhttp refuses the rest
+            self._stop(UnsupportedCoding(f"a body is taken as sent or chunked, not {', '.join(self._codings)}"))
         super().on_headers_complete()
+        self._body_bytes = 0
 
     def data_received(self, data: bytes) -> None:
+        if self._body_bytes is not None:
+            self._body_bytes += len(data)
+            if self._body_bytes > MAX_FRAMED_BODY_BYTES:
+                self._overflowed()
+                return
         self._head_began = False
         super().data_received(data)
         if self._head_timer is not None:
@@ -486,10 +514,14 @@ class GuardedHttp(HttpToolsProtocol):
 
     def send_400_response(self, msg: str) -> None:
         # uvicorn's own answer to what it cannot parse is text/plain: the contract's error instead
-        if self._head_parsed > MAX_HEAD_BYTES:
-            self._refuse(_head_too_large())
+        self._refuse(self._stopped or MalformedRequest(f"the request is not HTTP this server reads: {msg}"))
+
+    def _overflowed(self) -> None:
+        """A body's framing over its bound: refused, or, answered already (shed), its rest let go."""
+        if self.cycle is not None and self.cycle.response_complete:
+            self.transport.close()
             return
-        self._refuse(MalformedRequest(f"the request is not HTTP this server reads: {msg}"))
+        self._refuse(PayloadTooLarge(f"a body takes at most {MAX_FRAMED_BODY_BYTES} bytes with its framing"))
 
     def _refuse(self, error: BlackboxError) -> None:
         self._head_done()

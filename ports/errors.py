@@ -104,6 +104,13 @@ class MalformedRequest(BlackboxError):
     code = "bad_request"
 
 
+class UnsupportedCoding(BlackboxError):
+    """A transfer coding HTTP allows but this server does not decode (RFC 9112 §6.1)."""
+
+    status = 501
+    code = "not_implemented"
+
+
 class HeadersTooLarge(BlackboxError):
     status = 431
     code = "headers_too_large"

@@ -409,3 +409,19 @@ def test_the_symbols_sample_stores_a_file_and_a_bad_one_is_refused(adapters: Ada
 
 def test_the_processor_sample_passes_over_a_report_it_does_not_hold(adapters: Adapters):
     assert call(minidump_processor.handler, "minidump-processor.json") == {"processed": 0}
+
+
+def test_a_symbol_upload_past_the_ones_a_process_decodes_at_once_is_told_to_retry(adapters: Adapters):
+    """Found from outside: each upload inflates up to 64 MiB, and 32 at once on a serve's handler
+    threads, 2 MB on the wire, took 3.7 GB and held its event loop for seconds."""
+    sym = next(MINIDUMPS.glob("*/*/*.sym")).read_bytes()
+    for _ in range(symbols.DECODED_AT_ONCE):  # as many uploads as a process decodes at once
+        assert symbols.DECODING.acquire(blocking=False)
+    try:
+        shed = call(symbols.handler, "symbols-post.json", body=base64.b64encode(sym).decode())
+        assert shed["statusCode"] == 503 and int(shed["multiValueHeaders"]["Retry-After"][0]) >= 1
+        assert adapters.symbols.files("", 10) == []
+    finally:
+        for _ in range(symbols.DECODED_AT_ONCE):
+            symbols.DECODING.release()
+    assert call(symbols.handler, "symbols-post.json", body=base64.b64encode(sym).decode())["statusCode"] == 201

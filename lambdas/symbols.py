@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -15,7 +16,7 @@ from api.resolver import answer, create_resolver, json_response, posted
 from crashes import symbol_files
 from crashes.symbol_files import MAX_LISTED, MAX_SYMBOL_FILE_BYTES, SymbolPage, SymbolUpload
 from crashes.symbols import DEBUG_ID, MAX_DEBUG_FILE_CHARS
-from ports.errors import UnsupportedMediaType
+from ports.errors import Busy, UnsupportedMediaType
 from ports.telemetry import instrumented
 from reporters.encoding import decode_body
 
@@ -28,6 +29,10 @@ _SYM = {"schema": {"type": "string", "format": "binary"}}
 DebugFile = Annotated[str, Path(alias="debugFile", description="the module's debug file (a MODULE line's last part)",
                                 pattern=rf"^[^/\\\x00]{{1,{MAX_DEBUG_FILE_CHARS}}}$")]
 DebugId = Annotated[str, Path(alias="debugId", description="the module's debug id", pattern=rf"^{DEBUG_ID}$")]
+# symbol files a process decodes at once: each inflates to as much as 64 MiB, copied on the way, and
+# 32 uploads of 64 KB on a serve's handler threads took 3.7 GB. A Lambda takes one at a time anyway
+DECODED_AT_ONCE = 2
+DECODING = threading.BoundedSemaphore(DECODED_AT_ONCE)
 
 
 @app.get("/v1/symbols", operation_id="listSymbols", summary="The symbol files held, by path",
@@ -49,9 +54,14 @@ def post_symbols() -> Response[str]:
     request = posted(app.current_event, decodes=True)
     if (request.content_type or "").split(";")[0].strip().lower() != SYMBOL_TYPE:
         raise UnsupportedMediaType(f"a symbol file is sent as {SYMBOL_TYPE}")
-    sym = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_SYMBOL_FILE_BYTES)
-    a = current()
-    created, stored = symbol_files.upload(a.symbols, a.log, a.spill, sym)
+    if not DECODING.acquire(blocking=False):
+        raise Busy(f"this server takes {DECODED_AT_ONCE} symbol files at once; try again in {Busy.retry_after_s} s")
+    try:
+        sym = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_SYMBOL_FILE_BYTES)
+        a = current()
+        created, stored = symbol_files.upload(a.symbols, a.log, a.spill, sym)
+    finally:
+        DECODING.release()
     return json_response(201 if created else 200, stored)
 
 

@@ -123,6 +123,12 @@ class Unavailable(BlackboxError):
     code = "unavailable"
 
 
+class Busy(Unavailable):
+    """This process does as many of these at once as its memory holds; soon another may."""
+
+    retry_after_s = 5
+
+
 class StoreUnavailable(Unavailable):
     """What an adapter raises when its engine did not answer (refused the connection, timed out,
     lost it, was busy or locked): the same request may succeed later. The engine's own error is its

@@ -59,6 +59,10 @@ BODY_TIMEOUT = 30.0
 # what a body may take on the wire, its chunks' framing too: llhttp bounds no chunk's extension, and
 # a sender's chunks of a kilobyte or more frame 1 MiB in well under this
 MAX_FRAMED_BODY_BYTES = 2 * MAX_BODY_BYTES
+# a connection closed while its client may still send reads away what comes for this long, or this
+# much, after its answer and a half-close (RFC 9112 §9.6)
+LINGER_S = 2.0
+LINGER_BYTES = 4 * MAX_BODY_BYTES
 # a shed request's client may try again this soon: the handlers drain a full bound well within it
 RETRY_AFTER_S = 1
 # CoDel for the wait for a handler thread: a queue stands once even the shortest wait of an
@@ -391,6 +395,22 @@ def _answer(error: BlackboxError) -> bytes:
     return (head + "\r\n").encode("latin-1") + body
 
 
+class _LingeringTransport:
+    """A connection's transport for uvicorn, whose close lingers (GuardedHttp.linger)."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: GuardedHttp) -> None:
+        self.real, self._protocol = transport, protocol
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def is_closing(self) -> bool:
+        return self._protocol.lingering or self.real.is_closing()
+
+    def close(self) -> None:
+        self._protocol.linger()
+
+
 class GuardedHttp(HttpToolsProtocol):
     """uvicorn's HTTP/1.1 (httptools) with limits on a request's head, which it has not: it waits
     for headers forever (a slow client holds a connection), and httptools keeps headers of any size.
@@ -416,10 +436,31 @@ class GuardedHttp(HttpToolsProtocol):
     _codings: list[str]
     # read since the request's head ended, while its body comes (None: no body coming)
     _body_bytes: int | None = None
+    lingering = False
+    _lingered = 0
+    _linger_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._real = transport
+        super().connection_made(_LingeringTransport(transport, self))  # type: ignore[arg-type]
         self._await_head()
+
+    def linger(self) -> None:
+        """Closes as RFC 9112 §9.6 asks: closed with a request's bytes unread, a socket answers
+        them with a reset, and a client's stack may drop the answer it had not read yet (Windows'
+        does). So the answer goes, then a half-close, and what the client still sends is read
+        away until it closes too, for LINGER_S or LINGER_BYTES at most."""
+        if self.lingering or self._real.is_closing():
+            return
+        self.lingering = True
+        self._head_done()
+        self._rest_done()
+        if not self._real.can_write_eof():
+            self._real.close()
+            return
+        self._real.write_eof()  # once the answer is out
+        self._real.resume_reading()
+        self._linger_timer = self.loop.call_later(LINGER_S, self._real.close)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -478,6 +519,11 @@ class GuardedHttp(HttpToolsProtocol):
         self._body_bytes = 0
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:
+            self._lingered += len(data)
+            if self._lingered > LINGER_BYTES:
+                self._real.close()
+            return
         if self._body_bytes is not None:
             self._body_bytes += len(data)
             if self._body_bytes > MAX_FRAMED_BODY_BYTES:
@@ -494,6 +540,9 @@ class GuardedHttp(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._head_done()
         self._rest_done()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+        self.lingering = True  # nothing more to linger for
         super().connection_lost(exc)
 
     def _await_head(self) -> None:

@@ -644,6 +644,23 @@ def test_a_season_s_end_is_told_with_its_final_top(ranking_store: RankingStore, 
     assert ends_told(ranking_store, board, T0 + 2 * ten + TELL_AFTER_MS) == []
 
 
+def test_every_end_within_the_hour_is_told_also_after_a_run_missed_it(ranking_store: RankingStore, log):
+    """Found from outside: a run looked only at the season before the current one, so a season
+    that ended while no run came (a serve stopped for two minutes, on a board reset every minute)
+    was never told."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(0, "a", 5, None), (2 * ten, "b", 7, None), (3 * ten, "c", 1, None)],
+                               itertools.count()), ranking_store, log, TREE)
+    told = ends_told(ranking_store, board, T0 + 4 * ten + TELL_AFTER_MS)  # the first run in 40 minutes
+    assert sorted((a.key, [e["playerId"] for e in a.body["top"]]) for a in told) == [
+        (f"season-end:{board}:{T0}", ["a"]), (f"season-end:{board}:{T0 + 2 * ten}", ["b"]),
+        (f"season-end:{board}:{T0 + 3 * ten}", ["c"])]
+    assert ends_told(ranking_store, board, T0 + ten + TELL_AFTER_MS + LOOKING_MS + 1) == [
+        a for a in told if a.key != f"season-end:{board}:{T0}"]  # an end is looked at for an hour
+
+
 def test_a_season_that_holds_no_scores_is_not_told(ranking_store: RankingStore, log):
     # found from outside: a delete of a player who had no record there wrote the season's listing,
     # and its end was told, with an empty top; so was a season whose every record was deleted

@@ -49,13 +49,16 @@ def tell_season_ends(store: RankingStore, issues: IssueStore, tree: Tree, policy
 
 
 def _ends(board: BoardSettings, at: int) -> dict[int, int]:
-    """The start and end of each season of `board` that ended within LOOKING_MS before `at`: the
-    one a reset or an epoch ended, and the one its window's end (`endsAt`) ended, after which its
-    seasons take no scores."""
+    """The start and end of each season of `board` that ended within LOOKING_MS before `at`: those
+    a reset or an epoch ended, and the one its window's end (`endsAt`) ended, after which its
+    seasons take no scores. Every one: a run may not have come since the last."""
     ends = {}
-    current = season_start(board.reset, at, board.epochs)
-    if current is not None and at - current <= LOOKING_MS and (board.ends_at is None or current <= board.ends_at):
-        ends[season_start(board.reset, current - 1, board.epochs) or FIRST_SEASON] = current
+    start = season_start(board.reset, at, board.epochs)
+    while start is not None and at - start <= LOOKING_MS:
+        before = season_start(board.reset, start - 1, board.epochs)
+        if board.ends_at is None or start <= board.ends_at:
+            ends[before or FIRST_SEASON] = start
+        start = before
     if board.ends_at is not None and 0 <= at - board.ends_at <= LOOKING_MS:
         ends[season_start(board.reset, board.ends_at - 1, board.epochs) or FIRST_SEASON] = board.ends_at
     return ends
@@ -63,16 +66,18 @@ def _ends(board: BoardSettings, at: int) -> dict[int, int]:
 
 def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int,
                   told: Callable[[str], bool]) -> list[Alert]:
-    """For each board that resets (or was wiped), the season before the one current `after_ms`
-    ago, if it ended within LOOKING_MS of then and holds scores, as an alert with its final top
-    (raise each: the outbox keeps one a key). A job that does not run in that hour leaves that end
-    untold."""
+    """For each board that resets (or was wiped), the seasons that ended within LOOKING_MS before
+    `after_ms` ago and hold scores, each as an alert with its final top (raise each: the outbox
+    keeps one a key). A job that does not run in that hour leaves those ends untold."""
     alerts = []
     at = now_ms - after_ms
     for board in every_board(store):
-        for start, ended in _ends(board, at).items():
-            # told by an earlier run (within the hour a run looks at an end); or nothing to tell
-            if told(season_key_of_alert(board.board, start)) or store.seasons(board.board, start + 1, 1) != [start]:
+        ends = _ends(board, at)
+        # the seasons that hold scores among them: the newest before `at`, the current one too
+        held = set(store.seasons(board.board, at, len(ends) + 1)) if ends else set()
+        for start, ended in ends.items():
+            # nothing to tell; or told by an earlier run (within the hour a run looks at an end)
+            if start not in held or told(season_key_of_alert(board.board, start)):
                 continue
             top = leaderboard.top(store, tree, board.board, limit=FINAL_TOP, season=start)["entries"]
             if not top:  # written to, by deletes alone, or every record deleted since

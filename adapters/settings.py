@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import PositiveInt
+from pydantic import Field, PositiveInt
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from api.access import ApiKeys
@@ -18,6 +18,7 @@ from webhooks.delivery import WebhookPolicy
 
 # written by scripts/services start: where the local engines listen
 SERVICES_ENV_FILE = ".services/services.env"
+MAX_RETENTION_DAYS = 36_500
 
 
 class Settings(BaseSettings):
@@ -31,9 +32,10 @@ class Settings(BaseSettings):
     profile: Literal["embedded", "services", "aws"] = "embedded"
     data_dir: Path = Path("blackbox-data")
     log_partitions: int = 4
-    retention_days: int = 90
+    # a day at least: 0 would have the purge delete everything (no "keep for ever"); a century at most
+    retention_days: int = Field(default=90, ge=1, le=MAX_RETENTION_DAYS)
     # the event log is a buffer: Kafka's (and MSK's) default of 7 days
-    log_retention_days: int = 7
+    log_retention_days: int = Field(default=7, ge=1, le=MAX_RETENTION_DAYS)
     # e.g. BLACKBOX_SPIKES__FACTOR=5
     spikes: SpikePolicy = SpikePolicy()
     # e.g. BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true: webhooks may reach loopback and private addresses

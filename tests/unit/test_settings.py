@@ -6,6 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from adapters.settings import Settings
+from ranking.season_ends import SeasonEndPolicy
+from ranking.seasons import SEASON_PURGE_GRACE_MS
 
 
 @pytest.mark.parametrize("field", ["retention_days", "log_retention_days"])
@@ -21,3 +23,12 @@ def test_retention_within_bounds_is_taken(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("BLACKBOX_RETENTION_DAYS", "1")
     monkeypatch.setenv("BLACKBOX_LOG_RETENTION_DAYS", "3650")
     assert (Settings().retention_days, Settings().log_retention_days) == (1, 3650)
+
+
+def test_a_season_end_is_told_before_retention_may_drop_its_season() -> None:
+    """Found from outside: BLACKBOX_SEASON_END__AFTER_S took up to a day, and a board that keeps
+    few seasons had the one that ended purged an hour after its end, before its top was told."""
+    with pytest.raises(ValidationError, match="after_s"):
+        Settings(season_end={"after_s": SEASON_PURGE_GRACE_MS / 1000})
+    longest = SeasonEndPolicy.model_fields["after_s"].metadata
+    assert any(getattr(bound, "le", 0) * 1000 <= SEASON_PURGE_GRACE_MS / 2 for bound in longest)

@@ -213,6 +213,52 @@ def test_a_receiver_that_answers_a_byte_at_a_time_has_the_timeout_in_all(issues:
     drip.listener.close()
 
 
+class _Held(Receiver):
+    """Answers 204 once `release` is set (or after 10 s)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        super().__init__([204])
+        handler, release = self.server.RequestHandlerClass, self.release
+
+        class Holding(handler):  # type: ignore[misc, valid-type]
+            def do_POST(self) -> None:
+                release.wait(10)
+                super().do_POST()
+
+        self.server.RequestHandlerClass = Holding
+
+
+def test_a_receiver_that_hangs_holds_up_its_own_deliveries_not_another_webhooks(issues: SqliteIssueStore) -> None:
+    """Found from outside: a run sent every due delivery in turn, so each alert reached a fast
+    webhook only after a hanging one's timeout, and a run could take 100 of them."""
+    held = _Held()
+    issues.put_webhook(Webhook("held", held.url, SECRET, ("regressed",), 0))
+    for receiver in receiving(issues, [204]):
+        for n in range(2, 4):
+            issues.raise_alert(Alert(f"regressed:g:ab:{n}", "regressed", 1000, {"text": "again"}))
+        run = threading.Thread(target=deliver_due, args=(issues, LOCAL), kwargs={"now": 5_000})
+        run.start()
+        deadline = time.monotonic() + 5
+        while len(receiver.got) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(receiver.got) == 3 and not held.got  # while the other still holds its first
+        held.release.set()
+        run.join()
+        assert len(held.got) == 3
+    held.server.shutdown()
+
+
+def test_a_run_told_to_stop_claims_no_more(issues: SqliteIssueStore) -> None:
+    """Found from outside: a run went on through its due deliveries while serve stopped, and was
+    killed within one, which its next run sent again."""
+    for receiver in receiving(issues, [204]):
+        issues.raise_alert(Alert("regressed:g:ab:2", "regressed", 1000, {"text": "again"}))
+        assert deliver_due(issues, LOCAL, now=5_000, stopping=receiver.got.__len__) == 1  # stops once one is in
+        assert [d.status for d, _ in issues.deliveries("ops", None, 5)].count("pending") == 1
+        assert deliver_due(issues, LOCAL, now=5_000) == 1 and len(receiver.got) == 2
+
+
 def test_a_delivery_goes_to_the_address_that_was_checked(issues: SqliteIssueStore,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     # found from outside: the check resolved the name, and the request resolved it again; a name

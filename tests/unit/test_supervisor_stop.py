@@ -31,3 +31,5 @@ def test_a_worker_that_does_not_stop_after_sigterm_is_killed_after_the_grace(tmp
     assert time.monotonic() - started < 10
     assert deaf.exitcode == -signal.SIGKILL
     assert polite.exitcode == -signal.SIGTERM
+    # found from outside: serve then said every consumed batch was committed
+    assert supervisor.killed == [Job("consumers", 0)]

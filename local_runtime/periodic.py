@@ -56,7 +56,9 @@ def purger(adapters: Adapters, stop: threading.Event, interval_s: float = PURGE_
 
 
 def webhook_sender(adapters: Adapters, stop: threading.Event, interval_s: float = WEBHOOK_INTERVAL_S) -> Periodic:
-    return Periodic("webhooks", lambda: deliver_due(adapters.issues, adapters.settings.webhooks), stop, interval_s)
+    # a stop waits for the deliveries under way (each within the policy's timeout), claims no more
+    return Periodic("webhooks", lambda: deliver_due(adapters.issues, adapters.settings.webhooks, stopping=stop.is_set),
+                    stop, interval_s)
 
 
 def season_teller(adapters: Adapters, stop: threading.Event) -> Periodic:

@@ -9,24 +9,28 @@ drop. What is exactly once is the alert: one per group and episode (ports.issues
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import http.client
 import ipaddress
 import json
+import os
 import re
 import socket
 import ssl
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ports.issues import Alert, DeliveryStatus, IssueStore, Webhook, alert_body
+from ports.issues import Alert, Delivery, DeliveryStatus, IssueStore, Webhook, alert_body
 from ports.telemetry import logger
 from ports.timeutil import now_ms, to_rfc3339
 
@@ -35,6 +39,8 @@ ALERT_HEADER = "X-Blackbox-Alert"
 # how long a run holds a delivery it is sending: another run takes it up after this
 CLAIM_MS = 60_000
 RUN_LIMIT = 100
+# webhooks a run sends to at once
+PARALLEL_WEBHOOKS = 8
 
 
 class WebhookPolicy(BaseModel):
@@ -279,10 +285,38 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
     return Answer(code, None if 200 <= code < 300 else f"HTTP {code}")
 
 
-def deliver_due(issues: IssueStore, policy: WebhookPolicy, now: int | None = None) -> int:
-    """Sends the due deliveries (at most RUN_LIMIT); returns how many were delivered."""
+# a due delivery, with its alert and its webhook
+Due = tuple[Delivery, Alert, Webhook]
+
+
+def deliver_due(issues: IssueStore, policy: WebhookPolicy, now: int | None = None,
+                stopping: Callable[[], object] = lambda: False) -> int:
+    """Sends the due deliveries (at most RUN_LIMIT), each webhook's in turn and the webhooks' at once
+    (PARALLEL_WEBHOOKS at most), so that a receiver that hangs holds up its own alone; claims none
+    once `stopping` says so (serve is stopping). Returns how many were delivered."""
+    by_webhook: dict[str, list[Due]] = {}
+    for due in issues.due(now_ms() if now is None else now, RUN_LIMIT):
+        by_webhook.setdefault(due[2].name, []).append(due)
+    if len(by_webhook) < 2:
+        return sum(_in_turn(issues, policy, dues, now, stopping) for dues in by_webhook.values())
+    return sum(_senders(os.getpid()).map(lambda dues: _in_turn(issues, policy, dues, now, stopping),
+                                         by_webhook.values()))
+
+
+
+@functools.cache
+def _senders(process: int) -> ThreadPoolExecutor:
+    """The threads of a run's webhooks: one pool a process (made there: a pool's threads do not
+    survive a fork), kept, as each thread keeps its store connection."""
+    return ThreadPoolExecutor(PARALLEL_WEBHOOKS, thread_name_prefix=f"webhooks-{process}")
+
+
+def _in_turn(issues: IssueStore, policy: WebhookPolicy, dues: list[Due], now: int | None,
+             stopping: Callable[[], object]) -> int:
     delivered = 0
-    for delivery, alert, webhook in issues.due(now_ms() if now is None else now, RUN_LIMIT):
+    for delivery, alert, webhook in dues:
+        if stopping():
+            break
         at = now_ms() if now is None else now
         if not issues.claim(delivery, at + CLAIM_MS, at):
             continue

@@ -301,6 +301,8 @@ class Supervisor:
         self._stop = StopRequest()
         self.running: dict[Job, tuple[SpawnProcess, float]] = {}
         self._planned = planned
+        # the workers a stop had to kill: what they had under way was not finished
+        self.killed: list[Job] = []
 
     def _start(self, job: Job) -> SpawnProcess:
         process = self._spawn_context.Process(target=_work, args=(job, self._settings, self._sock, os.getpid()),
@@ -352,6 +354,7 @@ class Supervisor:
                       file=sys.stderr, flush=True)
                 process.kill()
                 process.join()
+                self.killed.append(job)
 
 
 def serve(settings: Settings, host: str, port: int, role: Role = "all", workers: int | None = None) -> None:
@@ -400,11 +403,16 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
                   f"  dashboard  {url}/\n{lan}"
                   f"  keys       {keys_line}\n{processes}", flush=True)
 
+        supervisor = Supervisor(settings, sock, planned)
         try:
-            Supervisor(settings, sock, planned).run(announce)
+            supervisor.run(announce)
         finally:
             _ignore_late_signals()
-    print("Blackbox stopped" + ("" if role == "api" else "; every consumed batch is committed"), flush=True)
+    if supervisor.killed:  # its batch under way is consumed again at the next start: nothing is lost
+        print(f"Blackbox stopped; {', '.join(map(str, supervisor.killed))} had to be killed, and what it had "
+              "under way is taken again at the next start", flush=True)
+    else:
+        print("Blackbox stopped" + ("" if role == "api" else "; every consumed batch is committed"), flush=True)
 
 
 def _ignore_late_signals() -> None:

@@ -232,6 +232,25 @@ def test_an_answer_before_the_body_ends_reaches_a_client_still_sending_it(gatewa
         assert data.startswith(b"HTTP/1.1 413 ")
 
 
+def test_an_idle_connection_is_closed_at_once_not_lingered():
+    """Found in review: every close lingered, an idle keep-alive connection's too, so a serve with
+    idle clients took seconds more to stop."""
+    with socket.socket() as idle:
+        idle.settimeout(5)
+        with running(http_config(Gateway(), "127.0.0.1", free_port())) as port:
+            idle.connect(("127.0.0.1", port))
+            idle.sendall(b"GET /dashboard/app.js HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert idle.recv(65536).startswith(b"HTTP/1.1 200 ")
+            stopping = time.monotonic()  # with a client that keeps its connection open, as a browser does
+        assert time.monotonic() - stopping < 1.5  # no linger of 2 s
+
+
+def test_an_empty_coding_in_a_list_is_none(gateway_url: tuple[str, int]):
+    answer, _ = answer_of(gateway_url, CHUNKED_POST + b"Transfer-Encoding: , chunked\r\nConnection: close\r\n\r\n"
+                          b"2\r\n{}\r\n0\r\n\r\n")
+    assert not answer.startswith(b"HTTP/1.1 501 "), answer[:100]
+
+
 def test_a_body_that_does_not_arrive_in_time_is_answered_408(gateway_url: tuple[str, int]):
     head = (b"POST /v1/crashes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Content-Length: 100\r\n\r\n{")

@@ -247,13 +247,13 @@ class Gateway:
         # a body holds its place while it arrives too: the bound is on the bodies held in memory
         self._in_flight += 1
         try:
-            try:
-                body = await self._read_body(scope, receive)
-            except _Disconnected:
-                return
-            except BlackboxError as error:  # answered before the body ended: the connection goes
+            body = await self._read_body(scope, receive)
+        except (_Disconnected, BlackboxError) as error:
+            self._in_flight -= 1  # before the answer, which a client that reads nothing holds up
+            if isinstance(error, BlackboxError):  # answered before the body ended: the connection goes
                 await self._error(send, error, close=True)
-                return
+            return
+        try:
             event = proxy_event(scope, body, caller.key_id if caller else None)
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(self._executor, self._run, self._handler(function), function, event,
@@ -438,6 +438,8 @@ class GuardedHttp(HttpToolsProtocol):
     _body_bytes: int | None = None
     lingering = False
     _lingered = 0
+    # from a request's first byte to its body's end: closed meanwhile, the client may still send
+    _in_message = False
     _linger_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -455,7 +457,11 @@ class GuardedHttp(HttpToolsProtocol):
         self.lingering = True
         self._head_done()
         self._rest_done()
-        if not self._real.can_write_eof():
+        if self.cycle is not None and not self.cycle.response_complete:  # its handler is told, as at a loss
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        # an idle connection (a keep-alive timeout, a stop) owes nothing unread: closed at once
+        if not self._in_message or not self._real.can_write_eof():
             self._real.close()
             return
         self._real.write_eof()  # once the answer is out
@@ -467,11 +473,13 @@ class GuardedHttp(HttpToolsProtocol):
         self._head_began = True
         self._head_parsed = 0
         self._codings = []
+        self._in_message = True
         self._await_head()
         self._unset_keepalive_if_required()  # armed below when the last body ended in this same read
 
     def on_message_complete(self) -> None:
         self._body_bytes = None
+        self._in_message = False
         super().on_message_complete()
         if self.cycle.response_complete:
             # the rest of a body answered unread is in: uvicorn armed the idle timer at the answer,
@@ -496,7 +504,9 @@ class GuardedHttp(HttpToolsProtocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         self._parsed(len(name) + len(value) + len(b": \r\n"))
         if name.lower() == b"transfer-encoding":
-            self._codings += [coding.strip(" \t").lower() for coding in value.decode("latin-1").split(",")]
+            # empty list elements are no codings (RFC 9110 §5.6.1)
+            codings = (part.strip(" \t").lower() for part in value.decode("latin-1").split(","))
+            self._codings += [coding for coding in codings if coding]
         super().on_header(name, value)
 
     def _parsed(self, size: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.mysql import database as database_module
 from adapters.mysql.database import MysqlDatabase
 from tests.services import drop_database, mysql_url, namespace
 
@@ -40,6 +41,29 @@ def test_a_database_of_a_release_before_compares_exactly_once_migrated() -> None
         database.connection().commit()
         assert database.run("SELECT COUNT(*) FROM rank_scores WHERE board = 'b' AND player_id = 'p1'", ()) == [(1,)]
         assert database.run("SELECT COUNT(*) FROM release_builds WHERE sku = 'g'", ()) == [(4,)]
+    finally:
+        database.close()
+        drop_database(name)
+
+
+
+def test_a_conversion_longer_than_a_reads_timeout_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in review: the conversion ran on a connection whose reads time out after 30 s, and a
+    large index's rebuild takes longer, so serve (and a deploy) failed at start."""
+    name = namespace()
+    database = MysqlDatabase(mysql_url(name))
+    try:
+        database.migrate()
+        database.run("ALTER TABLE rank_scores CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", ())
+        # a table a rebuild takes about a second for (MariaDB's sequence engine)
+        database.run("INSERT INTO rank_scores (board, player_id, score) "
+                     "SELECT 'b', CONCAT('p', seq), seq FROM seq_1_to_300000", ())
+        database.connection().commit()
+        database.close()
+        monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 0.2)  # a read's timeout, much shorter
+        database = MysqlDatabase(mysql_url(name))
+        assert database.migrate() == []
+        assert len(collations(database)) == 1
     finally:
         database.close()
         drop_database(name)

@@ -26,6 +26,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from adapters.mysql.database import CODE_MIGRATIONS
 from adapters.mysql.database import MIGRATIONS as MYSQL_MIGRATIONS
 from adapters.sql.migrations import index_migrations
 from stacks.config import DeployConfig
@@ -315,8 +316,8 @@ class DataStack(Stack):
         self.mysql_secret.grant_read(migrate)
         migrations_provider = provider(self, "MigrationsProvider", migrate, config)
         migrations = CustomResource(self, "Migrations", service_token=migrations_provider.service_token, properties={
-            # a new migration file changes this, so the deploy applies it
-            "Migrations": [m.name for m in index_migrations(MYSQL_MIGRATIONS)],
+            # a new migration file (or step of migrate's own) changes this, so the deploy applies it
+            "Migrations": [*(m.name for m in index_migrations(MYSQL_MIGRATIONS)), *CODE_MIGRATIONS],
         })
         migrations.node.add_dependency(self.proxy)
         acknowledge(migrations_provider, "AwsSolutions-IAM5",

@@ -31,6 +31,12 @@ MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
 # a connection idle longer than this is checked before use: RDS Proxy and MySQL drop idle ones
 IDLE_CHECK_S = 30.0
+# a read or a write that takes longer is the server gone; but not a migration's (_migrating)
+READ_TIMEOUT_S = 30.0
+WRITE_TIMEOUT_S = 30.0
+# a migration's statement waits this long for a table in use (a long transaction), then fails,
+# rather than hold every query of that table behind it
+MIGRATION_LOCK_WAIT_S = 60
 # the crash index has a partition for each day up to this many days ahead
 DAYS_AHEAD = 7
 # the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
@@ -44,6 +50,8 @@ MAX_RETRY_S = 10.0
 # = "p1 " in keys and lookups), and a database RDS makes takes the server's utf8mb4_0900_ai_ci, which
 # ignores case and accents too. MySQL 8 and MariaDB name their binary NO PAD collation differently
 EXACT_COLLATIONS = ("utf8mb4_0900_bin", "utf8mb4_nopad_bin")
+# what migrate() does besides its SQL files, by name: a deploy runs it again when these change
+CODE_MIGRATIONS = ("exact-text",)
 
 # errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes to
 # DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix
@@ -134,12 +142,12 @@ class MysqlDatabase(SqlDatabase):
         self._tls = tls_context(first.ca_file)
         self._connections = PerThread(lambda: self._connect(self.database))
 
-    def _connect(self, database: str | None) -> pymysql.connections.Connection[Cursor]:
+    def _connect(self, database: str | None, migrating: bool = False) -> pymysql.connections.Connection[Cursor]:
         """With the provider's credentials; refused those, with the ones it fetches afresh, once: a
         connection open before a rotation keeps working, a new one needs the new password."""
         target = self._provider()
         try:
-            return self._dial(target, database)
+            return self._dial(target, database, migrating)
         except pymysql.err.OperationalError as exc:
             if exc.args[0] != ER.ACCESS_DENIED_ERROR:
                 raise
@@ -147,13 +155,15 @@ class MysqlDatabase(SqlDatabase):
             if fresh == target:  # nothing rotated (or nothing to fetch): the refusal stands
                 raise
         log.info("MySQL refused the credentials of %s; dialing again with those fetched afresh", target.user)
-        return self._dial(fresh, database)
+        return self._dial(fresh, database, migrating)
 
-    def _dial(self, t: MysqlTarget, database: str | None) -> pymysql.connections.Connection[Cursor]:
+    def _dial(self, t: MysqlTarget, database: str | None, migrating: bool) -> pymysql.connections.Connection[Cursor]:
         try:
             return pymysql.connect(
                 host=t.host, port=t.port, user=t.user, password=t.password, database=database, ssl=self._tls,
-                charset="utf8mb4", autocommit=True, connect_timeout=5, read_timeout=30, write_timeout=30,
+                charset="utf8mb4", autocommit=True, connect_timeout=5,
+                read_timeout=None if migrating else READ_TIMEOUT_S,
+                write_timeout=WRITE_TIMEOUT_S,
             )
         except pymysql.err.OperationalError as exc:
             if isinstance(exc.__context__, ssl.SSLCertVerificationError):
@@ -261,7 +271,7 @@ class MysqlDatabase(SqlDatabase):
         for the server to take a connection first."""
         self.wait_until_reachable(wait_s)
         self._create_database()
-        with self.connection().cursor() as cursor:
+        with self._migrating() as cursor:
             exact = _exact_collation(cursor)
             cursor.execute(f"ALTER DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE {exact}")
         applied: list[str] = []
@@ -287,10 +297,18 @@ class MysqlDatabase(SqlDatabase):
         self.ensure_day_partitions(days_ahead)
         return applied
 
+    @contextmanager
+    def _migrating(self) -> Iterator[Cursor]:
+        """A connection of its own for statements that rebuild a table: no read timeout (a large
+        index's rebuild takes minutes), a bounded wait for a table in use."""
+        with self._connect(self.database, migrating=True) as conn, conn.cursor() as cursor:
+            cursor.execute(f"SET SESSION lock_wait_timeout = {MIGRATION_LOCK_WAIT_S}")
+            yield cursor
+
     def _compare_exactly(self, exact: str) -> None:
-        """Every table's text in the exact collation: those the engine's migrations made in
-        utf8mb4_bin, and any a release before this made otherwise (rebuilt once, then none)."""
-        with self.connection().cursor() as cursor:
+        """Every table's text in the exact collation (CODE_MIGRATIONS): those the engine's migrations
+        made in utf8mb4_bin, and any a release before this made otherwise (rebuilt once, then none)."""
+        with self._migrating() as cursor:
             cursor.execute("SELECT DISTINCT table_name FROM information_schema.columns WHERE table_schema = %s "
                            "AND collation_name <> %s ORDER BY table_name", (self.database, exact))
             for (table,) in cursor.fetchall():
@@ -342,4 +360,5 @@ def _exact_collation(cursor: Cursor) -> str:
     for name in EXACT_COLLATIONS:
         if name in found:
             return name
-    raise RuntimeError(f"MySQL here has none of {', '.join(EXACT_COLLATIONS)}: MySQL 8 or MariaDB 10.2 on is needed")
+    raise RuntimeError(f"MySQL here has none of {', '.join(EXACT_COLLATIONS)}: MySQL 8.0.17 or MariaDB 10.2 on "
+                       "is needed")

@@ -99,7 +99,7 @@ def test_a_refusal_is_not_dialed_again_when_nothing_rotated(throwaway_user: Mysq
     database = MysqlDatabase(CachedSecret(wrong, fetches_afresh=True))
     dial = database._dial
     dialed: list[MysqlTarget] = []
-    monkeypatch.setattr(database, "_dial", lambda target, name: (dialed.append(target), dial(target, name))[1])
+    monkeypatch.setattr(database, "_dial", lambda target, *rest: (dialed.append(target), dial(target, *rest))[1])
     with pytest.raises(pymysql.err.OperationalError) as refused:
         database._connect(None)
     assert refused.value.args[0] == ER.ACCESS_DENIED_ERROR and dialed == [wrong]  # the same password, once

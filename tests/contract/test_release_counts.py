@@ -233,7 +233,8 @@ def test_release_figures_equal_brute_force(stores: tuple[CrashIndex, SessionCoun
         return [s for s in sessions if s[0] == build]
 
     seen = {b: (min(m for _, m, *_ in of(b)), max(m for _, m, *_ in of(b))) for b in BUILDS if of(b)}
-    newest = sorted(seen, key=lambda b: (seen[b][0], b), reverse=True)
+    # first seen, newest first; of a minute's, the last in build order first
+    newest = sorted(seen, key=lambda b: (seen[b][0], build_order(b), b), reverse=True)
     assert list_builds(counters, sku, limit=len(BUILDS))["builds"] == [
         {"build": b, "firstSeen": to_rfc3339(t0 + seen[b][0] * M), "lastSeen": to_rfc3339(t0 + seen[b][1] * M)}
         for b in newest]

@@ -140,7 +140,8 @@ def test_a_symbol_files_identity_is_its_module_line():
 
 
 def test_a_debug_file_of_as_many_bytes_as_a_file_name_holds_is_taken():
-    identity = symbol_file_id(b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + "\u00e9".encode() * 125 + b"d")
+    name = "\u00e9".encode() * 125 + b"d"  # 251 bytes
+    identity = symbol_file_id(b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 " + name)
     assert len(identity.path.name.encode()) == 255
 
 

@@ -24,7 +24,7 @@ from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, 
 from ports.errors import InvalidField, NotFound
 from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
-from ports.timeutil import to_rfc3339
+from ports.timeutil import now_ms, to_rfc3339
 from ranking import bans, leaderboard
 from ranking import seasons as ranking_seasons
 from ranking import ties as ranking_ties
@@ -795,6 +795,20 @@ def test_a_board_s_end_at_its_ends_at_is_told_with_its_final_top(ranking_store: 
     assert [e["playerId"] for e in alert.body["top"]] == ["b", "a"]
     # looked at for an hour, then left
     assert ends_told(ranking_store, board, ends + TELL_AFTER_MS + LOOKING_MS + 1) == []
+
+
+def test_a_window_that_closed_is_not_opened_again(ranking_store: RankingStore):
+    """Found from outside: a board's endsAt moved later after its end was told: the end it then had
+    was never told (the alert's key, the board and season, was taken), and the told top was stale."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    closed = to_rfc3339(now_ms() - 60_000)
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=closed))
+    for later in (to_rfc3339(now_ms() + 60_000), to_rfc3339(now_ms() - 30_000), None):
+        with pytest.raises(InvalidField) as refused:
+            leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=later))
+        assert refused.value.field == "endsAt"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=closed, keepSeasons=2))  # as it is: taken
+    assert ranking_store.get_board(board).keep_seasons == 2
 
 
 def test_a_season_end_told_before_is_not_read_again(ranking_store: RankingStore, log):

@@ -218,6 +218,10 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> tuple
                            "ties")
     if known.ties == "earliest" and settings.order != known.order:
         raise InvalidField(f"leaderboard {board} ranks ties earliest first: its order cannot change", "order")
+    # its last season ended then, and that end is told once (ranking.season_ends): no other end
+    if known.ends_at is not None and known.ends_at <= now_ms() and settings.ends_at != known.ends_at:
+        raise InvalidField(f"leaderboard {board}'s window closed at {to_rfc3339(known.ends_at)}: it is not "
+                           "opened again nor its end moved (make a new board)", "endsAt")
     # from now on: the seasons before keep the schedule they had
     if not same_schedule(settings.reset, known.reset):
         settings = replace(settings, epochs=started(known, now_ms(), settings.reset))

@@ -147,7 +147,10 @@ def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteI
                                  "http://%31%32%37.0.0.1/", "http://xn--/",
                                  "http://224.0.0.1/", "http://[ff02::1]/", "http://[64:ff9b::e000:1]/",
                                  # a port no connection can reach, taken at registration
-                                 "http://hooks.example.com:0/", "https://hooks.example.com:00/"])
+                                 "http://hooks.example.com:0/", "https://hooks.example.com:00/",
+                                 # found from outside: an address with a resolver's trailing dot; and
+                                 # IPv4 in SIIT's translated form (::ffff:0:0/96)
+                                 "http://127.0.0.1./", "http://169.254.169.254./", "http://[::ffff:0:127.0.0.1]/"])
 def test_what_a_webhook_may_not_point_at(url: str) -> None:
     with pytest.raises(RefusedAddress):
         check_url(url, WebhookPolicy(), resolve=False)

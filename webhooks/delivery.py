@@ -66,13 +66,16 @@ class RefusedAddress(ValueError):
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # IPv6 ranges that carry an IPv4 address in their last 32 bits, reached through it: NAT64 (a VPC's
 # DNS64 sends 64:ff9b::10.0.0.5 to 10.0.0.5) and the IPv4-compatible form
-_CARRYING_IPV4 = tuple(ipaddress.IPv6Network(net) for net in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96"))
+_CARRYING_IPV4 = tuple(ipaddress.IPv6Network(net) for net in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96",
+                                                                "::ffff:0:0:0/96"))  # the last: SIIT's
 _NOT_PUBLIC = "a public address (set BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true for local receivers)"
 
 
 def _numeric(host: str) -> Address | None:
     """The address a host is as a number, in any spelling a resolver takes (127.1, 2130706433,
-    0x7f000001, 0177.0.0.1 are all loopback); None for a name."""
+    0x7f000001, 0177.0.0.1 are all loopback, and so is 127.0.0.1. as a name's root is); None for a
+    name."""
+    host = host.removesuffix(".")
     try:
         return ipaddress.ip_address(host)
     except ValueError:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 
+from adapters.settings import MAX_RETENTION_DAYS
 from ports import DocumentStore
 
 
@@ -48,3 +49,10 @@ def test_delete_many_removes_those_keys_and_ignores_missing_ones(document_store:
     document_store.delete_many(["a", "c", "never-there"])
     assert document_store.get_many(["a", "b", "c"]) == {"b": b"2"}
     document_store.delete_many([])
+
+
+def test_a_document_kept_past_2038_is_kept(document_store: DocumentStore):
+    """Found in review: Couchbase takes an expiry past 30 days as a Unix time, and one past 2**31 - 1
+    (January 2038) as past: a retention of 4,069 days or more made every document expire as written."""
+    document_store.upsert_many({"kept": b"z"}, ttl_seconds=MAX_RETENTION_DAYS * 86_400)
+    assert document_store.get_many(["kept"]) == {"kept": b"z"}

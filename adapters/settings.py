@@ -13,12 +13,12 @@ from api.access import ApiKeys
 from api.requests import MAX_IN_FLIGHT
 from crashes.alerts import AlertPolicy
 from crashes.spikes import SpikePolicy
+from ports.limits import MAX_RETENTION_DAYS
 from ranking.season_ends import SeasonEndPolicy
 from webhooks.delivery import WebhookPolicy
 
 # written by scripts/services start: where the local engines listen
 SERVICES_ENV_FILE = ".services/services.env"
-MAX_RETENTION_DAYS = 36_500
 
 
 class Settings(BaseSettings):
@@ -32,7 +32,7 @@ class Settings(BaseSettings):
     profile: Literal["embedded", "services", "aws"] = "embedded"
     data_dir: Path = Path("blackbox-data")
     log_partitions: int = 4
-    # a day at least: 0 would have the purge delete everything (no "keep for ever"); a century at most
+    # a day at least: 0 would have the purge delete everything (no "keep for ever")
     retention_days: int = Field(default=90, ge=1, le=MAX_RETENTION_DAYS)
     # the event log is a buffer: Kafka's (and MSK's) default of 7 days
     log_retention_days: int = Field(default=7, ge=1, le=MAX_RETENTION_DAYS)

@@ -44,6 +44,9 @@ MAX_ID_CHARS = 128
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]
 # a client's retry token: a UUID or a hash fits many times over
 MAX_IDEMPOTENCY_KEY_CHARS = 256
+# what a deployment keeps, at most: ten years, as Couchbase keeps no document past January 2038
+# (its expiry is a 32-bit Unix time: adapters.couchbase.documents)
+MAX_RETENTION_DAYS = 3_650
 # nesting deeper than this is no crash report, and deep recursion is how a parser is attacked
 MAX_JSON_DEPTH = 32
 

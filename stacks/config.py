@@ -11,7 +11,7 @@ from aws_cdk import RemovalPolicy
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from ports.limits import Sku
+from ports.limits import MAX_RETENTION_DAYS, Sku
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 
@@ -106,9 +106,9 @@ class DeployConfig(BaseModel):
     # symbol files, 20 s at most (adapters.stackwalk): 5 walks, each perhaps twice, stay inside the
     # function's 300 s (stacks.processing) even at that bound
     minidump_processor: Consumer = Consumer(batch_size=5, batching_window_s=1, retries=-1)
-    retention_days: int = Field(default=90, ge=1)
+    retention_days: int = Field(default=90, ge=1, le=MAX_RETENTION_DAYS)
     # what the consumed topics keep (the dead letters keep retention_days)
-    log_retention_days: int = Field(default=7, ge=1)
+    log_retention_days: int = Field(default=7, ge=1, le=MAX_RETENTION_DAYS)
     alarm_email: str | None = None
     removal: Literal["retain", "destroy"] = "retain"
 

@@ -3,6 +3,7 @@ parallel multi-operations; the cluster object is made once and reused (it pools 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from datetime import timedelta
@@ -28,6 +29,8 @@ from adapters.errors import Meaning, port_errors
 
 _TRANSCODER = RawBinaryTranscoder()
 _CHUNK = 1000  # keys per multi-operation
+# the last second a document can be kept to: the server's expiry is a 32-bit Unix time
+LAST_EXPIRY = 2**31 - 1
 _PING_KEY = "blackbox:ping"
 
 
@@ -68,9 +71,12 @@ class CouchbaseDocumentStore:
 
     def upsert_many(self, documents: Mapping[str, bytes], ttl_seconds: int) -> None:
         items = [(self._prefix + key, body) for key, body in documents.items()]
+        # an expiry past 30 days goes as a Unix time, which the server reads as 32 bits: one past
+        # January 2038 would be taken as past, and the document expire as written
+        expiry = timedelta(seconds=min(ttl_seconds, LAST_EXPIRY - int(time.time())))
         for start in range(0, len(items), _CHUNK):
             result = self._collection.upsert_multi(
-                dict(items[start : start + _CHUNK]), expiry=timedelta(seconds=ttl_seconds), transcoder=_TRANSCODER
+                dict(items[start : start + _CHUNK]), expiry=expiry, transcoder=_TRANSCODER
             )
             _raise_first(result.exceptions, "upsert")
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import time
 
-from adapters.settings import MAX_RETENTION_DAYS
 from ports import DocumentStore
+from ports.limits import MAX_RETENTION_DAYS
 
 
 def test_upsert_then_get_many(document_store: DocumentStore):

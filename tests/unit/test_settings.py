@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from adapters.settings import Settings
+from ports.limits import MAX_RETENTION_DAYS
 from ranking.season_ends import SeasonEndPolicy
 from ranking.seasons import SEASON_PURGE_GRACE_MS
 
@@ -21,8 +22,8 @@ def test_a_retention_of_no_days_is_refused_not_taken_as_purge_everything(field: 
 
 def test_retention_within_bounds_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BLACKBOX_RETENTION_DAYS", "1")
-    monkeypatch.setenv("BLACKBOX_LOG_RETENTION_DAYS", "3650")
-    assert (Settings().retention_days, Settings().log_retention_days) == (1, 3650)
+    monkeypatch.setenv("BLACKBOX_LOG_RETENTION_DAYS", str(MAX_RETENTION_DAYS))
+    assert (Settings().retention_days, Settings().log_retention_days) == (1, MAX_RETENTION_DAYS)
 
 
 def test_a_season_end_is_told_before_retention_may_drop_its_season() -> None:

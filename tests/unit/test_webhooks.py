@@ -22,7 +22,7 @@ import pytest
 from adapters.embedded.index import SqliteIndexDatabase
 from adapters.embedded.issues import SqliteIssueStore
 from crashes.alert_history import alert_history
-from ports.errors import InvalidField
+from ports.errors import InvalidField, StoreUnavailable
 from ports.issues import Alert, Webhook
 from webhooks.delivery import (
     ALERT_HEADER,
@@ -260,6 +260,33 @@ def test_a_run_told_to_stop_claims_no_more(issues: SqliteIssueStore) -> None:
         assert deliver_due(issues, LOCAL, now=5_000, stopping=receiver.got.__len__) == 1  # stops once one is in
         assert [d.status for d, _ in issues.deliveries("ops", None, 5)].count("pending") == 1
         assert deliver_due(issues, LOCAL, now=5_000) == 1 and len(receiver.got) == 2
+
+
+class _FailingClaims:
+    """The store, whose claims of one webhook's deliveries fail (its engine did not answer)."""
+
+    def __init__(self, store: SqliteIssueStore, webhook: str) -> None:
+        self._store, self._webhook = store, webhook
+
+    def claim(self, delivery: Any, *args: Any) -> bool:
+        if delivery.webhook == self._webhook:
+            raise StoreUnavailable("issues")
+        return self._store.claim(delivery, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_store_failure_in_one_webhooks_turn_leaves_the_others_whole(issues: SqliteIssueStore) -> None:
+    """Found in review: the first failure of a webhook's thread was raised out of the run, which
+    cancelled the turns not yet started and left those under way running beside the next run."""
+    bad = Receiver([204])
+    issues.put_webhook(Webhook("bad", bad.url, SECRET, ("regressed",), 0))
+    for receiver in receiving(issues, [204]):
+        issues.raise_alert(Alert("regressed:g:ab:2", "regressed", 1000, {"text": "again"}))
+        assert deliver_due(_FailingClaims(issues, "bad"), LOCAL, now=5_000) == 2  # type: ignore[arg-type]
+        assert len(receiver.got) == 2 and bad.got == []
+    bad.server.shutdown()
 
 
 def test_a_delivery_goes_to_the_address_that_was_checked(issues: SqliteIssueStore,

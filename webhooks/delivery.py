@@ -316,25 +316,36 @@ def _senders(process: int) -> ThreadPoolExecutor:
 
 def _in_turn(issues: IssueStore, policy: WebhookPolicy, dues: list[Due], now: int | None,
              stopping: Callable[[], object]) -> int:
+    """One webhook's due deliveries, in turn: how many were delivered. A store that fails ends the
+    turn, said in the log, and no other webhook's: what is left is due at the next run."""
     delivered = 0
-    for delivery, alert, webhook in dues:
+    for due in dues:
         if stopping():
             break
-        at = now_ms() if now is None else now
-        if not issues.claim(delivery, at + CLAIM_MS, at):
-            continue
-        answer = post(webhook, alert, policy, at)
-        attempts = delivery.attempts + 1
-        if answer.code is not None and 200 <= answer.code < 300:
-            outcome = replace(delivery, status="delivered", attempts=attempts, last_code=answer.code, last_error=None,
-                              updated_at=at)
-            delivered += 1
-        else:
-            status: DeliveryStatus = "failed" if attempts >= policy.max_attempts else "pending"
-            outcome = replace(delivery, status=status, attempts=attempts,
-                              next_attempt=policy.next_attempt(attempts, at), last_code=answer.code,
-                              last_error=answer.error, updated_at=at)
-            logger.warning("webhook delivery failed", extra={"webhook": webhook.name, "alert": alert.key,
-                                                             "attempts": attempts, "error": answer.error})
-        issues.attempted(outcome)
+        try:
+            delivered += _attempt(issues, policy, due, now)
+        except Exception as error:
+            logger.warning("webhook deliveries left for the next run", extra={"webhook": due[2].name,
+                                                                              "error": repr(error)})
+            break
     return delivered
+
+
+def _attempt(issues: IssueStore, policy: WebhookPolicy, due: Due, now: int | None) -> int:
+    """Claims and sends one delivery, and stores how it went: 1 when delivered."""
+    delivery, alert, webhook = due
+    at = now_ms() if now is None else now
+    if not issues.claim(delivery, at + CLAIM_MS, at):
+        return 0
+    answer = post(webhook, alert, policy, at)
+    attempts = delivery.attempts + 1
+    if answer.code is not None and 200 <= answer.code < 300:
+        issues.attempted(replace(delivery, status="delivered", attempts=attempts, last_code=answer.code,
+                                 last_error=None, updated_at=at))
+        return 1
+    status: DeliveryStatus = "failed" if attempts >= policy.max_attempts else "pending"
+    issues.attempted(replace(delivery, status=status, attempts=attempts, next_attempt=policy.next_attempt(attempts, at),
+                             last_code=answer.code, last_error=answer.error, updated_at=at))
+    logger.warning("webhook delivery failed", extra={"webhook": webhook.name, "alert": alert.key,
+                                                     "attempts": attempts, "error": answer.error})
+    return 0

@@ -797,6 +797,20 @@ def test_a_board_s_end_at_its_ends_at_is_told_with_its_final_top(ranking_store: 
     assert ends_told(ranking_store, board, ends + TELL_AFTER_MS + LOOKING_MS + 1) == []
 
 
+def test_ends_are_told_whatever_newer_seasons_hold(ranking_store: RankingStore, log):
+    """Found in review: a run read the seasons holding scores among the newest before it, as many as
+    it looked at ends, and seasons newer than those (taken before a window closed behind them)
+    filled the count: no end was told."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(n * ten, f"p{n}", n, None) for n in range(6)], itertools.count()),
+                 ranking_store, log, TREE)
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=to_rfc3339(T0 + 2 * ten)))
+    told = ends_told(ranking_store, board, T0 + 6 * ten + TELL_AFTER_MS)
+    assert sorted(a.key for a in told) == [f"season-end:{board}:{T0}", f"season-end:{board}:{T0 + ten}"]
+
+
 def test_a_window_that_closed_is_not_opened_again(ranking_store: RankingStore):
     """Found from outside: a board's endsAt moved later after its end was told: the end it then had
     was never told (the alert's key, the board and season, was taken), and the told top was stale."""

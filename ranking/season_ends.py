@@ -74,8 +74,9 @@ def ended_seasons(store: RankingStore, tree: Tree, now_ms: int, after_ms: int,
     at = now_ms - after_ms
     for board in every_board(store):
         ends = _ends(board, at)
-        # the seasons that hold scores among them: the newest before `at`, the current one too
-        held = set(store.seasons(board.board, at, len(ends) + 1)) if ends else set()
+        # which of them hold scores: among the seasons from the last of them back (a season after
+        # those may hold scores too, one taken before a window closed behind it)
+        held = set(store.seasons(board.board, max(ends) + 1, len(ends))) if ends else set()
         for start, ended in ends.items():
             # nothing to tell; or told by an earlier run (within the hour a run looks at an end)
             if start not in held or told(season_key_of_alert(board.board, start)):

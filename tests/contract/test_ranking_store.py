@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.embedded.index import SqliteIndexDatabase
+from adapters.embedded.issues import SqliteIssueStore
 from adapters.embedded.log import SqliteEventLog
 from adapters.spill.directory import DirectorySpillStore
 from pipeline.topics import DEADLETTER, SCORES
@@ -31,7 +33,7 @@ from ranking import ties as ranking_ties
 from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
-from ranking.season_ends import FINAL_TOP, LOOKING_MS, ended_seasons
+from ranking.season_ends import FINAL_TOP, LOOKING_MS, SeasonEndPolicy, ended_seasons, tell_season_ends
 from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons
 from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
@@ -809,6 +811,38 @@ def test_ends_are_told_whatever_newer_seasons_hold(ranking_store: RankingStore, 
     leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=to_rfc3339(T0 + 2 * ten)))
     told = ends_told(ranking_store, board, T0 + 6 * ten + TELL_AFTER_MS)
     assert sorted(a.key for a in told) == [f"season-end:{board}:{T0}", f"season-end:{board}:{T0 + ten}"]
+
+
+class _CountedAsks:
+    """An issue store that counts the outbox's answers asked of it."""
+
+    def __init__(self, store: SqliteIssueStore) -> None:
+        self._store, self.asked = store, 0
+
+    def raised(self, key: str) -> bool:
+        self.asked += 1
+        return self._store.raised(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_an_end_told_is_not_asked_of_the_outbox_again(ranking_store: RankingStore, log, tmp_path: Path):
+    """Found in review: each run asked the outbox of each end of the hour whether it was told, some
+    60 a run for a board reset every minute, every 10 s under serve (in AWS, before the webhooks'
+    delivery, within its function's timeout)."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(n * ten, f"p{n}", n, None) for n in range(4)], itertools.count()),
+                 ranking_store, log, TREE)
+    issues = _CountedAsks(SqliteIssueStore(SqliteIndexDatabase(tmp_path / "index.sqlite")))
+    at = T0 + 4 * ten + TELL_AFTER_MS
+    policy = SeasonEndPolicy(after_s=TELL_AFTER_MS / 1000)
+    assert tell_season_ends(ranking_store, issues, TREE, policy, at) >= 4  # type: ignore[arg-type]
+    issues.asked = 0
+    assert tell_season_ends(ranking_store, issues, TREE, policy, at) == 0  # type: ignore[arg-type]
+    assert issues.asked == 0
 
 
 def test_a_window_that_closed_is_not_opened_again(ranking_store: RankingStore):

@@ -12,6 +12,7 @@ not in its told top."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from pydantic import BaseModel, Field
@@ -45,8 +46,26 @@ def season_key_of_alert(board: str, start: int) -> str:
 
 def tell_season_ends(store: RankingStore, issues: IssueStore, tree: Tree, policy: SeasonEndPolicy, now_ms: int) -> int:
     """Raises the alerts of the seasons that ended; how many were new."""
-    return sum(issues.raise_alert(alert)
-               for alert in ended_seasons(store, tree, now_ms, round(policy.after_s * 1000), told=issues.raised))
+    told = _TOLD.setdefault(issues, set())
+    if len(told) > MOST_REMEMBERED:
+        told.clear()
+
+    def asked(key: str) -> bool:
+        if key not in told and issues.raised(key):
+            told.add(key)
+        return key in told
+
+    new = 0
+    for alert in ended_seasons(store, tree, now_ms, round(policy.after_s * 1000), told=asked):
+        new += issues.raise_alert(alert)
+        told.add(alert.key)
+    return new
+
+
+# the ends each outbox holds, as this process has seen: once told, an end stays told (the outbox
+# keeps its alert longer than the hour a run looks at it), so a run asks of an end once
+_TOLD: weakref.WeakKeyDictionary[IssueStore, set[str]] = weakref.WeakKeyDictionary()
+MOST_REMEMBERED = 100_000
 
 
 def _ends(board: BoardSettings, at: int) -> dict[int, int]:

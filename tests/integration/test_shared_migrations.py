@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.mysql import database as database_module
 from adapters.sql import migrations
 from tests.services import mysql_database, namespace
 from tests.unit.test_migrations import SHARED_GPU
@@ -30,3 +31,16 @@ def test_a_shared_migration_is_applied_once_and_again_when_cut_off(tmp_path: Pat
         database.run("DELETE FROM schema_migrations WHERE version = %s", ("shared/0001_gpu.sql",))
         database.connection().commit()
         assert database.migrate() == ["shared/0001_gpu.sql"]
+
+
+def test_a_migration_longer_than_a_reads_timeout_is_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Found in review: the migration files ran on the store's connection, whose reads time out at
+    30 s, which a large index's rebuild (an ADD COLUMN, an UPDATE of every row) outlasts."""
+    with mysql_database(namespace()) as database:
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        (shared / "0001_slow.sql").write_text("DO SLEEP(1);\n")  # longer than the read timeout below
+        monkeypatch.setattr(migrations, "SHARED", shared)
+        monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 0.2)
+        database.close()  # its connections dial again, with that timeout
+        assert database.migrate() == ["shared/0001_slow.sql"]

@@ -31,12 +31,13 @@ MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
 # a connection idle longer than this is checked before use: RDS Proxy and MySQL drop idle ones
 IDLE_CHECK_S = 30.0
-# a read or a write that takes longer is the server gone; but not a migration's (_migrating)
+# a read or a write that takes longer is the server gone; but not a migration's (migrate)
 READ_TIMEOUT_S = 30.0
 WRITE_TIMEOUT_S = 30.0
-# a migration's statement waits this long for a table in use (a long transaction), then fails,
-# rather than hold every query of that table behind it
-MIGRATION_LOCK_WAIT_S = 60
+# a migration's statement waits this long for a table in use (a long transaction), rather than
+# hold every query of that table behind it; then tries again, a second later, so many times
+MIGRATION_LOCK_WAIT_S = 5
+MIGRATION_LOCK_TRIES = 12
 # the crash index has a partition for each day up to this many days ahead
 DAYS_AHEAD = 7
 # the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
@@ -211,15 +212,8 @@ class MysqlDatabase(SqlDatabase):
 
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        conn = self.connection()
-        conn.begin()
-        try:
-            with conn.cursor() as cursor:
-                yield Transaction(cursor, self.ENGINE)
-        except BaseException:
-            conn.rollback()
-            raise
-        conn.commit()
+        with _transaction_on(self.connection()) as t:
+            yield t
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -271,48 +265,44 @@ class MysqlDatabase(SqlDatabase):
         for the server to take a connection first."""
         self.wait_until_reachable(wait_s)
         self._create_database()
-        with self._migrating() as cursor:
-            exact = _exact_collation(cursor)
-            cursor.execute(f"ALTER DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE {exact}")
         applied: list[str] = []
-        with self.transaction() as t:
-            t.cursor.execute(migrations.CREATE_TABLE)
-            t.cursor.execute(migrations.SELECT_APPLIED)
-            done = {row[0] for row in t.cursor.fetchall()}
-        for migration in migrations.index_migrations(MIGRATIONS):
-            if migration.name in done:
-                continue
-            # DDL commits implicitly in MySQL: a migration cut off midway runs again, where a column
-            # or an index it added already is taken as added (a shared one cannot say IF NOT EXISTS)
-            with self.transaction() as t:
-                for statement in migration.statements:
-                    try:
-                        t.cursor.execute(statement)
-                    except pymysql.err.OperationalError as exc:
-                        if exc.args[0] not in (ER.DUP_FIELDNAME, ER.DUP_KEYNAME):
-                            raise
-                t.execute(migrations.RECORD, {"version": migration.name})
-            applied.append(migration.name)
-        self._compare_exactly(exact)
+        # a connection of its own: no read timeout (a large index's rebuild takes minutes), and a
+        # short wait for a table in use, tried again, so that no query waits long behind it
+        with self._connect(self.database, migrating=True) as conn:
+            with conn.cursor() as cursor:
+                cursor.execute(f"SET SESSION lock_wait_timeout = {MIGRATION_LOCK_WAIT_S}")
+                exact = _exact_collation(cursor)
+                _patiently(cursor, f"ALTER DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE {exact}")
+                cursor.execute(migrations.CREATE_TABLE)
+                cursor.execute(migrations.SELECT_APPLIED)
+                done = {row[0] for row in cursor.fetchall()}
+            for migration in migrations.index_migrations(MIGRATIONS):
+                if migration.name in done:
+                    continue
+                # DDL commits implicitly in MySQL: a migration cut off midway runs again, where a
+                # column or an index it added already is taken as added (a shared one cannot say IF
+                # NOT EXISTS)
+                with _transaction_on(conn) as t:
+                    for statement in migration.statements:
+                        try:
+                            _patiently(t.cursor, statement)
+                        except pymysql.err.OperationalError as exc:
+                            if exc.args[0] not in (ER.DUP_FIELDNAME, ER.DUP_KEYNAME):
+                                raise
+                    t.execute(migrations.RECORD, {"version": migration.name})
+                applied.append(migration.name)
+            with conn.cursor() as cursor:
+                self._compare_exactly(cursor, exact)
         self.ensure_day_partitions(days_ahead)
         return applied
 
-    @contextmanager
-    def _migrating(self) -> Iterator[Cursor]:
-        """A connection of its own for statements that rebuild a table: no read timeout (a large
-        index's rebuild takes minutes), a bounded wait for a table in use."""
-        with self._connect(self.database, migrating=True) as conn, conn.cursor() as cursor:
-            cursor.execute(f"SET SESSION lock_wait_timeout = {MIGRATION_LOCK_WAIT_S}")
-            yield cursor
-
-    def _compare_exactly(self, exact: str) -> None:
+    def _compare_exactly(self, cursor: Cursor, exact: str) -> None:
         """Every table's text in the exact collation (CODE_MIGRATIONS): those the engine's migrations
         made in utf8mb4_bin, and any a release before this made otherwise (rebuilt once, then none)."""
-        with self._migrating() as cursor:
-            cursor.execute("SELECT DISTINCT table_name FROM information_schema.columns WHERE table_schema = %s "
-                           "AND collation_name <> %s ORDER BY table_name", (self.database, exact))
-            for (table,) in cursor.fetchall():
-                cursor.execute(f"ALTER TABLE `{table}` CONVERT TO CHARACTER SET utf8mb4 COLLATE {exact}")
+        cursor.execute("SELECT DISTINCT table_name FROM information_schema.columns WHERE table_schema = %s "
+                       "AND collation_name <> %s ORDER BY table_name", (self.database, exact))
+        for (table,) in cursor.fetchall():
+            _patiently(cursor, f"ALTER TABLE `{table}` CONVERT TO CHARACTER SET utf8mb4 COLLATE {exact}")
 
     def _create_database(self) -> None:
         """Only when it is missing: a user granted just its own database may not create one."""
@@ -362,3 +352,29 @@ def _exact_collation(cursor: Cursor) -> str:
             return name
     raise RuntimeError(f"MySQL here has none of {', '.join(EXACT_COLLATIONS)}: MySQL 8.0.17 or MariaDB 10.2 on "
                        "is needed")
+
+
+@contextmanager
+def _transaction_on(conn: pymysql.connections.Connection[Cursor]) -> Iterator[Transaction]:
+    conn.begin()
+    try:
+        with conn.cursor() as cursor:
+            yield Transaction(cursor, MysqlDatabase.ENGINE)
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+def _patiently(cursor: SqlCursor, statement: str) -> None:
+    """A migration's statement, tried again while it waits too long for a table in use."""
+    for attempt in range(1, MIGRATION_LOCK_TRIES + 1):
+        try:
+            cursor.execute(statement)
+            return
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] != ER.LOCK_WAIT_TIMEOUT or attempt == MIGRATION_LOCK_TRIES:
+                raise
+            log.warning("a migration waited %d s for a table in use (try %d of %d): %s", MIGRATION_LOCK_WAIT_S,
+                        attempt, MIGRATION_LOCK_TRIES, statement[:80])
+            time.sleep(1)

@@ -160,6 +160,20 @@ def _history(issues: IssueStore, sku: str, from_ms: int, to_ms: int, limit: int)
             return found
 
 
+def test_a_run_takes_each_webhooks_oldest_due_deliveries_up_to_its_share(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found in review: a run took the oldest due deliveries whatever their webhook, so one that
+    hung with a backlog filled every run, and the other webhooks waited it out."""
+    _, issues = stores
+    issues.put_webhook(Webhook("slow", "https://hooks.example/s", "s1", ("regressed",), 0))
+    for n in range(6):
+        issues.raise_alert(Alert(f"regressed:g:aa:{n}", "regressed", 100 + n, {"text": "again"}))
+    issues.put_webhook(Webhook("fast", "https://hooks.example/f", "s2", ("regressed",), 0))
+    issues.raise_alert(Alert("regressed:g:aa:9", "regressed", 200, {"text": "again"}))
+    taken = [(d.webhook, a.key) for d, a, _ in issues.due(1000, 4, per_webhook=2)]
+    assert taken == [("slow", "regressed:g:aa:0"), ("slow", "regressed:g:aa:1"), ("fast", "regressed:g:aa:9")]
+    assert len(issues.due(1000, 100)) == 8  # as many as due, without a share
+
+
 def test_the_alert_history_is_a_skus_alerts_newest_first_with_their_deliveries(
         stores: tuple[CrashIndex, IssueStore]) -> None:
     _, issues = stores

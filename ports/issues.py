@@ -288,8 +288,9 @@ class IssueStore(Protocol):
         """And its deliveries; False if there was none."""
         ...
 
-    def due(self, now: int, limit: int) -> list[tuple[Delivery, Alert, Webhook]]:
-        """Pending deliveries whose next attempt is due, oldest first."""
+    def due(self, now: int, limit: int, per_webhook: int | None = None) -> list[tuple[Delivery, Alert, Webhook]]:
+        """Pending deliveries whose next attempt is due, oldest first; of each webhook's, its oldest
+        `per_webhook` at most (None: no share)."""
         ...
 
     def claim(self, delivery: Delivery, until: int, now: int) -> bool:

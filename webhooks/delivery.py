@@ -39,8 +39,10 @@ ALERT_HEADER = "X-Blackbox-Alert"
 # how long a run holds a delivery it is sending: another run takes it up after this
 CLAIM_MS = 60_000
 RUN_LIMIT = 100
-# webhooks a run sends to at once
+# webhooks a run sends to at once, and each one's deliveries it takes at most: a receiver that hangs
+# (its timeout each) holds a run up to 5 of them, and the next run takes the other webhooks' too
 PARALLEL_WEBHOOKS = 8
+PER_WEBHOOK = 5
 
 
 class WebhookPolicy(BaseModel):
@@ -298,7 +300,7 @@ def deliver_due(issues: IssueStore, policy: WebhookPolicy, now: int | None = Non
     (PARALLEL_WEBHOOKS at most), so that a receiver that hangs holds up its own alone; claims none
     once `stopping` says so (serve is stopping). Returns how many were delivered."""
     by_webhook: dict[str, list[Due]] = {}
-    for due in issues.due(now_ms() if now is None else now, RUN_LIMIT):
+    for due in issues.due(now_ms() if now is None else now, RUN_LIMIT, PER_WEBHOOK):
         by_webhook.setdefault(due[2].name, []).append(due)
     if len(by_webhook) < 2:
         return sum(_in_turn(issues, policy, dues, now, stopping) for dues in by_webhook.values())

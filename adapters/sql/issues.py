@@ -121,10 +121,16 @@ _FAN_OUT = Statement(sa.insert(webhook_deliveries).from_select(_DELIVERY, sa.sel
     _bind("now")).where(_w.kinds.contains(_bind("kind")))))
 _JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_from(
     webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
+# each due delivery's place among its webhook's, oldest first
+_TURNS = (sa.select(_d.webhook, _d.alert_key, sa.func.row_number().over(
+    partition_by=_d.webhook, order_by=(_d.next_attempt, _d.alert_key)).label("turn"))
+    .where(_d.status == "pending", _d.next_attempt <= _bind("now")).subquery())
 _DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT), *(_w[c] for c in _WEBHOOK))
-                 .join_from(webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
+                 .join_from(webhook_deliveries, _TURNS, sa.and_(_d.webhook == _TURNS.c.webhook,
+                                                                 _d.alert_key == _TURNS.c.alert_key))
+                 .join(webhook_alerts, _d.alert_key == _a.alert_key)
                  .join(webhooks, _d.webhook == _w.name)
-                 .where(_d.status == "pending", _d.next_attempt <= _bind("now"))
+                 .where(_TURNS.c.turn <= _bind("per_webhook"))
                  .order_by(_d.next_attempt, _d.alert_key).limit(_bind("limit")))
 _ATTEMPTED = Statement(sa.update(webhook_deliveries).where(
     _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key")).values(
@@ -379,8 +385,8 @@ class SqlIssueStore:
             t.execute(_DELETE_DELIVERIES, {"name": name})
             return t.execute(_DELETE_WEBHOOK, {"name": name}) > 0
 
-    def due(self, now: int, limit: int) -> list[tuple[Delivery, Alert, Webhook]]:
-        rows = self._database.rows(_DUE, {"now": now, "limit": limit})
+    def due(self, now: int, limit: int, per_webhook: int | None = None) -> list[tuple[Delivery, Alert, Webhook]]:
+        rows = self._database.rows(_DUE, {"now": now, "limit": limit, "per_webhook": per_webhook or limit})
         n, m = len(_DELIVERY), len(_DELIVERY) + len(_ALERT)
         return [(_delivery(row[:n]), _alert(row[n:m]), _webhook(row[m:])) for row in rows]
 

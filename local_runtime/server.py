@@ -408,9 +408,10 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
             supervisor.run(announce)
         finally:
             _ignore_late_signals()
-    if supervisor.killed:  # its batch under way is consumed again at the next start: nothing is lost
-        print(f"Blackbox stopped; {', '.join(map(str, supervisor.killed))} had to be killed, and what it had "
-              "under way is taken again at the next start", flush=True)
+    if supervisor.killed:  # nothing acknowledged is lost: a batch not committed is consumed again
+        print(f"Blackbox stopped; had to kill {', '.join(map(str, supervisor.killed))}: a consumers worker's batch "
+              "under way is consumed again at the next start, an API worker's requests under way were cut (their "
+              "clients send them again)", flush=True)
     else:
         print("Blackbox stopped" + ("" if role == "api" else "; every consumed batch is committed"), flush=True)
 

@@ -30,7 +30,7 @@ from lambdas import (
 from lambdas.functions import FUNCTIONS
 from local_runtime.context import LocalContext
 from pipeline.msk import from_msk_event, to_msk_event
-from pipeline.topics import replay_spilled
+from pipeline.topics import DEADLETTER, replay_spilled
 from ports import BoardSettings
 from ports.errors import StoreUnavailable
 from tests.conftest import EVENTS, load_event
@@ -425,3 +425,28 @@ def test_a_symbol_upload_past_the_ones_a_process_decodes_at_once_is_told_to_retr
         for _ in range(symbols.DECODED_AT_ONCE):
             symbols.DECODING.release()
     assert call(symbols.handler, "symbols-post.json", body=base64.b64encode(sym).decode())["statusCode"] == 201
+
+
+
+def _without_value(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k != "value"}
+
+
+@pytest.mark.parametrize("odd", [lambda r: {**r, "value": None}, _without_value,
+                                 lambda r: {**r, "headers": [{"correlationId": None}]}])
+def test_a_tombstone_among_a_batchs_records_is_set_aside_alone(adapters: Adapters, odd) -> None:
+    """Found from outside: a record with no value (a Kafka tombstone, which MSK delivers as a null
+    or missing value) or a header of no value made the event's reading raise for the whole batch,
+    which the event source mapping then retried whole, against rule 8 of docs/architecture.md."""
+    event = load_event("session-counter.json")
+    [(partition, [first])] = event["records"].items()
+    later = {"eventId": "later", "receivedAt": first["timestamp"],
+             "sessions": [{"sku": "skyrift:pc", "kind": "client"}]}
+    event["records"][partition] = [
+        first, odd({**first, "offset": first["offset"] + 1}),
+        {**first, "offset": first["offset"] + 2, "value": base64.b64encode(json.dumps(later).encode()).decode()}]
+    valued = odd(first).get("value") is not None
+    # the first record's two sessions and the last's one; the odd one's too where it has a value
+    assert session_counter.handler(event, LocalContext("session-counter")) == {"counted": 5 if valued else 3}
+    dead = adapters.log.consumer("t", DEADLETTER).poll(10, 1 << 20, timeout_s=0.1)
+    assert len(dead) == (0 if valued else 1)

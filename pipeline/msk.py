@@ -17,15 +17,17 @@ from ports.telemetry import CORRELATION_HEADER, logger
 
 
 def from_msk_event(event: dict[str, Any], topic_prefix: str = "") -> list[LogRecord]:
+    """A record without a value (a tombstone) or a header without one reads as empty: never one of
+    ours, it goes to the dead letters alone, as what its consumer cannot read does (rule 8)."""
     records = [
         LogRecord(
             topic=r.topic.removeprefix(topic_prefix),
             partition=r.partition,
             offset=r.offset,
             # pybase64 rather than Powertools' decoded_value: 100 KB values make base64 a hot path
-            value=pybase64.b64decode(r.value),
+            value=pybase64.b64decode(r.raw_event.get("value") or ""),
             key=None if r.key is None else pybase64.b64decode(r.key),
-            headers=tuple((k, bytes(v)) for h in r.headers for k, v in h.items()),
+            headers=tuple((k, bytes(v or ())) for h in r.headers for k, v in h.items()),
             timestamp_ms=r.timestamp,
         )
         for r in KafkaEvent(event).records

@@ -124,6 +124,9 @@ def test_health_reports_a_dead_component(adapters: Adapters):
           "body": base64.b64encode(gzip.compress(b'{"sku": "g"}')).decode()}, 415, "unsupported_media_type"),
         ({"headers": {"Content-Type": "application/json", "Content-Encoding": "br"}}, 415, "unsupported_media_type"),
         ({"path": "/v1/nothing"}, 404, "not_found"),
+        # found from outside: a body said to be base64 that is not was 500
+        ({"isBase64Encoded": True, "body": "A"}, 400, "bad_request"),
+        ({"isBase64Encoded": True, "body": "!!!" + base64.b64encode(b'{"sku": "g:pc"}').decode()}, 400, "bad_request"),
     ],
 )
 def test_capture_errors_have_the_contract_body(adapters: Adapters, changes, status, code):
@@ -450,3 +453,15 @@ def test_a_tombstone_among_a_batchs_records_is_set_aside_alone(adapters: Adapter
     assert session_counter.handler(event, LocalContext("session-counter")) == {"counted": 5 if valued else 3}
     dead = adapters.log.consumer("t", DEADLETTER).poll(10, 1 << 20, timeout_s=0.1)
     assert len(dead) == (0 if valued else 1)
+
+
+@pytest.mark.parametrize("context", [{}, {"identity": None}, None])
+def test_a_request_context_without_an_identity_is_a_caller_without_a_key(adapters: Adapters, context) -> None:
+    """Found from outside: capture read the caller's key from requestContext.identity unguarded (500)."""
+    event = load_event("capture-crash.json")
+    if context is None:
+        del event["requestContext"]
+    else:
+        event["requestContext"] = {**event["requestContext"], **context} if context else {
+            k: v for k, v in event["requestContext"].items() if k != "identity"}
+    assert capture.handler(event, LocalContext("capture"))["statusCode"] == 202

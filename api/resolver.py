@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import binascii
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from api.requests import Posted, contract_error
-from ports.errors import BlackboxError, InvalidField, NotFound, PayloadTooLarge, StoreUnavailable, UnsupportedMediaType
+from ports.errors import (
+    BlackboxError,
+    InvalidField,
+    MalformedRequest,
+    NotFound,
+    PayloadTooLarge,
+    StoreUnavailable,
+    UnsupportedMediaType,
+)
 from ports.limits import MAX_BODY_BYTES, MAX_IDEMPOTENCY_KEY_CHARS, cut
 from ports.telemetry import logger
 
@@ -218,6 +227,14 @@ def idempotency_key(event: APIGatewayProxyEvent) -> str | None:
     return key
 
 
+def caller_key_id(event: APIGatewayProxyEvent) -> str | None:
+    """The id of the API key the caller presented, as API Gateway (and the local gateway) names it;
+    an event without an identity is a caller without a key."""
+    identity = (event.get("requestContext") or {}).get("identity") or {}
+    key_id = identity.get("apiKeyId")
+    return key_id if isinstance(key_id, str) else None
+
+
 def posted(event: APIGatewayProxyEvent, *, decodes: bool = False) -> Posted:
     """The body as sent, within the contract's limit. A route that does not undo a Content-Encoding
     itself (`decodes`: reporters.encoding) refuses any but identity: 415, not bytes read as JSON."""
@@ -226,7 +243,11 @@ def posted(event: APIGatewayProxyEvent, *, decodes: bool = False) -> Posted:
         raise UnsupportedMediaType(f"Content-Encoding {coding!r} is not taken here: send the body as it is "
                                    "(identity)")
     body = event.body or ""
-    raw = pybase64.b64decode(body) if event.is_base64_encoded else body.encode("utf-8", "surrogatepass")
+    try:
+        raw = (pybase64.b64decode(body, validate=True) if event.is_base64_encoded
+               else body.encode("utf-8", "surrogatepass"))
+    except (binascii.Error, ValueError):
+        raise MalformedRequest("the body is said to be base64 (isBase64Encoded) and is not") from None
     # the contract's limit as sent: `blackbox serve` stops reading there, API Gateway lets 10 MB through
     if len(raw) > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")

@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 from adapters.factory import current
 from api.access import require_server_key
 from api.requests import JsonBody, Posted
-from api.resolver import answer, create_resolver, json_response, posted
+from api.resolver import answer, caller_key_id, create_resolver, json_response, posted
 from crashes.capture import Receipt, capture_crash
 from crashes.model import CrashSubmission
 from ports import EventLog, SpillStore
@@ -61,7 +61,7 @@ def scores(log: EventLog, spill: SpillStore, body: Posted) -> int:
 
 def _scope() -> SkuScope:
     """What the caller's key may post: a title key only its own skus."""
-    key_id = app.current_event.request_context.identity.api_key_id
+    key_id = caller_key_id(app.current_event)
     return SkuScope.of(key_id, current().key_skus)
 
 
@@ -85,7 +85,7 @@ def post_sessions() -> Response[str]:
           responses={202: answer(Accepted, "durable")})
 def post_scores() -> Response[str]:
     a = current()
-    require_server_key(app.current_event.request_context.identity.api_key_id, a.settings.server_key_ids)
+    require_server_key(caller_key_id(app.current_event), a.settings.server_key_ids)
     return json_response(202, Accepted(accepted=scores(a.log, a.spill, posted(app.current_event))))
 
 

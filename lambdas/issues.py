@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from api.params import DIGITS, Cursor, From, Sku, To
 from api.requests import JsonBody
-from api.resolver import answer, create_resolver, json_response, posted
+from api.resolver import answer, caller_key_id, create_resolver, json_response, posted
 from crashes.alert_history import DEFAULT_DAYS, MAX_HISTORY, AlertHistory, alert_history
 from crashes.grouping import (
     GROUPING_TTL_MS,
@@ -80,7 +80,7 @@ def put_group_state(signature: Signature, sku: Sku) -> Response[str]:
 
 
 def _caller() -> str:
-    return app.current_event.request_context.identity.api_key_id or NO_KEY
+    return caller_key_id(app.current_event) or NO_KEY
 
 
 @app.post("/v1/crash-groups/<signature>/merge", operation_id="mergeCrashGroup",

@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 
 from adapters.factory import current
 from api.requests import BODY_EXTENSION
-from api.resolver import answer, create_resolver, json_response, posted, text_response
+from api.resolver import answer, caller_key_id, create_resolver, json_response, posted, text_response
 from ports.errors import InvalidField, NotFound
 from ports.limits import MAX_BODY_BYTES
 from ports.scopes import SkuScope
@@ -62,7 +62,7 @@ def _sku(project_id: str | None, scope: SkuScope) -> str:
 def _capture(project_id: str | None, read: Reader) -> str | None:
     """Captures the request's upload for the project's sku; the Sentry event id of its report."""
     a = current()
-    scope = SkuScope.of(app.current_event.request_context.identity.api_key_id, a.key_skus)
+    scope = SkuScope.of(caller_key_id(app.current_event), a.key_skus)
     sku = _sku(project_id, scope)  # before a byte of the body is read
     request = posted(app.current_event, decodes=True)  # within the contract's limit as sent; then as decoded
     body = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)

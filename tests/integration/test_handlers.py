@@ -465,3 +465,18 @@ def test_a_request_context_without_an_identity_is_a_caller_without_a_key(adapter
         event["requestContext"] = {**event["requestContext"], **context} if context else {
             k: v for k, v in event["requestContext"].items() if k != "identity"}
     assert capture.handler(event, LocalContext("capture"))["statusCode"] == 202
+
+
+def test_a_path_parameter_api_gateway_sent_encoded_is_read_decoded(adapters: Adapters) -> None:
+    """Found from outside: API Gateway (REST) gives a Lambda the path as the client encoded it, and
+    the route's parameters were taken from it as they were: /players/p%201029 read the record of
+    player "p%201029", and a DELETE there removed that player's, not "p 1029"'s."""
+    players = [{"board": "season-7:ranked", "playerId": "p 1029", "score": 100},
+               {"board": "season-7:ranked", "playerId": "p%201029", "score": 999}]
+    assert call(capture.handler, "capture-scores.json", body=json.dumps(players))["statusCode"] == 202
+    assert _consume(adapters, "scores", ranking_worker.handler, "ranking-worker")["applied"] == 2
+    encoded = "/v1/leaderboards/season-7%3Aranked/players/p%201029"
+    found = call(leaderboards.handler, "leaderboards-player.json", path=encoded)
+    assert (found["statusCode"], body(found)["playerId"], body(found)["score"]) == (200, "p 1029", 100)
+    literal = call(leaderboards.handler, "leaderboards-player.json", path=encoded.replace("%20", "%2520"))
+    assert (literal["statusCode"], body(literal)["playerId"]) == (200, "p%201029")

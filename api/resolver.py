@@ -6,9 +6,9 @@ import binascii
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from re import Pattern
+from re import Match, Pattern
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pybase64
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -112,6 +112,13 @@ class _PerThreadResolver(APIGatewayRestResolver):
     def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         self.current_event = APIGatewayProxyEvent(dict(event))
         return super().resolve(event, context)
+
+    def _convert_matches_into_route_keys(self, match: Match[str]) -> dict[str, str]:
+        # API Gateway (REST) gives the path as the client encoded it, and the route is matched on
+        # it, a segment each parameter: a parameter's value is what it encodes (p%201029 names
+        # "p 1029"). The local gateway gives its path encoded too. Not UTF-8: U+FFFD, which no
+        # name takes
+        return {name: unquote(value) for name, value in match.groupdict().items()}
 
     @staticmethod
     def _compile_regex(rule: str, base_regex: str = r"^{}/*\Z") -> Pattern[str]:

@@ -15,7 +15,7 @@ from adapters.factory import current
 from api.params import DIGITS, Cursor, Season
 from api.requests import JsonBody
 from api.resolver import answer, create_resolver, idempotency_key, json_response, posted
-from ports.limits import INT64_MAX, INT64_MIN
+from ports.limits import INT64_MAX, INT64_MIN, SEGMENT_PATTERN
 from ports.telemetry import instrumented
 from ranking import bans, leaderboard, tournaments
 from ranking.capture import Removal, capture_removal
@@ -34,6 +34,8 @@ from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, AttemptBody, BoardSett
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
+# a banned player's id as its path names it: what ranking.bans takes, said in the document
+BannedId = Annotated[str, Path(json_schema_extra={"pattern": SEGMENT_PATTERN})]
 _ENTRIES = "ranked entries, best first; ties share a rank and are ordered by playerId unless the board ranks them"
 
 
@@ -182,20 +184,20 @@ def list_bans(limit: Annotated[int, Query(ge=1, le=bans.MAX_BANS), DIGITS] = 100
 
 @app.get("/v1/bans/<player_id>", operation_id="getBan", summary="Whether a player is banned, and since when",
          description=_BANS, responses={200: answer(bans.BannedPlayer, "the player is banned")})
-def get_ban(player_id: str) -> Response[str]:
+def get_ban(player_id: BannedId) -> Response[str]:
     return json_response(200, bans.banned_player(current().ranking, player_id))
 
 
 @app.put("/v1/bans/<player_id>", operation_id="banPlayer", summary="Ban a player from every leaderboard",
          description=_BANS, responses={202: answer(bans.BanChange, "the ban is durable")})
-def put_ban(player_id: str) -> Response[str]:
+def put_ban(player_id: BannedId) -> Response[str]:
     a = current()
     return json_response(202, bans.ban(a.ranking, a.log, a.spill, player_id))
 
 
 @app.delete("/v1/bans/<player_id>", operation_id="liftBan", summary="Lift a player's ban: its records come back",
             description=_BANS, responses={202: answer(bans.BanChange, "the lifting is durable")})
-def delete_ban(player_id: str) -> Response[str]:
+def delete_ban(player_id: BannedId) -> Response[str]:
     a = current()
     return json_response(202, bans.restore(a.ranking, a.log, a.spill, player_id))
 

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any, NoReturn
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 import pybase64
 import uvicorn
@@ -117,6 +117,12 @@ def route(method: str, path: str) -> ApiRoute | None:
     return next((r for pattern, r in _ROUTES if r.method == method and pattern.match(path)), None)
 
 
+def encoded_path(scope: Scope) -> str:
+    """The path as the client encoded it, as API Gateway (REST) gives it to a Lambda, whose routes
+    match it a segment a parameter and decode each (api.resolver); what it sent unencoded, encoded."""
+    return quote(scope.get("raw_path") or scope["path"].encode(), safe="/%!$&'()*+,;=:@-._~")
+
+
 def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dict[str, Any]:
     headers: dict[str, list[str]] = {}
     for raw_name, raw_value in scope["headers"]:
@@ -131,9 +137,10 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
     except UnicodeDecodeError:
         text, is_base64 = pybase64.b64encode(body).decode(), True
     client = scope.get("client") or ("127.0.0.1", 0)
+    path = encoded_path(scope)
     return {
         "resource": "/{proxy+}",
-        "path": scope["path"],
+        "path": path,
         "httpMethod": scope["method"],
         "headers": {k: v[-1] for k, v in headers.items()},
         "multiValueHeaders": headers,
@@ -144,7 +151,7 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
         "requestContext": {
             "resourcePath": "/{proxy+}",
             "httpMethod": scope["method"],
-            "path": scope["path"],
+            "path": path,
             "stage": "local",
             "requestId": str(uuid.uuid4()),
             "requestTimeEpoch": now_ms(),
@@ -221,7 +228,7 @@ class Gateway:
         try:
             if not self._keys.configured:
                 _check_loopback(scope)
-            matched = route(scope["method"], scope["path"])
+            matched = route(scope["method"], encoded_path(scope))
             static = asset(scope["path"]) if matched is None and scope["method"] == "GET" else None
             if static is not None:
                 data, content_type = static

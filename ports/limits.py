@@ -87,8 +87,10 @@ def name_pattern(chars: str, most: int) -> str:
 
 # a player id is asked for in a path (/players/{playerId}); the document says the same in one
 # pattern, in Python's words (its \w)
+# what a path segment may be, as the document says it (pydantic's regex crate has no lookahead)
+SEGMENT_PATTERN = rf"^(?!\.\.?$){_SEGMENT.pattern}$"
 PathSegment = Annotated[str, StringConstraints(min_length=1, max_length=128), AfterValidator(_routable),
-                        Field(json_schema_extra={"pattern": rf"^(?!\.\.?$){_SEGMENT.pattern}$"})]
+                        Field(json_schema_extra={"pattern": SEGMENT_PATTERN})]
 # a file name, not a path, and one that can be asked for again (/attachments/{name})
 AttachmentName = PathSegment
 

@@ -4,6 +4,8 @@ the server's collation, which ignores case and accents as well."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from adapters.mysql import database as database_module
@@ -47,23 +49,30 @@ def test_a_database_of_a_release_before_compares_exactly_once_migrated() -> None
 
 
 
+
 def test_a_conversion_longer_than_a_reads_timeout_is_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
     """Found in review: the conversion ran on a connection whose reads time out after 30 s, and a
-    large index's rebuild takes longer, so serve (and a deploy) failed at start."""
+    large index's rebuild takes longer, so serve (and a deploy) failed at start. Here the rebuild
+    waits 2 s for a transaction that has read the table, past a read timeout of 1 s."""
     name = namespace()
     database = MysqlDatabase(mysql_url(name))
+    holder = MysqlDatabase(mysql_url(name))
     try:
         database.migrate()
         database.run("ALTER TABLE rank_scores CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", ())
-        # a table a rebuild takes about a second for (MariaDB's sequence engine)
-        database.run("INSERT INTO rank_scores (board, player_id, score) "
-                     "SELECT 'b', CONCAT('p', seq), seq FROM seq_1_to_300000", ())
-        database.connection().commit()
         database.close()
-        monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 0.2)  # a read's timeout, much shorter
+        held = holder.connection()
+        held.begin()
+        with held.cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM rank_scores")  # holds the table until it ends
+        ending = threading.Timer(2.0, held.commit)
+        ending.start()
+        monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 1.0)  # a read's timeout, shorter
         database = MysqlDatabase(mysql_url(name))
         assert database.migrate() == []
+        ending.join()
         assert len(collations(database)) == 1
     finally:
         database.close()
+        holder.close()
         drop_database(name)

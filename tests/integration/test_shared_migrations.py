@@ -39,8 +39,8 @@ def test_a_migration_longer_than_a_reads_timeout_is_waited_for(tmp_path: Path, m
     with mysql_database(namespace()) as database:
         shared = tmp_path / "shared"
         shared.mkdir()
-        (shared / "0001_slow.sql").write_text("DO SLEEP(1);\n")  # longer than the read timeout below
+        (shared / "0001_slow.sql").write_text("DO SLEEP(2);\n")  # longer than the read timeout below
         monkeypatch.setattr(migrations, "SHARED", shared)
-        monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 0.2)
+        monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 1.0)
         database.close()  # its connections dial again, with that timeout
         assert database.migrate() == ["shared/0001_slow.sql"]

@@ -34,8 +34,8 @@ from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, AttemptBody, BoardSett
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
-# a banned player's id as its path names it: what ranking.bans takes, said in the document
-BannedId = Annotated[str, Path(json_schema_extra={"pattern": SEGMENT_PATTERN})]
+# a player's id as a path names it: what the domain takes (ranking.model.PlayerId), said in the document
+PlayerIdParam = Annotated[str, Path(json_schema_extra={"pattern": SEGMENT_PATTERN})]
 _ENTRIES = "ranked entries, best first; ties share a rank and are ordered by playerId unless the board ranks them"
 
 
@@ -82,7 +82,7 @@ def list_seasons(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MA
 
 @app.get("/v1/leaderboards/<board>/players/<player_id>", operation_id="getPlayer",
          responses={200: answer(RankedEntry, "the player's score and exact rank (ties share a rank)")})
-def get_player(board: str, player_id: str, season: Season = None) -> Response[str]:
+def get_player(board: str, player_id: PlayerIdParam, season: Season = None) -> Response[str]:
     return json_response(200, leaderboard.player(current().ranking, DEFAULT_TREE, board, player_id, season))
 
 
@@ -92,7 +92,7 @@ def get_player(board: str, player_id: str, season: Season = None) -> Response[st
                         "the request is durable): the record leaves every rank and list, and a later update "
                         "starts a new one",
             responses={202: answer(Removal, "the deletion is durable")})
-def delete_player(board: str, player_id: str) -> Response[str]:
+def delete_player(board: str, player_id: PlayerIdParam) -> Response[str]:
     a = current()
     key = idempotency_key(app.current_event)  # a bad request is a 400 whatever the board
     return json_response(202, capture_removal(a.log, a.spill, leaderboard.settings_of(a.ranking, board), player_id,
@@ -150,7 +150,7 @@ def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP
 
 @app.get("/v1/leaderboards/<board>/around/<player_id>", operation_id="getAround",
          responses={200: answer(Entries, _ENTRIES)})
-def get_around(board: str, player_id: str,
+def get_around(board: str, player_id: PlayerIdParam,
                radius: Annotated[int, Query(ge=0, le=leaderboard.MAX_RADIUS,
                                             description="entries above and below"), DIGITS] = 5,
                season: Season = None) -> Response[str]:
@@ -184,20 +184,20 @@ def list_bans(limit: Annotated[int, Query(ge=1, le=bans.MAX_BANS), DIGITS] = 100
 
 @app.get("/v1/bans/<player_id>", operation_id="getBan", summary="Whether a player is banned, and since when",
          description=_BANS, responses={200: answer(bans.BannedPlayer, "the player is banned")})
-def get_ban(player_id: BannedId) -> Response[str]:
+def get_ban(player_id: PlayerIdParam) -> Response[str]:
     return json_response(200, bans.banned_player(current().ranking, player_id))
 
 
 @app.put("/v1/bans/<player_id>", operation_id="banPlayer", summary="Ban a player from every leaderboard",
          description=_BANS, responses={202: answer(bans.BanChange, "the ban is durable")})
-def put_ban(player_id: BannedId) -> Response[str]:
+def put_ban(player_id: PlayerIdParam) -> Response[str]:
     a = current()
     return json_response(202, bans.ban(a.ranking, a.log, a.spill, player_id))
 
 
 @app.delete("/v1/bans/<player_id>", operation_id="liftBan", summary="Lift a player's ban: its records come back",
             description=_BANS, responses={202: answer(bans.BanChange, "the lifting is durable")})
-def delete_ban(player_id: BannedId) -> Response[str]:
+def delete_ban(player_id: PlayerIdParam) -> Response[str]:
     a = current()
     return json_response(202, bans.restore(a.ranking, a.log, a.spill, player_id))
 

@@ -5,18 +5,16 @@ board is only ever written by the worker of its partition: no contention, no ret
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple, TypeVar
 
 from pipeline.failures import land_per_partition
 from pipeline.offsets import fresh_by_partition, pass_over
 from pipeline.topics import parse_each
 from ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
+from ports.threads import kept_pool
 from ranking.model import SCORE_RECORD, metadata_text
 from ranking.seasons import season_key, season_start
 from ranking.ties import Key, combine_key, tie_changes, tiebreak
@@ -161,19 +159,14 @@ def _two_at_once(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
             except Exception as error:
                 failed.append(error)  # raised below, on the batch's thread
 
-    other = _helper(os.getpid()).submit(take)
+    # the other thread: one a process (ports.threads)
+    other = kept_pool("ranking-boards", 1).submit(take)
     take()
     other.result()
     if failed:
         raise failed[0]
     return [done[i] for i in range(len(items))]
 
-
-@functools.cache
-def _helper(process: int) -> ThreadPoolExecutor:
-    """The other thread of _two_at_once: one a process, made there (a pool's threads do not survive
-    a fork)."""
-    return ThreadPoolExecutor(1, thread_name_prefix=f"ranking-boards-{process}")
 
 
 def _update(key: str, settings: BoardSettings, *, season: int | None, players: dict[str, list[Change]],

@@ -9,13 +9,11 @@ drop. What is exactly once is the alert: one per group and episode (ports.issues
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import http.client
 import ipaddress
 import json
-import os
 import re
 import socket
 import ssl
@@ -23,7 +21,6 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from ports.issues import Alert, Delivery, DeliveryStatus, IssueStore, Webhook, alert_body
 from ports.telemetry import logger
+from ports.threads import kept_pool
 from ports.timeutil import now_ms, to_rfc3339
 
 SIGNATURE_HEADER = "X-Blackbox-Signature"
@@ -304,16 +302,8 @@ def deliver_due(issues: IssueStore, policy: WebhookPolicy, now: int | None = Non
         by_webhook.setdefault(due[2].name, []).append(due)
     if len(by_webhook) < 2:
         return sum(_in_turn(issues, policy, dues, now, stopping) for dues in by_webhook.values())
-    return sum(_senders(os.getpid()).map(lambda dues: _in_turn(issues, policy, dues, now, stopping),
-                                         by_webhook.values()))
-
-
-
-@functools.cache
-def _senders(process: int) -> ThreadPoolExecutor:
-    """The threads of a run's webhooks: one pool a process (made there: a pool's threads do not
-    survive a fork), kept, as each thread keeps its store connection."""
-    return ThreadPoolExecutor(PARALLEL_WEBHOOKS, thread_name_prefix=f"webhooks-{process}")
+    return sum(kept_pool("webhooks", PARALLEL_WEBHOOKS).map(
+        lambda dues: _in_turn(issues, policy, dues, now, stopping), by_webhook.values()))
 
 
 def _in_turn(issues: IssueStore, policy: WebhookPolicy, dues: list[Due], now: int | None,

@@ -123,7 +123,8 @@ def encoded_path(scope: Scope) -> str:
     return quote(scope.get("raw_path") or scope["path"].encode(), safe="/%!$&'()*+,;=:@-._~")
 
 
-def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dict[str, Any]:
+def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None, path: str | None = None) -> dict[str, Any]:
+    """`path`: the encoded path, when the caller has it already (encoded_path)."""
     headers: dict[str, list[str]] = {}
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").lower()
@@ -137,7 +138,7 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None) -> dic
     except UnicodeDecodeError:
         text, is_base64 = pybase64.b64encode(body).decode(), True
     client = scope.get("client") or ("127.0.0.1", 0)
-    path = encoded_path(scope)
+    path = path or encoded_path(scope)
     return {
         "resource": "/{proxy+}",
         "path": path,
@@ -228,7 +229,8 @@ class Gateway:
         try:
             if not self._keys.configured:
                 _check_loopback(scope)
-            matched = route(scope["method"], encoded_path(scope))
+            path = encoded_path(scope)
+            matched = route(scope["method"], path)
             static = asset(scope["path"]) if matched is None and scope["method"] == "GET" else None
             if static is not None:
                 data, content_type = static
@@ -261,7 +263,7 @@ class Gateway:
                 await self._error(send, error, close=True)
             return
         try:
-            event = proxy_event(scope, body, caller.key_id if caller else None)
+            event = proxy_event(scope, body, caller.key_id if caller else None, path)
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(self._executor, self._run, self._handler(function), function, event,
                                                 time.monotonic())

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
@@ -301,8 +301,9 @@ class Supervisor:
         self._stop = StopRequest()
         self.running: dict[Job, tuple[SpawnProcess, float]] = {}
         self._planned = planned
-        # the workers a stop had to kill: what they had under way was not finished
-        self.killed: list[Job] = []
+        # the workers a stop did not see finish cleanly, and how each ended: what they had under way
+        # may not be finished
+        self.unfinished: dict[Job, str] = {}
 
     def _start(self, job: Job) -> SpawnProcess:
         process = self._spawn_context.Process(target=_work, args=(job, self._settings, self._sock, os.getpid()),
@@ -354,7 +355,9 @@ class Supervisor:
                       file=sys.stderr, flush=True)
                 process.kill()
                 process.join()
-                self.killed.append(job)
+                self.unfinished[job] = f"had not stopped {grace_s:g} s after SIGTERM, so was killed"
+            elif process.exitcode != 0:
+                self.unfinished[job] = _death(process.exitcode)
 
 
 def serve(settings: Settings, host: str, port: int, role: Role = "all", workers: int | None = None) -> None:
@@ -408,12 +411,16 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
             supervisor.run(announce)
         finally:
             _ignore_late_signals()
-    if supervisor.killed:  # nothing acknowledged is lost: a batch not committed is consumed again
-        print(f"Blackbox stopped; had to kill {', '.join(map(str, supervisor.killed))}: a consumers worker's batch "
-              "under way is consumed again at the next start, an API worker's requests under way were cut (their "
-              "clients send them again)", flush=True)
-    else:
-        print("Blackbox stopped" + ("" if role == "api" else "; every consumed batch is committed"), flush=True)
+    print(stopped(role, supervisor.unfinished), flush=True)
+
+
+def stopped(role: Role, unfinished: Mapping[Job, str]) -> str:
+    """Serve's last line: whether every worker finished what it had under way."""
+    if unfinished:  # nothing acknowledged is lost: a batch not committed is consumed again
+        return (f"Blackbox stopped; {', '.join(f'{job} {how}' for job, how in unfinished.items())}: a consumers "
+                "worker's batch under way is consumed again at the next start, an API worker's requests under way "
+                "were cut (their clients send them again)")
+    return "Blackbox stopped" + ("" if role == "api" else "; every consumed batch is committed")
 
 
 def _ignore_late_signals() -> None:

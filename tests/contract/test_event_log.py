@@ -164,3 +164,18 @@ def test_end_offsets_are_past_everything_published_before(event_log: EventLog):
     assert sum(ends.values()) == 3
     event_log.publish("t", [OutgoingRecord(value=b"later", key=b"k")])
     assert event_log.end_offsets("t")[records[0].partition] == records[-1].offset + 2
+
+
+def test_a_groups_committed_offsets_are_the_next_ones_it_committed(event_log: EventLog):
+    """What `blackbox status` counts a consumer's lag from: each partition's end less this."""
+    assert event_log.committed("g", "t") == {}
+    event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=str(i).encode()) for i in range(12)])
+    consumer = event_log.consumer("g", "t")
+    records = drain(consumer, 12, close=False)
+    consumer.commit(records[:1])
+    assert event_log.committed("g", "t") == {records[0].partition: records[0].offset + 1}
+    consumer.commit(records)
+    consumer.close()
+    assert event_log.committed("g", "t") == event_log.end_offsets("t") != {}
+    assert event_log.committed("another", "t") == {}
+    assert event_log.committed("g", "u") == {}

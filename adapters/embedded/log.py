@@ -139,6 +139,11 @@ class SqliteEventLog:
         )
         return {partition: end for partition, end in rows}
 
+    def committed(self, group: str, topic: str) -> dict[int, int]:
+        rows = self._db.connection().execute(
+            "SELECT partition, next_offset FROM commits WHERE grp = ? AND topic = ?", (group, topic))
+        return dict(rows)
+
     def wait_for_publish(self, timeout_s: float) -> None:
         with self._published:
             self._published.wait(timeout_s)
@@ -164,12 +169,7 @@ class SqliteLogConsumer:
         self.rewind()
 
     def rewind(self) -> None:
-        committed = dict(
-            self._log.db.connection().execute(
-                "SELECT partition, next_offset FROM commits WHERE grp = ? AND topic = ?",
-                (self._group, self._topic),
-            )
-        )
+        committed = self._log.committed(self._group, self._topic)
         self._positions = {p: committed.get(p, 0) for p in range(self._log.partitions)}
 
     def _fetch(self, max_records: int, max_bytes: int) -> list[LogRecord]:

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
+    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Message,
@@ -346,6 +347,14 @@ class KafkaEventLog:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+
+    def committed(self, group: str, topic: str) -> dict[int, int]:
+        name, group_name = self._name(topic), self._name(group)
+        futures = self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_name)],
+                                                          request_timeout=30)
+        found = futures[group_name].result().topic_partitions or []
+        # a partition the group has no offset for comes as a negative one (OFFSET_INVALID)
+        return {tp.partition: tp.offset for tp in found if tp.topic == name and tp.offset >= 0}
 
     def _offsets(self, partitions: Sequence[tuple[str, int]], spec: OffsetSpec) -> dict[tuple[str, int], int]:
         futures = self._admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions}, request_timeout=30)

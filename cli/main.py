@@ -273,6 +273,27 @@ def _purge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lag(args: argparse.Namespace) -> int:
+    from local_runtime.lag import lags
+
+    with _adapters(_settings(args)) as adapters:
+        found, now = lags(adapters.log), now_ms()
+        dead_letters = sum(adapters.log.end_offsets(DEADLETTER).values())
+    waited = {lag.function: None if lag.oldest_ms is None else max(0, now - lag.oldest_ms) / 1000 for lag in found}
+    if args.json:
+        print(json.dumps({"consumers": [{"function": lag.function, "topic": lag.topic, "behind": lag.behind,
+                                         "oldestWaitingS": waited[lag.function]} for lag in found],
+                          "deadLetters": dead_letters}))
+        return 0
+    width = max(len(lag.function) for lag in found)
+    print(f"{'consumer':<{width}}  {'topic':<9}  {'behind':>9}  oldest waiting")
+    for lag in found:
+        wait = waited[lag.function]
+        print(f"{lag.function:<{width}}  {lag.topic:<9}  {lag.behind:>9,}  {'-' if wait is None else f'{wait:,.1f} s'}")
+    print(f"dead letters: {dead_letters:,} set aside ever (blackbox replay --dead-letters publishes them again)")
+    return 0
+
+
 def _openapi(args: argparse.Namespace) -> int:
     from lambdas.contract import render
 
@@ -445,6 +466,12 @@ def parser() -> argparse.ArgumentParser:
                             help="also publish each dead letter to its topic again, once what rejected it is fixed")
     storage_options(replay_cmd)
     replay_cmd.set_defaults(run=_replay)
+
+    lag_cmd = command("lag", "how far each consumer is behind its topic (records its group has not committed, "
+                      "and how long the oldest has waited), and the dead letters; beside a running serve")
+    storage_options(lag_cmd)
+    lag_cmd.add_argument("--json", action="store_true", help="print it as JSON")
+    lag_cmd.set_defaults(run=_lag)
 
     purge_cmd = command("purge", "delete what is past retention from every store "
                         "(serve does it hourly; BLACKBOX_RETENTION_DAYS, default 90)")

@@ -9,6 +9,7 @@ import threading
 
 from lambdas.functions import Handler
 from local_runtime.context import LocalContext
+from local_runtime.lag import consumer_group
 from pipeline.failures import reason
 from pipeline.msk import to_msk_event
 from ports import EventLog
@@ -34,7 +35,7 @@ class Poller(threading.Thread):
         self.batches = 0
 
     def run(self) -> None:
-        consumer = self._log.consumer(group=f"blackbox-{self._function}", topic=self._topic)
+        consumer = self._log.consumer(group=consumer_group(self._function), topic=self._topic)
         arn = f"arn:aws:kafka:local:000000000000:cluster/blackbox/{self._topic}"
         backoff = 0.1
         # after a failure the consumer goes back to the last commit before it polls again; if even

@@ -1,0 +1,42 @@
+"""How far each consumer function is behind its topic: the records published that its consumer
+group has not committed, and how long the oldest of them has waited. Serve's consumers commit a
+batch once its handler returned (local_runtime.poller), so this is what is not yet applied, or
+applied and about to be committed; in AWS the functions' event source mappings keep their own
+groups, and CloudWatch's `OffsetLag` tells the same (docs/aws-durability.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lambdas.functions import CONSUMERS
+from ports import EventLog
+
+
+def consumer_group(function: str) -> str:
+    """The Kafka consumer group (or the SQLite log's) of a consumer function under serve."""
+    return f"blackbox-{function}"
+
+
+@dataclass(frozen=True)
+class Lag:
+    function: str
+    topic: str
+    behind: int
+    """Records published and not committed by the function's group."""
+    oldest_ms: int | None
+    """When the oldest of them was published (None when none is behind, or the log holds it no more)."""
+
+
+def lags(log: EventLog) -> list[Lag]:
+    found = []
+    for function, topic in CONSUMERS.items():
+        committed = log.committed(consumer_group(function), topic)
+        # a partition the group never committed is read from its start: offset 0, or the first
+        # record the log still holds (then `behind` counts the purged ones too)
+        waiting = {p: (committed.get(p, 0), end) for p, end in log.end_offsets(topic).items()
+                   if end > committed.get(p, 0)}
+        oldest = [record.timestamp_ms for p, (next_offset, _) in waiting.items()
+                  if (record := log.read(topic, p, next_offset)) is not None]
+        found.append(Lag(function, topic, sum(end - next_offset for next_offset, end in waiting.values()),
+                         min(oldest, default=None)))
+    return found

@@ -1,0 +1,61 @@
+"""`blackbox lag`: what each consumer's group has not committed of its topic, beside a running serve."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.factory import build
+from adapters.settings import Settings
+from cli.main import main
+from local_runtime.poller import Poller
+from pipeline.topics import DEADLETTER, SESSIONS
+from ports import OutgoingRecord
+
+
+def _lag(capsys: pytest.CaptureFixture[str], data_dir: Path) -> Any:
+    assert main(["lag", "--data-dir", str(data_dir), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_lag_counts_what_the_consumers_poller_has_not_committed(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    adapters = build(Settings(profile="embedded", data_dir=tmp_path))
+    try:
+        adapters.log.publish(SESSIONS, [OutgoingRecord(value=b"{}", key=str(i).encode()) for i in range(5)])
+        adapters.log.publish(DEADLETTER, [OutgoingRecord(value=b"{}", key=b"k")])
+        time.sleep(0.05)
+        before = _lag(capsys, tmp_path)
+        counter = next(c for c in before["consumers"] if c["function"] == "session-counter")
+        assert counter["behind"] == 5 and 0 <= counter["oldestWaitingS"] < 60
+        assert all(c["behind"] == 0 and c["oldestWaitingS"] is None
+                   for c in before["consumers"] if c is not counter)
+        assert before["deadLetters"] == 1
+
+        # the poller serve runs commits under the group lag reads
+        stop, handled = threading.Event(), []
+        poller = Poller(adapters.log, "session-counter", SESSIONS, lambda event, _: handled.append(event), stop)
+        poller.start()
+        deadline = time.monotonic() + 30
+        while poller.batches == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        poller.join()
+    finally:
+        adapters.close()
+    after = _lag(capsys, tmp_path)
+    assert [c["behind"] for c in after["consumers"]] == [0, 0, 0, 0]
+
+
+def test_lag_prints_a_line_a_consumer(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["lag", "--data-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["consumer", "topic", "behind", "oldest", "waiting"]
+    assert [line.split()[:3] for line in lines[1:5]] == [
+        ["crash-consumer", "crashes", "0"], ["session-counter", "sessions", "0"], ["ranking-worker", "scores", "0"],
+        ["minidump-processor", "minidumps", "0"]]
+    assert lines[5].startswith("dead letters: 0 ")

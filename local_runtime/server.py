@@ -23,7 +23,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from pathlib import Path
@@ -426,7 +426,11 @@ def stopped(role: Role, unfinished: Mapping[Job, str]) -> str:
 def _ignore_late_signals() -> None:
     """Once a process (serve, or one of its workers) has stopped, a late SIGINT/SIGTERM has nothing
     left to stop; left to the handler, it would kill the process at exit, where Python puts back each
-    signal's default action. Blocked first, so no signal trips the handler between the two changes."""
+    signal's default action. Blocked first, in this thread; one delivered to another thread (the
+    mask is a thread's) during the change trips Python's handler, which then finds it ignored and
+    raises OSError at its next check: a call of Python code inside the try makes that check here."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
+    with suppress(OSError):  # "Signal 15 ignored due to race condition"
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        signal.getsignal(signal.SIGTERM)

@@ -94,6 +94,21 @@ def test_provisioning_tries_again_until_its_deadline():
 
 
 @pytest.mark.services
+def test_a_topic_ensure_topic_makes_has_the_retention_of_its_records():
+    """Found in review: serve's log made the dead letters' topic with the log's 7 days, where the
+    deployment's custom resource gives it the data's 90."""
+    prefix = f"{namespace()}."
+    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix, retention_days=7,
+                        data_retention_days=90)
+    try:
+        for topic in (CRASHES, DEADLETTER):
+            log.ensure_topic(topic)
+            assert topic_settings(prefix + topic)["retention.ms"] == str(retention_days(topic, 90, 7) * 86_400_000)
+    finally:
+        log.close()
+
+
+@pytest.mark.services
 def test_the_largest_report_goes_onto_a_topic_ensure_topic_made(tmp_path: Path):
     """A body at the limit, incompressible, in its envelope: above MSK Serverless's default
     max.message.bytes, within the producer's and the topic's."""

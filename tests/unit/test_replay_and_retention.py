@@ -125,6 +125,17 @@ def test_purge_deletes_from_every_store_what_is_past_retention(adapters: Adapter
     assert sessions_counted(adapters) == 0 and adapters.spill.list(10) == []
 
 
+def test_dead_letters_are_kept_as_long_as_the_data_not_the_log(adapters: Adapters):
+    """Found in review: the purge took them with the log's records, after 7 days where they wait
+    90 for someone to read and replay them (pipeline.topics.retention_days)."""
+    bad = LogRecord(SESSIONS, 0, 0, b"not json", None, (), now_ms())
+    # more than the log has partitions, as each partition keeps its newest record
+    dead_letter(adapters.log, [(bad, f"malformed {i}") for i in range(12)])
+    assert purge(adapters, now_ms() + 8 * DAY_MS).log_records == 0
+    assert len(adapters.log.consumer("reader", DEADLETTER).poll(100, 1 << 20, timeout_s=0)) == 12
+    assert purge(adapters, now_ms() + 91 * DAY_MS).log_records >= 8
+
+
 def test_blackbox_purge_and_replay_commands(adapters: Adapters, capsys: pytest.CaptureFixture[str]):
     data_dir = str(adapters.settings.data_dir)
     adapters.spill.put(SESSIONS, OutgoingRecord(b'{"eventId": "e", "receivedAt": 0, "sessions": []}'))

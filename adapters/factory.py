@@ -280,7 +280,8 @@ class _Engines:
         settings = self._settings
         return KafkaEventLog(self._endpoints.kafka_config(), partitions=settings.log_partitions,
                              topic_prefix=settings.kafka_topic_prefix, create_topics=settings.profile != "aws",
-                             retention_days=settings.log_retention_days)
+                             retention_days=settings.log_retention_days,
+                             data_retention_days=settings.retention_days)
 
     def documents(self) -> DocumentStore:
         from adapters.couchbase.documents import CouchbaseDocumentStore

@@ -1,14 +1,14 @@
 """Retention (rule 6 of docs/architecture.md): crash reports, counters and spill are kept `retention_days` (90 by
-default), the event log, a buffer, `log_retention_days`. The purge job deletes what is older from
-every store. A leaderboard's seasons are kept as its settings say (`keep_seasons` past ones, or
-all)."""
+default), the event log, a buffer, `log_retention_days` (its dead letters as long as the data).
+The purge job deletes what is older from every store. A leaderboard's seasons are kept as its
+settings say (`keep_seasons` past ones, or all)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
 
-from pipeline.topics import ALL_TOPICS
+from pipeline.topics import CONSUMED, DEADLETTER
 from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
 from ports.telemetry import logger
 from ranking.seasons import purge_seasons
@@ -64,9 +64,10 @@ def purge(adapters: Retained, now_ms: int, *, include_log: bool = True) -> Purge
     """`include_log` False leaves the log to its own retention (MSK topics' retention.ms)."""
     settings = adapters.settings
     before = now_ms - settings.retention_days * DAY_MS
+    # the dead letters wait as long as the data, for someone to read and replay them
     purged = Purged(
-        log_records=(adapters.log.purge(ALL_TOPICS, now_ms - settings.log_retention_days * DAY_MS)
-                     if include_log else 0),
+        log_records=(adapters.log.purge(CONSUMED, now_ms - settings.log_retention_days * DAY_MS)
+                     + adapters.log.purge([DEADLETTER], before) if include_log else 0),
         spilled=adapters.spill.purge(before),
         documents=adapters.documents.purge_expired(),
         reports=adapters.index.purge(before),

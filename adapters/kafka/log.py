@@ -31,7 +31,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from confluent_kafka.cimpl import NewTopic
 
-from pipeline.topics import READ_GROUP
+from pipeline.topics import READ_GROUP, retention_days
 from ports import PUBLISH_TIMEOUT_S, LogRecord, OutgoingRecord
 from ports.limits import MAX_BODY_BYTES
 
@@ -203,12 +203,15 @@ class KafkaEventLog:
         publish_timeout_s: float = PUBLISH_TIMEOUT_S,
         create_topics: bool = True,
         retention_days: int = 7,
+        data_retention_days: int = 90,
     ) -> None:
         """`client_config` holds bootstrap.servers and security settings (see adapters.kafka.auth);
         `topic_prefix` lets several deployments share one cluster. Without `create_topics` the topics
         must exist (in AWS the deployment makes them, and the functions may not create any). Topics
-        it creates keep records `retention_days`."""
-        self._topic_config = topic_config(retention_days)
+        it creates keep records `retention_days`, the dead letters `data_retention_days`
+        (pipeline.topics.retention_days)."""
+        self._retention_days = retention_days
+        self._data_retention_days = data_retention_days
         self._create_topics = create_topics
         self._config = client_config
         self._partitions = partitions
@@ -237,7 +240,8 @@ class KafkaEventLog:
             if name in self._known_topics or not self._create_topics:
                 return
             # bounded like a publish: with the broker away, capture must get to spill quickly
-            _create_topics(self._admin, {name: self._topic_config}, self._partitions, self._timeout)
+            config = topic_config(retention_days(topic, self._data_retention_days, self._retention_days))
+            _create_topics(self._admin, {name: config}, self._partitions, self._timeout)
             self._known_topics.add(name)
 
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:

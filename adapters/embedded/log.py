@@ -166,6 +166,9 @@ class SqliteLogConsumer:
         self._group = group
         self._topic = topic
         self._positions: dict[int, int] = {}
+        # the partition a batch starts at, in turn: from partition 0 each time, a backlog there
+        # would fill every batch while the others waited
+        self._turn = 0
         self.rewind()
 
     def rewind(self) -> None:
@@ -176,7 +179,10 @@ class SqliteLogConsumer:
         conn = self._log.db.connection()
         batch: list[LogRecord] = []
         size = 0
-        for partition, position in self._positions.items():
+        partitions = sorted(self._positions)
+        self._turn = (self._turn + 1) % len(partitions)
+        for partition in partitions[self._turn:] + partitions[:self._turn]:
+            position = self._positions[partition]
             if len(batch) >= max_records or (batch and size >= max_bytes):
                 break
             rows = conn.execute(

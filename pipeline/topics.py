@@ -9,7 +9,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from pipeline.msk import correlation_ids
-from ports import EventLog, LogRecord, OutgoingRecord, SpillStore
+from ports import EventLog, LogRecord, OutgoingRecord, PartlyPublished, SpillStore
 from ports.errors import Unavailable
 from ports.telemetry import CORRELATION_HEADER, DEAD_LETTERS, SPILLED_EVENTS, correlation_id, emit, logger
 
@@ -92,14 +92,17 @@ def publish(log: EventLog, spill: SpillStore, topic: str, records: Sequence[Outg
         return
     except Exception as log_error:
         logger.warning("event log did not take the event; spilling it", extra={"error": repr(log_error)})
+        # what the log confirmed is on it: spilled too, a replay would send it twice
+        left = ([records[i] for i in log_error.unconfirmed] if isinstance(log_error, PartlyPublished)
+                else records)
         try:
-            for record in records:
+            for record in left:
                 spill.put(topic, record)
         except Exception as spill_error:
             # the stores' own words (hosts, paths, buckets) are for the operator, not the client
             logger.error("the spill store did not take the event either", extra={"error": repr(spill_error)})
             raise Unavailable("neither the event log nor the spill store took the event; try again") from None
-        emit(SPILLED_EVENTS, len(records), topic=topic)
+        emit(SPILLED_EVENTS, len(left), topic=topic)
 
 
 def marked_replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:

@@ -52,10 +52,19 @@ class LogConsumer(Protocol):
 PUBLISH_TIMEOUT_S = 2.0
 
 
+class PartlyPublished(Exception):
+    """A publish of which the log confirmed some records: those at `unconfirmed` (indexes into the
+    records given) are not promised, the others are durable and must not be sent again."""
+
+    def __init__(self, message: str, unconfirmed: Sequence[int]) -> None:
+        super().__init__(message)
+        self.unconfirmed = tuple(unconfirmed)
+
+
 class EventLog(Protocol):
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
-        """Returns only once every record is durable; raises on failure (nothing is then promised),
-        within about PUBLISH_TIMEOUT_S."""
+        """Returns only once every record is durable; raises on failure within about
+        PUBLISH_TIMEOUT_S: PartlyPublished when some records are durable, else nothing is promised."""
         ...
 
     def consumer(self, group: str, topic: str) -> LogConsumer: ...

@@ -4,6 +4,7 @@ that commit only what they are told to."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -32,7 +33,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from confluent_kafka.cimpl import NewTopic
 
 from pipeline.topics import READ_GROUP, retention_days
-from ports import PUBLISH_TIMEOUT_S, LogRecord, OutgoingRecord
+from ports import PUBLISH_TIMEOUT_S, LogRecord, OutgoingRecord, PartlyPublished
 from ports.limits import MAX_BODY_BYTES
 
 log = logging.getLogger(__name__)
@@ -250,25 +251,37 @@ class KafkaEventLog:
         self.ensure_topic(topic)
         pending = len(records)
         errors: list[KafkaError] = []
+        confirmed: set[int] = set()
         done = threading.Event()
         lock = threading.Lock()
 
-        def delivered(error: KafkaError | None, _: Message) -> None:
+        def delivered(index: int, error: KafkaError | None, _: Message) -> None:
             nonlocal pending
             with lock:
-                if error is not None:
+                if error is None:
+                    confirmed.add(index)
+                else:
                     errors.append(error)
                 pending -= 1
                 if pending == 0:
                     done.set()
 
-        for record in records:
-            self._produce(topic, record, delivered)
+        for index, record in enumerate(records):
+            self._produce(topic, record, functools.partial(delivered, index))
         # librdkafka reports the expiry itself; the extra second only guards against a lost report
+        failure: Exception | None = None
         if not done.wait(self._timeout + 1):
-            raise PublishTimeout(f"{pending} of {len(records)} records not confirmed in {self._timeout} s")
-        if errors:
-            raise KafkaException(errors[0])
+            failure = PublishTimeout(f"{pending} of {len(records)} records not confirmed in {self._timeout} s")
+        elif errors:
+            failure = KafkaException(errors[0])
+        if failure is None:
+            return
+        with lock:
+            unconfirmed = [index for index in range(len(records)) if index not in confirmed]
+        if len(unconfirmed) < len(records):
+            raise PartlyPublished(f"{len(unconfirmed)} of {len(records)} records not confirmed: {failure!r}",
+                                  unconfirmed) from failure
+        raise failure
 
     def _produce(self, topic: str, record: OutgoingRecord, on_delivery: Callable[..., None]) -> None:
         while True:

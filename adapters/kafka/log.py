@@ -235,14 +235,16 @@ class KafkaEventLog:
         return self._prefix + topic
 
     def ensure_topic(self, topic: str) -> None:
-        """Creates the topic unless it exists (in AWS the deployment already made it)."""
+        """Creates the topic, or gives it the limits it would have been created with when it exists
+        (in AWS the deployment does both, as provision_topics)."""
         name = self._name(topic)
         with self._topics_lock:
             if name in self._known_topics or not self._create_topics:
                 return
             # bounded like a publish: with the broker away, capture must get to spill quickly
-            config = topic_config(retention_days(topic, self._data_retention_days, self._retention_days))
-            _create_topics(self._admin, {name: config}, self._partitions, self._timeout)
+            config = {name: topic_config(retention_days(topic, self._data_retention_days, self._retention_days))}
+            if _create_topics(self._admin, config, self._partitions, self._timeout):
+                _configure_topics(self._admin, config, self._timeout)
             self._known_topics.add(name)
 
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:

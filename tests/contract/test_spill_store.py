@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,3 +52,32 @@ def test_purge_drops_what_was_spilled_before_the_cut(spill_store: SpillStore):
     assert spill_store.purge(cut) == 1
     assert [s.record.value for s in spill_store.list(limit=10)] == [b"new"]
     assert spill_store.purge(cut) == 0
+
+
+
+@pytest.fixture(params=["directory", "s3"])
+def store_and_place(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                    ) -> Iterator[tuple[SpillStore, Callable[[str, bytes], object]]]:
+    """A spill store, and a way to put a file (an object) under its place that it did not write."""
+    if request.param == "directory":
+        yield DirectorySpillStore(tmp_path / "spill"), lambda name, body: (tmp_path / "spill" / name).write_bytes(body)
+        return
+    with s3_bucket(monkeypatch, "spill") as client:
+        yield S3SpillStore(client, "spill"), lambda name, body: client.put_object(Bucket="spill", Key=f"spill/{name}",
+                                                                                   Body=body)
+
+
+def test_what_does_not_read_as_a_spill_stops_neither_listing_nor_purge(
+        store_and_place: tuple[SpillStore, Callable[[str, bytes], object]]):
+    """Found in review: a file of another name made the purge raise, before it reached the documents,
+    the index and the counters; one that did not decode made every listing raise, so no spill after
+    it was ever replayed."""
+    spill_store, foreign = store_and_place
+    spill_store.put("crashes", OutgoingRecord(value=b"first"))
+    foreign("notes.json", b"{}")
+    foreign("00000000000000000001-000000000-crashes-deadbeef0000.json", b'{"topic": "cra')
+    spill_store.put("sessions", OutgoingRecord(value=b"second"))
+    assert [s.record.value for s in spill_store.list(limit=10)] == [b"first", b"second"]
+    assert [s.record.value for s in spill_store.list(limit=1)] == [b"first"]
+    assert spill_store.purge(now_ms() + 1) == 2
+    assert spill_store.list(limit=10) == []

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from adapters.spill.codec import decode, encode, new_spill_id, spilled_at_ms
+from adapters.spill.codec import Unreadable, decode, encode, is_spill_id, new_spill_id, spilled_at_ms
 from ports import OutgoingRecord, SpilledRecord
+from ports.telemetry import logger
 
 
 class DirectorySpillStore:
@@ -29,15 +30,33 @@ class DirectorySpillStore:
         finally:
             os.close(dir_fd)
 
+    def _ids(self) -> list[str]:
+        """The spills' ids, oldest first; another file here is none of the store's."""
+        return sorted(spill_id for p in self._dir.glob("*.json") if is_spill_id(spill_id := p.stem))
+
     def list(self, limit: int) -> list[SpilledRecord]:
-        names = sorted(p.name for p in self._dir.glob("*.json"))[:limit]
-        return [decode(name.removesuffix(".json"), (self._dir / name).read_bytes()) for name in names]
+        spilled: list[SpilledRecord] = []
+        for spill_id in self._ids():
+            if len(spilled) == limit:
+                break
+            path = self._dir / f"{spill_id}.json"
+            try:
+                spilled.append(decode(spill_id, path.read_bytes()))
+            except FileNotFoundError:  # replayed meanwhile, by another replay
+                continue
+            except Unreadable as exc:
+                # set aside, for the operator: read at every listing it would hold back none but log each time
+                aside = path.with_name(f".{spill_id}.unreadable")
+                path.rename(aside)
+                logger.error("a spilled file does not decode; set aside", extra={"path": str(aside),
+                                                                                  "error": str(exc)})
+        return spilled
 
     def delete(self, spill_id: str) -> None:
         (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
 
     def purge(self, before_ms: int) -> int:
-        old = [p for p in self._dir.glob("*.json") if spilled_at_ms(p.stem) < before_ms]
-        for path in old:
-            path.unlink(missing_ok=True)
+        old = [spill_id for spill_id in self._ids() if spilled_at_ms(spill_id) < before_ms]
+        for spill_id in old:
+            (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
         return len(old)

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.spill.codec import decode, encode, new_spill_id, spilled_at_ms
+from adapters.spill.codec import Unreadable, decode, encode, is_spill_id, new_spill_id, spilled_at_ms
 from ports import OutgoingRecord, SpilledRecord
+from ports.telemetry import logger
 
 PREFIX = "spill/"
+# where an object under PREFIX that does not decode is set aside, for the operator (under PREFIX:
+# the functions' roles reach no other key)
+UNREADABLE = f"{PREFIX}unreadable/"
+
+
+def _spill_id(key: str) -> str | None:
+    name = key.removeprefix(PREFIX).removesuffix(".json")
+    return name if key == f"{PREFIX}{name}.json" and is_spill_id(name) else None
 
 
 class S3SpillStore:
@@ -20,11 +29,23 @@ class S3SpillStore:
 
     def list(self, limit: int) -> list[SpilledRecord]:
         # S3 lists keys in ascending order, and ids start with the time
-        listing = self._s3.list_objects_v2(Bucket=self._bucket, Prefix=PREFIX, MaxKeys=limit)
-        spilled = []
-        for item in listing.get("Contents", []):
+        spilled: list[SpilledRecord] = []
+        pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=PREFIX,
+                                                                  PaginationConfig={"PageSize": limit})
+        for item in (item for page in pages for item in page.get("Contents", [])):
+            if len(spilled) == limit:
+                break
+            if (spill_id := _spill_id(item["Key"])) is None:
+                continue
             body = self._s3.get_object(Bucket=self._bucket, Key=item["Key"])["Body"].read()
-            spilled.append(decode(item["Key"].removeprefix(PREFIX).removesuffix(".json"), body))
+            try:
+                spilled.append(decode(spill_id, body))
+            except Unreadable as exc:
+                aside = f"{UNREADABLE}{spill_id}.json"
+                self._s3.copy_object(Bucket=self._bucket, Key=aside,
+                                     CopySource={"Bucket": self._bucket, "Key": item["Key"]})
+                self._s3.delete_object(Bucket=self._bucket, Key=item["Key"])
+                logger.error("a spilled object does not decode; set aside", extra={"key": aside, "error": str(exc)})
         return spilled
 
     def delete(self, spill_id: str) -> None:
@@ -34,11 +55,12 @@ class S3SpillStore:
         """The bucket's lifecycle rule expires spill too; this makes the cut exact and immediate."""
         purged = 0
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=PREFIX):
-            old = [item["Key"] for item in page.get("Contents", [])
-                   if spilled_at_ms(item["Key"].removeprefix(PREFIX)) < before_ms]
+            ids = [(item["Key"], spill_id) for item in page.get("Contents", [])
+                   if (spill_id := _spill_id(item["Key"])) is not None]
+            old = [key for key, spill_id in ids if spilled_at_ms(spill_id) < before_ms]
             if old:
                 self._s3.delete_objects(Bucket=self._bucket, Delete={"Objects": [{"Key": k} for k in old]})
                 purged += len(old)
-            if len(old) < len(page.get("Contents", [])):
+            if len(old) < len(ids):
                 break  # keys sort by time: the rest are newer
         return purged

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections import Counter
@@ -99,6 +100,29 @@ def test_a_dead_letter_from_the_millisecond_a_replay_starts_is_replayed_by_it(
     dead_letter(adapters.log, [(rejected, "rejected by a bug since fixed")])
     assert replay_dead_letters(adapters.log, poll_timeout_s=0.1, join_timeout_s=0.1) == {SESSIONS: 1}
     assert replay_dead_letters(adapters.log, poll_timeout_s=0.1, join_timeout_s=0.1) == {}
+
+
+def test_a_dead_letter_replay_ends_while_more_are_dead_lettered(adapters: Adapters):
+    """Found in review: it ended only once no record at all came for its poll's timeout, so a
+    consumer setting a record aside every second (a client sending a bad value, over and over) kept
+    `blackbox replay --dead-letters` running for good, while it replayed none of them."""
+    rejected = LogRecord(SESSIONS, 0, 7, b"not json", None, (), now_ms())
+    dead_letter(adapters.log, [(rejected, "before the replay")] * 6)
+    stop = threading.Event()
+
+    def keep_rejecting() -> None:
+        while not stop.wait(0.1):
+            dead_letter(adapters.log, [(rejected, "while it runs")])
+
+    rejecting = threading.Thread(target=keep_rejecting)
+    rejecting.start()
+    try:
+        started = time.monotonic()
+        assert replay_dead_letters(adapters.log, poll_timeout_s=2, join_timeout_s=2) == {SESSIONS: 6}
+        assert time.monotonic() - started < 15
+    finally:
+        stop.set()
+        rejecting.join()
 
 
 def fill(adapters: Adapters) -> None:

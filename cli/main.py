@@ -254,8 +254,8 @@ def _replay(args: argparse.Namespace) -> int:
             elif ever:
                 # a line of its own: the spinner draws nothing without a terminal
                 console.print(f"{what}: waiting up to {JOIN_TIMEOUT_S:.0f} s for Kafka to assign the replay group "
-                              f"its partitions, then until {IDLE_TIMEOUT_S:.0f} s pass with none left", highlight=False,
-                              soft_wrap=True)
+                              "its partitions, then until it read those there were "
+                              f"(or {IDLE_TIMEOUT_S:.0f} s pass with none)", highlight=False, soft_wrap=True)
                 with _Countdown(console, status, "replaying dead letters") as countdown:
                     by_topic = replay_dead_letters(adapters.log, poll_timeout_s=IDLE_TIMEOUT_S,
                                                    waiting=countdown.started)

@@ -155,16 +155,23 @@ def replay_dead_letters(
     so committing what is taken never skips one that waits. `waiting` is told before each poll how
     long it may wait (a countdown for whoever watches)."""
     ends = log.end_offsets(DEADLETTER)
+    committed = log.committed(REPLAY_GROUP, DEADLETTER)
+    # the partitions not yet read up to their ends: it stops once there are none, however many
+    # records come after them (a consumer setting one aside every second would keep it polling)
+    behind = {partition for partition, end in ends.items() if committed.get(partition, 0) < end}
     replayed: Counter[str] = Counter()
+    if not behind:
+        return replayed
     consumer = log.consumer(REPLAY_GROUP, DEADLETTER)
     try:
         # the first poll also waits for the group to be joined and partitions assigned
         wait_s = join_timeout_s
-        while True:
+        while behind:
             waiting(wait_s)
             if not (polled := consumer.poll(batch, 16 << 20, wait_s)):
                 break
             wait_s = poll_timeout_s
+            behind -= {r.partition for r in polled if r.offset + 1 >= ends.get(r.partition, 0)}
             records = [r for r in polled if r.offset < ends.get(r.partition, 0)]
             by_topic: dict[str, list[OutgoingRecord]] = defaultdict(list)
             for record in records:

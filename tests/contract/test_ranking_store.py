@@ -752,6 +752,49 @@ class _BoardReadBefore:
         return getattr(self._store, name)
 
 
+class _ChangedBetween:
+    """The store, with another change of a board landing between a PUT's (or a wipe's) read of the
+    board's settings and its write: two API workers (or functions) at once."""
+
+    def __init__(self, store: RankingStore, change: Callable[[RankingStore], object]) -> None:
+        self._store, self._change = store, change
+        self.changes = 0
+
+    def get_board(self, board: str) -> BoardSettings | None:
+        found = self._store.get_board(board)
+        if self.changes == 0:
+            self.changes += 1
+            self._change(self._store)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_two_changes_of_a_board_at_once_keep_what_each_sets(ranking_store: RankingStore,
+                                                             monkeypatch: pytest.MonkeyPatch):
+    """Found from outside: each PUT read the settings, set its fields and wrote them all back, so of
+    two at once one undid the other (maxAttempts gone: a tournament's player then made 5 attempts
+    of 2); and a PUT undid a wipe that landed between its read and its write."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(order="asc"))
+    racing = _ChangedBetween(ranking_store, lambda store: leaderboard.configure(
+        store, board, BoardSettingsBody(maxPlayers=100)))
+    leaderboard.configure(racing, board, BoardSettingsBody(maxAttempts=2))  # type: ignore[arg-type]
+    stored = ranking_store.get_board(board)
+    assert stored is not None and (stored.order, stored.max_attempts, stored.max_players) == ("asc", 2, 100)
+
+    monkeypatch.setattr(leaderboard, "WIPE_DELAY_MS", 0)
+    leaderboard.configure(_ChangedBetween(ranking_store, lambda store: leaderboard.wipe(store, board)),  # type: ignore[arg-type]
+                          board, BoardSettingsBody(keepSeasons=4))
+    stored = ranking_store.get_board(board)
+    assert stored is not None and stored.keep_seasons == 4 and len(stored.epochs) == 1  # the wipe's season
+    leaderboard.wipe(_ChangedBetween(ranking_store, lambda store: leaderboard.configure(  # type: ignore[arg-type]
+        store, board, BoardSettingsBody(maxPlayers=7))), board)
+    stored = ranking_store.get_board(board)
+    assert stored is not None and stored.max_players == 7 and len(stored.epochs) == 2
+
+
 def test_a_board_made_by_a_put_and_by_its_first_scores_at_once_is_one_board(ranking_store: RankingStore, log):
     first = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, first, BoardSettingsBody(ties="earliest"))

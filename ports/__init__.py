@@ -560,6 +560,11 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
         """Makes the board only if it is missing; True when it did."""
         ...
 
+    def replace_board(self, known: BoardSettings, settings: BoardSettings) -> bool:
+        """Writes the board's settings only if they are still `known` (as read before); True when
+        they were (a change made meanwhile is never undone: the caller reads again)."""
+        ...
+
     def boards(self, after: str, limit: int) -> list[BoardSettings]:
         """The boards by name, after `after`."""
         ...

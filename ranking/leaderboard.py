@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 from ports import BoardSettings as Stored  # BoardSettings here is the answer
 from ports import Entry, NodeRange, Operator, Order, Position, RankingStore, Ties
 from ports.cursors import Kind, decode_cursor, encode_cursor, of_scope
-from ports.errors import InvalidField, NotFound
+from ports.errors import InvalidField, NotFound, Unavailable
 from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
@@ -36,6 +36,9 @@ _SEASONS_CURSOR = Kind.SEASONS
 _ENTRIES_CURSOR = {"desc": Kind.ENTRIES_DESC, "asc": Kind.ENTRIES_ASC}
 # a wipe's season starts this long after the request (wipe)
 WIPE_DELAY_MS = 1000
+# how often a change of a board's settings (a PUT, a wipe) reads them again when another change
+# landed between its read and its write (two API workers at once): that one is never undone
+CHANGE_TRIES = 8
 
 Rank = Annotated[int, Field(ge=1)]
 
@@ -198,19 +201,28 @@ def boards(store: RankingStore, *, limit: int = 100, cursor: str | None = None) 
 def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> tuple[bool, BoardSettings]:
     """Whether the board was made, and its settings. `board` is a name the route took
     (ranking.model.NAME_PATTERN). A PUT sets the settings it names; those left out stay as they
-    are (a new board takes the defaults). A new schedule starts
-    a season now and applies from then on; the seasons before keep the schedule they had. Ties are
-    chosen when the board is made (its records' tiebreaks and tie trees are of that mode), and an
-    earliest board keeps its order (its tiebreaks are receipt times signed by it). A window's end
-    comes after its start, whichever end the PUT names (ranking.tournaments for the limits)."""
-    known = store.get_board(board)
-    if known is None:
-        made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}))
-        # only if still missing: the board's first scores may make it meanwhile, as shared
-        if store.add_board(made):
-            return True, _settings(made)
-        known = settings_of(store, board)
-    named = body.model_fields_set
+    are (a new board takes the defaults), also when another change lands at once (CHANGE_TRIES)."""
+    for _ in range(CHANGE_TRIES):
+        known = store.get_board(board)
+        if known is None:
+            made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}))
+            # only if still missing: the board's first scores may make it meanwhile, as shared
+            if store.add_board(made):
+                return True, _settings(made)
+            continue
+        settings = _put(known, body)
+        if store.replace_board(known, settings):
+            return False, _settings(settings)
+    raise _changing(board)
+
+
+def _put(known: Stored, body: BoardSettingsBody) -> Stored:
+    """The settings a PUT makes of those stored. A new schedule starts a season now and applies
+    from then on; the seasons before keep the schedule they had. Ties are chosen when the board is
+    made (its records' tiebreaks and tie trees are of that mode), and an earliest board keeps its
+    order (its tiebreaks are receipt times signed by it). A window's end comes after its start,
+    whichever end the PUT names (ranking.tournaments for the limits)."""
+    board, named = known.board, body.model_fields_set
     settings = _window(replace(known, **{field: _value(body, name) for name, field in _FIELDS.items()
                                          if name in named}))
     if settings.ties != known.ties:
@@ -225,8 +237,12 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> tuple
     # from now on: the seasons before keep the schedule they had
     if not same_schedule(settings.reset, known.reset):
         settings = replace(settings, epochs=started(known, now_ms(), settings.reset))
-    store.put_board(settings)
-    return False, _settings(settings)
+    return settings
+
+
+def _changing(board: str) -> Unavailable:
+    return Unavailable(f"leaderboard {board}'s settings changed {CHANGE_TRIES} times while this request changed "
+                       "them; try again")
 
 
 # the settings a PUT names, by their names in the body and in the store
@@ -254,10 +270,12 @@ def wipe(store: RankingStore, board: str) -> Wiped:
     there, whenever the worker applies it. It takes effect WIPE_DELAY_MS after the request: the
     worker reads a board's settings after polling a batch, and a batch read before this write must
     hold no update received after the wipe."""
-    settings = settings_of(store, board)
-    at = now_ms() + WIPE_DELAY_MS
-    store.put_board(replace(settings, epochs=started(settings, at, settings.reset)))
-    return {"board": board, "season": to_rfc3339(at)}
+    for _ in range(CHANGE_TRIES):
+        settings = settings_of(store, board)
+        at = now_ms() + WIPE_DELAY_MS
+        if store.replace_board(settings, replace(settings, epochs=started(settings, at, settings.reset))):
+            return {"board": board, "season": to_rfc3339(at)}
+    raise _changing(board)
 
 
 def _shown(store: RankingStore, key: str, player_ids: Sequence[str]) -> dict[str, Entry]:

@@ -147,6 +147,10 @@ def banned(player_ids: list[str]) -> Query:
     return _banned(padded(len(player_ids))), listed("player", player_ids)
 
 PUT_BOARD = insert(boards, BOARD_COLUMNS, keys=("board",), replace=BOARD_COLUMNS[1:])
+# the settings, only where the board's row is still what the writer read (`was_` each column)
+REPLACE_BOARD = Statement(sa.update(boards).where(
+    *(boards.c[c].is_not_distinct_from(_bind(f"was_{c}")) for c in BOARD_COLUMNS)).values(
+    {c: _bind(f"new_{c}") for c in BOARD_COLUMNS[1:]}))
 ADD_BOARD = insert(boards, BOARD_COLUMNS, keys=("board",))
 SET_SCORES = insert(rank_scores, ("board", "player_id", "score", "tiebreak", "hidden"), keys=("board", "player_id"),
                     replace=("score", "tiebreak", "hidden"))

@@ -343,6 +343,15 @@ class RankingReads(Checkpointed):
             row = dict(zip(ranking_sql.BOARD_COLUMNS, ranking_sql.board_row(settings), strict=True))
             return t.execute(ranking_sql.ADD_BOARD, row) > 0
 
+    def replace_board(self, known: BoardSettings, settings: BoardSettings) -> bool:
+        was, new = ranking_sql.board_row(known), ranking_sql.board_row(settings)
+        if new == was:  # nothing to write; and MySQL counts a row set to what it held as unchanged
+            return True
+        values = {f"was_{c}": v for c, v in zip(ranking_sql.BOARD_COLUMNS, was, strict=True)}
+        values |= {f"new_{c}": v for c, v in zip(ranking_sql.BOARD_COLUMNS, new, strict=True)}
+        with self._database.transaction() as t:
+            return t.execute(ranking_sql.REPLACE_BOARD, values) > 0
+
     def drop_season(self, board: str, start: int) -> int:
         key = season_key(board, start)
         dropped = 0

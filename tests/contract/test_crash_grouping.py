@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from adapters.embedded.documents import SqliteDocumentStore
 from adapters.embedded.log import SqliteEventLog
-from crashes.grouping import MAX_GLOB_CHARS, MAX_RULES, Groupings, RegroupRequest, regroup
+from crashes.grouping import MAX_GLOB_CHARS, MAX_RULES, Groupings, RegroupRequest, RulesBody, regroup, set_rules
 from crashes.model import envelope_value, report_key
 from crashes.persistence import persist_crashes
 from pipeline.topics import CRASHES
 from ports import CrashIndex, DocumentStore, EventLog, IndexEntry, LogRecord, ReportFilter
-from ports.issues import Crash, IssueStore, Merge
+from ports.issues import Crash, GroupingRules, IssueStore, Merge
 
 SIGNATURES = ("a1a1a1a1a1a1a1a1", "b2b2b2b2b2b2b2b2", "c3c3c3c3c3c3c3c3", "d4d4d4d4d4d4d4d4")
 
@@ -54,6 +54,31 @@ def test_rules_replace_the_ones_before_with_the_next_version(stores: tuple[Crash
     escaped = [c * MAX_GLOB_CHARS for c in ("\\", '"')] * (MAX_RULES // 2)
     stored = issues.set_rules("g", astral, escaped, 3000, "server")
     assert (list(stored.skip), list(stored.join)) == (astral, escaped)
+
+
+class _RulesSetAfter:
+    """The issue store, with another change of a sku's rules landing just after each one made here:
+    another API worker's PUT at the same moment."""
+
+    def __init__(self, store: IssueStore) -> None:
+        self._store = store
+
+    def set_rules(self, sku: str, skip: Sequence[str], join: Sequence[str], at: int, by: str) -> GroupingRules:
+        made = self._store.set_rules(sku, skip, join, at, by)
+        self._store.set_rules(sku, ["another::*"], [], at + 1, "another")
+        return made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_change_of_the_rules_answers_with_the_rules_it_made(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found from outside: the answer read the rules again after the change, so of PUTs at once two
+    answered the same version, one with a body its client never sent."""
+    _, issues = stores
+    view = set_rules(_RulesSetAfter(issues), "g", RulesBody(skip=["mine::*"]), by="key-1", now=1000)  # type: ignore[arg-type]
+    assert (view["skip"], view["version"], view["updatedBy"]) == (["mine::*"], 1, "key-1")
+    assert issues.grouping("g").rules.version == 2
 
 
 def test_a_merge_is_made_once_follows_its_target_and_refuses_cycles(stores: tuple[CrashIndex, IssueStore]) -> None:

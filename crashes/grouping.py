@@ -22,7 +22,7 @@ from crashes.signature import signature
 from pipeline.topics import MINIDUMPS, publish
 from ports import CrashIndex, DocumentStore, EventLog, IndexedReport, OutgoingRecord, ReportFilter, SpillStore
 from ports.errors import Conflict, InvalidField, NotFound
-from ports.issues import Crash, Grouping, IssueStore, Merge
+from ports.issues import Crash, Grouping, GroupingRules, IssueStore, Merge
 from ports.limits import Sku
 from ports.timeutil import Time, to_rfc3339
 
@@ -76,16 +76,19 @@ class Reprocessing(TypedDict):
 
 
 def grouping_rules(issues: IssueStore, sku: str) -> RulesView:
-    rules = issues.grouping(sku).rules
+    return _view(sku, issues.grouping(sku).rules)
+
+
+def set_rules(issues: IssueStore, sku: str, body: RulesBody, *, by: str, now: int) -> RulesView:
+    # as the change made them: read again, they may be another change's made at the same moment
+    return _view(sku, issues.set_rules(sku, body.skip, body.join, now, by))
+
+
+def _view(sku: str, rules: GroupingRules) -> RulesView:
     ever = rules.version > 0
     return {"sku": sku, "skip": list(rules.skip), "join": list(rules.join), "version": rules.version,
             "updatedAt": to_rfc3339(rules.updated_at) if ever else None,
             "updatedBy": rules.updated_by if ever else None}
-
-
-def set_rules(issues: IssueStore, sku: str, body: RulesBody, *, by: str, now: int) -> RulesView:
-    issues.set_rules(sku, body.skip, body.join, now, by)
-    return grouping_rules(issues, sku)
 
 
 def merge_groups(issues: IssueStore, log: EventLog, spill: SpillStore, sku: str, signature: str, *,

@@ -35,6 +35,7 @@ from ports.issues import (
     at_or_after,
     build_order,
 )
+from tests.at_once import at_once
 from tests.contract.conftest import ENGINES
 from tests.services import mysql_database, namespace
 
@@ -111,6 +112,18 @@ def test_ignored_until_a_time_or_a_count_of_reports(stores: tuple[CrashIndex, Is
     issues.change("g", "c1", Change("ignored", 2000, "server"))
     report(4, "c1", 5000)
     assert issues.issue("g", "c1").state == "ignored"  # type: ignore[union-attr]
+
+
+def test_puts_of_a_new_webhook_at_once_make_it_once(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found from outside: each PUT asked whether the webhook existed before its write, so of six at
+    once up to five answered 201 (made); on MariaDB they could deadlock (503) too."""
+    _, issues = stores
+    for n in range(6):
+        name = f"at-once-{n}"
+        made = at_once(6, lambda i, name=name: issues.put_webhook(  # type: ignore[misc]
+            Webhook(name, f"https://example.com/{i}", "s" * 16, ("new-group",), i)))
+        assert made.count(True) == 1
+        assert [w.name for w in issues.webhooks()].count(name) == 1
 
 
 def test_webhooks_get_each_alert_of_their_kinds_once(stores: tuple[CrashIndex, IssueStore]) -> None:

@@ -5,9 +5,10 @@ transactions; versioned migrations, which wait for a server that is not reachabl
 from __future__ import annotations
 
 import logging
+import random
 import ssl
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,7 +26,7 @@ from adapters.sql.connections import PerThread
 from adapters.sql.queries import PURGE_CHUNK
 from adapters.sql.reads import Cursor as SqlCursor
 from adapters.sql.reads import Rows, SqlDatabase, Transaction
-from adapters.sql.statements import Statement
+from adapters.sql.statements import Statement, T
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
@@ -53,6 +54,10 @@ MAX_RETRY_S = 10.0
 EXACT_COLLATIONS = ("utf8mb4_0900_bin", "utf8mb4_nopad_bin")
 # what migrate() does besides its SQL files, by name: a deploy runs it again when these change
 CODE_MIGRATIONS = ("exact-text",)
+# a request's write that lost a deadlock is tried again this often, a random wait of up to
+# DEADLOCK_BACKOFF_S times the tries so far between
+DEADLOCK_TRIES = 4
+DEADLOCK_BACKOFF_S = 0.02
 
 # errors that a value causes but PyMySQL raises as OperationalError (it maps only some codes to
 # DataError and IntegrityError): truncated value, bad string, invalid JSON, CHECK, collation mix
@@ -214,6 +219,18 @@ class MysqlDatabase(SqlDatabase):
     def transaction(self) -> Iterator[Transaction]:
         with _transaction_on(self.connection()) as t:
             yield t
+
+    def in_transaction(self, work: Callable[[Transaction], T]) -> T:
+        # InnoDB rolls a deadlock's victim back whole: running it again is running it once
+        for attempt in range(1, DEADLOCK_TRIES + 1):
+            try:
+                with self.transaction() as t:
+                    return work(t)
+            except pymysql.err.OperationalError as exc:
+                if exc.args[0] != ER.LOCK_DEADLOCK or attempt == DEADLOCK_TRIES:
+                    raise
+                time.sleep(random.uniform(0, DEADLOCK_BACKOFF_S * attempt))  # apart, not in step again
+        raise AssertionError("unreachable: the last try returns or raises")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

@@ -107,8 +107,9 @@ _CLOSE_ALERT = Statement(sa.update(webhook_alerts).where(_a.alert_key == _bind("
                          .values(closed_at=_bind("closed_at")))
 _w = webhooks.c
 _WEBHOOK = ("name", "url", "secret", "kinds", "updated_at")
-_PUT_WEBHOOK = insert(webhooks, _WEBHOOK, keys=("name",), replace=("url", "secret", "kinds", "updated_at"))
-_WEBHOOK_NAMED = Statement(sa.select(_w.name).where(_w.name == _bind("name")))
+_ADD_WEBHOOK = insert(webhooks, _WEBHOOK, keys=("name",))
+_REPLACE_WEBHOOK = Statement(sa.update(webhooks).where(_w.name == _bind("name")).values(
+    {c: _bind(c) for c in ("url", "secret", "kinds", "updated_at")}))
 _ALERT_KEYED = Statement(sa.select(webhook_alerts.c.alert_key).where(webhook_alerts.c.alert_key == _bind("key")))
 _WEBHOOKS = Statement(sa.select(*(_w[c] for c in _WEBHOOK)).order_by(_w.name))
 _DELETE_WEBHOOK = Statement(sa.delete(webhooks).where(_w.name == _bind("name")))
@@ -229,7 +230,8 @@ class SqlIssueStore:
 
     def change(self, sku: str, signature: str, change: Change) -> Issue | None:
         key = {"sku": sku, "signature": signature}
-        with self._database.transaction() as t:
+
+        def changed(t: Transaction) -> Issue | None:
             found = t.rows(_GET_FOR_UPDATE, key)
             if not found:
                 return None
@@ -241,6 +243,9 @@ class SqlIssueStore:
                           issue.first_seen, change.at, change.by)
             _store(t, after)
             return after
+
+        # a request's, as set_rules and merge: run again if it lost a deadlock (SqlDatabase.in_transaction)
+        return self._database.in_transaction(changed)
 
     def issue(self, sku: str, signature: str) -> Issue | None:
         found = self._database.rows(_GET, {"sku": sku, "signature": signature})
@@ -278,16 +283,19 @@ class SqlIssueStore:
         return Merge(signature, str(into), int(at), str(by))
 
     def set_rules(self, sku: str, skip: Sequence[str], join: Sequence[str], at: int, by: str) -> GroupingRules:
-        with self._database.transaction() as t:
+        def set_them(t: Transaction) -> GroupingRules:
             # unescaped: the longest lists the contract takes (crashes.grouping) then fit a TEXT's 64 KB
             t.execute(_SET_RULES, {"sku": sku, "skip_globs": json.dumps(list(skip), ensure_ascii=False),
                                    "join_globs": json.dumps(list(join), ensure_ascii=False), "version": 1,
                                    "updated_at": at, "updated_by": by})
             return _grouping(t, sku).rules
 
+        return self._database.in_transaction(set_them)
+
     def merge(self, sku: str, signature: str, into: str, at: int, by: str) -> Merge | MergeRefusal:
-        with self._database.transaction() as t:
-            # both rows locked, in one order: a consumer moving either waits, and merges do not deadlock
+        def merged(t: Transaction) -> Merge | MergeRefusal:
+            # both rows locked, in one order, so a consumer moving either waits; merges at once may
+            # still deadlock on the merges' own rows (the loser is run again: in_transaction)
             found = {s: t.rows(_GET_FOR_UPDATE, {"sku": sku, "signature": s}) for s in sorted({signature, into})}
             grouping = _grouping(t, sku)
             refusal = merge_refusal(grouping, signature, into, all(found.values()))
@@ -302,6 +310,8 @@ class SqlIssueStore:
             t.execute(_EARLIER, {"sku": sku, "signature": merge.into,
                                  "first_seen": _issue(found[signature][0]).first_seen})
             return merge
+
+        return self._database.in_transaction(merged)
 
     def regrouped(self, crashes: Sequence[Crash]) -> None:
         earliest: dict[tuple[str, str], Crash] = {}
@@ -371,11 +381,18 @@ class SqlIssueStore:
         return [alert]
 
     def put_webhook(self, webhook: Webhook) -> bool:
-        with self._database.transaction() as t:
-            new = not t.rows(_WEBHOOK_NAMED, {"name": webhook.name})
-            t.execute_rows(_PUT_WEBHOOK, [(webhook.name, webhook.url, webhook.secret,
-                                           f",{','.join(webhook.kinds)},", webhook.updated_at)])
-            return new
+        values = {"name": webhook.name, "url": webhook.url, "secret": webhook.secret,
+                  "kinds": f",{','.join(webhook.kinds)},", "updated_at": webhook.updated_at}
+
+        def put(t: Transaction) -> bool:
+            # added unless taken, then replaced: the insert says which, also of several at once (a
+            # read before it would not: two would both find none)
+            if t.execute(_ADD_WEBHOOK, values) == 1:
+                return True
+            t.execute(_REPLACE_WEBHOOK, values)
+            return False
+
+        return self._database.in_transaction(put)
 
     def webhooks(self) -> list[Webhook]:
         return [_webhook(row) for row in self._database.rows(_WEBHOOKS, {})]

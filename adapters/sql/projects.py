@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from adapters.sql.reads import SqlDatabase
+from adapters.sql.reads import SqlDatabase, Transaction
 from adapters.sql.schema import projects
 from adapters.sql.statements import Statement, insert
 from ports import Project
@@ -28,12 +28,15 @@ class SqlProjectStore:
         self._database = database
 
     def put(self, project: Project) -> bool:
-        with self._database.transaction() as t:
+        def put(t: Transaction) -> bool:
             # added unless taken; then moved (one statement each way, so both engines say which)
             if t.execute(_ADD, vars(project)) == 1:
                 return True
             t.execute(_MOVE, vars(project))
             return False
+
+        # PUTs of one new id at once deadlock on MySQL (each insert waits for another's key)
+        return self._database.in_transaction(put)
 
     def get(self, project_id: int) -> Project | None:
         found = self._database.rows(_GET, {"project_id": project_id})

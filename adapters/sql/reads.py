@@ -120,6 +120,13 @@ class SqlDatabase(ABC):
     def close(self) -> None:
         """Closes this process's connections (a later call opens new ones)."""
 
+    def in_transaction(self, work: Callable[[Transaction], T]) -> T:
+        """`work` in a transaction of its own, which an engine may run again in a fresh one when
+        the first was rolled back whole (MySQL's deadlock victim): a request's write, not a consumer's
+        (their batches are retried whole, by the poller or the event source mapping)."""
+        with self.transaction() as t:
+            return work(t)
+
     def rows(self, statement: Statement, values: Mapping[str, Any]) -> Rows:
         compiled = statement.on(self.ENGINE)
         return self.run(compiled.text, compiled.params(values))

@@ -244,7 +244,12 @@ class KafkaEventLog:
             # bounded like a publish: with the broker away, capture must get to spill quickly
             config = {name: topic_config(retention_days(topic, self._data_retention_days, self._retention_days))}
             if _create_topics(self._admin, config, self._partitions, self._timeout):
-                _configure_topics(self._admin, config, self._timeout)
+                try:
+                    _configure_topics(self._admin, config, self._timeout)
+                except (KafkaException, TimeoutError) as exc:
+                    # a user that may not alter topics (an ACL) still publishes, as before, to the
+                    # topic as it is; what it refuses is spilled, and this line says why
+                    log.warning("topic %s kept the limits it had; giving it %s failed: %r", name, config[name], exc)
             self._known_topics.add(name)
 
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:

@@ -28,6 +28,7 @@ from adapters.factory import Adapters, build, install, migrate
 from adapters.settings import SERVICES_ENV_FILE, Settings
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
 from local_runtime.context import LocalContext
+from local_runtime.poller import READERS
 from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
 from local_runtime.smoke import register as register_smoke
 from pipeline.topics import DEADLETTER, IDLE_TIMEOUT_S, JOIN_TIMEOUT_S, replay_dead_letters, replay_spilled
@@ -268,7 +269,7 @@ def _purge(args: argparse.Namespace) -> int:
     from retention.purge import purge
 
     with _adapters(_settings(args)) as adapters:
-        purged = purge(adapters, now_ms())
+        purged = purge(adapters, now_ms(), readers=READERS)
     print("purged what is past retention:" + "".join(f"\n  {name}: {n}" for name, n in purged.__dict__.items()))
     return 0
 

@@ -9,12 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lambdas.functions import CONSUMERS
+from local_runtime.poller import consumer_group
 from ports import EventLog
-
-
-def consumer_group(function: str) -> str:
-    """The Kafka consumer group (or the SQLite log's) of a consumer function under serve."""
-    return f"blackbox-{function}"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from adapters.factory import Adapters
 from crashes.alerts import tell_alerts
+from local_runtime.poller import READERS
 from pipeline.topics import replay_spilled
 from ports.telemetry import logger
 from ports.timeutil import now_ms
@@ -52,7 +53,7 @@ def spill_replayer(adapters: Adapters, stop: threading.Event,
 
 
 def purger(adapters: Adapters, stop: threading.Event, interval_s: float = PURGE_INTERVAL_S) -> Periodic:
-    return Periodic("purge", lambda: purge(adapters, now_ms()), stop, interval_s)
+    return Periodic("purge", lambda: purge(adapters, now_ms(), readers=READERS), stop, interval_s)
 
 
 def webhook_sender(adapters: Adapters, stop: threading.Event, interval_s: float = WEBHOOK_INTERVAL_S) -> Periodic:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import threading
 
-from lambdas.functions import Handler
+from lambdas.functions import CONSUMERS, Handler
 from local_runtime.context import LocalContext
-from local_runtime.lag import consumer_group
 from pipeline.failures import reason
 from pipeline.msk import to_msk_event
 from ports import EventLog
@@ -19,6 +18,15 @@ from ports.telemetry import logger
 MAX_BATCH_BYTES = 4 * 1024 * 1024
 MAX_BATCH_RECORDS = 500
 MAX_BACKOFF_S = 5.0
+
+
+def consumer_group(function: str) -> str:
+    """The Kafka consumer group (or the SQLite log's) of a consumer function under serve."""
+    return f"blackbox-{function}"
+
+
+# each consumed topic's reader under serve: the log's purge keeps what it has not committed
+READERS = {topic: consumer_group(function) for function, topic in CONSUMERS.items()}
 
 
 class Poller(threading.Thread):

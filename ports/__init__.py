@@ -74,9 +74,10 @@ class EventLog(Protocol):
         its end)."""
         ...
 
-    def purge(self, topics: Sequence[str], before_ms: int) -> int:
-        """Drops the records of these topics published before `before_ms`; offsets keep growing.
-        Returns how many went."""
+    def purge(self, topics: Sequence[str], before_ms: int, readers: Mapping[str, str] | None = None) -> int:
+        """Drops the records of these topics published before `before_ms`, but none a topic's
+        reader (`readers`: topic → consumer group) has not committed: on a partition it never
+        committed, none. Offsets keep growing. Returns how many went."""
         ...
 
     def end_offsets(self, topic: str) -> dict[int, int]:

@@ -5,6 +5,7 @@ settings say (`keep_seasons` past ones, or all)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -60,13 +61,15 @@ class Purged:
     season_rows: int
 
 
-def purge(adapters: Retained, now_ms: int, *, include_log: bool = True) -> Purged:
-    """`include_log` False leaves the log to its own retention (MSK topics' retention.ms)."""
+def purge(adapters: Retained, now_ms: int, *, include_log: bool = True,
+          readers: Mapping[str, str] | None = None) -> Purged:
+    """`include_log` False leaves the log to its own retention (MSK topics' retention.ms); of the
+    topics, what their `readers` (topic → consumer group) have not committed is kept."""
     settings = adapters.settings
     before = now_ms - settings.retention_days * DAY_MS
     # the dead letters wait as long as the data, for someone to read and replay them
     purged = Purged(
-        log_records=(adapters.log.purge(CONSUMED, now_ms - settings.log_retention_days * DAY_MS)
+        log_records=(adapters.log.purge(CONSUMED, now_ms - settings.log_retention_days * DAY_MS, readers)
                      + adapters.log.purge([DEADLETTER], before) if include_log else 0),
         spilled=adapters.spill.purge(before),
         documents=adapters.documents.purge_expired(),

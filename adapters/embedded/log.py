@@ -8,7 +8,7 @@ import random
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,15 +119,18 @@ class SqliteEventLog:
         ).fetchone()
         return None if row is None else _record(topic, partition, row)
 
-    def purge(self, topics: Sequence[str], before_ms: int) -> int:
+    def purge(self, topics: Sequence[str], before_ms: int, readers: Mapping[str, str] | None = None) -> int:
         # each partition keeps its newest record: publish numbers the next offset after it
+        readers = readers or {}
         with self._db.write() as conn:
             return sum(
                 conn.execute(
                     "DELETE FROM records WHERE topic = ? AND timestamp_ms < ? AND offset < "
                     "(SELECT MAX(offset) FROM records AS newest WHERE newest.topic = records.topic "
-                    "AND newest.partition = records.partition)",
-                    (topic, before_ms),
+                    "AND newest.partition = records.partition) AND (? IS NULL OR offset < COALESCE("
+                    "(SELECT next_offset FROM commits WHERE grp = ? AND commits.topic = records.topic "
+                    "AND commits.partition = records.partition), 0))",
+                    (topic, before_ms, readers.get(topic), readers.get(topic)),
                 ).rowcount
                 for topic in topics
             )

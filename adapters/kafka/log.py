@@ -332,9 +332,10 @@ class KafkaEventLog:
         finally:
             reader.close()
 
-    def purge(self, topics: Sequence[str], before_ms: int) -> int:
+    def purge(self, topics: Sequence[str], before_ms: int, readers: Mapping[str, str] | None = None) -> int:
         """Deletes records up to the first at or after `before_ms` (DeleteRecords); the topics'
-        retention.ms also expires them, in whole segments and on the broker's schedule."""
+        retention.ms also expires them, in whole segments and on the broker's schedule (which
+        waits for no reader: that is the log's retention)."""
         names = [self._name(t) for t in topics]
         metadata = self._admin.list_topics(timeout=10).topics
         partitions = [(n, p) for n in names if n in metadata for p in metadata[n].partitions]
@@ -345,6 +346,12 @@ class KafkaEventLog:
         cut = self._offsets(partitions, OffsetSpec.for_timestamp(before_ms))
         # no record at or after the time (-1): everything before the end goes
         targets = {tp: latest[tp] if cut[tp] < 0 else cut[tp] for tp in partitions}
+        for topic, group in (readers or {}).items():
+            if topic in topics:
+                committed = self.committed(group, topic)
+                for (name, partition), target in targets.items():
+                    if name == self._name(topic):
+                        targets[name, partition] = min(target, committed.get(partition, 0))
         doomed = {tp: offset for tp, offset in targets.items() if offset > earliest[tp]}
         if not doomed:
             return 0

@@ -15,6 +15,7 @@ from api.requests import Posted
 from cli.main import main
 from crashes.persistence import persist_crashes
 from lambdas import capture
+from local_runtime.poller import READERS
 from pipeline.topics import (
     DEADLETTER,
     REPLAY_GROUP,
@@ -158,6 +159,19 @@ def test_dead_letters_are_kept_as_long_as_the_data_not_the_log(adapters: Adapter
     assert purge(adapters, now_ms() + 8 * DAY_MS).log_records == 0
     assert len(adapters.log.consumer("reader", DEADLETTER).poll(100, 1 << 20, timeout_s=0)) == 12
     assert purge(adapters, now_ms() + 91 * DAY_MS).log_records >= 8
+
+
+def test_serves_purge_keeps_the_events_its_consumers_have_not_committed(adapters: Adapters):
+    """What the purge of serve and of `blackbox purge` keeps (local_runtime.poller.READERS): the
+    session counter stopped before these, so a week later they are still there to count."""
+    for _ in range(8):
+        capture.sessions(adapters.log, adapters.spill, Posted(b'{"sku": "g", "kind": "client", "x": "y"}'))
+    assert purge(adapters, now_ms() + 8 * DAY_MS, readers=READERS).log_records == 0
+    reader = adapters.log.consumer(READERS[SESSIONS], SESSIONS)
+    records = reader.poll(1000, 1 << 30, timeout_s=0.1)
+    assert count_sessions(records, adapters.counters, adapters.log) == 8
+    reader.commit(records)
+    assert purge(adapters, now_ms() + 8 * DAY_MS, readers=READERS).log_records >= 4  # each partition keeps one
 
 
 def test_blackbox_purge_and_replay_commands(adapters: Adapters, capsys: pytest.CaptureFixture[str]):

@@ -252,6 +252,33 @@ def test_a_receiver_that_hangs_holds_up_its_own_deliveries_not_another_webhooks(
     held.server.shutdown()
 
 
+def test_a_failing_receiver_is_rested_with_its_failed_delivery(issues: SqliteIssueStore) -> None:
+    """Found from outside: each run tried up to 5 of a failing webhook's due deliveries, so one that
+    hung cost its timeout 5 times a run, and with 8 of them every run waited on them all."""
+    for receiver in receiving(issues, [500, 204]):
+        for n in range(2, 4):
+            issues.raise_alert(Alert(f"regressed:g:ab:{n}", "regressed", 1000, {"text": "again"}))
+        assert deliver_due(issues, LOCAL, now=5_000) == 0
+        assert len(receiver.got) == 1  # the first failed: the rest of its turn waits
+        assert deliver_due(issues, LOCAL, now=6_000) == 0 and len(receiver.got) == 1  # rested
+        # the failed one's backoff (30 s) ends the rest: all three then, in one run
+        assert deliver_due(issues, LOCAL, now=5_000 + 30_000) == 3 and len(receiver.got) == 4
+        attempts = sorted(d.attempts for d, _ in issues.deliveries("ops", None, 5))
+        assert attempts == [1, 1, 2]  # the rested two were not attempts
+
+
+def test_a_run_reaches_every_webhook_with_due_deliveries(issues: SqliteIssueStore) -> None:
+    """Found from outside: a run took 100 due deliveries in all, 5 a webhook, so of 200 webhooks
+    with alerts waiting it reached 20, and the others waited for later runs."""
+    receiver = Receiver([204])
+    for w in range(30):
+        issues.put_webhook(Webhook(f"w{w:02d}", receiver.url, SECRET, ("regressed",), 0))
+    for n in range(5):
+        issues.raise_alert(Alert(f"regressed:g:ab:{n}", "regressed", 1000, {"text": "again"}))
+    assert deliver_due(issues, LOCAL, now=5_000) == 150
+    receiver.server.shutdown()
+
+
 def test_a_run_told_to_stop_claims_no_more(issues: SqliteIssueStore) -> None:
     """Found from outside: a run went on through its due deliveries while serve stopped, and was
     killed within one, which its next run sent again."""

@@ -302,6 +302,11 @@ class IssueStore(Protocol):
         """Stores a delivery's outcome (its status, attempts, next attempt, last answer)."""
         ...
 
+    def rest(self, webhook: str, until: int) -> None:
+        """Moves the webhook's pending deliveries due before `until` to `until`: a receiver that
+        failed one waits with it, instead of failing each of the others in turn."""
+        ...
+
     def deliveries(self, webhook: str, before: tuple[int, str] | None, limit: int) -> list[tuple[Delivery, Alert]]:
         """A webhook's deliveries, last changed first, those before (updated_at, alert_key) only."""
         ...

@@ -36,11 +36,12 @@ SIGNATURE_HEADER = "X-Blackbox-Signature"
 ALERT_HEADER = "X-Blackbox-Alert"
 # how long a run holds a delivery it is sending: another run takes it up after this
 CLAIM_MS = 60_000
-RUN_LIMIT = 100
-# webhooks a run sends to at once, and each one's deliveries it takes at most: a receiver that hangs
-# (its timeout each) holds a run up to 5 of them, and the next run takes the other webhooks' too
+# webhooks a run sends to at once, and each one's deliveries it takes at most (its oldest), of
+# RUN_LIMIT in all: a run reaches 200 webhooks with a backlog each. A receiver that fails one ends
+# its turn and rests with it (IssueStore.rest), so one that hangs holds a run one timeout at most
 PARALLEL_WEBHOOKS = 8
 PER_WEBHOOK = 5
+RUN_LIMIT = 200 * PER_WEBHOOK
 
 
 class WebhookPolicy(BaseModel):
@@ -315,7 +316,12 @@ def _in_turn(issues: IssueStore, policy: WebhookPolicy, dues: list[Due], now: in
         if stopping():
             break
         try:
-            delivered += _attempt(issues, policy, due, now)
+            sent = _attempt(issues, policy, due, now)
+            if isinstance(sent, _Failed):
+                # the receiver fails: the rest of its deliveries wait with the one that failed
+                issues.rest(due[2].name, sent.retry_at)
+                break
+            delivered += sent
         except Exception as error:
             logger.warning("webhook deliveries left for the next run", extra={"webhook": due[2].name,
                                                                               "error": repr(error)})
@@ -323,8 +329,14 @@ def _in_turn(issues: IssueStore, policy: WebhookPolicy, dues: list[Due], now: in
     return delivered
 
 
-def _attempt(issues: IssueStore, policy: WebhookPolicy, due: Due, now: int | None) -> int:
-    """Claims and sends one delivery, and stores how it went: 1 when delivered."""
+@dataclass(frozen=True)
+class _Failed:
+    retry_at: int
+
+
+def _attempt(issues: IssueStore, policy: WebhookPolicy, due: Due, now: int | None) -> int | _Failed:
+    """Claims and sends one delivery, and stores how it went: 1 when delivered, 0 when another run
+    claimed it first, and when its receiver failed it, the time it is tried again."""
     delivery, alert, webhook = due
     at = now_ms() if now is None else now
     if not issues.claim(delivery, at + CLAIM_MS, at):
@@ -336,8 +348,9 @@ def _attempt(issues: IssueStore, policy: WebhookPolicy, due: Due, now: int | Non
                                  last_error=None, updated_at=at))
         return 1
     status: DeliveryStatus = "failed" if attempts >= policy.max_attempts else "pending"
-    issues.attempted(replace(delivery, status=status, attempts=attempts, next_attempt=policy.next_attempt(attempts, at),
+    retry_at = policy.next_attempt(attempts, at)
+    issues.attempted(replace(delivery, status=status, attempts=attempts, next_attempt=retry_at,
                              last_code=answer.code, last_error=answer.error, updated_at=at))
     logger.warning("webhook delivery failed", extra={"webhook": webhook.name, "alert": alert.key,
                                                      "attempts": attempts, "error": answer.error})
-    return 0
+    return _Failed(retry_at)

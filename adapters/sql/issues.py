@@ -140,6 +140,9 @@ _ATTEMPTED = Statement(sa.update(webhook_deliveries).where(
 _CLAIM = Statement(sa.update(webhook_deliveries).where(
     _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key"), _d.status == "pending",
     _d.next_attempt == _bind("next_attempt")).values(next_attempt=_bind("until"), updated_at=_bind("now")))
+_REST = Statement(sa.update(webhook_deliveries).where(
+    _d.webhook == _bind("webhook"), _d.status == "pending", _d.next_attempt < _bind("until")).values(
+    next_attempt=_bind("until")))
 _NEWEST = (_d.updated_at.desc(), _d.alert_key.desc())
 _DELIVERIES = Statement(_JOINED.where(_d.webhook == _bind("webhook")).order_by(*_NEWEST).limit(_bind("limit")))
 _DELIVERIES_BEFORE = Statement(_JOINED.where(
@@ -415,6 +418,10 @@ class SqlIssueStore:
     def attempted(self, delivery: Delivery) -> None:
         with self._database.transaction() as t:
             t.execute(_ATTEMPTED, vars(delivery))
+
+    def rest(self, webhook: str, until: int) -> None:
+        with self._database.transaction() as t:
+            t.execute(_REST, {"webhook": webhook, "until": until})
 
     def deliveries(self, webhook: str, before: tuple[int, str] | None, limit: int) -> list[tuple[Delivery, Alert]]:
         if before is None:

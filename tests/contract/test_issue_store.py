@@ -383,3 +383,17 @@ def test_a_groups_reports_and_players_by_build_are_counted_as_brute_force(
                     for build, got in by_build.items()}
         assert {b.build: b for b in issues.reports(sku, signature)} == expected
         assert issues.players(sku, signature) == len({player for _, _, player in mine if player is not None})
+
+
+def test_a_webhook_rests_its_pending_deliveries_until_a_time(stores: tuple[CrashIndex, IssueStore]) -> None:
+    _, issues = stores
+    for name in ("resting", "other"):
+        issues.put_webhook(Webhook(name, "https://example.com/", "s" * 16, ("regressed",), 0))
+    for n in range(3):
+        issues.raise_alert(Alert(f"regressed:rest:ab:{n}", "regressed", 1_000, {"text": "x"}))
+    issues.rest("resting", 50_000)
+    due = {(d.webhook, d.alert_key) for d, _, _ in issues.due(49_999, 100)}
+    assert {w for w, _ in due} == {"other"} and len(due) == 3
+    assert len(issues.due(50_000, 100)) == 6
+    issues.rest("resting", 40_000)  # never earlier than it was
+    assert len(issues.due(49_999, 100)) == 3

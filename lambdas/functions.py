@@ -133,7 +133,7 @@ FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     # the log (or spill): a record's deletion goes to the board's worker, in order with its updates
     "leaderboards": frozenset({"ranking", "log", "spill"}),
     "ranking-worker": frozenset({"ranking", "log"}),
-    "purge": frozenset({"spill", "documents", "index", "counters", "ranking"}),  # MSK expires the log itself
+    "purge": frozenset({"spill", "documents", "index", "counters", "ranking", "issues"}),  # MSK expires the log itself
     "replay": frozenset({"log", "spill"}),  # and, in AWS, the failed-batch bucket (pipeline.replay)
     "projects": frozenset({"projects"}),
     # capture's, and the projects read (cached: reporters.projects.Skus)

@@ -302,6 +302,11 @@ class IssueStore(Protocol):
         """Stores a delivery's outcome (its status, attempts, next attempt, last answer)."""
         ...
 
+    def purge(self, before_ms: int) -> int:
+        """Drops the alerts raised before `before_ms` and their deliveries (retention); returns
+        how many rows went."""
+        ...
+
     def rest(self, webhook: str, until: int) -> None:
         """Moves the webhook's pending deliveries due before `until` to `until`: a receiver that
         failed one waits with it, instead of failing each of the others in turn."""

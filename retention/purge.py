@@ -1,5 +1,5 @@
-"""Retention (rule 6 of docs/architecture.md): crash reports, counters and spill are kept `retention_days` (90 by
-default), the event log, a buffer, `log_retention_days` (its dead letters as long as the data).
+"""Retention (rule 6 of docs/architecture.md): crash reports, counters, alerts and spill are kept
+`retention_days` (90 by default), the event log, a buffer, `log_retention_days` (its dead letters as long as the data).
 The purge job deletes what is older from every store. A leaderboard's seasons are kept as its
 settings say (`keep_seasons` past ones, or all)."""
 
@@ -11,6 +11,7 @@ from typing import Protocol
 
 from pipeline.topics import CONSUMED, DEADLETTER
 from ports import CrashIndex, DocumentStore, EventLog, RankingStore, SessionCounters, SpillStore
+from ports.issues import IssueStore
 from ports.telemetry import logger
 from ranking.seasons import purge_seasons
 
@@ -50,6 +51,9 @@ class Retained(Protocol):
     @property
     def ranking(self) -> RankingStore: ...
 
+    @property
+    def issues(self) -> IssueStore: ...
+
 
 @dataclass(frozen=True)
 class Purged:
@@ -59,6 +63,7 @@ class Purged:
     reports: int
     counter_rows: int
     season_rows: int
+    alert_rows: int
 
 
 def purge(adapters: Retained, now_ms: int, *, include_log: bool = True,
@@ -76,6 +81,7 @@ def purge(adapters: Retained, now_ms: int, *, include_log: bool = True,
         reports=adapters.index.purge(before),
         counter_rows=adapters.counters.purge(before),
         season_rows=purge_seasons(adapters.ranking, now_ms),
+        alert_rows=adapters.issues.purge(before),  # the alerts and their deliveries: the webhooks' outbox
     )
     logger.info("purged what is past retention", extra={"purged": purged.__dict__, "before": before})
     return purged

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
+from adapters.sql.queries import PURGE_CHUNK, purge
 from adapters.sql.reads import SqlDatabase, Transaction
 from adapters.sql.schema import (
     alert_episodes,
@@ -143,6 +144,13 @@ _CLAIM = Statement(sa.update(webhook_deliveries).where(
 _REST = Statement(sa.update(webhook_deliveries).where(
     _d.webhook == _bind("webhook"), _d.status == "pending", _d.next_attempt < _bind("until")).values(
     next_attempt=_bind("until")))
+# retention: an alert's deliveries, then the alert; PURGE_CHUNK a statement on MySQL (run each until
+# it deletes fewer)
+_PURGE_OUTBOX = (
+    Statement(sa.delete(webhook_deliveries).where(_d.alert_key.in_(
+        sa.select(_a.alert_key).where(_a.created_at < _bind("before")))).with_dialect_options(mysql_limit=PURGE_CHUNK)),
+    purge(webhook_alerts, "created_at"),
+)
 _NEWEST = (_d.updated_at.desc(), _d.alert_key.desc())
 _DELIVERIES = Statement(_JOINED.where(_d.webhook == _bind("webhook")).order_by(*_NEWEST).limit(_bind("limit")))
 _DELIVERIES_BEFORE = Statement(_JOINED.where(
@@ -418,6 +426,17 @@ class SqlIssueStore:
     def attempted(self, delivery: Delivery) -> None:
         with self._database.transaction() as t:
             t.execute(_ATTEMPTED, vars(delivery))
+
+    def purge(self, before_ms: int) -> int:
+        purged = 0
+        for statement in _PURGE_OUTBOX:
+            while True:
+                with self._database.transaction() as t:
+                    count = t.execute(statement, {"before": before_ms})
+                purged += count
+                if count < PURGE_CHUNK:
+                    break
+        return purged
 
     def rest(self, webhook: str, until: int) -> None:
         with self._database.transaction() as t:

@@ -289,6 +289,7 @@ def test_purge_sample_runs_the_purge_and_leaves_the_log_to_its_retention(adapter
     assert call(capture.handler, "capture-crash.json")["statusCode"] == 202
     assert call(purge.handler, "purge-scheduled.json") == {
         "log_records": 0, "spilled": 0, "documents": 0, "reports": 0, "counter_rows": 0, "season_rows": 0,
+        "alert_rows": 0,
     }
     assert len(adapters.log.consumer("check", "crashes").poll(10, 1 << 20, 0.1)) == 1
 

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 from pydantic import BaseModel, Field
 
-from crashes.releases import previous_build
+from crashes.releases import previous_builds
 from ports.issues import Alert, AlertKind, Episode, IssueStore
 from ports.releases import BuildWindow, ReleaseCounts
 from ports.telemetry import ALERT_OPENED, emit, logger
@@ -76,8 +76,9 @@ def crossings(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy, 
     for sku in sorted({b.sku for b in builds}):
         of_sku = {b.build: b for b in builds if b.sku == sku}
         found += _velocities(issues, policy, sku, of_sku, from_ms=from_ms, to_ms=now_ms)
+        previous_of = previous_builds(counters, sku, {b.build: b.first_seen for b in of_sku.values()})
         for build in of_sku.values():
-            before = previous_build(counters, sku, build.build, build.first_seen)
+            before = previous_of[build.build]
             previous = of_sku.get(before.build) if before is not None else None
             if previous is not None and (drop := _crash_free_drop(policy, build, previous)) is not None:
                 found.append(drop)

@@ -6,7 +6,7 @@ report by its buildVersion and receivedAt)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, with_config
@@ -149,6 +149,29 @@ def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: in
     of builds first seen in its minute, the one before it in build order, else the last in build
     order of those first seen in the latest minute before."""
     return next(_after(_newest_first(counters, sku, first_seen), first_seen, build), None)
+
+
+def previous_builds(counters: ReleaseCounts, sku: str, first_seen: Mapping[str, int]) -> dict[str, BuildSeen | None]:
+    """previous_build of each of these builds (by when each was first seen), in one walk of the
+    sku's builds, newest first: a build's previous is the one listed after it."""
+    if not first_seen:
+        return {}
+    wanted, found = first_seen, dict[str, BuildSeen | None]()
+    listed = _newest_first(counters, sku, max(wanted.values()))
+    waiting: str | None = None  # the build whose previous is the next listed
+    for seen in listed:
+        if waiting is not None:
+            found[waiting] = seen
+            waiting = None
+        if seen.build in wanted and seen.build not in found:
+            waiting = seen.build
+            if len(found) == len(wanted) - 1:  # only its previous is left to find
+                found[waiting] = next(listed, None)
+                return found
+    if waiting is not None:
+        found[waiting] = None  # the sku's first build
+    # a build the listing does not hold (not yet written there): the lookup of one build
+    return found | {name: previous_build(counters, sku, name, at) for name, at in wanted.items() if name not in found}
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:

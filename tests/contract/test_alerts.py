@@ -23,6 +23,7 @@ from adapters.embedded.issues import SqliteIssueStore
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.issues import MysqlIssueStore
 from crashes.alerts import CRASH_FREE_DROP, KINDS, VELOCITY, AlertPolicy, crossings, episode_key, tell_alerts
+from crashes.releases import previous_build, previous_builds
 from ports import Checkpoint, CrashIndex, IndexEntry, SessionCounters
 from ports.issues import Alert, Episode, GroupCount, IssueStore, Webhook
 from ports.releases import DAY_MS, BuildWindow, Outcome, ReleaseBucket, ReleaseIncrements
@@ -112,6 +113,17 @@ def test_a_run_reads_a_skus_builds_once_however_many_are_live(stores: Stores) ->
     counted = _CountedBuildReads(counters)
     assert crossings(counted, issues, POLICY, 2 * M) == []  # type: ignore[arg-type]
     assert counted.reads <= 3
+
+
+def test_the_previous_builds_of_many_are_each_ones_previous_build(stores: Stores) -> None:
+    _, counters, _ = stores
+    feed = _Feed(stores)
+    placed = {"1.9": 0, "1.10": 0, "2.0-rc1": M, "2.0": M, "2.0.1": 3 * M, "0.1": 3 * M, "3": 5 * M}
+    for build, minute in placed.items():
+        feed.sessions("g", build, minute, "ok", 1)
+    for wanted in (placed, {"2.0": M, "1.10": 0}, {"1.9": 0}, {"3": 5 * M, "0.1": 3 * M}):
+        assert previous_builds(counters, "g", wanted) == {
+            build: previous_build(counters, "g", build, minute) for build, minute in wanted.items()}
 
 
 def test_an_episode_opens_once_when_runs_race_and_again_after_it_closed(stores: Stores) -> None:

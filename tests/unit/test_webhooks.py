@@ -22,8 +22,9 @@ import pytest
 from adapters.embedded.index import SqliteIndexDatabase
 from adapters.embedded.issues import SqliteIssueStore
 from crashes.alert_history import alert_history
-from ports.errors import InvalidField, StoreUnavailable
+from ports.errors import Conflict, InvalidField, StoreUnavailable
 from ports.issues import Alert, Webhook
+from webhooks import endpoints
 from webhooks.delivery import (
     ALERT_HEADER,
     CLAIM_MS,
@@ -35,7 +36,7 @@ from webhooks.delivery import (
     deliver_due,
     sign,
 )
-from webhooks.endpoints import deliveries
+from webhooks.endpoints import WebhookBody, deliveries
 
 SECRET = "0123456789abcdef"
 LOCAL = WebhookPolicy(allow_private=True, backoff_s=30, max_backoff_s=100, max_attempts=4)
@@ -362,3 +363,19 @@ def test_an_alert_s_text_carries_no_slack_formatting_a_client_sent() -> None:
     assert sent["text"] == ("New crash group in skyrift:pc (build &lt;!channel&gt; "
                             "&lt;https://evil.example/fix|click to fix&gt; &amp; more)")
     assert sent["alert"]["text"] == text  # the alert's own fields as they are
+
+
+def test_a_deployment_holds_a_bounded_number_of_webhooks(issues: SqliteIssueStore,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: GET /v1/webhooks is one answer of them all (715 KB for 5,200), and their
+    number had no bound."""
+    monkeypatch.setattr(endpoints, "MAX_WEBHOOKS", 3)
+    body = WebhookBody(url="https://example.com/hook", secret=SECRET, alerts=["regressed"])
+    for n in range(3):
+        assert endpoints.put(issues, LOCAL, f"w{n}", body, 0)[0]
+    with pytest.raises(Conflict) as refused:
+        endpoints.put(issues, LOCAL, "w3", body, 0)
+    assert "at most 3 webhooks" in refused.value.message
+    assert endpoints.put(issues, LOCAL, "w1", body, 1)[0] is False  # replaced, at the bound
+    endpoints.delete(issues, "w0")
+    assert endpoints.put(issues, LOCAL, "w3", body, 2)[0]

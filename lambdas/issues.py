@@ -36,6 +36,7 @@ from webhooks import endpoints
 from webhooks.delivery import SIGNATURE_HEADER
 from webhooks.endpoints import (
     MAX_DELIVERIES,
+    MAX_WEBHOOKS,
     NAME_PATTERN,
     DeliveryPage,
     WebhookBody,
@@ -148,7 +149,9 @@ def list_webhooks() -> Response[str]:
              "backoff. The URL must be http or https, and (unless BLACKBOX_WEBHOOKS__ALLOW_PRIVATE) reach a "
              "public address"),
          openapi_extensions=WEBHOOK.openapi,
-         responses={200: answer(WebhookView, "replaced"), 201: answer(WebhookView, "created")})
+         responses={200: answer(WebhookView, "replaced"), 201: answer(WebhookView, "created"),
+                    409: {"description": f"conflict: a new webhook where {MAX_WEBHOOKS:,} are held",
+                          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}})
 def put_webhook(name: Name) -> Response[str]:
     a = current()
     created, view = endpoints.put(a.issues, a.settings.webhooks, name, WEBHOOK.one(posted(app.current_event)),

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
 from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
-from ports.errors import InvalidField, NotFound
+from ports.errors import Conflict, InvalidField, NotFound
 from ports.issues import ALERT_KINDS, AlertKind, Delivery, DeliveryStatus, IssueStore, Webhook
 from ports.limits import name_pattern
 from ports.timeutil import Time, to_rfc3339
@@ -18,6 +18,9 @@ from webhooks.delivery import RefusedAddress, WebhookPolicy, check_url
 
 NAME_PATTERN = name_pattern("A-Za-z0-9._-", 64)
 MAX_DELIVERIES = 100
+# the webhooks a deployment holds: their listing is one answer (some 140 bytes each), and each run
+# of the delivery job may reach every one
+MAX_WEBHOOKS = 1_000
 _CURSOR_KIND = Kind.DELIVERIES
 
 
@@ -72,6 +75,9 @@ def put(issues: IssueStore, policy: WebhookPolicy, name: str, body: WebhookBody,
         check_url(body.url, policy, resolve=False)
     except RefusedAddress as exc:
         raise InvalidField(f"url must be {exc}", "url") from None
+    known = issues.webhooks()
+    if len(known) >= MAX_WEBHOOKS and all(w.name != name for w in known):
+        raise Conflict(f"this deployment holds at most {MAX_WEBHOOKS:,} webhooks: delete one first")
     webhook = Webhook(name, body.url, body.secret, tuple(dict.fromkeys(body.alerts)), now)
     return issues.put_webhook(webhook), _view(webhook)
 

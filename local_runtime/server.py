@@ -23,11 +23,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -428,9 +428,19 @@ def _ignore_late_signals() -> None:
     left to stop; left to the handler, it would kill the process at exit, where Python puts back each
     signal's default action. Blocked first, in this thread; one delivered to another thread (the
     mask is a thread's) during the change trips Python's handler, which then finds it ignored and
-    raises OSError at its next check: a call of Python code inside the try makes that check here."""
+    reports that through sys.unraisablehook, a traceback in the log: a call of Python code within the
+    change makes Python run that report here, where it is dropped."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    with suppress(OSError):  # "Signal 15 ignored due to race condition"
+    report = sys.unraisablehook
+
+    def drop_ignored_signals(unraisable: Any) -> None:
+        if not (isinstance(unraisable.exc_value, OSError) and "race condition" in str(unraisable.exc_value)):
+            report(unraisable)
+
+    sys.unraisablehook = drop_ignored_signals
+    try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
         signal.getsignal(signal.SIGTERM)
+    finally:
+        sys.unraisablehook = report

@@ -10,33 +10,39 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from adapters.settings import Settings
 from local_runtime.server import Job, Supervisor, stopped
 
 
-def _failing() -> None:
+def _failing(ready: Any) -> None:
     """Stops on SIGTERM, as a worker does, but with an error on the way out."""
     def fail(*_: object) -> None:
         raise SystemExit(1)
     signal.signal(signal.SIGTERM, fail)
+    ready.set()
     time.sleep(60)
 
 
-def _deaf() -> None:
+def _deaf(ready: Any) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready.set()
     time.sleep(60)
 
 
 def test_a_worker_that_does_not_stop_after_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
     spawn = multiprocessing.get_context("spawn")
     supervisor = Supervisor(Settings(profile="embedded", data_dir=tmp_path), None, [])
-    deaf, polite, failing = (spawn.Process(target=_deaf), spawn.Process(target=time.sleep, args=(60,)),
-                             spawn.Process(target=_failing))
+    ready = [spawn.Event(), spawn.Event()]
+    deaf = spawn.Process(target=_deaf, args=(ready[0],))
+    polite = spawn.Process(target=time.sleep, args=(60,))
+    failing = spawn.Process(target=_failing, args=(ready[1],))
     for slot, process in enumerate((deaf, polite, failing)):
         process.start()
         supervisor.running[Job("consumers", slot)] = (process, time.monotonic())
-    time.sleep(1.0)  # the deaf one has set its handler
+    # each has set its handler (found in review: a second's sleep was too short on a busy machine)
+    assert all(event.wait(60) for event in ready)
     started = time.monotonic()
     supervisor.stop_all(grace_s=1.0)
     assert time.monotonic() - started < 10

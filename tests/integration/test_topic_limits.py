@@ -133,6 +133,25 @@ def test_ensure_topic_gives_a_topic_made_before_the_limits_it_makes_one_with():
 
 
 @pytest.mark.services
+def test_ensure_topic_never_shortens_what_a_topic_keeps():
+    """Found in review: a command run with other settings than the serve's (blackbox lag, replay, a
+    benchmark) gave the serve's topics its own, shorter, retention, and the broker then deleted
+    records a lagging consumer had not read."""
+    prefix = f"{namespace()}."
+    client = admin()  # kept until the answer is in
+    longer = str(30 * 86_400_000)
+    client.create_topics([NewTopic(prefix + CRASHES, 1, config={"retention.ms": longer})])[
+        prefix + CRASHES].result(timeout=15)
+    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix, retention_days=7)
+    try:
+        log.ensure_topic(CRASHES)
+        found = topic_settings(prefix + CRASHES)
+        assert found["retention.ms"] == longer and found["max.message.bytes"] == str(MAX_MESSAGE_BYTES)
+    finally:
+        log.close()
+
+
+@pytest.mark.services
 def test_the_largest_report_goes_onto_a_topic_ensure_topic_made(tmp_path: Path):
     """A body at the limit, incompressible, in its envelope: above MSK Serverless's default
     max.message.bytes, within the producer's and the topic's."""

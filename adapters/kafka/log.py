@@ -139,6 +139,18 @@ def _configure_topics(admin: AdminClient, configs: Mapping[str, dict[str, str]],
         future.result(timeout=timeout_s + 1)
 
 
+def _raise_limits(admin: AdminClient, name: str, config: dict[str, str], timeout_s: float) -> None:
+    """Gives an existing topic those of `config`'s limits (numbers) it has lower, and keeps those it
+    has higher or unbounded (-1): a process with other settings than the serve's (a command, a
+    benchmark) must not shorten what the serve's topics keep."""
+    [future] = admin.describe_configs([ConfigResource(ResourceType.TOPIC, name)], request_timeout=timeout_s).values()
+    found = {key: entry.value for key, entry in future.result(timeout=timeout_s + 1).items()}
+    lower = {key: value for key, value in config.items()
+             if key in found and found[key] is not None and int(found[key]) != -1 and int(found[key]) < int(value)}
+    if lower:
+        _configure_topics(admin, {name: lower}, timeout_s)
+
+
 def provision_topics(client_config: dict[str, Any], retention_days: Mapping[str, int], partitions: int, *,
                      within_s: float = PROVISION_WITHIN_S, attempt_s: float = ADMIN_TIMEOUT_S) -> None:
     """What the deployment runs: creates the topics (name → days kept), and gives those that exist
@@ -245,7 +257,7 @@ class KafkaEventLog:
             config = {name: topic_config(retention_days(topic, self._data_retention_days, self._retention_days))}
             if _create_topics(self._admin, config, self._partitions, self._timeout):
                 try:
-                    _configure_topics(self._admin, config, self._timeout)
+                    _raise_limits(self._admin, name, config[name], self._timeout)
                 except (KafkaException, TimeoutError) as exc:
                     # a user that may not alter topics (an ACL) still publishes, as before, to the
                     # topic as it is; what it refuses is spilled, and this line says why

@@ -146,7 +146,7 @@ def test_ensure_topic_never_shortens_what_a_topic_keeps():
     try:
         log.ensure_topic(CRASHES)
         found = topic_settings(prefix + CRASHES)
-        assert found["retention.ms"] == longer and found["max.message.bytes"] == str(MAX_MESSAGE_BYTES)
+        assert found["retention.ms"] == longer and int(found["max.message.bytes"]) >= MAX_MESSAGE_BYTES
     finally:
         log.close()
 

@@ -175,6 +175,20 @@ def test_purge_keeps_what_the_topics_reader_has_not_committed(event_log: EventLo
     assert len(drain(event_log.consumer("after", "u"), 3)) == 3
 
 
+def test_start_offsets_are_the_first_each_partition_still_holds(event_log: EventLog):
+    """What `blackbox lag` counts from where a group's committed offset is older (found in review:
+    it counted purged records as waiting, and could read no age of the oldest)."""
+    event_log.publish("t", [OutgoingRecord(value=f"r{i}".encode(), key=b"k") for i in range(4)])
+    records = drain(event_log.consumer("g", "t"), 4)
+    partition = records[0].partition
+    assert event_log.start_offsets("t").get(partition, 0) == 0
+    time.sleep(0.05)
+    event_log.purge(["t"], now_ms())
+    start = event_log.start_offsets("t")[partition]
+    assert 0 < start <= records[-1].offset
+    assert event_log.read("t", partition, start) is not None and event_log.read("t", partition, start - 1) is None
+
+
 def test_end_offsets_are_past_everything_published_before(event_log: EventLog):
     assert event_log.end_offsets("t") in ({}, {0: 0, 1: 0, 2: 0})  # nothing yet (or empty partitions)
     event_log.publish("t", [OutgoingRecord(value=str(i).encode(), key=b"k") for i in range(3)])

@@ -85,6 +85,11 @@ class EventLog(Protocol):
         Partitions that never held a record may be absent."""
         ...
 
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        """Each partition's first offset the log still holds (what purge and retention left);
+        partitions that never held a record may be absent."""
+        ...
+
     def committed(self, group: str, topic: str) -> dict[int, int]:
         """Each partition's next offset as the group last committed it; partitions it never
         committed are absent."""

@@ -142,6 +142,11 @@ class SqliteEventLog:
         )
         return {partition: end for partition, end in rows}
 
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        rows = self._db.connection().execute(
+            "SELECT partition, MIN(offset) FROM records WHERE topic = ? GROUP BY partition", (topic,))
+        return dict(rows)
+
     def committed(self, group: str, topic: str) -> dict[int, int]:
         rows = self._db.connection().execute(
             "SELECT partition, next_offset FROM commits WHERE grp = ? AND topic = ?", (group, topic))

@@ -373,6 +373,12 @@ class KafkaEventLog:
         return sum(offset - earliest[tp] for tp, offset in doomed.items())
 
     def end_offsets(self, topic: str) -> dict[int, int]:
+        return self._each_partitions(topic, OffsetSpec.latest())  # type: ignore[no-untyped-call]
+
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        return self._each_partitions(topic, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
+
+    def _each_partitions(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
         self.ensure_topic(topic)
         name = self._name(topic)
         metadata = self._admin.list_topics(topic=name, timeout=10).topics.get(name)
@@ -382,8 +388,8 @@ class KafkaEventLog:
         deadline = time.monotonic() + READ_TIMEOUT_S
         while True:
             try:
-                latest = self._offsets(partitions, OffsetSpec.latest())  # type: ignore[no-untyped-call]
-                return {partition: offset for (_, partition), offset in latest.items()}
+                found = self._offsets(partitions, spec)
+                return {partition: offset for (_, partition), offset in found.items()}
             except KafkaException:
                 # a topic just created has no leader for a moment (NOT_LEADER_FOR_PARTITION, which
                 # the admin client does not mark retriable)

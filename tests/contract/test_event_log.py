@@ -185,8 +185,9 @@ def test_start_offsets_are_the_first_each_partition_still_holds(event_log: Event
     time.sleep(0.05)
     event_log.purge(["t"], now_ms())
     start = event_log.start_offsets("t")[partition]
-    assert 0 < start <= records[-1].offset
-    assert event_log.read("t", partition, start) is not None and event_log.read("t", partition, start - 1) is None
+    assert 0 < start <= records[-1].offset + 1  # Kafka's purge may take them all, SQLite's keeps the newest
+    assert event_log.read("t", partition, start - 1) is None
+    assert start > records[-1].offset or event_log.read("t", partition, start) is not None
 
 
 def test_end_offsets_are_past_everything_published_before(event_log: EventLog):

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Annotated, Any, Concatenate, NotRequired, ParamSpec, TypeVar
 
@@ -37,8 +39,18 @@ _ENTRIES_CURSOR = {"desc": Kind.ENTRIES_DESC, "asc": Kind.ENTRIES_ASC}
 # a wipe's season starts this long after the request (wipe)
 WIPE_DELAY_MS = 1000
 # how often a change of a board's settings (a PUT, a wipe) reads them again when another change
-# landed between its read and its write (two API workers at once): that one is never undone
-CHANGE_TRIES = 8
+# landed between its read and its write (API workers at once): that one is never undone. Between
+# tries a random wait of up to CHANGE_BACKOFF_S times the tries so far, so that those at once part
+CHANGE_TRIES = 16
+CHANGE_BACKOFF_S = 0.005
+
+
+def _changes() -> Iterator[int]:
+    """The tries of a change of a board's settings, with the wait before each after the first."""
+    for attempt in range(CHANGE_TRIES):
+        if attempt:
+            time.sleep(random.uniform(0, CHANGE_BACKOFF_S * attempt))
+        yield attempt
 
 Rank = Annotated[int, Field(ge=1)]
 
@@ -202,7 +214,7 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> tuple
     """Whether the board was made, and its settings. `board` is a name the route took
     (ranking.model.NAME_PATTERN). A PUT sets the settings it names; those left out stay as they
     are (a new board takes the defaults), also when another change lands at once (CHANGE_TRIES)."""
-    for _ in range(CHANGE_TRIES):
+    for _ in _changes():
         known = store.get_board(board)
         if known is None:
             made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}))
@@ -270,7 +282,7 @@ def wipe(store: RankingStore, board: str) -> Wiped:
     there, whenever the worker applies it. It takes effect WIPE_DELAY_MS after the request: the
     worker reads a board's settings after polling a batch, and a batch read before this write must
     hold no update received after the wipe."""
-    for _ in range(CHANGE_TRIES):
+    for _ in _changes():
         settings = settings_of(store, board)
         at = now_ms() + WIPE_DELAY_MS
         if store.replace_board(settings, replace(settings, epochs=started(settings, at, settings.reset))):

@@ -10,6 +10,8 @@ from adapters.spill.codec import Unreadable, decode, encode, is_spill_id, new_sp
 from ports import OutgoingRecord, SpilledRecord
 from ports.telemetry import logger
 
+_ASIDE = ".unreadable"
+
 
 class DirectorySpillStore:
     def __init__(self, directory: Path) -> None:
@@ -46,7 +48,7 @@ class DirectorySpillStore:
                 continue
             except Unreadable as exc:
                 # set aside, for the operator: read at every listing it would hold back none but log each time
-                aside = path.with_name(f".{spill_id}.unreadable")
+                aside = path.with_name(f".{spill_id}{_ASIDE}")
                 path.rename(aside)
                 logger.error("a spilled file does not decode; set aside", extra={"path": str(aside),
                                                                                   "error": str(exc)})
@@ -56,7 +58,10 @@ class DirectorySpillStore:
         (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
 
     def purge(self, before_ms: int) -> int:
-        old = [spill_id for spill_id in self._ids() if spilled_at_ms(spill_id) < before_ms]
-        for spill_id in old:
-            (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
+        old = [self._dir / f"{spill_id}.json" for spill_id in self._ids() if spilled_at_ms(spill_id) < before_ms]
+        # and those set aside as unreadable (list), kept as long as a spill is
+        old += [path for path in self._dir.glob(f".*{_ASIDE}")
+                if is_spill_id(spill_id := path.name[1:-len(_ASIDE)]) and spilled_at_ms(spill_id) < before_ms]
+        for path in old:
+            path.unlink(missing_ok=True)
         return len(old)

@@ -14,9 +14,9 @@ PREFIX = "spill/"
 UNREADABLE = f"{PREFIX}unreadable/"
 
 
-def _spill_id(key: str) -> str | None:
-    name = key.removeprefix(PREFIX).removesuffix(".json")
-    return name if key == f"{PREFIX}{name}.json" and is_spill_id(name) else None
+def _spill_id(key: str, prefix: str = PREFIX) -> str | None:
+    name = key.removeprefix(prefix).removesuffix(".json")
+    return name if key == f"{prefix}{name}.json" and is_spill_id(name) else None
 
 
 class S3SpillStore:
@@ -52,15 +52,18 @@ class S3SpillStore:
         self._s3.delete_object(Bucket=self._bucket, Key=f"{PREFIX}{spill_id}.json")
 
     def purge(self, before_ms: int) -> int:
-        """The bucket's lifecycle rule expires spill too; this makes the cut exact and immediate."""
+        """The bucket's lifecycle rule expires spill too; this makes the cut exact and immediate, of
+        the spills and of those set aside as unreadable (list)."""
         purged = 0
-        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=PREFIX):
-            ids = [(item["Key"], spill_id) for item in page.get("Contents", [])
-                   if (spill_id := _spill_id(item["Key"])) is not None]
-            old = [key for key, spill_id in ids if spilled_at_ms(spill_id) < before_ms]
-            if old:
-                self._s3.delete_objects(Bucket=self._bucket, Delete={"Objects": [{"Key": k} for k in old]})
-                purged += len(old)
-            if len(old) < len(ids):
-                break  # keys sort by time: the rest are newer
+        for prefix in (PREFIX, UNREADABLE):
+            pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=prefix)
+            for page in pages:
+                ids = [(item["Key"], spill_id) for item in page.get("Contents", [])
+                       if (spill_id := _spill_id(item["Key"], prefix)) is not None]
+                old = [key for key, spill_id in ids if spilled_at_ms(spill_id) < before_ms]
+                if old:
+                    self._s3.delete_objects(Bucket=self._bucket, Delete={"Objects": [{"Key": k} for k in old]})
+                    purged += len(old)
+                if len(old) < len(ids):
+                    break  # keys sort by time: the rest are newer
         return purged

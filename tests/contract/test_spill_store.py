@@ -79,7 +79,7 @@ def test_what_does_not_read_as_a_spill_stops_neither_listing_nor_purge(
     spill_store.put("sessions", OutgoingRecord(value=b"second"))
     assert [s.record.value for s in spill_store.list(limit=10)] == [b"first", b"second"]
     assert [s.record.value for s in spill_store.list(limit=1)] == [b"first"]
-    assert spill_store.purge(now_ms() + 1) == 2
+    assert spill_store.purge(now_ms() + 1) == 3  # the one set aside too
     assert spill_store.list(limit=10) == []
 
 
@@ -87,8 +87,9 @@ def test_a_set_aside_spill_file_goes_with_retention(tmp_path: Path) -> None:
     """Found in review: a spill file set aside as unreadable was kept for good (S3's are under the
     bucket's lifecycle rule)."""
     store = DirectorySpillStore(tmp_path / "spill")
-    (tmp_path / "spill" / "00000000000000000001-000000000-crashes-deadbeef0000.json").write_bytes(b"{")
+    spill_id = "00000000000000000001-000000000-crashes-deadbeef0000"
+    (tmp_path / "spill" / f"{spill_id}.json").write_bytes(b"{")
     assert store.list(limit=10) == []
-    assert [p.name for p in (tmp_path / "spill").iterdir()] == [".00000000000000000001-000000000-crashes-deadbeef0000.unreadable"]
+    assert [p.name for p in (tmp_path / "spill").iterdir()] == [f".{spill_id}.unreadable"]
     assert store.purge(now_ms()) == 1
     assert list((tmp_path / "spill").iterdir()) == []

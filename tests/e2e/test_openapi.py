@@ -102,6 +102,12 @@ def test_serve_keeps_to_the_document(keyed: Serve, case: Case):
         case.query["sentry_key"] = KEYS[Role.INGEST]
     if case.meta is not None and case.meta.generation.mode.is_positive and case.query:
         within_the_prose(case.query)
+    if case.path_parameters:
+        # schemathesis percent-decodes a path parameter before it encodes it (its transport's
+        # serialization): a player id `%ff`, which the document allows, would go as U+FFFD, which it
+        # does not (seen in this stop's run); each `%` escaped, the value goes as generated
+        case.path_parameters = {name: value.replace("%", "%25") if type(value) is str else value  # not encoded
+                                for name, value in case.path_parameters.items()}
     native = (case.operation.method.upper(), case.operation.path) in NATIVE
     if native and case.path_parameters and case.path_parameters.get("projectId", "").isdigit():
         case.path_parameters["projectId"] = str(PROJECT)  # a known project: the upload is read

@@ -23,10 +23,9 @@ from pymysql.cursors import Cursor
 from adapters.errors import Meaning
 from adapters.sql import migrations
 from adapters.sql.connections import PerThread
-from adapters.sql.queries import PURGE_CHUNK
 from adapters.sql.reads import Cursor as SqlCursor
 from adapters.sql.reads import Rows, SqlDatabase, Transaction
-from adapters.sql.statements import Statement, T
+from adapters.sql.statements import T
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
@@ -258,16 +257,6 @@ class MysqlDatabase(SqlDatabase):
             (rows,) = cursor.fetchone() or (0,)
             cursor.execute(f"ALTER TABLE reports DROP PARTITION {', '.join(old)}")
             return int(rows)
-
-    def delete_in_chunks(self, statement: Statement, before: int) -> int:
-        """Runs a purge statement (queries.purge: PURGE_CHUNK rows each) until it deletes fewer."""
-        deleted = 0
-        while True:
-            with self.transaction() as t:
-                count = t.execute(statement, {"before": before})
-            deleted += count
-            if count < PURGE_CHUNK:
-                return deleted
 
     def ping(self) -> None:
         with self.connection().cursor() as cursor:

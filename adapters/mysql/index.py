@@ -80,9 +80,9 @@ class MysqlCrashIndex(CrashIndexReads):
         reportKeys of purged reports: a key row holds its report's submit_time, so the same cut
         takes exactly those, whatever is indexed meanwhile."""
         purged = self._database.drop_day_partitions(before_ms)
-        purged += self._database.delete_in_chunks(PURGE_REPORTS, before_ms)
-        self._database.delete_in_chunks(_PURGE_KEYS, before_ms)
-        self._database.delete_in_chunks(PURGE_AWAITING, before_ms)
+        purged += self._database.delete_in_chunks(PURGE_REPORTS, {"before": before_ms})
+        self._database.delete_in_chunks(_PURGE_KEYS, {"before": before_ms})
+        self._database.delete_in_chunks(PURGE_AWAITING, {"before": before_ms})
         self._database.ensure_day_partitions(DAYS_AHEAD)
         return purged
 
@@ -108,8 +108,8 @@ class MysqlSessionCounters(SessionCounterReads, ReleaseReads):
             apply_releases(t, releases)
 
     def purge(self, before_ms: int) -> int:
-        return (sum(self._database.delete_in_chunks(statement, before_ms) for statement in PURGE_COUNTERS)
-                + sum(self._database.delete_in_chunks(statement, before)
+        return (sum(self._database.delete_in_chunks(statement, {"before": before_ms}) for statement in PURGE_COUNTERS)
+                + sum(self._database.delete_in_chunks(statement, {"before": before})
                       for statement, before in purge_statements(before_ms)))
 
     def close(self) -> None:

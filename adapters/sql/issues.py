@@ -428,15 +428,7 @@ class SqlIssueStore:
             t.execute(_ATTEMPTED, vars(delivery))
 
     def purge(self, before_ms: int) -> int:
-        purged = 0
-        for statement in _PURGE_OUTBOX:
-            while True:
-                with self._database.transaction() as t:
-                    count = t.execute(statement, {"before": before_ms})
-                purged += count
-                if count < PURGE_CHUNK:
-                    break
-        return purged
+        return sum(self._database.delete_in_chunks(statement, {"before": before_ms}) for statement in _PURGE_OUTBOX)
 
     def rest(self, webhook: str, until: int) -> None:
         with self._database.transaction() as t:

@@ -127,6 +127,17 @@ class SqlDatabase(ABC):
         with self.transaction() as t:
             return work(t)
 
+    def delete_in_chunks(self, statement: Statement, values: Mapping[str, Any]) -> int:
+        """Runs a purge statement (PURGE_CHUNK rows a statement on MySQL, all on SQLite: queries.purge),
+        a transaction each, until it deletes fewer; how many went."""
+        deleted = 0
+        while True:
+            with self.transaction() as t:
+                count = t.execute(statement, values)
+            deleted += count
+            if count < PURGE_CHUNK:
+                return deleted
+
     def rows(self, statement: Statement, values: Mapping[str, Any]) -> Rows:
         compiled = statement.on(self.ENGINE)
         return self.run(compiled.text, compiled.params(values))
@@ -360,15 +371,8 @@ class RankingReads(Checkpointed):
             return t.execute(ranking_sql.REPLACE_BOARD, values) > 0
 
     def drop_season(self, board: str, start: int) -> int:
-        key = season_key(board, start)
-        dropped = 0
-        for statement in ranking_sql.DROP_SEASON:
-            while True:
-                with self._database.transaction() as t:
-                    count = t.execute(statement, {"board": key})
-                dropped += count
-                if count < PURGE_CHUNK:
-                    break
+        key = {"board": season_key(board, start)}
+        dropped = sum(self._database.delete_in_chunks(statement, key) for statement in ranking_sql.DROP_SEASON)
         with self._database.transaction() as t:
             dropped += t.execute(ranking_sql.FORGET_SEASON, {"board": board, "start": start})
         return dropped

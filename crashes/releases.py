@@ -154,24 +154,17 @@ def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: in
 def previous_builds(counters: ReleaseCounts, sku: str, first_seen: Mapping[str, int]) -> dict[str, BuildSeen | None]:
     """previous_build of each of these builds (by when each was first seen), in one walk of the
     sku's builds, newest first: a build's previous is the one listed after it."""
-    if not first_seen:
-        return {}
-    wanted, found = first_seen, dict[str, BuildSeen | None]()
-    listed = _newest_first(counters, sku, max(wanted.values()))
-    waiting: str | None = None  # the build whose previous is the next listed
-    for seen in listed:
-        if waiting is not None:
-            found[waiting] = seen
-            waiting = None
-        if seen.build in wanted and seen.build not in found:
-            waiting = seen.build
-            if len(found) == len(wanted) - 1:  # only its previous is left to find
-                found[waiting] = next(listed, None)
-                return found
-    if waiting is not None:
-        found[waiting] = None  # the sku's first build
+    found: dict[str, BuildSeen | None] = {}
+    if first_seen:
+        listed = _newest_first(counters, sku, max(first_seen.values()))
+        for seen, before in itertools.pairwise(itertools.chain(listed, [None])):
+            if seen is not None and seen.build in first_seen:
+                found[seen.build] = before
+                if len(found) == len(first_seen):
+                    break
     # a build the listing does not hold (not yet written there): the lookup of one build
-    return found | {name: previous_build(counters, sku, name, at) for name, at in wanted.items() if name not in found}
+    return found | {build: previous_build(counters, sku, build, at) for build, at in first_seen.items()
+                    if build not in found}
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:

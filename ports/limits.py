@@ -85,9 +85,8 @@ def name_pattern(chars: str, most: int) -> str:
     return pattern
 
 
-# a player id is asked for in a path (/players/{playerId}); the document says the same in one
-# pattern, in Python's words (its \w)
-# what a path segment may be, as the document says it (pydantic's regex crate has no lookahead)
+# what a path segment (a player id in /players/{playerId}) may be, as the document says it: one
+# pattern, in Python's words (its \w; pydantic's regex crate has no lookahead, so the check is _routable)
 SEGMENT_PATTERN = rf"^(?!\.\.?$){_SEGMENT.pattern}$"
 PathSegment = Annotated[str, StringConstraints(min_length=1, max_length=128), AfterValidator(_routable),
                         Field(json_schema_extra={"pattern": SEGMENT_PATTERN})]

@@ -29,8 +29,8 @@ def lags(log: EventLog) -> list[Lag]:
         committed, starts = log.committed(consumer_group(function), topic), log.start_offsets(topic)
         # from the first record the log still holds where the group is further back (or never
         # committed): what went before it is no longer there to wait
-        nexts = {p: max(committed.get(p, 0), starts.get(p, 0)) for p in starts}
-        waiting = {p: (nexts.get(p, 0), end) for p, end in log.end_offsets(topic).items() if end > nexts.get(p, 0)}
+        waiting = {p: (next_offset, end) for p, end in log.end_offsets(topic).items()
+                   if end > (next_offset := max(committed.get(p, 0), starts.get(p, 0)))}
         oldest = [record.timestamp_ms for p, (next_offset, _) in waiting.items()
                   if (record := log.read(topic, p, next_offset)) is not None]
         found.append(Lag(function, topic, sum(end - next_offset for next_offset, end in waiting.values()),

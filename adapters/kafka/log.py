@@ -358,12 +358,10 @@ class KafkaEventLog:
         cut = self._offsets(partitions, OffsetSpec.for_timestamp(before_ms))
         # no record at or after the time (-1): everything before the end goes
         targets = {tp: latest[tp] if cut[tp] < 0 else cut[tp] for tp in partitions}
-        for topic, group in (readers or {}).items():
-            if topic in topics:
-                committed = self.committed(group, topic)
-                for (name, partition), target in targets.items():
-                    if name == self._name(topic):
-                        targets[name, partition] = min(target, committed.get(partition, 0))
+        # no further than a topic's reader committed
+        committed = {self._name(t): self.committed(group, t) for t, group in (readers or {}).items() if t in topics}
+        targets = {(name, p): min(target, committed[name].get(p, 0)) if name in committed else target
+                   for (name, p), target in targets.items()}
         doomed = {tp: offset for tp, offset in targets.items() if offset > earliest[tp]}
         if not doomed:
             return 0

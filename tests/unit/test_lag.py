@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from pathlib import Path
@@ -12,10 +13,12 @@ import pytest
 
 from adapters.factory import build
 from adapters.settings import Settings
-from cli.main import main
+from cli.main import LAG_ENGINES, main
 from local_runtime.poller import Poller
+from local_runtime.server import check_engines
 from pipeline.topics import DEADLETTER, SESSIONS
 from ports import OutgoingRecord
+from ports.errors import UserError
 
 
 def _lag(capsys: pytest.CaptureFixture[str], data_dir: Path) -> Any:
@@ -59,3 +62,27 @@ def test_lag_prints_a_line_a_consumer(tmp_path: Path, capsys: pytest.CaptureFixt
         ["crash-consumer", "crashes", "0"], ["session-counter", "sessions", "0"], ["ranking-worker", "scores", "0"],
         ["minidump-processor", "minidumps", "0"]]
     assert lines[5].startswith("dead letters: 0 ")
+
+
+def test_lag_refuses_a_data_directory_that_holds_no_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Found from outside: a mistyped --data-dir was made, and lag said every consumer was 0 behind."""
+    missing = tmp_path / "mistyped"
+    assert main(["lag", "--data-dir", str(missing)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert str(missing) in line and "no Blackbox data" in line
+    assert not missing.exists()
+
+
+def test_lag_on_services_needs_only_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]):
+    """Found from outside: it refused to run for a Couchbase it does not read."""
+    with socket.socket() as kafka, socket.socket() as closed:
+        kafka.bind(("127.0.0.1", 0))
+        kafka.listen()
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: refused
+        monkeypatch.setenv("BLACKBOX_KAFKA_BOOTSTRAP", f"127.0.0.1:{kafka.getsockname()[1]}")
+        monkeypatch.setenv("BLACKBOX_COUCHBASE_URL", f"couchbase://127.0.0.1:{closed.getsockname()[1]}")
+        monkeypatch.setenv("BLACKBOX_MYSQL_URL", f"mysql://u:p@127.0.0.1:{closed.getsockname()[1]}/db")
+        check_engines(Settings(profile="services", data_dir=tmp_path), only=LAG_ENGINES)
+        with pytest.raises(UserError, match="Couchbase"):
+            check_engines(Settings(profile="services", data_dir=tmp_path))

@@ -33,6 +33,8 @@ PORTS: tuple[Port, ...] = get_args(Port)
 UNCLOSED: frozenset[Port] = frozenset({"spill", "symbols"})
 
 T = TypeVar("T")
+# the embedded log's file in a data directory
+LOG_FILE = "log.sqlite"
 
 
 class Once(Generic[T]):
@@ -175,7 +177,7 @@ class _Embedded:
     def log(self) -> EventLog:
         from adapters.embedded.log import SqliteEventLog
 
-        return SqliteEventLog(self._settings.data_dir / "log.sqlite", partitions=self._settings.log_partitions)
+        return SqliteEventLog(self._settings.data_dir / LOG_FILE, partitions=self._settings.log_partitions)
 
     def documents(self) -> DocumentStore:
         from adapters.embedded.documents import SqliteDocumentStore

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any, NoReturn, TextIO, cast
@@ -24,7 +24,7 @@ from pydantic_settings import SettingsError
 from rich.console import Console
 from rich.status import Status
 
-from adapters.factory import Adapters, build, install, migrate
+from adapters.factory import LOG_FILE, Adapters, build, install, migrate
 from adapters.settings import SERVICES_ENV_FILE, Settings
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
 from local_runtime.context import LocalContext
@@ -101,9 +101,10 @@ def _fix_where(name: str) -> str:
 
 
 @contextmanager
-def _adapters(settings: Settings) -> Iterator[Adapters]:
-    """The ports for one command, closed after it; on the services profile, once the engines answer."""
-    check_engines(settings)
+def _adapters(settings: Settings, engines: Collection[str] | None = None) -> Iterator[Adapters]:
+    """The ports for one command, closed after it; on the services profile, once the engines it
+    uses (all, unless named) answer."""
+    check_engines(settings, engines)
     adapters = build(settings)
     try:
         yield adapters
@@ -274,10 +275,19 @@ def _purge(args: argparse.Namespace) -> int:
     return 0
 
 
+# what lag reads: the log alone
+LAG_ENGINES = frozenset({"Kafka"})
+
+
 def _lag(args: argparse.Namespace) -> int:
     from local_runtime.lag import lags
 
-    with _adapters(_settings(args)) as adapters:
+    settings = _settings(args)
+    if settings.profile == "embedded" and not (settings.data_dir / LOG_FILE).is_file():
+        # made by building the log, it would say every consumer is 0 behind
+        raise UserError(f"no Blackbox data in {settings.data_dir}: it holds no log",
+                        "pass the --data-dir of the serve to look at (its default: ./blackbox-data)")
+    with _adapters(settings, LAG_ENGINES) as adapters:
         found, now = lags(adapters.log), now_ms()
         dead_letters = sum(adapters.log.end_offsets(DEADLETTER).values())
     waited = {lag.function: None if lag.oldest_ms is None else max(0, now - lag.oldest_ms) / 1000 for lag in found}

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
@@ -171,16 +171,19 @@ def _address(where: str, default_port: int) -> tuple[str, int]:
     return parsed.hostname or "127.0.0.1", parsed.port or default_port
 
 
-def check_engines(settings: Settings) -> None:
-    """On the services profile, each engine listens before a command relies on it; else one line
-    says which does not and how to start them, rather than a driver's traceback midway (or, from
-    librdkafka, a log line for every reconnect, tens a second). A plain connection: the schema
-    may not exist yet (serve migrates), and only a driver can say what else is wrong."""
+def check_engines(settings: Settings, only: Collection[str] | None = None) -> None:
+    """On the services profile, each engine (of `only`, by name, when a command uses some) listens
+    before a command relies on it; else one line says which does not and how to start them, rather
+    than a driver's traceback midway (or, from librdkafka, a log line for every reconnect, tens a
+    second). A plain connection: the schema may not exist yet (serve migrates), and only a driver
+    can say what else is wrong."""
     if settings.profile != "services":
         return
     engines = (("Kafka", settings.kafka_bootstrap, 9092), ("Couchbase", settings.couchbase_url, 11210),
                ("MySQL", settings.mysql_url, 3306))
     for engine, where, default_port in engines:
+        if only is not None and engine not in only:
+            continue
         host, port = _address(where, default_port)
         try:
             socket.create_connection((host, port), timeout=3).close()

@@ -55,6 +55,9 @@ def test_lag_counts_what_the_consumers_poller_has_not_committed(tmp_path: Path, 
 
 
 def test_lag_prints_a_line_a_consumer(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    serves = build(Settings(profile="embedded", data_dir=tmp_path))  # a serve's data directory, nothing in it yet
+    serves.log.ping()
+    serves.close()
     assert main(["lag", "--data-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["consumer", "topic", "behind", "oldest", "waiting"]

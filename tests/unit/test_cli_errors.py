@@ -333,3 +333,37 @@ def test_invoke_prints_no_log_line_on_stdout(capsys: pytest.CaptureFixture[str])
     assert main(["invoke", "purge", "--event", str(EVENTS / "purge-scheduled.json")]) == 0
     out = capsys.readouterr()
     assert "log_records" in json.loads(out.out) and "purged what is past retention" in out.err
+
+
+@pytest.mark.parametrize("command", [["purge"], ["replay"], ["replay", "--dead-letters"]])
+def test_a_command_on_existing_data_refuses_a_directory_without_it(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Found from outside: `purge --data-dir <a mistyped path>` made the directory and said it purged
+    nothing; so did replay."""
+    missing = tmp_path / "mistyped"
+    assert main([*command, "--data-dir", str(missing)]) == 2
+    line = one_line(capsys)
+    assert str(missing) in line and "no Blackbox data" in line, line
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("command", [["serve"], ["purge"], ["migrate"]])
+def test_a_data_dir_that_is_a_file_is_one_line(command: list[str], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]):
+    """Found from outside: a raw FileExistsError."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine")
+    assert main([*command, "--data-dir", str(a_file)]) == 2
+    line = one_line(capsys)
+    assert str(a_file) in line and "not a directory" in line, line
+    assert a_file.read_text() == "mine"
+
+
+def test_purge_prints_its_summary_alone_on_stdout(adapters: Adapters, capsys: pytest.CaptureFixture[str]):
+    """Found from outside: its JSON log line came first on stdout."""
+    adapters.log.ping()  # a serve's data directory
+    assert main(["purge", "--data-dir", str(adapters.settings.data_dir)]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[0] == "purged what is past retention:", out.out
+    assert "purged what is past retention" in out.err

@@ -176,6 +176,7 @@ def test_serves_purge_keeps_the_events_its_consumers_have_not_committed(adapters
 
 def test_blackbox_purge_and_replay_commands(adapters: Adapters, capsys: pytest.CaptureFixture[str]):
     data_dir = str(adapters.settings.data_dir)
+    adapters.log.ping()  # a serve's data directory holds its log
     adapters.spill.put(SESSIONS, OutgoingRecord(b'{"eventId": "e", "receivedAt": 0, "sessions": []}'))
     assert main(["replay", "--dead-letters", "--data-dir", data_dir]) == 0
     assert main(["purge", "--data-dir", data_dir]) == 0

@@ -72,7 +72,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     if args.profile is not None:
         overrides["profile"] = args.profile
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
         name = "BLACKBOX_" + "__".join(str(part).upper() for part in first["loc"] if isinstance(part, str))
@@ -82,6 +82,19 @@ def _settings(args: argparse.Namespace) -> Settings:
         field = str(exc).partition('field "')[2].partition('"')[0]
         raise UserError(f"{exc} (lists and objects are JSON, e.g. BLACKBOX_API_KEYS__READ='[\"a-key\"]')",
                         _fix_where(f"BLACKBOX_{field.upper()}")) from None
+    if settings.data_dir.exists() and not settings.data_dir.is_dir():
+        raise UserError(f"{settings.data_dir} is not a directory", "pass --data-dir a directory (made if missing)")
+    return settings
+
+
+def _serves_data(args: argparse.Namespace) -> Settings:
+    """The settings of a command on a serve's data. On embedded, where all of it is in the data
+    directory, one that holds no log is refused: a mistyped --data-dir would be made, and found empty."""
+    settings = _settings(args)
+    if settings.profile == "embedded" and not (settings.data_dir / LOG_FILE).is_file():
+        raise UserError(f"no Blackbox data in {settings.data_dir}: it holds no log",
+                        "pass the --data-dir of the serve to look at (its default: ./blackbox-data)")
+    return settings
 
 
 def _fix_where(name: str) -> str:
@@ -240,9 +253,9 @@ class _Countdown:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = _serves_data(args)
     console = Console(stderr=True)
-    with _adapters(settings) as adapters, console.status("publishing spilled events …") as status:
+    with _adapters(settings) as adapters, _logging_to(sys.stderr), console.status("publishing spilled events …") as status:
         print(f"replayed {replay_spilled(adapters.log, adapters.spill)} spilled event(s)")
         if args.dead_letters:
             ever = sum(adapters.log.end_offsets(DEADLETTER).values())
@@ -269,7 +282,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _purge(args: argparse.Namespace) -> int:
     from retention.purge import purge
 
-    with _adapters(_settings(args)) as adapters:
+    with _adapters(_serves_data(args)) as adapters, _logging_to(sys.stderr):
         purged = purge(adapters, now_ms(), readers=READERS)
     print("purged what is past retention:" + "".join(f"\n  {name}: {n}" for name, n in purged.__dict__.items()))
     return 0
@@ -282,11 +295,7 @@ LAG_ENGINES = frozenset({"Kafka"})
 def _lag(args: argparse.Namespace) -> int:
     from local_runtime.lag import lags
 
-    settings = _settings(args)
-    if settings.profile == "embedded" and not (settings.data_dir / LOG_FILE).is_file():
-        # made by building the log, it would say every consumer is 0 behind
-        raise UserError(f"no Blackbox data in {settings.data_dir}: it holds no log",
-                        "pass the --data-dir of the serve to look at (its default: ./blackbox-data)")
+    settings = _serves_data(args)
     with _adapters(settings, LAG_ENGINES) as adapters:
         found, now = lags(adapters.log), now_ms()
         dead_letters = sum(adapters.log.end_offsets(DEADLETTER).values())

@@ -151,10 +151,21 @@ def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteI
                                  "http://hooks.example.com:0/", "https://hooks.example.com:00/",
                                  # found from outside: an address with a resolver's trailing dot; and
                                  # IPv4 in SIIT's translated form (::ffff:0:0/96)
-                                 "http://127.0.0.1./", "http://169.254.169.254./", "http://[::ffff:0:127.0.0.1]/"])
+                                 "http://127.0.0.1./", "http://169.254.169.254./", "http://[::ffff:0:127.0.0.1]/",
+                                 # found from outside: a label that begins or ends with a hyphen
+                                 "http://-bad-.com/", "https://hooks-.example.com/", "http://a.-b.com/"])
 def test_what_a_webhook_may_not_point_at(url: str) -> None:
     with pytest.raises(RefusedAddress):
         check_url(url, WebhookPolicy(), resolve=False)
+
+
+@pytest.mark.parametrize("secret", [" " * 16, "whsec-0123456789abcdef\n", " whsec-0123456789abcdef",
+                                    "whsec-0123456789\tabcdef", "whsec-0123456789abcdef\x00"])
+def test_a_secret_is_printable_without_spaces(secret: str) -> None:
+    """Found from outside: a secret of 16 spaces was taken; one pasted with its line's end signs
+    every delivery with a byte its receiver does not hold."""
+    with pytest.raises(ValueError, match="secret"):
+        WebhookBody.model_validate({"url": "https://example.com/hook", "secret": secret, "alerts": ["regressed"]})
 
 
 def test_a_name_that_resolves_to_loopback_is_refused_and_private_is_allowed_when_set() -> None:

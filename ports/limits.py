@@ -39,6 +39,10 @@ Sku = Annotated[str, StringConstraints(pattern=SKU_PATTERN)]
 # what a value of each pattern may be, in words: a refusal says these, not the pattern (the document
 # keeps the pattern), whether the value was a body's, a query's or a path's (api.requests)
 PATTERN_WORDS = {SKU_PATTERN: SKU_CHARS}
+# a secret that signs: no spaces or control characters, which a secret pasted with its line's end
+# would carry into every signature, where its receiver does not hold them
+SECRET_PATTERN = r"^[!-~]+$"
+PATTERN_WORDS[SECRET_PATTERN] = "ASCII letters, digits and punctuation, without spaces"
 # players, sessions and the like: long enough for any real id, short enough to index
 MAX_ID_CHARS = 128
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS)]

@@ -87,8 +87,10 @@ def _numeric(host: str) -> Address | None:
         return None
 
 
-# a name's labels as resolvers take them (an underscore too, as some services' names have)
-_HOST_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
+# a name's labels as resolvers take them (an underscore too, as some services' names have), none
+# beginning or ending with a hyphen
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?"
+_HOST_NAME = re.compile(rf"{_LABEL}(\.{_LABEL})*\.?")
 
 
 def _public(address: Address) -> bool:
@@ -148,7 +150,7 @@ def _check_name(host: str, policy: WebhookPolicy) -> None:
     except UnicodeError:
         raise RefusedAddress("a host name DNS can carry (labels of 1 to 63 characters)") from None
     if not _HOST_NAME.fullmatch(host):
-        raise RefusedAddress("a host name DNS can carry (letters, digits, - and _ in labels)")
+        raise RefusedAddress("a host name DNS can carry (letters, digits, - and _ in labels, - not first or last)")
     name = host.rstrip(".")
     if not policy.allow_private and (name == "localhost" or name.endswith(".localhost")):
         raise RefusedAddress(_NOT_PUBLIC)

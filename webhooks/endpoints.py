@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.errors import Conflict, InvalidField, NotFound
 from ports.issues import ALERT_KINDS, AlertKind, Delivery, DeliveryStatus, IssueStore, Webhook
-from ports.limits import name_pattern
+from ports.limits import SECRET_PATTERN, name_pattern
 from ports.timeutil import Time, to_rfc3339
 from webhooks.delivery import RefusedAddress, WebhookPolicy, check_url
 
@@ -28,7 +28,8 @@ class WebhookBody(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     url: Annotated[str, Field(min_length=1, max_length=2048, description="http or https")]
-    secret: Annotated[str, Field(min_length=16, max_length=256, description="signs each delivery")]
+    secret: Annotated[str, Field(min_length=16, max_length=256, pattern=SECRET_PATTERN,
+                                 description="signs each delivery: ASCII letters, digits and punctuation")]
     alerts: Annotated[list[AlertKind], Field(min_length=1, max_length=len(ALERT_KINDS))]
 
 

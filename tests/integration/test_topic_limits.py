@@ -198,6 +198,27 @@ def test_what_the_log_confirmed_of_a_request_is_not_spilled_too(tmp_path: Path):
     assert on_log | set(spilled) == {r.value for r in records}
 
 
+@pytest.mark.services
+def test_a_record_the_producer_refuses_at_once_spills_with_those_after_it_alone(tmp_path: Path):
+    """Left alone in a note, then mended: a record librdkafka refused as it was produced (past the
+    producer's own limit) raised out of the publish, and every record of the request spilled, those
+    produced before it and confirmed too."""
+    prefix = f"{namespace()}."
+    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=2, topic_prefix=prefix)
+    spill = DirectorySpillStore(tmp_path / "spill")
+    records = [OutgoingRecord(value=f"small {i}".encode(), key=f"k{i}".encode()) for i in range(8)]
+    too_large = random.Random(5).randbytes(MAX_MESSAGE_BYTES + 1_000)
+    records.insert(4, OutgoingRecord(value=too_large, key=b"large"))
+    try:
+        publish(log, spill, SESSIONS, records)
+        on_log = {r.value for p in range(2) for r in _read_all(log, SESSIONS, p)}
+    finally:
+        log.close()
+    spilled = [item.record.value for item in spill.list(100)]
+    assert on_log == {r.value for r in records[:4]}
+    assert sorted(spilled) == sorted(r.value for r in records[4:])
+
+
 def _read_all(log: KafkaEventLog, topic: str, partition: int) -> list[LogRecord]:
     found, offset = [], 0
     while (record := log.read(topic, partition, offset)) is not None:

@@ -285,13 +285,21 @@ class KafkaEventLog:
                 if pending == 0:
                     done.set()
 
-        for index, record in enumerate(records):
-            self._produce(topic, record, functools.partial(delivered, index))
-        # librdkafka reports the expiry itself; the extra second only guards against a lost report
         failure: Exception | None = None
+        for index, record in enumerate(records):
+            try:
+                self._produce(topic, record, functools.partial(delivered, index))
+            except KafkaException as exc:  # refused as produced (past the producer's limit): those before it may go
+                failure = exc
+                with lock:
+                    pending -= len(records) - index
+                    if pending == 0:
+                        done.set()
+                break
+        # librdkafka reports the expiry itself; the extra second only guards against a lost report
         if not done.wait(self._timeout + 1):
             failure = PublishTimeout(f"{pending} of {len(records)} records not confirmed in {self._timeout} s")
-        elif errors:
+        elif errors and failure is None:
             failure = KafkaException(errors[0])
         if failure is None:
             return

@@ -3,6 +3,7 @@ dict as the model."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -175,6 +176,25 @@ def test_a_delete_leaves_no_empty_directory(tmp_path: Path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_page_reads_the_directories_that_may_hold_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Left alone in a note, then mended: each page of the directory store's listing read every
+    directory of the layout (12,000 files were 24,000 directories a page)."""
+    store = DirectorySymbolStore(tmp_path)
+    paths = sorted(f"m{n:02}.so/{n:032X}/m{n:02}.so.sym" for n in range(60))
+    for at, path in enumerate(paths):
+        store.put(path, b"MODULE", at)
+    read: list[str] = []
+    scandir = os.scandir
+
+    def counted(path: Any = ".") -> Any:
+        read.append(str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counted)
+    assert [f.path for f in store.files(paths[30], 2)] == paths[31:33]
+    assert len(read) <= 1 + 2 * 3, read  # the root, and the modules of the page (and one past it)
+
+
 def test_puts_and_deletes_of_one_file_at_once_never_fail(tmp_path: Path):
     """Found from outside: a delete removing the emptied directories while a put made or synced
     them failed the put (FileExistsError, FileNotFoundError: 500). The directory store's own."""
@@ -219,7 +239,7 @@ def test_a_put_where_a_file_holds_its_directorys_name_fails_and_does_not_spin(tm
     assert not thread.is_alive() and len(failed) == 1
 
 
-PATHS = [GAME, LIBC, "a/A/a.sym", "a/B/a.sym", "a.x/A/a.sym"]
+PATHS = [GAME, LIBC, "a/A/a.sym", "a/B/a.sym", "a.x/A/a.sym", "a-x/A/a.sym", "a/A.B/a.sym", ".a/A/.a.sym"]
 Op = tuple[str, str, int]  # put, delete or local; the path; the size put
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import heapq
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from adapters.symbols.layout import SUFFIX, checked, fsync_directory, staged
+from adapters.symbols.layout import DEPTH, SUFFIX, checked, fsync_directory, staged
 from ports import SymbolFile
 
 
@@ -38,20 +37,40 @@ class DirectorySymbolStore:
         return True
 
     def files(self, after: str, limit: int) -> list[SymbolFile]:
-        # all the paths in memory: one entry per symbol file, which are thousands, not millions
-        found = []
-        for path in heapq.nsmallest(limit, (path for path in self._paths() if path > after)):
+        found: list[SymbolFile] = []
+        if limit < 1:
+            return found
+        for path in self._paths_after(after):
             try:
                 stat = (self._root / path).stat()
             except FileNotFoundError:
                 continue  # deleted since listed
             found.append(SymbolFile(path, stat.st_size, stat.st_mtime_ns // 1_000_000))
+            if len(found) == limit:
+                break
         return found
 
-    def _paths(self) -> Iterator[str]:
-        for file in self._root.glob("*/*/*"):
-            if file.name.endswith(SUFFIX) and file.is_file():
-                yield file.relative_to(self._root).as_posix()
+    def _paths_after(self, after: str) -> Iterator[str]:
+        """The layout's paths past `after`, in order, reading only the directories that may hold
+        some: each path under a directory begins with its path and a slash, so the directories are
+        walked in the order of that, and one whose is below `after`'s beginning is passed over."""
+
+        def walk(directory: Path, prefix: str, depth: int) -> Iterator[str]:
+            try:
+                with os.scandir(directory) as listing:
+                    entries = [(entry.name, entry.is_dir()) for entry in listing]
+            except (FileNotFoundError, NotADirectoryError):
+                return  # deleted since its parent was read
+            if depth == DEPTH:
+                yield from sorted(path for name, is_dir in entries
+                                  if not is_dir and name.endswith(SUFFIX) and (path := prefix + name) > after)
+                return
+            for name in sorted((name for name, is_dir in entries if is_dir), key=lambda name: name + "/"):
+                below = f"{prefix}{name}/"
+                if below >= after[:len(below)]:
+                    yield from walk(directory / name, below, depth + 1)
+
+        return walk(self._root, "", 1)
 
     def delete(self, path: str) -> bool:
         target = self._root / checked(path)

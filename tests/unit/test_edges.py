@@ -90,6 +90,9 @@ def test_an_idempotency_key_given_twice_is_refused_however_its_names_are_spelt()
     ("r\u00e9sum\u00e9.txt", "attachment; filename=\"r_sum_.txt\"; filename*=UTF-8''r%C3%A9sum%C3%A9.txt"),
     ('a"b\\c', "attachment; filename=\"a_b_c\"; filename*=UTF-8''a%22b%5Cc"),
     ("a\x7fb", "attachment; filename=\"a_b\"; filename*=UTF-8''a%7Fb"),
+    # found from outside: browsers decode %XX in filename, so x%2Eexe was saved as x.exe
+    ("x%2Eexe", "attachment; filename=\"x_2Eexe\"; filename*=UTF-8''x%252Eexe"),
+    ("a;b=c%22 .html", "attachment; filename=\"a;b=c_22 .html\"; filename*=UTF-8''a%3Bb%3Dc%2522%20.html"),
 ])
 def test_a_download_is_named_safely(name: str, header: str):
     assert content_disposition(name) == header

@@ -67,8 +67,9 @@ def download_response(data: bytes, content_type: str, filename: str) -> Response
 
 def content_disposition(filename: str) -> str:
     """`attachment` with the name (RFC 6266): an ASCII stand-in in `filename` for old clients, the
-    exact name in `filename*` when it is not plain ASCII."""
-    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename)
+    exact name in `filename*` when it is not plain ASCII, or holds a `%` (browsers decode %XX in
+    `filename`: x%2Eexe would be saved as x.exe)."""
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\%' else "_" for c in filename)
     if fallback == filename:
         return f'attachment; filename="{filename}"'
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"

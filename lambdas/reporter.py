@@ -101,7 +101,7 @@ def crash(report_id: str) -> Response[str]:
                  "application/octet-stream for any other"),
              "headers": {
                  "Content-Disposition": {"description": "attachment, with the name (RFC 6266; filename* when it "
-                                                        "is not ASCII)", "schema": {"type": "string"}},
+                                                        "is not ASCII or holds a %)", "schema": {"type": "string"}},
                  "Content-Security-Policy": {"description": DOWNLOAD_POLICY, "schema": {"type": "string"}},
                  **{name: {"schema": {"type": "string", "enum": [value]}} for name, value in EVERY_ANSWER.items()},
              },

@@ -192,7 +192,7 @@ def test_a_page_reads_the_directories_that_may_hold_it(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(os, "scandir", counted)
     assert [f.path for f in store.files(paths[30], 2)] == paths[31:33]
-    assert len(read) <= 1 + 2 * 3, read  # the root, and the modules of the page (and one past it)
+    assert len(read) <= 1 + 2 * 3, read  # the root, and after's module and the page's, two levels each
 
 
 def test_puts_and_deletes_of_one_file_at_once_never_fail(tmp_path: Path):

@@ -21,7 +21,7 @@ from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.ranking import MysqlRankingStore
 from adapters.sql import ranking as ranking_sql
 from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
-from adapters.sql.queries import find_query, origins
+from adapters.sql.queries import crash_counts_query, find_query, origins
 from adapters.sql.statements import Engine, Query
 from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, Order, ReportFilter, SessionBucket
 from ranking.tree import DEFAULT_TREE
@@ -248,3 +248,76 @@ def test_mysql_counts_better_tiebreaks_by_a_range_of_the_index() -> None:
                            "rank_scores")
         plan = [(row["table"], row["type"], row["key"]) for row in rows if row["table"] == "rank_scores"]
         assert plan == [("rank_scores", "range", "rank_scores_asc")] * 2, rows
+
+
+# found from outside (a million reports of one sku): a page of a rare build's or signature's
+# reports walked every report of the sku (1.1 s), and a build's crash counts looked up every
+# report of the sku in the window (0.9 s; release health counts three times)
+RARE = {"build_version": "1.2.0", "signature": "00000000000000ff"}
+
+
+def _load_filtered(index: SqliteCrashIndex | MysqlCrashIndex) -> None:
+    """One sku: many reports of a common build and signature first (lower ids), then few of a rare one."""
+    common = {"build_version": "1.4.3", "signature": "000000000000000a"}
+    for start in range(0, OTHER_REPORTS, 1_000):
+        index.insert_many([dataclasses.replace(e, **common) for e in _entries("busy:pc", 1_000, start)])
+    index.insert_many([dataclasses.replace(e, **RARE) for e in _entries("busy:pc", OUR_REPORTS, OTHER_REPORTS)])
+
+
+FILTERED = [("build_version", "reports_sku_build_id"), ("signature", "reports_sku_signature_id")]
+
+
+@pytest.mark.parametrize(("field", "index"), FILTERED)
+@pytest.mark.parametrize("newest_first", [False, True])
+def test_sqlite_pages_a_builds_or_signatures_reports_through_its_index(
+        tmp_path: Path, field: str, index: str, newest_first: bool) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    _load_filtered(SqliteCrashIndex(database))
+    query = ReportFilter(sku="busy:pc", limit=1, equals={field: RARE[field]}, newest_first=newest_first)
+    plan = " | ".join(_sqlite_plan(database, *_page(query, "sqlite")))
+    assert f"USING INDEX {index}" in plan and "TEMP B-TREE" not in plan, plan
+
+
+@pytest.mark.services
+@pytest.mark.parametrize(("field", "index"), FILTERED)
+@pytest.mark.parametrize("newest_first", [False, True])
+def test_mysql_pages_a_builds_or_signatures_reports_through_its_index(
+        field: str, index: str, newest_first: bool) -> None:
+    with mysql_database(namespace()) as database:
+        _load_filtered(MysqlCrashIndex(database))
+        query = ReportFilter(sku="busy:pc", limit=1, equals={field: RARE[field]}, newest_first=newest_first)
+        sql, params = _page(query, "mysql")
+        with database.connection().cursor() as cursor:
+            cursor.execute("ANALYZE TABLE reports")
+            cursor.fetchall()
+            cursor.execute(f"ANALYZE FORMAT=JSON {sql}", params)
+            (analysis,) = cursor.fetchone()
+        table = _table(json.loads(analysis))
+        assert table["key"] == index and table["r_rows"] == 1, analysis
+
+
+def test_sqlite_counts_a_builds_crashes_from_its_index(tmp_path: Path) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    _load_filtered(SqliteCrashIndex(database))
+    statement, values = crash_counts_query("busy:pc", 0, 2_000_000, 60_000, {"build_version": "1.2.0"})
+    compiled = statement.on("sqlite")
+    plan = " | ".join(_sqlite_plan(database, compiled.text, compiled.params(values)))
+    assert "USING COVERING INDEX reports_sku_build_received (sku=? AND build_version=? AND received_at>? AND " \
+           "received_at<?)" in plan, plan
+
+
+@pytest.mark.services
+def test_mysql_counts_a_builds_crashes_from_its_index() -> None:
+    with mysql_database(namespace()) as database:
+        _load_filtered(MysqlCrashIndex(database))
+        statement, values = crash_counts_query("busy:pc", 0, 2_000_000, 60_000, {"build_version": "1.2.0"})
+        compiled = statement.on("mysql")
+        with database.connection().cursor() as cursor:
+            cursor.execute("ANALYZE TABLE reports")
+            cursor.fetchall()
+            cursor.execute(f"ANALYZE FORMAT=JSON {compiled.text}", compiled.params(values))
+            (analysis,) = cursor.fetchone()
+        table = _table(json.loads(analysis))
+        # the build's rows alone, from the index (no row looked up)
+        assert table["key"] == "reports_sku_build_received" and table["using_index"] is True, analysis
+        assert table["r_rows"] == OUR_REPORTS, analysis

@@ -261,12 +261,19 @@ def _equal_values(equals: Mapping[str, str] | None) -> tuple[tuple[str, ...], di
     return names, {f"equals_{name}": (equals or {})[name] for name in names}
 
 
+# a page filtered by one of these reads the index of its value's reports in id order (the first
+# named, where a page names several); by none, the sku's (sku, report_id): else a page of a rare
+# build walks every report of its sku
+_PAGE_INDEXES = (("signature", "reports_sku_signature_id"), ("build_version", "reports_sku_build_id"))
+
+
 @functools.cache
 def _find(newest_first: bool, after: bool, since: bool, until: bool, equals: tuple[str, ...]) -> Statement:
     """Left to choose, MySQL walked the primary key through other skus' reports for a small LIMIT,
-    or read every report of the sku to sort them; SQLite sorted them all: each is told to read the
-    (sku, report_id) index, forwards or backwards."""
+    or read every report of the sku to sort them; SQLite sorted them all: each is told to read an
+    index in report_id order, forwards or backwards."""
     c = reports.c
+    index = next((index for field, index in _PAGE_INDEXES if field in equals), "reports_sku_id")
     clauses = [c.sku == _bind("sku"), *_equal_to(equals)]
     if after:
         clauses.append(c.report_id < _bind("after") if newest_first else c.report_id > _bind("after"))
@@ -276,8 +283,8 @@ def _find(newest_first: bool, after: bool, since: bool, until: bool, equals: tup
         clauses.append(c.submit_time < _bind("to_ms"))
     return Statement(
         _SELECT_REPORTS.where(*clauses)
-        .with_hint(reports, "FORCE INDEX (reports_sku_id)", "mysql")
-        .with_hint(reports, "INDEXED BY reports_sku_id", "sqlite")
+        .with_hint(reports, f"FORCE INDEX ({index})", "mysql")
+        .with_hint(reports, f"INDEXED BY {index}", "sqlite")
         .order_by(c.report_id.desc() if newest_first else c.report_id.asc())
         .limit(_bind("limit")).offset(_bind("offset"))
     )
@@ -316,8 +323,11 @@ def crash_groups_query(sku: str, from_ms: int, to_ms: int, limit: int, equals: M
 def _crash_counts(equals: tuple[str, ...]) -> Statement:
     c = reports.c
     bucket = (c.received_at - c.received_at % _bind("bucket_ms")).label("bucket")
-    return Statement(sa.select(bucket, sa.func.count()).where(*_received_between(), *_equal_to(equals))
-                     .group_by(bucket))
+    statement = sa.select(bucket, sa.func.count()).where(*_received_between(), *_equal_to(equals)).group_by(bucket)
+    if equals == ("build_version",):  # release health's: the build's entries of the window alone
+        statement = (statement.with_hint(reports, "FORCE INDEX (reports_sku_build_received)", "mysql")
+                     .with_hint(reports, "INDEXED BY reports_sku_build_received", "sqlite"))
+    return Statement(statement)
 
 
 def crash_counts_query(sku: str, from_ms: int, to_ms: int, bucket_ms: int,

@@ -1,0 +1,6 @@
+-- A page of one build's or one signature's reports, and a build's crash counts, read that build's
+-- or signature's index entries alone (adapters.sql.queries): without them a rare build's page
+-- walked every report of its sku, and a build's counts looked up each report of the window.
+CREATE INDEX reports_sku_build_id ON reports (sku, build_version, report_id);
+CREATE INDEX reports_sku_signature_id ON reports (sku, signature, report_id);
+CREATE INDEX reports_sku_build_received ON reports (sku, build_version, received_at);

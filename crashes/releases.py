@@ -17,7 +17,7 @@ from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page
 from ports.errors import InvalidField, NotFound
 from ports.issues import build_order
 from ports.limits import INT64_MAX
-from ports.releases import DAY_MS, OUTCOMES, BuildSeen, ReleaseCounts
+from ports.releases import DAY_MS, OUTCOMES, BuildSeen, Outcome, ReleaseCounts
 from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
 
 MAX_BUILDS = 100
@@ -205,8 +205,7 @@ def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build
     if seen is None:
         raise NotFound(f"no session of build {build!r} of {sku!r} within retention")
     all_sessions = counters.session_counts(sku, start, to_ms, step)
-    sessions = counters.release_sessions(sku, build, start, to_ms, step)
-    crashes = index.crash_counts(sku, start, to_ms, step, {"build_version": build})
+    sessions, crashes = _counts(index, counters, sku, build, start=start, end=to_ms, step=step)
     series: list[ReleasePoint] = []
     for bucket in range(start, to_ms, step):
         s = sum(sessions.get(bucket, {}).values())
@@ -214,13 +213,14 @@ def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build
         series.append({"start": to_rfc3339(bucket), "sessions": s, "crashedSessions": crashed,
                        "adoption": _share(s, all_sessions.get(bucket, 0)), "crashFreeSessions": _free(crashed, s),
                        "crashes": c, "crashRate": c / s if s else None})
-    figures = _figures(index, counters, sku, seen, start=start, end=to_ms, all_sessions=sum(all_sessions.values()))
+    everyone = sum(all_sessions.values())
+    figures = _figures(counters, sku, seen, (sessions, crashes), start=start, end=to_ms, all_sessions=everyone)
     before = previous_build(counters, sku, seen.build, seen.first_seen)
     previous: ReleaseFigures | None = None
     change: ReleaseChange | None = None
     if before is not None:
-        previous = _figures(index, counters, sku, before, start=start, end=to_ms,
-                            all_sessions=sum(all_sessions.values()))
+        counts = _counts(index, counters, sku, before.build, start=start, end=to_ms, step=to_ms - start)
+        previous = _figures(counters, sku, before, counts, start=start, end=to_ms, all_sessions=everyone)
         change = {"adoption": _less(figures["adoption"], previous["adoption"]),
                   "crashFreeSessions": _less(figures["crashFreeSessions"], previous["crashFreeSessions"]),
                   "crashFreePlayers": _less(figures["crashFreePlayers"], previous["crashFreePlayers"]),
@@ -229,12 +229,22 @@ def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build
             "previous": previous, "change": change, "series": series}
 
 
-def _figures(index: CrashIndex, counters: SessionCounters, sku: str, seen: BuildSeen, *, start: int, end: int,
+# a build's sessions by bucket and outcome, and its crashes by bucket
+BuildCounts = tuple[dict[int, dict[Outcome, int]], dict[int, int]]
+
+
+def _counts(index: CrashIndex, counters: SessionCounters, sku: str, build: str, *, start: int, end: int,
+            step: int) -> BuildCounts:
+    """A build's sessions by outcome and its crashes over [start, end), by buckets of `step`."""
+    return (counters.release_sessions(sku, build, start, end, step),
+            index.crash_counts(sku, start, end, step, {"build_version": build}))
+
+
+def _figures(counters: SessionCounters, sku: str, seen: BuildSeen,
+             counts: BuildCounts, *, start: int, end: int,
              all_sessions: int) -> ReleaseFigures:
-    """A build's figures over [start, end)."""
-    whole = end - start
-    sessions = counters.release_sessions(sku, seen.build, start, end, whole)
-    crashes = index.crash_counts(sku, start, end, whole, {"build_version": seen.build})
+    """A build's figures over [start, end), from its counts there (by any buckets)."""
+    sessions, crashes = counts
     by_outcome = {o: sum(b.get(o, 0) for b in sessions.values()) for o in OUTCOMES}
     outcomes: SessionOutcomes = {"ok": by_outcome["ok"], "crashed": by_outcome["crashed"],
                           "abnormal": by_outcome["abnormal"], "errored": by_outcome["errored"]}

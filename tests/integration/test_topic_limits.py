@@ -183,16 +183,8 @@ def test_what_the_log_confirmed_of_a_request_is_not_spilled_too(tmp_path: Path):
     # as in AWS, where the deployment makes the topics: this serve's log would give it its own limit
     log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=2, topic_prefix=prefix,
                         create_topics=False)
-    spill = DirectorySpillStore(tmp_path / "spill")
-    records = [OutgoingRecord(value=f"small {i}".encode(), key=f"k{i}".encode()) for i in range(16)]
     large = random.Random(3).randbytes(50_000)  # past the topic's limit however the producer compresses it
-    records.insert(3, OutgoingRecord(value=large, key=b"large"))
-    try:
-        publish(log, spill, SESSIONS, records)
-        on_log = {r.value for p in range(2) for r in _read_all(log, SESSIONS, p)}
-    finally:
-        log.close()
-    spilled = [item.record.value for item in spill.list(100)]
+    records, on_log, spilled = _published(log, tmp_path, 16, large, at=3)
     assert large in spilled and on_log  # the large one refused, the other partition's taken
     assert len(spilled) == len(set(spilled)) and not on_log & set(spilled)
     assert on_log | set(spilled) == {r.value for r in records}
@@ -205,18 +197,24 @@ def test_a_record_the_producer_refuses_at_once_spills_with_those_after_it_alone(
     produced before it and confirmed too."""
     prefix = f"{namespace()}."
     log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=2, topic_prefix=prefix)
+    records, on_log, spilled = _published(log, tmp_path, 8, random.Random(5).randbytes(MAX_MESSAGE_BYTES + 1_000), at=4)
+    assert on_log == {r.value for r in records[:4]}
+    assert sorted(spilled) == sorted(r.value for r in records[4:])
+
+
+def _published(log: KafkaEventLog, tmp_path: Path, count: int, large: bytes,
+               at: int) -> tuple[list[OutgoingRecord], set[bytes], list[bytes]]:
+    """`count` small records and `large` among them at `at`, as capture publishes them (closing the
+    log after): the records, the values the log holds, and those spilled."""
     spill = DirectorySpillStore(tmp_path / "spill")
-    records = [OutgoingRecord(value=f"small {i}".encode(), key=f"k{i}".encode()) for i in range(8)]
-    too_large = random.Random(5).randbytes(MAX_MESSAGE_BYTES + 1_000)
-    records.insert(4, OutgoingRecord(value=too_large, key=b"large"))
+    records = [OutgoingRecord(value=f"small {i}".encode(), key=f"k{i}".encode()) for i in range(count)]
+    records.insert(at, OutgoingRecord(value=large, key=b"large"))
     try:
         publish(log, spill, SESSIONS, records)
         on_log = {r.value for p in range(2) for r in _read_all(log, SESSIONS, p)}
     finally:
         log.close()
-    spilled = [item.record.value for item in spill.list(100)]
-    assert on_log == {r.value for r in records[:4]}
-    assert sorted(spilled) == sorted(r.value for r in records[4:])
+    return records, on_log, [item.record.value for item in spill.list(100)]
 
 
 def _read_all(log: KafkaEventLog, topic: str, partition: int) -> list[LogRecord]:

@@ -255,7 +255,8 @@ class _Countdown:
 def _replay(args: argparse.Namespace) -> int:
     settings = _serves_data(args)
     console = Console(stderr=True)
-    with _adapters(settings) as adapters, _logging_to(sys.stderr), console.status("publishing spilled events …") as status:
+    with (_adapters(settings) as adapters, _logging_to(sys.stderr),
+          console.status("publishing spilled events …") as status):
         print(f"replayed {replay_spilled(adapters.log, adapters.spill)} spilled event(s)")
         if args.dead_letters:
             ever = sum(adapters.log.end_offsets(DEADLETTER).values())

@@ -348,16 +348,31 @@ def test_a_command_on_existing_data_refuses_a_directory_without_it(
     assert not missing.exists()
 
 
-@pytest.mark.parametrize("command", [["serve"], ["purge"], ["migrate"]])
-def test_a_data_dir_that_is_a_file_is_one_line(command: list[str], tmp_path: Path,
+@pytest.mark.parametrize("command", [["serve"], ["purge"],
+                                     ["invoke", "purge", "--event", str(EVENTS / "purge-scheduled.json")]])
+@pytest.mark.parametrize("where", ["notes.txt", "notes.txt/data", "dangling"])
+def test_a_data_dir_that_is_a_file_is_one_line(command: list[str], where: str, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]):
-    """Found from outside: a raw FileExistsError."""
+    """Found from outside: a raw FileExistsError; in review, a raw NotADirectoryError for a path
+    under a file, and FileExistsError again for a link to nothing."""
     a_file = tmp_path / "notes.txt"
     a_file.write_text("mine")
-    assert main([*command, "--data-dir", str(a_file)]) == 2
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    data_dir = tmp_path / where
+    assert main([*command, "--data-dir", str(data_dir)]) == 2
     line = one_line(capsys)
-    assert str(a_file) in line and "not a directory" in line, line
+    assert str(data_dir) in line and "not a directory" in line, line
     assert a_file.read_text() == "mine"
+
+
+def test_invoke_on_its_scratch_directory_minds_no_blackbox_data_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]):
+    """Found in review: invoke, which runs on a scratch directory of its own, refused to run where
+    ./blackbox-data was a file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "blackbox-data").write_text("mine")
+    assert main(["invoke", "purge", "--event", str(EVENTS / "purge-scheduled.json")]) == 0
+    assert "log_records" in json.loads(capsys.readouterr().out)
 
 
 def test_purge_prints_its_summary_alone_on_stdout(adapters: Adapters, capsys: pytest.CaptureFixture[str]):

@@ -82,15 +82,25 @@ def _settings(args: argparse.Namespace) -> Settings:
         field = str(exc).partition('field "')[2].partition('"')[0]
         raise UserError(f"{exc} (lists and objects are JSON, e.g. BLACKBOX_API_KEYS__READ='[\"a-key\"]')",
                         _fix_where(f"BLACKBOX_{field.upper()}")) from None
-    if settings.data_dir.exists() and not settings.data_dir.is_dir():
-        raise UserError(f"{settings.data_dir} is not a directory", "pass --data-dir a directory (made if missing)")
     return settings
+
+
+def _check_data_dir(settings: Settings) -> Settings:
+    """The settings, if their data directory is one or can be made (its nearest existing path a
+    directory): else one line, not the error of the first store that makes its files there."""
+    for path in (settings.data_dir, *settings.data_dir.parents):
+        if path.is_dir():
+            return settings
+        if path.exists() or path.is_symlink():  # a file, or a link to nothing
+            break
+    raise UserError(f"{settings.data_dir} is not a directory and cannot be made one",
+                    "pass --data-dir a directory (made if missing)")
 
 
 def _serves_data(args: argparse.Namespace) -> Settings:
     """The settings of a command on a serve's data. On embedded, where all of it is in the data
     directory, one that holds no log is refused: a mistyped --data-dir would be made, and found empty."""
-    settings = _settings(args)
+    settings = _check_data_dir(_settings(args))
     if settings.profile == "embedded" and not (settings.data_dir / LOG_FILE).is_file():
         raise UserError(f"no Blackbox data in {settings.data_dir}: it holds no log",
                         "pass the --data-dir of the serve to look at (its default: ./blackbox-data)")
@@ -117,7 +127,7 @@ def _fix_where(name: str) -> str:
 def _adapters(settings: Settings, engines: Collection[str] | None = None) -> Iterator[Adapters]:
     """The ports for one command, closed after it; on the services profile, once the engines it
     uses (all, unless named) answer."""
-    check_engines(settings, engines)
+    check_engines(_check_data_dir(settings), engines)
     adapters = build(settings)
     try:
         yield adapters
@@ -126,7 +136,7 @@ def _adapters(settings: Settings, engines: Collection[str] | None = None) -> Ite
 
 
 def _serve(args: argparse.Namespace) -> int:
-    serve(_settings(args), args.host, args.port, args.role, args.workers)
+    serve(_check_data_dir(_settings(args)), args.host, args.port, args.role, args.workers)
     return 0
 
 
@@ -194,7 +204,8 @@ def _invoke(args: argparse.Namespace) -> int:
                 scratch = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="blackbox-invoke-"))
                 settings = settings.model_copy(update={"data_dir": Path(scratch)})
             else:
-                cleanup.callback(os.close, lock_data_dir(settings.data_dir, "pass --live to invoke beside it"))
+                cleanup.callback(os.close, lock_data_dir(_check_data_dir(settings).data_dir,
+                                                         "pass --live to invoke beside it"))
         install(cleanup.enter_context(_adapters(settings)))
         cleanup.callback(install, None)
         # what the handler writes for Lambda's log (its metrics, its log lines) beside the answer, not in it

@@ -195,6 +195,16 @@ def test_a_page_reads_the_directories_that_may_hold_it(tmp_path: Path, monkeypat
     assert len(read) <= 1 + 2 * 3, read  # the root, and after's module and the page's, two levels each
 
 
+def test_a_listing_holds_files_alone(tmp_path: Path):
+    """Found in review: a FIFO named as a symbol file was listed (the walk before took files alone)."""
+    store = DirectorySymbolStore(tmp_path)
+    store.put(GAME, b"MODULE", 1)
+    fifo = tmp_path / "pipe.so" / "ABC" / "pipe.so.sym"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    assert [f.path for f in store.files("", 10)] == [GAME]
+
+
 def test_puts_and_deletes_of_one_file_at_once_never_fail(tmp_path: Path):
     """Found from outside: a delete removing the emptied directories while a put made or synced
     them failed the put (FileExistsError, FileNotFoundError: 500). The directory store's own."""

@@ -58,14 +58,15 @@ class DirectorySymbolStore:
         def walk(directory: Path, prefix: str, depth: int) -> Iterator[str]:
             try:
                 with os.scandir(directory) as listing:
-                    entries = [(entry.name, entry.is_dir()) for entry in listing]
+                    # a symbol file's directories, or at its depth its files: other entries are no one's
+                    entries = [entry.name for entry in listing
+                               if (entry.is_file() if depth == DEPTH else entry.is_dir())]
             except (FileNotFoundError, NotADirectoryError):
                 return  # deleted since its parent was read
             if depth == DEPTH:
-                yield from sorted(path for name, is_dir in entries
-                                  if not is_dir and name.endswith(SUFFIX) and (path := prefix + name) > after)
+                yield from sorted(path for name in entries if name.endswith(SUFFIX) and (path := prefix + name) > after)
                 return
-            for name in sorted((name for name, is_dir in entries if is_dir), key=lambda name: name + "/"):
+            for name in sorted(entries, key=lambda name: name + "/"):
                 below = f"{prefix}{name}/"
                 if below >= after[:len(below)]:
                     yield from walk(directory / name, below, depth + 1)

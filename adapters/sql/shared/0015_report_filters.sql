@@ -2,5 +2,6 @@
 -- or signature's index entries alone (adapters.sql.queries): without them a rare build's page
 -- walked every report of its sku, and a build's counts looked up each report of the window.
 CREATE INDEX reports_sku_build_id ON reports (sku, build_version, report_id);
-CREATE INDEX reports_sku_signature_id ON reports (sku, signature, report_id);
+-- received_at too: a grouping of a window, which may take either signature index, reads it alone
+CREATE INDEX reports_sku_signature_id ON reports (sku, signature, report_id, received_at);
 CREATE INDEX reports_sku_build_received ON reports (sku, build_version, received_at);

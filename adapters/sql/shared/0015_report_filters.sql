@@ -4,4 +4,5 @@
 CREATE INDEX reports_sku_build_id ON reports (sku, build_version, report_id);
 -- received_at too: a grouping of a window, which may take either signature index, reads it alone
 CREATE INDEX reports_sku_signature_id ON reports (sku, signature, report_id, received_at);
-CREATE INDEX reports_sku_build_received ON reports (sku, build_version, received_at);
+-- the signature too: a build's groups of a window read it alone
+CREATE INDEX reports_sku_build_received ON reports (sku, build_version, received_at, signature);

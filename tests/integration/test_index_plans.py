@@ -46,9 +46,7 @@ def _load(index: SqliteCrashIndex | MysqlCrashIndex) -> ReportFilter:
 
 
 def _page(query: ReportFilter, engine: Engine) -> tuple[str, tuple[Any, ...]]:
-    statement, values = find_query(query)
-    compiled = statement.on(engine)
-    return compiled.text, compiled.params(values)
+    return _compiled(find_query(query), engine)
 
 
 def _sqlite_plan(database: SqliteIndexDatabase, sql: str, params: Sequence[Any]) -> list[str]:
@@ -79,6 +77,23 @@ def test_sqlite_pages_through_the_sku_index_without_sorting(tmp_path: Path, newe
     assert "TEMP B-TREE" not in plan
 
 
+def _analyzed(database: MysqlDatabase, sql: str, params: Sequence[Any]) -> dict[str, Any]:
+    """The reports table's access in MariaDB's ANALYZE FORMAT=JSON of `sql`, after ANALYZE TABLE
+    (the statistics a table in use has)."""
+    with database.connection().cursor() as cursor:
+        cursor.execute("ANALYZE TABLE reports")
+        cursor.fetchall()
+        cursor.execute(f"ANALYZE FORMAT=JSON {sql}", params)
+        (analysis,) = cursor.fetchone()
+    return _table(json.loads(analysis))
+
+
+def _compiled(query: Query, engine: Engine) -> tuple[str, tuple[Any, ...]]:
+    statement, values = query
+    compiled = statement.on(engine)
+    return compiled.text, compiled.params(values)
+
+
 def _table(node: Any) -> dict[str, Any]:
     """The table access in an ANALYZE FORMAT=JSON plan, wherever a filesort puts it."""
     if isinstance(node, dict):
@@ -99,13 +114,7 @@ def _table(node: Any) -> dict[str, Any]:
 def test_mysql_reads_only_the_skus_rows(newest_first: bool) -> None:
     with mysql_database(namespace()) as database:
         query = dataclasses.replace(_load(MysqlCrashIndex(database)), newest_first=newest_first)
-        sql, params = _page(query, "mysql")
-        with database.connection().cursor() as cursor:
-            cursor.execute("ANALYZE TABLE reports")  # the statistics a table in use has
-            cursor.fetchall()
-            cursor.execute(f"ANALYZE FORMAT=JSON {sql}", params)
-            (analysis,) = cursor.fetchone()
-        table = _table(json.loads(analysis))
+        table = _analyzed(database, *_page(query, "mysql"))
         assert table["key"] == "reports_sku_id"
         assert table["r_rows"] == 1  # the index is read in order: a LIMIT 1 stops at the first row
 
@@ -286,22 +295,15 @@ def test_mysql_pages_a_builds_or_signatures_reports_through_its_index(
     with mysql_database(namespace()) as database:
         _load_filtered(MysqlCrashIndex(database))
         query = ReportFilter(sku="busy:pc", limit=1, equals={field: RARE[field]}, newest_first=newest_first)
-        sql, params = _page(query, "mysql")
-        with database.connection().cursor() as cursor:
-            cursor.execute("ANALYZE TABLE reports")
-            cursor.fetchall()
-            cursor.execute(f"ANALYZE FORMAT=JSON {sql}", params)
-            (analysis,) = cursor.fetchone()
-        table = _table(json.loads(analysis))
-        assert table["key"] == index and table["r_rows"] == 1, analysis
+        table = _analyzed(database, *_page(query, "mysql"))
+        assert table["key"] == index and table["r_rows"] == 1, table
 
 
 def test_sqlite_counts_a_builds_crashes_from_its_index(tmp_path: Path) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     _load_filtered(SqliteCrashIndex(database))
-    statement, values = crash_counts_query("busy:pc", 0, 2_000_000, 60_000, {"build_version": "1.2.0"})
-    compiled = statement.on("sqlite")
-    plan = " | ".join(_sqlite_plan(database, compiled.text, compiled.params(values)))
+    query = crash_counts_query("busy:pc", 0, 2_000_000, 60_000, {"build_version": "1.2.0"})
+    plan = " | ".join(_sqlite_plan(database, *_compiled(query, "sqlite")))
     assert "USING COVERING INDEX reports_sku_build_received (sku=? AND build_version=? AND received_at>? AND " \
            "received_at<?)" in plan, plan
 
@@ -310,17 +312,11 @@ def test_sqlite_counts_a_builds_crashes_from_its_index(tmp_path: Path) -> None:
 def test_mysql_counts_a_builds_crashes_from_its_index() -> None:
     with mysql_database(namespace()) as database:
         _load_filtered(MysqlCrashIndex(database))
-        statement, values = crash_counts_query("busy:pc", 0, 2_000_000, 60_000, {"build_version": "1.2.0"})
-        compiled = statement.on("mysql")
-        with database.connection().cursor() as cursor:
-            cursor.execute("ANALYZE TABLE reports")
-            cursor.fetchall()
-            cursor.execute(f"ANALYZE FORMAT=JSON {compiled.text}", compiled.params(values))
-            (analysis,) = cursor.fetchone()
-        table = _table(json.loads(analysis))
+        query = crash_counts_query("busy:pc", 0, 2_000_000, 60_000, {"build_version": "1.2.0"})
+        table = _analyzed(database, *_compiled(query, "mysql"))
         # the build's rows alone, from the index (no row looked up)
-        assert table["key"] == "reports_sku_build_received" and table["using_index"] is True, analysis
-        assert table["r_rows"] == OUR_REPORTS, analysis
+        assert table["key"] == "reports_sku_build_received" and table["using_index"] is True, table
+        assert table["r_rows"] == OUR_REPORTS, table
 
 
 @pytest.mark.services
@@ -332,11 +328,5 @@ def test_mysql_groups_a_window_from_an_index_alone(build: str | None) -> None:
     with mysql_database(namespace()) as database:
         _load_filtered(MysqlCrashIndex(database))
         equals = None if build is None else {"build_version": build}
-        statement, values = crash_groups_query("busy:pc", 0, 2_000_000, 20, equals)
-        compiled = statement.on("mysql")
-        with database.connection().cursor() as cursor:
-            cursor.execute("ANALYZE TABLE reports")
-            cursor.fetchall()
-            cursor.execute(f"ANALYZE FORMAT=JSON {compiled.text}", compiled.params(values))
-            (analysis,) = cursor.fetchone()
-        assert _table(json.loads(analysis)).get("using_index") is True, analysis
+        table = _analyzed(database, *_compiled(crash_groups_query("busy:pc", 0, 2_000_000, 20, equals), "mysql"))
+        assert table.get("using_index") is True, table

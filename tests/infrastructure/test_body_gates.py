@@ -43,7 +43,7 @@ TAKEN = [
     ("PUT", "/v1/crash-groups/{signature}/state", {"state": "resolved", "inBuild": ASTRAL_ID}),
     ("PUT", "/v1/crash-groups/{signature}/state", {"state": "ignored", "ignoreUntil": "2026-12-01T00:00:00Z",
                                                    "ignoreForReports": 1000}),
-    ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/" + "x" * 2000, "secret": ASTRAL_ID,
+    ("PUT", "/v1/webhooks/{name}", {"url": "https://hooks.example.com/" + "x" * 2000, "secret": "!~" * 128,
                                     "alerts": ["new-group", "regressed"]}),
     ("POST", "/v1/crash-groups/{signature}/merge", {"into": "0123456789abcdef"}),
     ("PUT", "/v1/crash-groups:rules", {}),

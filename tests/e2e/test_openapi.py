@@ -10,11 +10,12 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 import schemathesis
 import yaml
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 from schemathesis import checks
 from schemathesis.generation.case import Case
 
@@ -103,11 +104,11 @@ def test_serve_keeps_to_the_document(keyed: Serve, case: Case):
     if case.meta is not None and case.meta.generation.mode.is_positive and case.query:
         within_the_prose(case.query)
     if case.path_parameters:
-        # schemathesis percent-decodes a path parameter before it encodes it (its transport's
-        # serialization): a player id `%ff`, which the document allows, would go as U+FFFD, which it
-        # does not (seen in this stop's run); each `%` escaped, the value goes as generated
-        case.path_parameters = {name: value.replace("%", "%25") if type(value) is str else value  # not encoded
-                                for name, value in case.path_parameters.items()}
+        # schemathesis quotes a path parameter as generated once it unquoted it (quote_all): a player
+        # id `%ff`, which the document allows, goes as U+FFFD, which it does not. Such a case is
+        # dropped; escaping each `%` instead quoted the quoted value again, and an invalid id went
+        # as a valid one
+        assume(not any(type(value) is str and "\ufffd" in unquote(value) for value in case.path_parameters.values()))
     native = (case.operation.method.upper(), case.operation.path) in NATIVE
     if native and case.path_parameters and case.path_parameters.get("projectId", "").isdigit():
         case.path_parameters["projectId"] = str(PROJECT)  # a known project: the upload is read

@@ -240,8 +240,7 @@ def _counts(index: CrashIndex, counters: SessionCounters, sku: str, build: str, 
             index.crash_counts(sku, start, end, step, {"build_version": build}))
 
 
-def _figures(counters: SessionCounters, sku: str, seen: BuildSeen,
-             counts: BuildCounts, *, start: int, end: int,
+def _figures(counters: SessionCounters, sku: str, seen: BuildSeen, counts: BuildCounts, *, start: int, end: int,
              all_sessions: int) -> ReleaseFigures:
     """A build's figures over [start, end), from its counts there (by any buckets)."""
     sessions, crashes = counts

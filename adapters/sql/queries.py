@@ -261,6 +261,12 @@ def _equal_values(equals: Mapping[str, str] | None) -> tuple[tuple[str, ...], di
     return names, {f"equals_{name}": (equals or {})[name] for name in names}
 
 
+def through(select: sa.Select[Any], index: str) -> sa.Select[Any]:
+    """The select, told to read the reports through `index` on both engines (FORCE INDEX, INDEXED BY)."""
+    return select.with_hint(reports, f"FORCE INDEX ({index})", "mysql").with_hint(reports, f"INDEXED BY {index}",
+                                                                                 "sqlite")
+
+
 # a page filtered by one of these reads the index of its value's reports in id order (the first
 # named, where a page names several); by none, the sku's (sku, report_id): else a page of a rare
 # build walks every report of its sku
@@ -282,9 +288,7 @@ def _find(newest_first: bool, after: bool, since: bool, until: bool, equals: tup
     if until:
         clauses.append(c.submit_time < _bind("to_ms"))
     return Statement(
-        _SELECT_REPORTS.where(*clauses)
-        .with_hint(reports, f"FORCE INDEX ({index})", "mysql")
-        .with_hint(reports, f"INDEXED BY {index}", "sqlite")
+        through(_SELECT_REPORTS.where(*clauses), index)
         .order_by(c.report_id.desc() if newest_first else c.report_id.asc())
         .limit(_bind("limit")).offset(_bind("offset"))
     )
@@ -312,9 +316,8 @@ def _crash_groups(equals: tuple[str, ...]) -> Statement:
     n = sa.func.count().label("n")
     index = "reports_sku_build_received" if "build_version" in equals else "reports_sku_signature"
     return Statement(
-        sa.select(c.signature, n, sa.func.min(c.received_at), sa.func.max(c.received_at), sa.func.min(c.report_id))
-        .with_hint(reports, f"FORCE INDEX ({index})", "mysql")
-        .with_hint(reports, f"INDEXED BY {index}", "sqlite")
+        through(sa.select(c.signature, n, sa.func.min(c.received_at), sa.func.max(c.received_at),
+                          sa.func.min(c.report_id)), index)
         .where(*_received_between(), c.signature.is_not(None), *_equal_to(equals))
         .group_by(c.signature).order_by(n.desc(), c.signature).limit(_bind("limit"))
     )
@@ -331,8 +334,7 @@ def _crash_counts(equals: tuple[str, ...]) -> Statement:
     bucket = (c.received_at - c.received_at % _bind("bucket_ms")).label("bucket")
     statement = sa.select(bucket, sa.func.count()).where(*_received_between(), *_equal_to(equals)).group_by(bucket)
     if equals == ("build_version",):  # release health's: the build's entries of the window alone
-        statement = (statement.with_hint(reports, "FORCE INDEX (reports_sku_build_received)", "mysql")
-                     .with_hint(reports, "INDEXED BY reports_sku_build_received", "sqlite"))
+        statement = through(statement, "reports_sku_build_received")
     return Statement(statement)
 
 

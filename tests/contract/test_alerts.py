@@ -82,9 +82,24 @@ def test_a_window_reads_each_builds_sessions_and_each_groups_reports(stores: Sto
     feed.crashes("h", "1.0", "aa", M, 5)
     feed.index.insert_many([IndexEntry(report_key="nb", event_id="nb", sku="g", received_at=M, size_bytes=1,
                                        signature="cc")])  # no build: no velocity
-    assert sorted(issues.group_counts("g", M, 2 * M, 1), key=lambda c: (c.build, c.signature)) == [
+    assert sorted(issues.group_counts("g", ["1.0", "1.1"], M, 2 * M, 1), key=lambda c: (c.build, c.signature)) == [
         GroupCount("1.0", "aa", 3), GroupCount("1.0", "bb", 1), GroupCount("1.1", "aa", 1)]
-    assert issues.group_counts("g", M, 2 * M, 2) == [GroupCount("1.0", "aa", 3)]
+    assert issues.group_counts("g", ["1.0", "1.1"], M, 2 * M, 2) == [GroupCount("1.0", "aa", 3)]
+    # the builds named alone (those with sessions in the window: no other can cross a rate)
+    assert issues.group_counts("g", ["1.1", "7"], M, 2 * M, 1) == [GroupCount("1.1", "aa", 1)]
+    assert issues.group_counts("g", [], M, 2 * M, 1) == []
+
+
+def test_a_windows_groups_of_many_builds_are_each_counted(stores: Stores) -> None:
+    """More builds than one statement names at once (a day of nightly builds, a build a minute)."""
+    _, _, issues = stores
+    feed = _Feed(stores)
+    builds = [f"1.{n}" for n in range(700)]
+    for n, build in enumerate(builds):
+        feed.crashes("g", build, "aa", M + n, 1 + n % 3)
+    counts = issues.group_counts("g", builds[::-1], M, 2 * M, 2)
+    assert sorted(counts, key=lambda c: c.build) == sorted(
+        (GroupCount(build, "aa", 1 + n % 3) for n, build in enumerate(builds) if n % 3), key=lambda c: c.build)
 
 
 class _CountedBuildReads:

@@ -20,9 +20,9 @@ from adapters.mysql.database import MysqlDatabase
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.ranking import MysqlRankingStore
 from adapters.sql import ranking as ranking_sql
-from adapters.sql.issues import HISTORY_BEFORE, HISTORY_FIRST
+from adapters.sql.issues import GROUP_BUILDS, GROUP_PLAYERS, HISTORY_BEFORE, HISTORY_FIRST, group_counts_queries
 from adapters.sql.queries import crash_counts_query, crash_groups_query, find_query, origins
-from adapters.sql.statements import Engine, Query
+from adapters.sql.statements import Engine, Query, Statement
 from ports import BoardSettings, BoardUpdate, Checkpoint, IndexEntry, Order, ReportFilter, SessionBucket
 from ranking.tree import DEFAULT_TREE
 from tests.services import mysql_database, namespace
@@ -299,13 +299,17 @@ def test_mysql_pages_a_builds_or_signatures_reports_through_its_index(
         assert table["key"] == index and table["r_rows"] == 1, table
 
 
+# a build's entries of a window, read from the index alone
+BUILD_WINDOW = "USING COVERING INDEX reports_sku_build_received (sku=? AND build_version=? AND received_at>? AND " \
+               "received_at<?)"
+
+
 def test_sqlite_counts_a_builds_crashes_from_its_index(tmp_path: Path) -> None:
     database = SqliteIndexDatabase(tmp_path / "index.sqlite")
     _load_filtered(SqliteCrashIndex(database))
     query = crash_counts_query("busy:pc", 0, 2_000_000, 60_000, {"build_version": "1.2.0"})
     plan = " | ".join(_sqlite_plan(database, *_compiled(query, "sqlite")))
-    assert "USING COVERING INDEX reports_sku_build_received (sku=? AND build_version=? AND received_at>? AND " \
-           "received_at<?)" in plan, plan
+    assert BUILD_WINDOW in plan, plan
 
 
 @pytest.mark.services
@@ -330,3 +334,46 @@ def test_mysql_groups_a_window_from_an_index_alone(build: str | None) -> None:
         equals = None if build is None else {"build_version": build}
         table = _analyzed(database, *_compiled(crash_groups_query("busy:pc", 0, 2_000_000, 20, equals), "mysql"))
         assert table.get("using_index") is True, table
+
+
+# found from outside (a million reports of one sku, a quarter of them in one group): a group's
+# detail looked up each of its reports for its builds' players (1.2 s), and the velocity alert
+# job's read of its hour walked every report of the sku (0.9 s a run, every 10 s a hot sku)
+DETAIL = [GROUP_BUILDS, GROUP_PLAYERS]
+COMMON = {"sku": "busy:pc", "signature": "000000000000000a"}
+
+
+@pytest.mark.parametrize("statement", DETAIL, ids=["builds", "players"])
+def test_sqlite_reads_a_groups_detail_from_an_index_alone(tmp_path: Path, statement: Statement) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    _load_filtered(SqliteCrashIndex(database))
+    plan = " | ".join(_sqlite_plan(database, *_compiled((statement, COMMON), "sqlite")))
+    assert "USING COVERING INDEX reports_sku_signature_players (sku=? AND signature=?)" in plan, plan
+
+
+@pytest.mark.services
+@pytest.mark.parametrize("statement", DETAIL, ids=["builds", "players"])
+def test_mysql_reads_a_groups_detail_from_an_index_alone(statement: Statement) -> None:
+    with mysql_database(namespace()) as database:
+        _load_filtered(MysqlCrashIndex(database))
+        table = _analyzed(database, *_compiled((statement, COMMON), "mysql"))
+        assert table["key"] == "reports_sku_signature_players" and table["using_index"] is True, table
+
+
+def test_sqlite_counts_a_windows_groups_of_its_builds_alone(tmp_path: Path) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    _load_filtered(SqliteCrashIndex(database))
+    (query,) = group_counts_queries("busy:pc", ["1.2.0", "9.9"], 0, 2_000_000, 1)
+    plan = " | ".join(_sqlite_plan(database, *_compiled(query, "sqlite")))
+    assert BUILD_WINDOW in plan, plan
+
+
+@pytest.mark.services
+def test_mysql_counts_a_windows_groups_of_its_builds_alone() -> None:
+    with mysql_database(namespace()) as database:
+        _load_filtered(MysqlCrashIndex(database))
+        (query,) = group_counts_queries("busy:pc", ["1.2.0", "9.9"], 0, 2_000_000, 1)
+        table = _analyzed(database, *_compiled(query, "mysql"))
+        # the rare build's rows alone, from the index
+        assert table["key"] == "reports_sku_build_received" and table["using_index"] is True, table
+        assert table["r_rows"] == OUR_REPORTS, table

@@ -89,7 +89,8 @@ def _velocities(issues: IssueStore, policy: AlertPolicy, sku: str, builds: dict[
                 from_ms: int, to_ms: int) -> list[Crossing]:
     found = []
     rate = _exact(policy.velocity_rate)
-    for group in issues.group_counts(sku, from_ms, to_ms, policy.velocity_min_events):
+    # the builds with sessions in the window alone: a build without has no rate
+    for group in issues.group_counts(sku, list(builds), from_ms, to_ms, policy.velocity_min_events):
         build = builds.get(group.build)
         # no sessions: no rate (a build whose game sends no sessions is not paged for)
         if build is None or Fraction(group.count, build.sessions) < rate:

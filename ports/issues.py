@@ -220,8 +220,9 @@ class IssueStore(Protocol):
         """Its states, newest first (each as it was set)."""
         ...
 
-    def group_counts(self, sku: str, from_ms: int, to_ms: int, at_least: int) -> list[GroupCount]:
-        """The sku's groups' reports with a build received in [from_ms, to_ms), by build and
+    def group_counts(self, sku: str, builds: Sequence[str], from_ms: int, to_ms: int,
+                     at_least: int) -> list[GroupCount]:
+        """The sku's groups' reports of these builds received in [from_ms, to_ms), by build and
         signature, those with at least `at_least` only."""
         ...
 

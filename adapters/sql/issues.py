@@ -4,6 +4,7 @@ count of a group's reports is a read of the reports table in the same transactio
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
-from adapters.sql.queries import PURGE_CHUNK, purge
+from adapters.sql.queries import PURGE_CHUNK, purge, through
 from adapters.sql.reads import SqlDatabase, Transaction
 from adapters.sql.schema import (
     alert_episodes,
@@ -25,7 +26,7 @@ from adapters.sql.schema import (
     webhook_deliveries,
     webhooks,
 )
-from adapters.sql.statements import Statement, insert
+from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
 from ports.issues import (
     Alert,
     BuildReports,
@@ -73,14 +74,32 @@ _HISTORY = Statement(sa.select(_h.state, _h.build, _h.ignore_until, _h.ignore_co
 _r = reports.c
 _OF_REPORTS = (_r.sku == _bind("sku"), _r.signature == _bind("signature"))
 _REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_REPORTS))
-_BY_BUILD = Statement(sa.select(_r.build_version, sa.func.count(), sa.func.min(_r.received_at),
-                                sa.func.max(_r.received_at), sa.func.count(sa.distinct(_r.player_id)))
-                      .where(*_OF_REPORTS).group_by(_r.build_version))
-_PLAYERS = Statement(sa.select(sa.func.count(sa.distinct(_r.player_id))).where(*_OF_REPORTS))
-_GROUP_COUNTS = Statement(sa.select(_r.build_version, _r.signature, sa.func.count()).where(
-    _r.sku == _bind("sku"), _r.received_at >= _bind("from_ms"), _r.received_at < _bind("to_ms"),
-    _r.build_version.is_not(None), _r.signature.is_not(None),
-).group_by(_r.build_version, _r.signature).having(sa.func.count() >= _bind("at_least")))
+# a group's detail: its entries of the index that holds each one's build, player and receipt
+GROUP_BUILDS = Statement(through(sa.select(_r.build_version, sa.func.count(), sa.func.min(_r.received_at),
+                                           sa.func.max(_r.received_at), sa.func.count(sa.distinct(_r.player_id))),
+                                 "reports_sku_signature_players").where(*_OF_REPORTS).group_by(_r.build_version))
+GROUP_PLAYERS = Statement(through(sa.select(sa.func.count(sa.distinct(_r.player_id))),
+                                  "reports_sku_signature_players").where(*_OF_REPORTS))
+# the builds a statement of a window's group counts names: a range of (sku, build_version,
+# received_at, signature) each, where the window of a sku's every report walked them all
+GROUP_COUNT_BUILDS = 256
+
+
+@functools.cache
+def _group_counts(builds: int) -> Statement:
+    return Statement(through(sa.select(_r.build_version, _r.signature, sa.func.count()), "reports_sku_build_received")
+                     .where(_r.sku == _bind("sku"), _r.build_version.in_(marks("build", builds)),
+                            _r.received_at >= _bind("from_ms"), _r.received_at < _bind("to_ms"),
+                            _r.signature.is_not(None))
+                     .group_by(_r.build_version, _r.signature).having(sa.func.count() >= _bind("at_least")))
+
+
+def group_counts_queries(sku: str, builds: Sequence[str], from_ms: int, to_ms: int, at_least: int) -> list[Query]:
+    """The reads of group_counts: the builds, each once, GROUP_COUNT_BUILDS a statement."""
+    named = sorted(set(builds))
+    chunks = (named[start:start + GROUP_COUNT_BUILDS] for start in range(0, len(named), GROUP_COUNT_BUILDS))
+    return [(_group_counts(padded(len(chunk))), {"sku": sku, "from_ms": from_ms, "to_ms": to_ms,
+                                                  "at_least": at_least, **listed("build", chunk)}) for chunk in chunks]
 _g = crash_grouping_rules.c
 _RULES = Statement(sa.select(_g.skip_globs, _g.join_globs, _g.version, _g.updated_at, _g.updated_by)
                    .where(_g.sku == _bind("sku")))
@@ -264,10 +283,10 @@ class SqlIssueStore:
 
     def reports(self, sku: str, signature: str) -> list[BuildReports]:
         return [BuildReports(build, int(n), int(first), int(last), int(players)) for build, n, first, last, players
-                in self._database.rows(_BY_BUILD, {"sku": sku, "signature": signature})]
+                in self._database.rows(GROUP_BUILDS, {"sku": sku, "signature": signature})]
 
     def players(self, sku: str, signature: str) -> int:
-        return int(self._database.rows(_PLAYERS, {"sku": sku, "signature": signature})[0][0])
+        return int(self._database.rows(GROUP_PLAYERS, {"sku": sku, "signature": signature})[0][0])
 
     def history(self, sku: str, signature: str, limit: int) -> list[Issue]:
         current = self.issue(sku, signature)
@@ -277,10 +296,11 @@ class SqlIssueStore:
         return [Issue(sku, signature, cast(IssueState, str(state)), build, _int(until), _int(count), current.episode,
                       current.first_seen, int(at), str(by)) for state, build, until, count, at, by in rows]
 
-    def group_counts(self, sku: str, from_ms: int, to_ms: int, at_least: int) -> list[GroupCount]:
-        rows = self._database.rows(_GROUP_COUNTS, {"sku": sku, "from_ms": from_ms, "to_ms": to_ms,
-                                                   "at_least": at_least})
-        return [GroupCount(str(build), str(signature), int(n)) for build, signature, n in rows]
+    def group_counts(self, sku: str, builds: Sequence[str], from_ms: int, to_ms: int,
+                     at_least: int) -> list[GroupCount]:
+        return [GroupCount(str(build), str(signature), int(n))
+                for query in group_counts_queries(sku, builds, from_ms, to_ms, at_least)
+                for build, signature, n in self._database.rows(*query)]
 
     def grouping(self, sku: str) -> Grouping:
         with self._database.transaction() as t:

@@ -307,14 +307,20 @@ def _received_between() -> list[sa.ColumnElement[bool]]:
     return [c.sku == _bind("sku"), c.received_at >= _bind("from_ms"), c.received_at < _bind("to_ms")]
 
 
+def _window_index(equals: tuple[str, ...]) -> str:
+    """The index that holds a window's entries with their signatures: a build's, a signature's, or
+    the sku's with their platforms and crash types. Left to choose, MariaDB took one that looked up
+    each report's receipt or signature, five times as long at a million reports."""
+    if "build_version" in equals:
+        return "reports_sku_build_received"
+    return "reports_sku_signature" if "signature" in equals else "reports_sku_received_groups"
+
+
 @functools.cache
 def _crash_groups(equals: tuple[str, ...]) -> Statement:
-    """Told which index holds a window's groups whole (a build's, or the sku's): left to choose
-    among those it may read, MariaDB took one that looked up each report's receipt or signature,
-    five times as long at a million reports."""
     c = reports.c
     n = sa.func.count().label("n")
-    index = "reports_sku_build_received" if "build_version" in equals else "reports_sku_signature"
+    index = _window_index(equals)
     return Statement(
         through(sa.select(c.signature, n, sa.func.min(c.received_at), sa.func.max(c.received_at),
                           sa.func.min(c.report_id)), index)
@@ -332,10 +338,8 @@ def crash_groups_query(sku: str, from_ms: int, to_ms: int, limit: int, equals: M
 def _crash_counts(equals: tuple[str, ...]) -> Statement:
     c = reports.c
     bucket = (c.received_at - c.received_at % _bind("bucket_ms")).label("bucket")
-    statement = sa.select(bucket, sa.func.count()).where(*_received_between(), *_equal_to(equals)).group_by(bucket)
-    if equals == ("build_version",):  # release health's: the build's entries of the window alone
-        statement = through(statement, "reports_sku_build_received")
-    return Statement(statement)
+    return Statement(through(sa.select(bucket, sa.func.count()), _window_index(equals))
+                     .where(*_received_between(), *_equal_to(equals)).group_by(bucket))
 
 
 def crash_counts_query(sku: str, from_ms: int, to_ms: int, bucket_ms: int,

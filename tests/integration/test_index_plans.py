@@ -383,6 +383,8 @@ def test_mysql_counts_a_windows_groups_of_its_builds_alone() -> None:
 # report of the sku (2.4 s), and an hour's groups read every report's entry (0.4 s)
 WINDOW = (4_000_000, 6_000_000)
 WINDOW_FILTERS = [None, {"platform": "ps5"}, {"crash_type": "oom"}, {"platform": "ps5", "crash_type": "oom"}]
+# a signature's: its entries alone, whatever the window
+SIGNATURE = {"signature": "00000000000000ff"}
 
 
 def _load_window(index: SqliteCrashIndex | MysqlCrashIndex) -> None:
@@ -410,13 +412,25 @@ def test_sqlite_groups_and_counts_a_window_from_its_entries_alone(tmp_path: Path
             in plan, plan
 
 
+def test_sqlite_groups_and_counts_a_signatures_window_from_its_entries_alone(tmp_path: Path) -> None:
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    _load_window(SqliteCrashIndex(database))
+    for query in _window_reads(SIGNATURE):
+        plan = " | ".join(_sqlite_plan(database, *_compiled(query, "sqlite")))
+        assert "USING COVERING INDEX reports_sku_signature (sku=? AND signature=?)" in plan, plan
+
+
 @pytest.mark.services
-@pytest.mark.parametrize("equals", WINDOW_FILTERS)
+@pytest.mark.parametrize("equals", [*WINDOW_FILTERS, SIGNATURE])
 def test_mysql_groups_and_counts_a_window_from_its_entries_alone(equals: dict[str, str] | None) -> None:
     with mysql_database(namespace()) as database:
         _load_window(MysqlCrashIndex(database))
         for query in _window_reads(equals):
             table = _analyzed(database, *_compiled(query, "mysql"))
             # the window's entries alone, each with what the filter asks of it
-            assert table["key"] == "reports_sku_received_groups" and table["using_index"] is True, table
+            assert table["key"] == _window_index(equals) and table["using_index"] is True, table
             assert table["r_rows"] == OUR_REPORTS, table
+
+
+def _window_index(equals: dict[str, str] | None) -> str:
+    return "reports_sku_signature" if equals == SIGNATURE else "reports_sku_received_groups"

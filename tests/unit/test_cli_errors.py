@@ -5,6 +5,7 @@ port nothing listens on."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.embedded.index import SqliteIndexDatabase
 from adapters.factory import Adapters
 from cli.main import main
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification
@@ -335,7 +337,7 @@ def test_invoke_prints_no_log_line_on_stdout(capsys: pytest.CaptureFixture[str])
     assert "log_records" in json.loads(out.out) and "purged what is past retention" in out.err
 
 
-@pytest.mark.parametrize("command", [["purge"], ["replay"], ["replay", "--dead-letters"]])
+@pytest.mark.parametrize("command", [["purge"], ["replay"], ["replay", "--dead-letters"], ["migrate"]])
 def test_a_command_on_existing_data_refuses_a_directory_without_it(
     command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):
@@ -373,6 +375,37 @@ def test_invoke_on_its_scratch_directory_minds_no_blackbox_data_file(tmp_path: P
     (tmp_path / "blackbox-data").write_text("mine")
     assert main(["invoke", "purge", "--event", str(EVENTS / "purge-scheduled.json")]) == 0
     assert "log_records" in json.loads(capsys.readouterr().out)
+
+
+# the last shared migration, and how to take it back
+LAST_MIGRATION = "shared/0017_window_filters.sql"
+UNDO_LAST = "DROP INDEX reports_sku_received_groups"
+
+
+def test_migrate_applies_an_embedded_data_dirs_pending_migrations(adapters: Adapters,
+                                                                   capsys: pytest.CaptureFixture[str]):
+    """Found from outside: on embedded it said "applied 0 migration(s)" with six pending, which the
+    next command to open the files applied (serve, without a word in its log)."""
+    adapters.log.ping()  # a serve's data directory, with its files
+    adapters.documents.ping()
+    index = SqliteIndexDatabase(adapters.settings.data_dir / "index.sqlite")
+    with index.db.write() as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version = ?", (LAST_MIGRATION,))
+        conn.execute(UNDO_LAST)
+    assert main(["migrate", "--data-dir", str(adapters.settings.data_dir)]) == 0
+    assert capsys.readouterr().out == f"applied 1 migration(s)\n  index.sqlite: {LAST_MIGRATION}\n"
+    assert index.run("SELECT name FROM sqlite_master WHERE name = 'reports_sku_received_groups'", ()) != []
+    index.close()
+    assert main(["migrate", "--data-dir", str(adapters.settings.data_dir)]) == 0
+    assert capsys.readouterr().out == "applied 0 migration(s)\n"
+
+
+def test_an_embedded_file_logs_the_migrations_it_applied(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """So a serve's log says what its start changed (found from outside: not a word)."""
+    with caplog.at_level(logging.INFO):
+        SqliteIndexDatabase(tmp_path / "index.sqlite").close()
+    [line] = [r.getMessage() for r in caplog.records if LAST_MIGRATION in r.getMessage()]
+    assert str(tmp_path / "index.sqlite") in line
 
 
 def test_purge_prints_its_summary_alone_on_stdout(adapters: Adapters, capsys: pytest.CaptureFixture[str]):

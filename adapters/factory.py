@@ -22,7 +22,9 @@ from ports import (
 from ports.issues import IssueStore
 
 if TYPE_CHECKING:
+    from adapters.embedded.documents import SqliteDocumentStore
     from adapters.embedded.index import SqliteIndexDatabase
+    from adapters.embedded.log import SqliteEventLog
     from adapters.mysql.database import MysqlDatabase, MysqlTarget
     from crashes.grouping import Groupings
     from reporters.projects import Skus
@@ -33,8 +35,10 @@ PORTS: tuple[Port, ...] = get_args(Port)
 UNCLOSED: frozenset[Port] = frozenset({"spill", "symbols"})
 
 T = TypeVar("T")
-# the embedded log's file in a data directory
+# the embedded profile's files in a data directory
 LOG_FILE = "log.sqlite"
+INDEX_FILE = "index.sqlite"
+DOCUMENTS_FILE = "documents.sqlite"
 
 
 class Once(Generic[T]):
@@ -172,17 +176,27 @@ class _Embedded:
     def _open_sql(self) -> SqliteIndexDatabase:
         from adapters.embedded.index import SqliteIndexDatabase
 
-        return SqliteIndexDatabase(self._settings.data_dir / "index.sqlite")
+        return SqliteIndexDatabase(self._settings.data_dir / INDEX_FILE)
 
-    def log(self) -> EventLog:
+    def log(self) -> SqliteEventLog:
         from adapters.embedded.log import SqliteEventLog
 
         return SqliteEventLog(self._settings.data_dir / LOG_FILE, partitions=self._settings.log_partitions)
 
-    def documents(self) -> DocumentStore:
+    def documents(self) -> SqliteDocumentStore:
         from adapters.embedded.documents import SqliteDocumentStore
 
-        return SqliteDocumentStore(self._settings.data_dir / "documents.sqlite")
+        return SqliteDocumentStore(self._settings.data_dir / DOCUMENTS_FILE)
+
+    def migrate(self) -> list[str]:
+        """Opens each file of the data directory, which applies the migrations it lacks: those, by file."""
+        opened: dict[str, SqliteIndexDatabase | SqliteEventLog | SqliteDocumentStore] = {
+            INDEX_FILE: self._sql.get(), LOG_FILE: self.log(), DOCUMENTS_FILE: self.documents()}
+        try:
+            return [f"{name}: {migration}" for name, store in opened.items() for migration in store.db.applied]
+        finally:
+            for store in opened.values():
+                store.close()
 
     def index(self) -> CrashIndex:
         from adapters.embedded.index import SqliteCrashIndex
@@ -326,9 +340,10 @@ class _Engines:
 
 
 def migrate(settings: Settings) -> list[str]:
-    """Applies pending schema migrations (embedded files create their schema when opened)."""
+    """Applies pending schema migrations: MySQL's, or each file's of an embedded data directory
+    (which serve also applies as it opens them)."""
     if settings.profile == "embedded":
-        return []
+        return _Embedded(settings).migrate()
     from adapters.mysql.database import MysqlDatabase
 
     database = MysqlDatabase(_endpoints(settings).mysql_target)

@@ -216,7 +216,7 @@ def _invoke(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+    settings = _serves_data(args)
     with _adapters(settings):
         applied = migrate(settings)
     print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {name}" for name in applied))
@@ -488,7 +488,7 @@ def parser() -> argparse.ArgumentParser:
                             "Without it, invoke runs on a scratch directory unless --data-dir is given")
     invoke_cmd.set_defaults(run=_invoke)
 
-    migrate_cmd = command("migrate", "apply pending schema migrations to the index database")
+    migrate_cmd = command("migrate", "apply pending schema migrations: MySQL's, or an embedded data directory's")
     storage_options(migrate_cmd)
     migrate_cmd.set_defaults(run=_migrate)
 

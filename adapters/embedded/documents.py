@@ -53,3 +53,7 @@ class SqliteDocumentStore:
 
     def close(self) -> None:
         self._db.close()
+
+    @property
+    def db(self) -> SqliteFile:
+        return self._db

@@ -419,6 +419,10 @@ def test_a_report_of_a_minidump_shows_its_walk_as_its_trace(serve: Serve, browse
     page.close()
 
 
+# style.css's --crashes, as the browser computes it
+CRASHES_RED = "rgb(214, 69, 61)"
+
+
 # found from outside: with keys, the skus' list needs the read key the page has not been given yet,
 # so the sku box stayed empty and, required, stopped Show; and Show never drew the board
 def test_with_keys_the_read_key_entered_shows_the_crashes_and_the_board(browser: Browser,
@@ -438,11 +442,17 @@ def test_with_keys_the_read_key_entered_shows_the_crashes_and_the_board(browser:
         page: Page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{keyed.url}/")
         expect(page.locator("#status")).to_contain_text("401")  # the page's first calls, without a key
+        # found from outside: it named the x-api-key header, which a page's user does not set
+        expect(page.locator("#status")).to_contain_text("enter a read key in the Key box above")
         page.fill("#key", "dash-read")
         page.click("#controls button[type=submit]")
         expect(page.locator("#sku")).to_have_value("keyed:pc")
         expect(page.locator("#groups")).to_contain_text("Keyed::Tick()")
         expect(page.locator("#leaderboard tbody")).to_contain_text("k1")
+        # found from outside: a sku without sessions drew their axis up to "1e-9", and "none" of
+        # the alerts in the alerts' red
+        expect(page.locator("#chart-sessions .y-max")).to_have_text("1")
+        expect(page.locator("#alerts li.none")).not_to_have_css("color", CRASHES_RED)
         page.close()
 
 

@@ -90,11 +90,12 @@ function filters() {
 }
 
 // one series on its own axis: bars (counts) or a line (broken where a value is null)
-function drawChart(container, series, value, { kind, format, label }) {
+function drawChart(container, series, value, { kind, format, label, least = kind === "bars" ? 1 : 1e-9 }) {
   const width = 720, height = 110, left = 64, right = 8, top = 8, bottom = 18;
   const plotW = width - left - right, plotH = height - top - bottom;
   const values = series.map(value);
-  const max = Math.max(...values.filter((v) => v !== null), kind === "bars" ? 1 : 1e-9);
+  // a series of zeros still has an axis: 1 of a count, a hair of a rate
+  const max = Math.max(...values.filter((v) => v !== null), least);
   const svg = el("svg:svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label });
   const step = plotW / Math.max(1, series.length);
   const y = (v) => top + plotH - (v / max) * plotH;
@@ -356,7 +357,9 @@ async function showBoard() {
 }
 
 function report(error) {
-  $("status").textContent = shown(error.message);
+  // the server's words name a header, which the page's user does not set: the Key box is theirs
+  const hint = error.status === 401 ? " (enter a read key in the Key box above)" : "";
+  $("status").textContent = shown(error.message) + hint;
 }
 
 // the skus and boards there are, for the pickers; the first of each when none is chosen
@@ -389,7 +392,7 @@ async function refresh() {
   $("rate-note").textContent = filtered ? "(crashes filtered; sessions and rate: all platforms, builds and types)" : "";
   drawChart($("chart-crashes"), (narrowed || stats).series, (b) => b.crashes,
     { kind: "bars", format: String, label: "crashes" });
-  drawChart($("chart-sessions"), stats.series, (b) => b.sessions, { kind: "line", format: String, label: "sessions" });
+  drawChart($("chart-sessions"), stats.series, (b) => b.sessions, { kind: "line", format: String, label: "sessions", least: 1 });
   drawChart($("chart-rate"), stats.series, (b) => b.crashRate, { kind: "line", format: percent, label: "crash rate" });
   $("alerts").replaceChildren(...alerts.alerts.map((a) =>
     el("li", {}, `${time(a.start)}: ${a.crashes} crashes in a minute (baseline ${a.baseline}/min, threshold ${a.threshold})`)));

@@ -54,7 +54,7 @@ node_modules/.installed: package.json package-lock.json
 # rust-minidump's stack walker for adapters/stackwalk.py (stackwalk/; half a minute on 2 cores)
 .tools/bin/blackbox-stackwalk: stackwalk/Cargo.toml stackwalk/Cargo.lock stackwalk/src/main.rs
 	@echo "building the minidump stack walker (rust-minidump) with cargo: about 40 s, once"
-	cargo install --quiet --locked --force --root .tools --target-dir .tools/target --path stackwalk
+	cargo install --locked --force --root .tools --target-dir .tools/target --path stackwalk
 	touch $@
 
 # the walker again for the Lambda functions (stacks/packaging.py's layer): arm64 and no glibc newer than

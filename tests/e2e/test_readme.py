@@ -42,7 +42,7 @@ def run_curls(page: str, server: Server) -> None:
     for block in curls:
         # --fail-with-body: an error status fails the block, and its body says why
         script = block.replace("localhost:8080", f"localhost:{server.port}")
-        script = script.replace("curl -s ", "curl -sS --fail-with-body ")
+        script = script.replace("curl -sS ", "curl -sS --fail-with-body ")
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, capture_output=True, text=True,
                                 timeout=60, check=False)
         assert result.returncode == 0, f"{block}\n{result.stdout}\n{result.stderr}"

@@ -338,7 +338,9 @@ def crash_groups_query(sku: str, from_ms: int, to_ms: int, limit: int, equals: M
 def _crash_counts(equals: tuple[str, ...]) -> Statement:
     c = reports.c
     bucket = (c.received_at - c.received_at % _bind("bucket_ms")).label("bucket")
-    return Statement(through(sa.select(bucket, sa.func.count()), _window_index(equals))
+    # unfiltered, the window's receipts alone: the narrowest index that holds them
+    index = _window_index(equals) if equals else "reports_sku_received"
+    return Statement(through(sa.select(bucket, sa.func.count()), index)
                      .where(*_received_between(), *_equal_to(equals)).group_by(bucket))
 
 

@@ -169,6 +169,16 @@ def test_an_engine_not_started_is_named_with_how_to_start_it(
     assert f"Kafka does not answer at {nowhere} (Connection refused)" in line and "scripts/services start" in line
 
 
+@pytest.mark.services
+def test_migrate_on_services_waits_for_mysql_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]):
+    """Found in review: it refused to run while Kafka or Couchbase was down, which it does not use."""
+    monkeypatch.setenv("BLACKBOX_KAFKA_BOOTSTRAP", f"127.0.0.1:{free_port()}")
+    monkeypatch.setenv("BLACKBOX_COUCHBASE_URL", f"couchbase://127.0.0.1:{free_port()}")
+    assert main(["migrate", "--profile", "services", "--data-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith("applied ")
+
+
 def test_an_unexpected_error_is_one_line_pointing_at_debug(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ):

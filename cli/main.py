@@ -217,7 +217,7 @@ def _invoke(args: argparse.Namespace) -> int:
 
 def _migrate(args: argparse.Namespace) -> int:
     settings = _serves_data(args)
-    with _adapters(settings):
+    with _adapters(settings), _logging_to(sys.stderr):
         applied = migrate(settings)
     print(f"applied {len(applied)} migration(s)" + "".join(f"\n  {name}" for name in applied))
     return 0

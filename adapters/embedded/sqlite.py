@@ -3,7 +3,6 @@ busy timeout, immediate write transactions)."""
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -14,8 +13,8 @@ from pathlib import Path
 from adapters.errors import Meaning
 from adapters.sql import migrations
 from adapters.sql.connections import PerThread
+from ports.telemetry import logger
 
-log = logging.getLogger(__name__)
 _WAL_ATTEMPTS = 100
 # how long a statement waits for a lock another connection holds (a write, a checkpoint)
 BUSY_TIMEOUT_S = 30.0
@@ -60,7 +59,7 @@ class SqliteFile:
         pending = migrations.index_migrations(folder) if schema == INDEX else migrations.migrations(folder)
         self.applied = self._migrate(pending, legacy_columns)
         if self.applied:
-            log.info("applied %d migration(s) to %s: %s", len(self.applied), path, ", ".join(self.applied))
+            logger.info("applied migrations", extra={"path": str(path), "migrations": self.applied})
 
     def _migrate(self, pending: Sequence[migrations.Migration],
                  legacy_columns: Sequence[tuple[str, str, str]]) -> list[str]:

@@ -100,6 +100,8 @@ def group_counts_queries(sku: str, builds: Sequence[str], from_ms: int, to_ms: i
     chunks = (named[start:start + GROUP_COUNT_BUILDS] for start in range(0, len(named), GROUP_COUNT_BUILDS))
     return [(_group_counts(padded(len(chunk))), {"sku": sku, "from_ms": from_ms, "to_ms": to_ms,
                                                   "at_least": at_least, **listed("build", chunk)}) for chunk in chunks]
+
+
 _g = crash_grouping_rules.c
 _RULES = Statement(sa.select(_g.skip_globs, _g.join_globs, _g.version, _g.updated_at, _g.updated_by)
                    .where(_g.sku == _bind("sku")))

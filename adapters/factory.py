@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
@@ -190,13 +191,15 @@ class _Embedded:
 
     def migrate(self) -> list[str]:
         """Opens each file of the data directory, which applies the migrations it lacks: those, by file."""
-        opened: dict[str, SqliteIndexDatabase | SqliteEventLog | SqliteDocumentStore] = {
-            INDEX_FILE: self._sql.get(), LOG_FILE: self.log(), DOCUMENTS_FILE: self.documents()}
-        try:
-            return [f"{name}: {migration}" for name, store in opened.items() for migration in store.db.applied]
-        finally:
-            for store in opened.values():
-                store.close()
+        files: dict[str, Callable[[], SqliteIndexDatabase | SqliteEventLog | SqliteDocumentStore]] = {
+            INDEX_FILE: self._sql.get, LOG_FILE: self.log, DOCUMENTS_FILE: self.documents}
+        applied: list[str] = []
+        with ExitStack() as opened:  # each closed, also when the next fails to open
+            for name, open_file in files.items():
+                store = open_file()
+                opened.callback(store.close)
+                applied += [f"{name}: {migration}" for migration in store.db.applied]
+        return applied
 
     def index(self) -> CrashIndex:
         from adapters.embedded.index import SqliteCrashIndex

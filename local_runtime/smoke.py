@@ -252,6 +252,6 @@ def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
                        "(a custom domain)")
     smoke.add_argument("--region", default=None, help="the region to sign for (default: from the URL)")
     smoke.add_argument("--sku", default=None, help="the sku to post (default: one of the run's own)")
-    smoke.add_argument("--board", default="smoke")
-    smoke.add_argument("--timeout", type=float, default=60, help="seconds for everything to be readable")
+    smoke.add_argument("--board", default="smoke", help="the board to post the score to (default: smoke)")
+    smoke.add_argument("--timeout", type=float, default=60, help="seconds for everything to be readable (default: 60)")
     smoke.set_defaults(run=_main)

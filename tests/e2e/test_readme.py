@@ -99,8 +99,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def test_readme_opens_with_the_two_commands() -> None:
-    commands = [line.split("#")[0].strip() for line in blocks("sh")[0].splitlines()]
-    assert commands == ["make serve", "make test"]
+    """Each line as a reader copies it, comment and all (found from outside: a comment after
+    `make test` made the line one CI does not run)."""
+    assert blocks("sh")[0].splitlines() == ["make serve", "make test"]
+
+
+def test_ci_runs_the_readmes_test_command_as_written() -> None:
+    test_command = blocks("sh")[0].splitlines()[1]
+    assert test_command in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
 def test_serve_announces_the_dashboard(served: Server) -> None:

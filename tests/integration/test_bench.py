@@ -13,7 +13,7 @@ import pytest
 
 from adapters.factory import build, migrate
 from api.requests import Posted
-from benchmarks import crs, crs_tables, minidumps, ranking, releases, soak
+from benchmarks import crs, crs_tables, minidumps, ranking, releases, report, soak
 from benchmarks.isolation import isolated
 from crashes.model import attachment_key
 from crashes.persistence import persist_crashes
@@ -142,6 +142,18 @@ def test_a_full_bench_keeps_the_soak_block():
     assert soak.block(f"# Benchmarks\n\n{block}") == block
     assert soak.with_block("# Benchmarks\n", "new\n") == f"# Benchmarks\n\n{soak.BEGIN}\nnew\n{soak.END}\n"
     assert soak.block("# Benchmarks\n") == ""
+
+
+def test_a_full_bench_keeps_what_was_measured_by_hand():
+    """Measurements taken by hand (turns of two checkouts, a million reports) are not a bench's to
+    redo: a rerun replaces its own tables and keeps them, where it had written over them."""
+    soaked = f"{soak.BEGIN}\nthe soak\n{soak.END}\n"
+    by_hand = f"{report.BY_HAND_BEGIN}\n## By hand\n\nturns of two checkouts\n{report.BY_HAND_END}\n"
+    before = f"# Benchmarks\n\nold tables\n\n{soaked}\n{by_hand}"
+    after = report.document("# Benchmarks\n\nnew tables\n", before)
+    assert "old tables" not in after and "new tables" in after
+    assert after.count(soaked) == 1 and after.count(by_hand) == 1
+    assert report.document("# Benchmarks\n\nnew tables\n", None) == "# Benchmarks\n\nnew tables\n"
 
 
 def test_the_overload_line_tells_unmeasured_from_missed():

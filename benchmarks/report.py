@@ -1,4 +1,6 @@
-"""`blackbox bench`: runs the sections and writes BENCHMARKS.md with the machine they ran on."""
+"""`blackbox bench`: runs the sections and writes BENCHMARKS.md with the machine they ran on,
+keeping its blocks written apart: the soak's, and what was measured by hand (between BY_HAND_BEGIN
+and BY_HAND_END: turns of two checkouts, datasets no bench loads), which a bench cannot redo."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks import crs, crs_tables, minidumps, ranking, releases, soak
+from benchmarks import crs, crs_tables, marked, minidumps, ranking, releases, soak
+
+BY_HAND_BEGIN, BY_HAND_END = "<!-- by hand -->", "<!-- /by hand -->"
 
 
 def _machine() -> str:
@@ -47,10 +51,16 @@ def run(quick: bool, output: Path) -> None:
         "",
         *sections,
     ])
-    # the soak is a run of its own (`--soak`), half an hour long: a full bench keeps its block
-    kept = soak.block(output.read_text()) if output.exists() else ""
-    output.write_text(f"{text.rstrip()}\n\n{kept}" if kept else text)
+    output.write_text(document(text, output.read_text() if output.exists() else None))
     console.print(text)
+
+
+def document(generated: str, previous: str | None) -> str:
+    """A full bench's report: its `generated` sections, then the blocks of the `previous` report
+    that it keeps (the soak is a run of its own, half an hour long)."""
+    kept = [block for block in (marked.find(previous or "", soak.BEGIN, soak.END),
+                                marked.find(previous or "", BY_HAND_BEGIN, BY_HAND_END)) if block]
+    return "\n".join([f"{generated.rstrip()}\n", *kept]) if kept else generated
 
 
 def soak_only(minutes: float, output: Path) -> None:

@@ -7,7 +7,6 @@ and its chart to benchmarks/plots/soak.png."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from rich.console import Console
 
 from adapters.factory import migrate
 from api.requests import MAX_IN_FLIGHT
+from benchmarks import marked
 from benchmarks.crs import drop_documents
 from benchmarks.isolation import environment, isolated
 from loadgen.run import LoadConfig
@@ -68,7 +68,7 @@ def run(minutes: float, output: Path, progress: Progress) -> None:
             serve.stop()
     plot(results["soak"], output.parent / "benchmarks" / "plots" / "soak.png")
     text = output.read_text() if output.exists() else ""
-    output.write_text(with_block(text, section(results, minutes)))
+    output.write_text(marked.put(text, BEGIN, END, section(results, minutes)))
 
 
 def _roles(serve: Serve) -> dict[str, str]:
@@ -86,19 +86,6 @@ def _growth_by_process(run: dict[str, Any]) -> str:
     rows = sorted(((roles.get(pid, f"pid {pid}"), memory) for pid, memory in found.items() if memory),
                   key=lambda row: -row[1]["peakAfterMB"] + row[1]["levelMB"])
     return "; ".join(f"{role} {m['levelMB']:g} → {m['peakAfterMB']:g} MB ({m['growth']:+.0%})" for role, m in rows)
-
-
-def with_block(text: str, block: str) -> str:
-    """`text` with its soak block replaced by `block` (appended if it had none)."""
-    marked = f"{BEGIN}\n{block}{END}\n"
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END) + "\n?", re.S)
-    return pattern.sub(lambda _: marked, text, count=1) if pattern.search(text) else f"{text.rstrip()}\n\n{marked}"
-
-
-def block(text: str) -> str:
-    """The soak block of a BENCHMARKS.md, markers included, or nothing."""
-    found = re.search(re.escape(BEGIN) + ".*?" + re.escape(END) + "\n?", text, re.S)
-    return found.group(0) if found else ""
 
 
 def _ms(latency: dict[str, float]) -> str:

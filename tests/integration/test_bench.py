@@ -13,7 +13,7 @@ import pytest
 
 from adapters.factory import build, migrate
 from api.requests import Posted
-from benchmarks import crs, crs_tables, minidumps, ranking, releases, report, soak
+from benchmarks import crs, crs_tables, marked, minidumps, ranking, releases, report, soak
 from benchmarks.isolation import isolated
 from crashes.model import attachment_key
 from crashes.persistence import persist_crashes
@@ -137,11 +137,13 @@ def test_the_soak_writes_its_block_figures_and_chart(tmp_path: Path):
     assert (tmp_path / "benchmarks" / "plots" / "soak.png").stat().st_size > 1000
 
 
-def test_a_full_bench_keeps_the_soak_block():
-    block = f"{soak.BEGIN}\nthe soak\n{soak.END}\n"
-    assert soak.block(f"# Benchmarks\n\n{block}") == block
-    assert soak.with_block("# Benchmarks\n", "new\n") == f"# Benchmarks\n\n{soak.BEGIN}\nnew\n{soak.END}\n"
-    assert soak.block("# Benchmarks\n") == ""
+def test_a_marked_block_is_found_and_replaced_whole():
+    begin, end = soak.BEGIN, soak.END
+    block = f"{begin}\nthe soak\n{end}\n"
+    assert marked.find(f"# Benchmarks\n\n{block}", begin, end) == block
+    assert marked.put(f"# Benchmarks\n\n{block}", begin, end, "new\n") == f"# Benchmarks\n\n{begin}\nnew\n{end}\n"
+    assert marked.put("# Benchmarks\n", begin, end, "new\n") == f"# Benchmarks\n\n{begin}\nnew\n{end}\n"
+    assert marked.find("# Benchmarks\n", begin, end) == ""
 
 
 def test_a_full_bench_keeps_what_was_measured_by_hand():

@@ -1,6 +1,6 @@
 """A shared migration (adapters/sql/shared/) on MariaDB: applied after MySQL's own, once, and run
 again when it was cut off midway (MySQL commits each DDL statement by itself), where what it added
-already is taken as added."""
+already is taken as added; and migrations and day partitions made by several processes at once."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from adapters.mysql import database as database_module
+from adapters.mysql.database import MysqlDatabase
 from adapters.sql import migrations
-from tests.services import mysql_database, namespace
+from tests.at_once import at_once
+from tests.services import drop_database, mysql_database, mysql_url, namespace
 from tests.unit.test_migrations import SHARED_GPU
 
 pytestmark = pytest.mark.services  # on the engines of scripts/services
@@ -44,3 +46,36 @@ def test_a_migration_longer_than_a_reads_timeout_is_waited_for(tmp_path: Path, m
         monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 1.0)
         database.close()  # its connections dial again, with that timeout
         assert database.migrate() == ["shared/0001_slow.sql"]
+
+
+def test_serves_that_migrate_at_once_apply_each_migration_once_and_all_start():
+    """Found by a probe of docs/scale-out.md: three `blackbox migrate` (or serves) at once on an
+    empty database, and two exited 1 on the record's duplicate key, as any pending migration of a
+    rolling upgrade would have them."""
+    name = namespace()
+    databases = [MysqlDatabase(mysql_url(name)) for _ in range(3)]
+    try:
+        applied = at_once(3, lambda i: databases[i].migrate())
+        everything = [m.name for m in migrations.index_migrations(database_module.MIGRATIONS)]
+        assert sorted(applied, key=len) == [[], [], everything]
+        recorded = databases[0].run("SELECT version FROM schema_migrations", ())
+        assert sorted(row[0] for row in recorded) == sorted(everything)
+    finally:
+        for database in databases:
+            database.close()
+        drop_database(name)
+
+
+def test_day_partitions_made_at_once_are_made_once():
+    """Every consumers machine makes the coming days' partitions (at start, then hourly): made at
+    once, the second REORGANIZE found p_future changed under it."""
+    with mysql_database(namespace()) as database:
+        others = [MysqlDatabase(mysql_url(database.database)) for _ in range(3)]
+        try:
+            at_once(3, lambda i: others[i].ensure_day_partitions(database_module.DAYS_AHEAD + 5))
+            days = database.run("SELECT COUNT(*) FROM information_schema.partitions WHERE table_schema = "
+                                "DATABASE() AND table_name = 'reports' AND partition_name <> 'p_future'", ())
+            assert days[0][0] >= database_module.DAYS_AHEAD + 6
+        finally:
+            for other in others:
+                other.close()

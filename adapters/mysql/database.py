@@ -4,6 +4,7 @@ transactions; versioned migrations, which wait for a server that is not reachabl
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import ssl
@@ -40,6 +41,9 @@ MIGRATION_LOCK_WAIT_S = 5
 MIGRATION_LOCK_TRIES = 12
 # the crash index has a partition for each day up to this many days ahead
 DAYS_AHEAD = 7
+# how long a process waits for another's migration, or its day partitions, before giving up (AWS's
+# custom resource that migrates has 600 s)
+TURN_WAIT_S = 600
 # the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
 CA_PARAMETER = "ssl_ca"
 URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/ca.pem]"
@@ -274,7 +278,8 @@ class MysqlDatabase(SqlDatabase):
         applied: list[str] = []
         # a connection of its own: no read timeout (a large index's rebuild takes minutes), and a
         # short wait for a table in use, tried again, so that no query waits long behind it
-        with self._connect(self.database, migrating=True) as conn:
+        with (self._connect(self.database, migrating=True) as conn, conn.cursor() as turn,
+              _turn(turn, "migrations", self.database)):
             with conn.cursor() as cursor:
                 cursor.execute(f"SET SESSION lock_wait_timeout = {MIGRATION_LOCK_WAIT_S}")
                 exact = _exact_collation(cursor)
@@ -332,7 +337,7 @@ class MysqlDatabase(SqlDatabase):
         return {name: int(bound) for name, bound in cursor.fetchall()}
 
     def ensure_day_partitions(self, days_ahead: int) -> None:
-        with self.transaction() as t:
+        with self.transaction() as t, _turn(t.cursor, "day-partitions", self.database):
             cursor = t.cursor
             highest = max(self._day_partitions(cursor).values(), default=-1)
             today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -358,6 +363,30 @@ def _exact_collation(cursor: Cursor) -> str:
             return name
     raise RuntimeError(f"MySQL here has none of {', '.join(EXACT_COLLATIONS)}: MySQL 8.0.17 or MariaDB 10.2 on "
                        "is needed")
+
+
+@contextmanager
+def _turn(cursor: SqlCursor, work: str, database: str) -> Iterator[None]:
+    """Holds MySQL's named lock for this work on this database, in the cursor's session, while the
+    block runs: processes that would do it at once (serves starting together, each consumers
+    machine's hourly job) take turns, each seeing what the one before did. A process that dies lets
+    the lock go with its connection."""
+    name = f"blackbox:{work}:{hashlib.sha1(database.encode()).hexdigest()[:32]}"  # 64 characters at most
+
+    def took(wait_s: float) -> bool:
+        cursor.execute("SELECT GET_LOCK(%s, %s)", (name, wait_s))
+        return bool(cursor.fetchall()[0][0] == 1)
+
+    if not took(0):
+        log.info("another process is doing the %s of database %s; waiting for it to end", work, database)
+        if not took(TURN_WAIT_S):
+            raise TimeoutError(f"another process has held MySQL's lock on the {work} of database {database} "
+                               f"for {TURN_WAIT_S} s; if none is running, try again")
+    try:
+        yield
+    finally:
+        cursor.execute("SELECT RELEASE_LOCK(%s)", (name,))
+        cursor.fetchall()
 
 
 @contextmanager

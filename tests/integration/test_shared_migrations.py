@@ -79,3 +79,16 @@ def test_day_partitions_made_at_once_are_made_once():
         finally:
             for other in others:
                 other.close()
+
+
+def test_a_migration_waits_its_turn_and_says_when_none_came(monkeypatch: pytest.MonkeyPatch):
+    with mysql_database(namespace()) as database:
+        other = MysqlDatabase(mysql_url(database.database))
+        monkeypatch.setattr(database_module, "TURN_WAIT_S", 1)
+        try:
+            with (other.transaction() as t, database_module._turn(t.cursor, "migrations", database.database),
+                  pytest.raises(TimeoutError, match="another process has held MySQL's lock on the migrations")):
+                database.migrate()
+            assert database.migrate() == []  # its turn, once the other let go
+        finally:
+            other.close()

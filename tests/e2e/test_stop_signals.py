@@ -50,3 +50,34 @@ def test_a_burst_of_signals_stops_serve_and_every_worker(tmp_path: Path, sig: si
     for pid in workers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _listening(port: int) -> str:
+    """The `socket:[inode]` of the socket listening on this port of 127.0.0.1."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":  # 0A: LISTEN
+            return f"socket:[{fields[9]}]"
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def _held(pid: int) -> set[str]:
+    held = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
+            held.add(os.readlink(fd))
+    return held
+
+
+def test_only_the_api_workers_hold_the_listening_socket(tmp_path: Path) -> None:
+    """Found by a probe of docs/scale-out.md: the consumers workers held it too, accepting nothing.
+    One that took its 30 s to finish a batch at a stop kept the port from a serve started again, and
+    let clients connect to a socket nothing would accept on."""
+    server = Serve(tmp_path / "data", tmp_path / "serve.log", workers=1)
+    server.start()
+    try:
+        listening = _listening(server.port)
+        assert listening in _held(server.pids("api")[0])
+        assert listening not in _held(server.pids("consumers")[0])
+    finally:
+        server.stop()

@@ -309,7 +309,10 @@ class Supervisor:
         self.unfinished: dict[Job, str] = {}
 
     def _start(self, job: Job) -> SpawnProcess:
-        process = self._spawn_context.Process(target=_work, args=(job, self._settings, self._sock, os.getpid()),
+        # the listening socket to the API workers alone: a consumers worker would hold the port
+        # while it finishes a batch at a stop, accepting nothing
+        sock = self._sock if job.kind == "api" else None
+        process = self._spawn_context.Process(target=_work, args=(job, self._settings, sock, os.getpid()),
                                               name=f"blackbox {job}")
         process.start()
         self.running[job] = (process, time.monotonic())

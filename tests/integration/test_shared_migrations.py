@@ -66,6 +66,12 @@ def test_serves_that_migrate_at_once_apply_each_migration_once_and_all_start():
         drop_database(name)
 
 
+def _day_partitions(database: MysqlDatabase) -> int:
+    rows = database.run("SELECT COUNT(*) FROM information_schema.partitions WHERE table_schema = DATABASE() "
+                        "AND table_name = 'reports' AND partition_name <> 'p_future'", ())
+    return int(rows[0][0])
+
+
 def test_day_partitions_made_at_once_are_made_once():
     """Every consumers machine makes the coming days' partitions (at start, then hourly): made at
     once, the second REORGANIZE found p_future changed under it."""
@@ -73,9 +79,7 @@ def test_day_partitions_made_at_once_are_made_once():
         others = [MysqlDatabase(mysql_url(database.database)) for _ in range(3)]
         try:
             at_once(3, lambda i: others[i].ensure_day_partitions(database_module.DAYS_AHEAD + 5))
-            days = database.run("SELECT COUNT(*) FROM information_schema.partitions WHERE table_schema = "
-                                "DATABASE() AND table_name = 'reports' AND partition_name <> 'p_future'", ())
-            assert days[0][0] >= database_module.DAYS_AHEAD + 6
+            assert _day_partitions(database) >= database_module.DAYS_AHEAD + 6
         finally:
             for other in others:
                 other.close()
@@ -92,3 +96,16 @@ def test_a_migration_waits_its_turn_and_says_when_none_came(monkeypatch: pytest.
             assert database.migrate() == []  # its turn, once the other let go
         finally:
             other.close()
+
+
+def test_day_partitions_dropped_at_once_are_dropped_once():
+    """The hourly purge of two consumers machines at once: the second DROP PARTITION named
+    partitions the first had dropped."""
+    with mysql_database(namespace()) as database:
+        others = [MysqlDatabase(mysql_url(database.database)) for _ in range(3)]
+        try:
+            assert at_once(3, lambda i: others[i].drop_day_partitions(2**62)) == [0, 0, 0]  # rows they held
+            assert _day_partitions(database) == 0
+        finally:
+            for other in others:
+                other.close()

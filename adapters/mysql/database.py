@@ -253,7 +253,7 @@ class MysqlDatabase(SqlDatabase):
 
     def drop_day_partitions(self, before_ms: int) -> int:
         """Drops the day partitions that end at or before `before_ms`; returns the rows they held."""
-        with self.connection().cursor() as cursor:
+        with self.connection().cursor() as cursor, _turn(cursor, "day-partitions", self.database):
             old = sorted(name for name, bound in self._day_partitions(cursor).items() if bound <= before_ms)
             if not old:
                 return 0

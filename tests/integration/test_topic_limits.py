@@ -223,3 +223,21 @@ def _read_all(log: KafkaEventLog, topic: str, partition: int) -> list[LogRecord]
         found.append(record)
         offset += 1
     return found
+
+
+@pytest.mark.services
+def test_a_topic_with_fewer_partitions_than_the_setting_is_named_not_grown(caplog: pytest.LogCaptureFixture):
+    """Found by a probe of docs/scale-out.md: BLACKBOX_LOG_PARTITIONS raised after the topics were
+    made changed nothing, without a word. Serve adds none itself: a key's records would go to
+    another partition from then on, behind the ones still waiting on the old."""
+    prefix = f"{namespace()}."
+    logs = [KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=n, topic_prefix=prefix) for n in (2, 6)]
+    try:
+        logs[0].ensure_topic(CRASHES)
+        logs[1].ensure_topic(CRASHES)
+        client = admin()
+        assert len(client.list_topics(prefix + CRASHES, timeout=10).topics[prefix + CRASHES].partitions) == 2
+        assert f"topic {prefix}{CRASHES} has 2 partitions where BLACKBOX_LOG_PARTITIONS asks 6" in caplog.text
+    finally:
+        for log in logs:
+            log.close()

@@ -262,7 +262,22 @@ class KafkaEventLog:
                     # a user that may not alter topics (an ACL) still publishes, as before, to the
                     # topic as it is; what it refuses is spilled, and this line says why
                     log.warning("topic %s kept the limits it had; giving it %s failed: %r", name, config[name], exc)
+                self._name_fewer_partitions(name)
             self._known_topics.add(name)
+
+    def _name_fewer_partitions(self, name: str) -> None:
+        """Says so when a topic made before has fewer partitions than the setting asks. None is
+        added here: from then on a key's records would go to another partition, to be consumed
+        before the ones still waiting on the old (a board's scores out of order)."""
+        try:
+            metadata = self._admin.list_topics(name, timeout=self._timeout).topics.get(name)
+        except KafkaException:  # only a diagnosis: the publish goes on, and fails or not on its own
+            return
+        found = len(metadata.partitions) if metadata is not None and metadata.error is None else self._partitions
+        if found < self._partitions:
+            log.warning("topic %s has %d partitions where BLACKBOX_LOG_PARTITIONS asks %d; serve adds none: add them "
+                        "with Kafka's tools while `blackbox lag` shows every group caught up", name, found,
+                        self._partitions)
 
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
         if not records:

@@ -4,6 +4,7 @@ transactions; versioned migrations, which wait for a server that is not reachabl
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import random
@@ -385,8 +386,10 @@ def _turn(cursor: SqlCursor, work: str, database: str) -> Iterator[None]:
     try:
         yield
     finally:
-        cursor.execute("SELECT RELEASE_LOCK(%s)", (name,))
-        cursor.fetchall()
+        # a connection that broke meanwhile let the lock go, and its error is the one to raise
+        with contextlib.suppress(pymysql.err.Error):
+            cursor.execute("SELECT RELEASE_LOCK(%s)", (name,))
+            cursor.fetchall()
 
 
 @contextmanager

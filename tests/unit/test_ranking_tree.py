@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ports import BoardSettings, NodeRange
+from ports import BoardSettings, NodeRange, Order
 from ports.limits import INT64_MAX, INT64_MIN
 from ranking.queries import rank_of, score_at
 from ranking.ties import combine_key
@@ -133,3 +133,14 @@ def test_a_tree_numbers_its_levels_in_units_that_divide_its_bits():
     for bits, unit in ((6, 4), (4, 8)):
         with pytest.raises(ValueError, match="units"):
             Tree(bits, unit=unit)
+
+
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_best_on_a_subscore_board_takes_a_subscore_only_with_the_same_score(order: Order) -> None:
+    """best keeps the better (score, subscore) pair: a worse score never wins by its subscore."""
+    settings = BoardSettings("b", order, "best", ties="subscore")
+    sign = 1 if order == "desc" else -1  # `sign * x` is better the greater x is
+    old = (sign * 5, sign * -1)
+    assert combine_key(settings, old, sign * 4, sign * 9) == old
+    assert combine_key(settings, old, sign * 5, sign * 9) == (sign * 5, sign * 9)
+    assert combine_key(settings, old, sign * 6, sign * -9) == (sign * 6, sign * -9)

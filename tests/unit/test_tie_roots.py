@@ -142,3 +142,20 @@ def test_receipt_times_keep_their_trees_below_the_bytes_they_share(monkeypatch: 
     store.apply({"c": (5, INT64_MAX)})  # a tiebreak of the other sign: the tree keeps every level
     assert tie_tops(store, "b", [5]) == ({}, {})  # type: ignore[arg-type]
     assert {level for (_, level, _), count in store.rows.items() if count} == set(range(TIE_TREE.top + 1))
+
+
+def test_a_tie_tree_is_built_with_the_highest_floor_whose_nodes_have_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree built whole gets as its floor the highest level below its root whose nodes each hold
+    fewer than TIE_TREE_FROM / FLOOR_ROOM players: not one whose nodes are that full, nor a lower one
+    (a row a level more for every player that joins or leaves)."""
+    monkeypatch.setattr(ties, "TIE_TREE_FROM", 64)
+    monkeypatch.setattr(ties, "FLOOR_ROOM", 4)
+    store = MemoryTies()
+    # 64 players each, root at level 3: score 1 in 4 nodes of level 2 holding 16 (16 * 4 is no
+    # room: its floor is level 1), score 2 in 8 nodes of 8 (room: its floor is level 2)
+    store.apply({**{f"a{k}.{j}": (1, (k << 16) + (j << 8)) for k in range(4) for j in range(16)},
+                 **{f"b{k}.{j}": (2, (k << 16) + (j << 8)) for k in range(8) for j in range(8)}})
+    assert tie_tops(store, "b", [1, 2]) == ({1: (3, 0), 2: (3, 0)}, {1: 1, 2: 2})  # type: ignore[arg-type]
+    kept = {score: {level for (s, level, _), count in store.rows.items() if s == score and count and level < ROOT_LEVEL}
+            for score in (1, 2)}
+    assert kept == {1: {1, 2}, 2: {2}}

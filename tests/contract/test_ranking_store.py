@@ -994,3 +994,112 @@ def test_a_tie_tree_left_by_a_lower_threshold_is_rebuilt_when_its_score_grows_to
     for entry in expected:
         assert leaderboard.player(ranking_store, TREE, board, entry["playerId"]) == entry
     assert leaderboard.ranks_of(ranking_store, TREE, board, list("ihgfedcba"))["entries"] == expected
+
+
+def _banned(ranking_store: RankingStore, log, board: str, player: str, offsets: itertools.count) -> None:
+    """Bans the player, and applies the rechecks the ban asks of its boards."""
+    ranking_store.ban(player, T0)
+    outgoing, _ = bans.rechecks(ranking_store, player)
+    apply_scores([LogRecord(f"scores.{board}", 0, next(offsets), r.value, r.key, (), 0) for r in outgoing],
+                 ranking_store, log, TREE)
+
+
+def test_a_banned_player_is_not_counted_ahead_of_those_of_its_score(ranking_store: RankingStore, log):
+    """A banned player leaves the ranks of those it tied with: not counted as a better tiebreak,
+    nor as the same tiebreak with a smaller playerId."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    a, b, c = (f"{board}-{name}" for name in "abc")
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(ties="subscore"))
+    offsets = itertools.count()
+    apply_scores(timed_records(board, [(0, a, 5, None, 2), (0, b, 5, None, 1), (0, c, 5, None, 1)], offsets),
+                 ranking_store, log, TREE)
+    for player in (a, b):  # a's subscore is better than c's; b's is c's, and b < c
+        _banned(ranking_store, log, board, player, offsets)
+    expected = {"rank": 1, "playerId": c, "score": 5, "subscore": 1, "metadata": None}
+    assert leaderboard.player(ranking_store, TREE, board, c) == expected
+    assert leaderboard.top(ranking_store, TREE, board)["entries"] == [expected]
+    assert leaderboard.around(ranking_store, TREE, board, c)["entries"] == [expected]
+
+
+def test_a_tie_tree_built_while_a_banned_player_holds_its_score_counts_only_those_shown(
+        ranking_store: RankingStore, log, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", 2)
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    a, b, c = (f"{board}-{name}" for name in "abc")
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(ties="subscore"))
+    offsets = itertools.count()
+    apply_scores(timed_records(board, [(0, a, 5, None, 9), (0, b, 5, None, 2)], offsets), ranking_store, log, TREE)
+    _banned(ranking_store, log, board, a, offsets)  # b alone is shown: its score's tree goes
+    # two shown again: the tree is built from the records at the score, a's hidden one not among them
+    apply_scores(timed_records(board, [(1, c, 5, None, 3)], offsets), ranking_store, log, TREE)
+    assert [(e["playerId"], e["rank"]) for e in leaderboard.top(ranking_store, TREE, board)["entries"]] == \
+        [(c, 1), (b, 2)]
+    assert leaderboard.player(ranking_store, TREE, board, c)["rank"] == 1
+    assert leaderboard.rank_for_score(ranking_store, TREE, board, 5, subscore=4)["rank"] == 1
+
+
+def test_retention_keeps_a_season_until_a_grace_after_its_end(ranking_store: RankingStore, log):
+    """The season current a grace ago has not ended a grace ago: kept to the millisecond."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=0))
+    apply_scores(timed_records(board, [(0, "a", 1, None)], itertools.count()), ranking_store, log, TREE)
+    ended = T0 + PERIODS[EVERY_TEN_MINUTES]
+    purge_seasons(ranking_store, ended + SEASON_PURGE_GRACE_MS - 1)
+    assert ranking_store.seasons(board, None, 10) == [T0]
+    purge_seasons(ranking_store, ended + SEASON_PURGE_GRACE_MS)
+    assert ranking_store.seasons(board, None, 10) == []
+
+
+def test_a_recheck_is_keyed_by_its_board_whatever_the_season(ranking_store: RankingStore, log):
+    """The `scores` topic is keyed by board, so that one worker applies a board's updates in order:
+    a recheck of a season's record goes to that board's partition too."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    player = f"{board}-p"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(0, player, 1, None), (ten, player, 2, None)], itertools.count()),
+                 ranking_store, log, TREE)
+    outgoing, count = bans.rechecks(ranking_store, player)
+    assert count == 2
+    assert [r.key for r in outgoing] == [board.encode()]
+
+
+def _listed(page_of: Callable[[str | None], tuple[list[str], str | None]], pages: int) -> list[str]:
+    """What a listing's pages hold, cursor after cursor, `pages` of them at most."""
+    listed: list[str] = []
+    cursor = None
+    for _ in range(pages):
+        items, cursor = page_of(cursor)
+        listed += items
+        if cursor is None:
+            break
+    return listed
+
+
+def test_a_board_s_seasons_page_by_cursor_each_once(ranking_store: RankingStore, log):
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    ten = PERIODS[EVERY_TEN_MINUTES]
+    apply_scores(timed_records(board, [(period * ten, "p", period, None) for period in range(3)], itertools.count()),
+                 ranking_store, log, TREE)
+
+    def page_of(cursor: str | None) -> tuple[list[str], str | None]:
+        page = leaderboard.seasons(ranking_store, board, limit=2, cursor=cursor)
+        return page["seasons"], page["nextCursor"]
+
+    assert _listed(page_of, 5) == [to_rfc3339(T0 + period * ten) for period in (2, 1, 0)]
+
+
+def test_the_ban_list_pages_by_cursor_each_player_once(ranking_store: RankingStore):
+    prefix = f"ban-{uuid.uuid4().hex[:12]}"
+    players = [f"{prefix}-{i}" for i in range(3)]
+    for player in players:
+        ranking_store.ban(player, T0)
+
+    def page_of(cursor: str | None) -> tuple[list[str], str | None]:
+        page = bans.bans(ranking_store, limit=2, cursor=cursor)
+        return [b["playerId"] for b in page["bans"]], page["nextCursor"]
+
+    listed = _listed(page_of, 10)
+    assert len(listed) == len(set(listed))
+    assert [player for player in listed if player.startswith(prefix)] == players

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from adapters.settings import Settings
-from local_runtime.server import Job, Supervisor, stopped
+from local_runtime.server import Job, Supervisor, listen, stopped
 
 
 def _failing(ready: Any) -> None:
@@ -98,3 +100,27 @@ def test_a_signal_that_comes_as_a_stopping_process_ignores_them_leaves_no_traceb
     done = subprocess.run([sys.executable, "-c", _RACING], capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).resolve().parents[2], check=False)
     assert done.returncode == 0 and "race condition" not in done.stderr, done.stderr
+
+
+def test_the_port_is_free_while_a_consumers_worker_still_stops(tmp_path: Path) -> None:
+    """Found in review: the supervisor kept its listening socket until every worker had stopped, so
+    a consumers worker finishing its batch (30 s at most) kept the port from a serve started again,
+    and let clients connect where nothing would accept."""
+    spawn = multiprocessing.get_context("spawn")
+    sock = listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    supervisor = Supervisor(Settings(profile="embedded", data_dir=tmp_path), sock, [])
+    ready = spawn.Event()
+    finishing = spawn.Process(target=_deaf, args=(ready,))
+    finishing.start()
+    supervisor.running[Job("consumers", 0)] = (finishing, time.monotonic())
+    assert ready.wait(60)
+    stopping = threading.Thread(target=supervisor.stop_all, kwargs={"grace_s": 5.0})
+    stopping.start()
+    try:
+        time.sleep(0.5)  # stop_all has sent its SIGTERMs, and waits for the worker
+        assert finishing.exitcode is None
+        socket.create_server(("127.0.0.1", port)).close()  # a serve started again binds it
+    finally:
+        stopping.join()
+        sock.close()

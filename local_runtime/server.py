@@ -349,10 +349,14 @@ class Supervisor:
             self.stop_all()
 
     def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM to every worker; SIGKILL to those still running `grace_s` later."""
+        """SIGTERM to every worker; SIGKILL to those still running `grace_s` later. The listening
+        socket is let go at once: the API workers close theirs as they stop accepting, and the port
+        is free for a serve started again while a consumers worker still finishes its batch."""
         for process, _ in self.running.values():
             if process.exitcode is None:
                 process.terminate()
+        if self._sock is not None:
+            self._sock.close()
         deadline = time.monotonic() + grace_s
         for job, (process, _) in self.running.items():
             process.join(max(0.0, deadline - time.monotonic()))

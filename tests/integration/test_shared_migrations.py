@@ -4,6 +4,8 @@ already is taken as added; and migrations and day partitions made by several pro
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,31 @@ def test_day_partitions_dropped_at_once_are_dropped_once():
         finally:
             for other in others:
                 other.close()
+
+
+def test_day_partitions_wait_a_turn_longer_than_a_reads_timeout(monkeypatch: pytest.MonkeyPatch):
+    """Found in review: the partitions' turn was waited for on the store's pooled connection, whose
+    reads time out at 30 s: a serve's start behind another machine's long purge lost its connection."""
+    with mysql_database(namespace()) as database:
+        monkeypatch.setattr(database_module, "READ_TIMEOUT_S", 1.0)
+        database.close()  # its connections dial again, with that timeout
+        other = MysqlDatabase(mysql_url(database.database))
+        holding, done = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with other.connection().cursor() as cursor, database_module._turn(cursor, "day-partitions",
+                                                                               database.database):
+                holding.set()
+                time.sleep(2)  # longer than the read timeout
+            done.set()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert holding.wait(30)
+            database.ensure_day_partitions(database_module.DAYS_AHEAD + 1)
+            assert done.is_set()  # it waited its turn
+            assert _day_partitions(database) >= database_module.DAYS_AHEAD + 2
+        finally:
+            holder.join()
+            other.close()

@@ -42,9 +42,9 @@ MIGRATION_LOCK_WAIT_S = 5
 MIGRATION_LOCK_TRIES = 12
 # the crash index has a partition for each day up to this many days ahead
 DAYS_AHEAD = 7
-# how long a process waits for another's migration, or its day partitions, before giving up (AWS's
-# custom resource that migrates has 600 s)
-TURN_WAIT_S = 600
+# how long a process waits for another's migration, or its day partitions, before giving up: within
+# the 600 s of AWS's custom resource that migrates, so that its own error is the one reported
+TURN_WAIT_S = 540
 # the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
 CA_PARAMETER = "ssl_ca"
 URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/ca.pem]"
@@ -254,13 +254,13 @@ class MysqlDatabase(SqlDatabase):
 
     def drop_day_partitions(self, before_ms: int) -> int:
         """Drops the day partitions that end at or before `before_ms`; returns the rows they held."""
-        with self.connection().cursor() as cursor, _turn(cursor, "day-partitions", self.database):
+        with self._in_turn("day-partitions") as conn, conn.cursor() as cursor:
             old = sorted(name for name, bound in self._day_partitions(cursor).items() if bound <= before_ms)
             if not old:
                 return 0
             cursor.execute(f"SELECT COUNT(*) FROM reports PARTITION ({', '.join(old)})")
             (rows,) = cursor.fetchone() or (0,)
-            cursor.execute(f"ALTER TABLE reports DROP PARTITION {', '.join(old)}")
+            _patiently(cursor, f"ALTER TABLE reports DROP PARTITION {', '.join(old)}")
             return int(rows)
 
     def ping(self) -> None:
@@ -277,12 +277,8 @@ class MysqlDatabase(SqlDatabase):
         self.wait_until_reachable(wait_s)
         self._create_database()
         applied: list[str] = []
-        # a connection of its own: no read timeout (a large index's rebuild takes minutes), and a
-        # short wait for a table in use, tried again, so that no query waits long behind it
-        with (self._connect(self.database, migrating=True) as conn, conn.cursor() as turn,
-              _turn(turn, "migrations", self.database)):
+        with self._in_turn("migrations") as conn:
             with conn.cursor() as cursor:
-                cursor.execute(f"SET SESSION lock_wait_timeout = {MIGRATION_LOCK_WAIT_S}")
                 exact = _exact_collation(cursor)
                 _patiently(cursor, f"ALTER DATABASE `{self.database}` CHARACTER SET utf8mb4 COLLATE {exact}")
                 cursor.execute(migrations.CREATE_TABLE)
@@ -307,6 +303,18 @@ class MysqlDatabase(SqlDatabase):
                 self._compare_exactly(cursor, exact)
         self.ensure_day_partitions(days_ahead)
         return applied
+
+    @contextmanager
+    def _in_turn(self, work: str) -> Iterator[pymysql.connections.Connection[Cursor]]:
+        """A connection of its own, holding this work's turn (_turn) for the block: no read timeout,
+        as a turn may wait minutes for another process's and a large index's rebuild takes as long;
+        a short wait for a table in use, tried again (_patiently), so that no query waits long
+        behind its DDL; and closed afterwards, so that no pooled connection keeps a named lock's
+        session (RDS Proxy pins a connection that took one)."""
+        with (self._connect(self.database, migrating=True) as conn, conn.cursor() as cursor,
+              _turn(cursor, work, self.database)):
+            cursor.execute(f"SET SESSION lock_wait_timeout = {MIGRATION_LOCK_WAIT_S}")
+            yield conn
 
     def _compare_exactly(self, cursor: Cursor, exact: str) -> None:
         """Every table's text in the exact collation (CODE_MIGRATIONS): those the engine's migrations
@@ -338,8 +346,7 @@ class MysqlDatabase(SqlDatabase):
         return {name: int(bound) for name, bound in cursor.fetchall()}
 
     def ensure_day_partitions(self, days_ahead: int) -> None:
-        with self.transaction() as t, _turn(t.cursor, "day-partitions", self.database):
-            cursor = t.cursor
+        with self._in_turn("day-partitions") as conn, conn.cursor() as cursor:
             highest = max(self._day_partitions(cursor).values(), default=-1)
             today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
             new = []
@@ -349,10 +356,8 @@ class MysqlDatabase(SqlDatabase):
                 if bound > highest:  # bounds must grow; a day already covered (or purged) is skipped
                     new.append(f"PARTITION p{day:%Y%m%d} VALUES LESS THAN ({bound})")
             if new:
-                cursor.execute(
-                    "ALTER TABLE reports REORGANIZE PARTITION p_future INTO "
-                    f"({', '.join(new)}, PARTITION p_future VALUES LESS THAN MAXVALUE)"
-                )
+                _patiently(cursor, "ALTER TABLE reports REORGANIZE PARTITION p_future INTO "
+                                   f"({', '.join(new)}, PARTITION p_future VALUES LESS THAN MAXVALUE)")
 
 
 def _exact_collation(cursor: Cursor) -> str:
@@ -372,7 +377,8 @@ def _turn(cursor: SqlCursor, work: str, database: str) -> Iterator[None]:
     block runs: processes that would do it at once (serves starting together, each consumers
     machine's hourly job) take turns, each seeing what the one before did. A process that dies lets
     the lock go with its connection."""
-    name = f"blackbox:{work}:{hashlib.sha1(database.encode()).hexdigest()[:32]}"  # 64 characters at most
+    # MySQL takes names of 64 characters at most, and a database's name may be as long itself
+    name = f"blackbox:{work}:{hashlib.sha1(database.encode()).hexdigest()[:32]}"
 
     def took(wait_s: float) -> bool:
         cursor.execute("SELECT GET_LOCK(%s, %s)", (name, wait_s))
@@ -405,7 +411,8 @@ def _transaction_on(conn: pymysql.connections.Connection[Cursor]) -> Iterator[Tr
 
 
 def _patiently(cursor: SqlCursor, statement: str) -> None:
-    """A migration's statement, tried again while it waits too long for a table in use."""
+    """A schema change's statement (a migration's, a day partition's), tried again while it waits too
+    long for a table in use."""
     for attempt in range(1, MIGRATION_LOCK_TRIES + 1):
         try:
             cursor.execute(statement)
@@ -413,6 +420,6 @@ def _patiently(cursor: SqlCursor, statement: str) -> None:
         except pymysql.err.OperationalError as exc:
             if exc.args[0] != ER.LOCK_WAIT_TIMEOUT or attempt == MIGRATION_LOCK_TRIES:
                 raise
-            log.warning("a migration waited %d s for a table in use (try %d of %d): %s", MIGRATION_LOCK_WAIT_S,
+            log.warning("a schema change waited %d s for a table in use (try %d of %d): %s", MIGRATION_LOCK_WAIT_S,
                         attempt, MIGRATION_LOCK_TRIES, statement[:80])
             time.sleep(1)

@@ -262,10 +262,10 @@ class KafkaEventLog:
                     # a user that may not alter topics (an ACL) still publishes, as before, to the
                     # topic as it is; what it refuses is spilled, and this line says why
                     log.warning("topic %s kept the limits it had; giving it %s failed: %r", name, config[name], exc)
-                self._name_fewer_partitions(name)
+                self._warn_if_fewer_partitions(name)
             self._known_topics.add(name)
 
-    def _name_fewer_partitions(self, name: str) -> None:
+    def _warn_if_fewer_partitions(self, name: str) -> None:
         """Says so when a topic made before has fewer partitions than the setting asks. None is
         added here: from then on a key's records would go to another partition, to be consumed
         before the ones still waiting on the old (a board's scores out of order)."""

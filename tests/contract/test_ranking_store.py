@@ -1091,8 +1091,7 @@ def test_a_board_s_seasons_page_by_cursor_each_once(ranking_store: RankingStore,
 
 
 def test_the_ban_list_pages_by_cursor_each_player_once(ranking_store: RankingStore):
-    prefix = f"ban-{uuid.uuid4().hex[:12]}"
-    players = [f"{prefix}-{i}" for i in range(3)]
+    players = [f"ban-{i}" for i in range(3)]
     for player in players:
         ranking_store.ban(player, T0)
 
@@ -1100,6 +1099,4 @@ def test_the_ban_list_pages_by_cursor_each_player_once(ranking_store: RankingSto
         page = bans.bans(ranking_store, limit=2, cursor=cursor)
         return [b["playerId"] for b in page["bans"]], page["nextCursor"]
 
-    listed = _listed(page_of, 10)
-    assert len(listed) == len(set(listed))
-    assert [player for player in listed if player.startswith(prefix)] == players
+    assert _listed(page_of, 10) == players  # each test has a store of its own

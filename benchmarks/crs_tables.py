@@ -266,21 +266,22 @@ the one-report summary took 29 ms and now takes 2).
 
 - **100 KB crash capture against the Legacy CRS and the raw producer.** On `embedded` both designs
   write to SQLite on the one disk, and Blackbox writes every report twice (the log, then the
-  document store, each with its WAL checkpoint) where the Legacy collector writes it once; a
-  second API process adds nothing there, as SQLite takes one writer at a time. On `services` a
-  second API process adds about an eighth with the consumers beside it and a quarter alone: the
-  2 cores are shared by the API processes, the consumers, Kafka, MariaDB, CouchbaseMock and the
-  load generator, and the raw producer sends from a tight loop with none of the per-request
-  Python (HTTP, the API Gateway event, the Powertools resolver, validation, the envelope). The
-  paper's 5x came from a legacy database that was the bottleneck under its indexes and load; a
-  fresh local table with one writer is not one. In AWS each request is its own Lambda.
+  document store, each with its WAL checkpoint) where the Legacy collector writes it once; a second
+  API process adds nothing there, as SQLite takes one writer at a time. On `services` a second API
+  process adds little with the consumers beside it and more alone (the lines under the capture
+  table give both): the 2 cores are shared by the API processes, the consumers, Kafka, MariaDB,
+  CouchbaseMock and the load generator, and the raw producer sends from a tight loop with none of
+  the per-request Python (HTTP, the API Gateway event, the Powertools resolver, validation, the
+  envelope). The paper's 5x came from a legacy database that was the bottleneck under its indexes
+  and load; a fresh local table with one writer is not one. In AWS each request is its own Lambda.
 - **Single session events.** The bare endpoint (uvicorn, httptools and uvloop, a JSON parse)
-  answers some 25,000 to 36,000 a second since the load generator's own client stopped bounding
-  it (with aiohttp it measured 11,000 to 13,000, and these ratios read 14-21%: the client's
-  ceiling, not the endpoint's); Blackbox's gateway adds the API Gateway event, the Powertools
-  resolver and its validation, a handler thread, and the log's acknowledgement for each event,
-  some 400 µs of CPU against the bare endpoint's 30. Batches meet their target because that cost
-  is paid once per 500 events; API Gateway and Lambda are the way past it for single events.
+  answers tens of thousands a second since the load generator's own client stopped bounding it,
+  fewer with two processes on cores the engines share (with aiohttp it measured 11,000 to 13,000,
+  and these ratios read 14-21%: the client's ceiling, not the endpoint's); Blackbox's gateway adds
+  the API Gateway event, the Powertools resolver and its validation, a handler thread, and the
+  log's acknowledgement for each event, some 400 µs of CPU against the bare endpoint's 30. Batches
+  meet their target because that cost is paid once per 500 events; API Gateway and Lambda are the
+  way past it for single events.
 - **Consumer against the raw engines.** Met on both profiles since a full Kafka batch stopped
   handing back its last record (the seek that returned it threw away what librdkafka had
   fetched, and the next poll waited for a new fetch: 3 of the consumer's 6.5 s). The raw engines

@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from benchmarks import crs, crs_tables, marked, minidumps, ranking, releases, soak
+from pipeline.collector import collect_for_batches
 
 BY_HAND_BEGIN, BY_HAND_END = "<!-- by hand -->", "<!-- /by hand -->"
 
@@ -28,6 +29,9 @@ def _machine() -> str:
 
 
 def run(quick: bool, output: Path) -> None:
+    # the sections run the consumers' code in this process: with the collector as their functions
+    # set it in theirs, from the start (importing one of them would set it midway)
+    collect_for_batches()
     console = Console()
     with console.status("benchmarking") as status:
         def progress(message: str) -> None:

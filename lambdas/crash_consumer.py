@@ -11,9 +11,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from crashes.persistence import persist_crashes
 from crashes.spikes import crossed
+from pipeline.collector import collect_for_batches
 from pipeline.msk import from_msk_event
 from ports.telemetry import CRASH_SPIKE, VISIBILITY_LATENCY, emit, instrumented, logger
 from ports.timeutil import now_ms
+
+collect_for_batches()
 
 
 @instrumented

@@ -11,8 +11,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from adapters.stackwalk import Stackwalker
 from crashes.processing import Processor
+from pipeline.collector import collect_for_batches
 from pipeline.msk import from_msk_event
 from ports.telemetry import MINIDUMPS_FAILED, MINIDUMPS_PROCESSED, emit, instrumented
+
+collect_for_batches()
 
 
 @functools.cache

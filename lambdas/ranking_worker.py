@@ -7,10 +7,13 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
+from pipeline.collector import collect_for_batches
 from pipeline.msk import from_msk_event
 from ports.telemetry import instrumented
 from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
+
+collect_for_batches()
 
 
 @instrumented

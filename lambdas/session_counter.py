@@ -7,9 +7,12 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
+from pipeline.collector import collect_for_batches
 from pipeline.msk import from_msk_event
 from ports.telemetry import instrumented
 from sessions.counting import count_sessions
+
+collect_for_batches()
 
 
 @instrumented

@@ -12,8 +12,8 @@ def collect_for_batches() -> None:
     """A batch's parsed records, reads and deltas live until the batch is done. At CPython's 700,
     young collections run hundreds of times a batch and move what is alive then to the old
     generation, which fills past a quarter of its size every few batches and is then walked whole,
-    every object of the process: the ranking worker's full collections fell from 30 to 5 a 200,000
-    updates, and its CPU an update by a fifth (BENCHMARKS.md). Process-wide: each consumer function
+    every object of the process: the ranking worker's full collections fell from 30 to 5 in 200,000
+    updates, and its CPU an update by 5% to 30% (BENCHMARKS.md). Process-wide: each consumer function
     calls it as its module loads, once a Lambda environment or a serve's consumers worker."""
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_OBJECTS, middle, old)

@@ -154,7 +154,7 @@ def test_the_load_generator_reports_its_own_lag_which_each_tries_latency_holds(
         key = next(line for line in request.split(b"\r\n") if line.startswith(b"Idempotency-Key:"))
         if key in seen and not retried:
             # the first retry: the server shares the client's loop, so this holds the client up
-            # while the retries of the first hold's requests, answered together, fall due
+            # while the retries of the requests sent before the first hold, 5 ms apart, fall due
             retried.append(key)
             time.sleep(blocked_s)
         writer.write(answer(202, b'{"accepted": 1}') if key in seen else answer(503, b"{}", "Retry-After: 1"))
@@ -163,11 +163,12 @@ def test_the_load_generator_reports_its_own_lag_which_each_tries_latency_holds(
     outcomes: list[Outcome] = []
 
     async def use(server: Server, url: str) -> None:
-        config = LoadConfig(url=url, rate=200, duration_s=0.6, mix=(0, 1, 0))
+        config = LoadConfig(url=url, rate=200, duration_s=0.6, mix=(0, 1, 0), crash_kb=1)
+        requests = _Requests(config, "lag:pc", "board")  # before the clock starts: it takes a while
         # the client's loop held up as a busy CPU would hold it, while first tries fall due (and,
         # in reply, while retries do): what falls due meanwhile runs late
         asyncio.get_running_loop().call_later(0.1, time.sleep, blocked_s)
-        await _send_all(config, _Requests(config, "lag:pc", "board"), outcomes.append)
+        await _send_all(config, requests, outcomes.append)
 
     asyncio.run(serving(reply, use))
     assert len(outcomes) == 120 and all(o.status == 202 and len(o.shed_ms) == 1 for o in outcomes)

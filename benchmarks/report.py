@@ -30,7 +30,8 @@ def _machine() -> str:
 
 def run(quick: bool, output: Path) -> None:
     # the sections run the consumers' code in this process: with the collector as their functions
-    # set it in theirs, from the start (importing one of them would set it midway)
+    # set it in theirs, from the start (importing one of them would set it midway), for the load
+    # generator and the queries' clients in this process too
     collect_for_batches()
     console = Console()
     with console.status("benchmarking") as status:

@@ -25,5 +25,6 @@ def test_a_consumer_function_collects_young_objects_less_often_from_its_first_ba
 def test_the_api_and_the_other_functions_keep_the_collector_as_python_sets_it() -> None:
     # the local gateway too, which loads the API's functions in a serve's API workers
     others = [module for function, module in FUNCTIONS.items() if function not in CONSUMERS]
-    assert _young_threshold_after_importing(*others, "local_runtime.gateway") == _young_threshold_after_importing() \
-        != YOUNG_OBJECTS
+    pythons = _young_threshold_after_importing()
+    assert pythons != YOUNG_OBJECTS
+    assert _young_threshold_after_importing(*others, "local_runtime.gateway") == pythons

@@ -87,3 +87,20 @@ def test_only_the_api_workers_hold_the_listening_socket(tmp_path: Path) -> None:
         assert listening not in _held(consumers)
     finally:
         server.stop()
+
+
+def test_each_worker_is_named_by_its_job_in_ps(tmp_path: Path) -> None:
+    """docs/scale-out.md has an operator kill a worker by its pid: `ps` and `top` must tell which is
+    which, where every worker showed multiprocessing's own command line."""
+    server = Serve(tmp_path / "data", tmp_path / "serve.log", workers=1)
+    server.start()
+    try:
+        for kind, job in (("api", "API worker 0"), ("consumers", "consumers worker 0")):
+            cmdline = Path(f"/proc/{server.pids(kind)[0]}/cmdline")
+            deadline = time.monotonic() + 30
+            while not cmdline.read_bytes().startswith(b"blackbox serve: "):
+                assert time.monotonic() < deadline, cmdline.read_bytes()
+                time.sleep(0.1)
+            assert cmdline.read_bytes().rstrip(b"\0").decode() == f"blackbox serve: {job}"
+    finally:
+        server.stop()

@@ -31,6 +31,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import uvicorn
+from setproctitle import setproctitle
 
 from adapters.factory import build, install, migrate
 from adapters.settings import Settings
@@ -246,6 +247,7 @@ def _die_with(supervisor: int) -> None:
 def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: int) -> None:
     """A worker process's body (run by multiprocessing's spawn: a fresh interpreter, no client
     state inherited from the supervisor)."""
+    setproctitle(f"blackbox serve: {job}")
     # Ctrl-C reaches the whole process group: the supervisor answers it by sending SIGTERM
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stop, requested = threading.Event(), StopRequest()

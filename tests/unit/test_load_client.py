@@ -5,6 +5,7 @@ request fails on them, and never more open at once than the limit."""
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 from collections.abc import Awaitable, Callable
 
@@ -136,6 +137,10 @@ def test_no_more_connections_are_open_at_once_than_the_limit() -> None:
     assert server.most_busy == 3 and server.connections == 3
 
 
+# the first hold comes once this many first tries are answered, however late the client started
+HELD_AFTER = 10
+
+
 @pytest.mark.parametrize("jitter", [0.0, 0.5, 0.99])
 @pytest.mark.parametrize("busy_at_start_s", [0.0, 0.09])
 def test_the_load_generator_reports_its_own_lag_which_each_tries_latency_holds(
@@ -146,6 +151,7 @@ def test_the_load_generator_reports_its_own_lag_which_each_tries_latency_holds(
     blocked_s = 0.3
     seen: set[bytes] = set()
     retried: list[bytes] = []
+    held: set[bytes] = set()  # first tries that came in after the first hold
     # retries fall due 1 to 2 s after their 503 by the client's jitter, and a loaded machine starts
     # the client late (CI's did): the holds must catch some tries whichever way these fall
     monkeypatch.setattr("loadgen.run.random.random", lambda: jitter)
@@ -153,11 +159,17 @@ def test_the_load_generator_reports_its_own_lag_which_each_tries_latency_holds(
     async def reply(request: bytes, writer: asyncio.StreamWriter) -> None:
         # every request shed once: its retry is due 1 to 2 s later
         key = next(line for line in request.split(b"\r\n") if line.startswith(b"Idempotency-Key:"))
-        if key in seen and not retried:
-            # the first retry: the server shares the client's loop, so this holds the client up
-            # while the retries of the requests sent before the first hold, 5 ms apart, fall due
+        # the server shares the client's loop: a hold here holds the client up as a busy CPU would
+        if key not in seen and len(seen) == HELD_AFTER:
+            time.sleep(blocked_s)  # while first tries fall due: those meanwhile run late
+        elif key not in seen and len(seen) > HELD_AFTER:
+            held.add(key)
+        elif key in held and not retried:
+            # the first retry of those the first hold held up: sent and shed together once it ended,
+            # their retries fall due together, while this holds the client again (the longer as a
+            # busy machine reads this retry late, after the client sent the next ones)
             retried.append(key)
-            time.sleep(blocked_s)
+            time.sleep(3 * blocked_s)
         writer.write(answer(202, b'{"accepted": 1}') if key in seen else answer(503, b"{}", "Retry-After: 1"))
         seen.add(key)
 
@@ -165,23 +177,23 @@ def test_the_load_generator_reports_its_own_lag_which_each_tries_latency_holds(
 
     async def use(server: Server, url: str) -> None:
         config = LoadConfig(url=url, rate=200, duration_s=0.6, mix=(0, 1, 0), crash_kb=1)
-        requests = _Requests(config, "lag:pc", "board")  # before the clock starts: it takes a while
-        # the client's loop held up as a busy CPU would hold it, while first tries fall due (and,
-        # in reply, while retries do): what falls due meanwhile runs late
-        asyncio.get_running_loop().call_later(0.1, time.sleep, blocked_s)
+        requests = _Requests(config, "lag:pc", "board")
         asyncio.get_running_loop().call_soon(time.sleep, busy_at_start_s)
         await _send_all(config, requests, outcomes.append)
 
     asyncio.run(serving(reply, use))
     assert len(outcomes) == 120 and all(o.status == 202 and len(o.shed_ms) == 1 for o in outcomes)
     assert all(len(o.lags_ms) == 2 for o in outcomes)
-    assert max(o.lags_ms[0] for o in outcomes) >= 0.8 * blocked_s * 1000
-    assert max(o.lags_ms[1] for o in outcomes) >= 0.8 * blocked_s * 1000
+    assert max(o.lags_ms[0] for o in outcomes) >= 0.5 * blocked_s * 1000
+    assert max(o.lags_ms[1] for o in outcomes) >= 0.5 * blocked_s * 1000
     # each try's latency holds its lag: the shed one's and the last one's
     assert all(o.shed_ms[0] >= o.lags_ms[0] and o.latency_ms >= o.lags_ms[1] for o in outcomes)
     lag = LoadReport(LoadConfig(url="http://127.0.0.1:1", duration_s=0.6), "r", 0, 0.6, outcomes,
                      Verification(), 0).as_json()["clientLagMs"]
-    assert lag["count"] == 240 and lag["p99"] >= 0.8 * blocked_s * 1000
-    # what fell due after the loop was free again ran on time, whatever the machine
-    assert min(o.lags_ms[0] for o in outcomes if o.due > 0.1 + blocked_s + 0.1) < min(
-        o.lags_ms[0] for o in outcomes if 0.1 < o.due < 0.1 + blocked_s / 2)
+    assert lag["count"] == 240 and lag["p99"] >= 0.5 * blocked_s * 1000
+    # what fell due after the loop was free again ran on time, whatever the machine: against what
+    # fell due well within the first hold (it began as the first try past HELD_AFTER came in, once
+    # a busy start let it)
+    held_from = max(sorted(o.due for o in outcomes)[HELD_AFTER], busy_at_start_s)
+    assert statistics.median(o.lags_ms[0] for o in outcomes if o.due > held_from + blocked_s + 0.2) < (
+        statistics.median(o.lags_ms[0] for o in outcomes if held_from + 0.1 < o.due < held_from + 0.2))

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from lambdas.functions import API_ROUTES
 from local_runtime.process import Serve
+from ports.cursors import Kind, encode_cursor, of_scope
 from ports.limits import MAX_JSON_DEPTH
 
 JSON = {"content-type": "application/json"}
@@ -90,6 +91,11 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("no media type for a board", "PUT", "/v1/leaderboards/b", {"content": b'{"order": "asc"}'}, 415,
      "unsupported_media_type"),
     ("a form post", "POST", "/v1/sessions", {"data": {"sku": "g", "kind": "client"}}, 415, "unsupported_media_type"),
+    # found from outside: API Gateway's `headers` keeps a header's last line, so a coding stacked on
+    # another line was not seen
+    ("Content-Encoding on two lines", "POST", "/v1/crashes",
+     {"content": b'{"sku": "g"}', "headers": [("content-type", "application/json"), ("content-encoding", "gzip"),
+                                               ("content-encoding", "identity")]}, 415, "unsupported_media_type"),
     ("bad session kind", "POST", "/v1/sessions", {"json": [{"sku": "g", "kind": "client"}, {"sku": "g", "kind": "x"}]},
      400, "invalid_field"),
     ("too many sessions", "POST", "/v1/sessions", {"json": [{"sku": "g", "kind": "client"}] * 501}, 400,
@@ -159,6 +165,13 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("release window backwards", "GET", "/v1/releases/1.0?sku=g&from=2000&to=1000", {}, 400, "invalid_field"),
     ("too many builds asked for", "GET", "/v1/releases?sku=g&limit=101", {}, 400, "invalid_field"),
     ("another listing's cursor for builds", "GET", "/v1/releases?sku=g&cursor=c3g", {}, 400, "invalid_field"),
+    # found from outside: more digits than int() converts (4,300) was a 500
+    ("a build cursor of 5,000 digits", "GET", "/v1/releases",
+     {"params": {"sku": "g", "cursor": encode_cursor(of_scope(Kind.BUILDS, "g"), "9" * 5000 + ":b")}}, 400,
+     "invalid_field"),
+    ("an alert cursor of 5,000 digits", "GET", "/v1/alerts/history",
+     {"params": {"sku": "g", "cursor": encode_cursor(of_scope(Kind.ALERTS, "g"), "9" * 5000 + ":k")}}, 400,
+     "invalid_field"),
     ("release of no sku", "GET", "/v1/releases/1.0", {}, 400, "missing_field"),
     ("unknown build", "GET", "/v1/releases/no-such-build?sku=g", {}, 404, "not_found"),
     ("session status unknown", "POST", "/v1/sessions", {"json": {"sku": "g", "kind": "client", "status": "exited"}},

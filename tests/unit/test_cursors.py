@@ -3,10 +3,13 @@ follows; walking the cursors over a sorted table gives every row once, in order.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ports.cursors import decode_cursor, page_of
+from ports.cursors import decode_cursor, decode_ordered, encode_cursor, page_of
+from ports.errors import InvalidField
+from ports.limits import INT64_MAX
 
 KIND = "t"
 
@@ -26,3 +29,11 @@ def test_walking_the_cursors_gives_every_row_once_in_order(rows: list[int], limi
             break
         assert len(page) == limit
     assert walked == table
+
+
+@pytest.mark.parametrize("number", ["9" * 5000, str(INT64_MAX + 1), "", "-1", "\u00b2"])
+def test_an_ordered_cursor_holds_a_number_the_stores_can_hold(number: str) -> None:
+    """Found from outside: 5,000 digits, past what int() converts, was a ValueError and a 500."""
+    with pytest.raises(InvalidField):
+        decode_ordered(encode_cursor(KIND, f"{number}:key"), KIND)
+    assert decode_ordered(encode_cursor(KIND, f"{INT64_MAX}:key"), KIND) == (INT64_MAX, "key")

@@ -10,7 +10,7 @@ from enum import StrEnum, unique
 from typing import TypeVar
 
 from ports.errors import InvalidField
-from ports.limits import INT64_MAX
+from ports.limits import INT64_MAX, ascii_int
 
 Row = TypeVar("Row")
 
@@ -67,10 +67,11 @@ def decode_ordered(text: str | None, kind: str) -> tuple[int, str] | None:
     if position is None:
         return None
     number, _, key = position.partition(":")
-    # ASCII digits only (int() takes others), and a number the stores can hold
-    if not (number.isascii() and number.isdigit()) or int(number) > INT64_MAX:
+    # a number the stores can hold, of ASCII digits (int() takes others, and no more than 4,300)
+    value = ascii_int(number, 0, INT64_MAX)
+    if value is None:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
-    return int(number), key
+    return value, key
 
 
 def ordered_position(number: int, key: str) -> str:

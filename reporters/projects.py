@@ -16,7 +16,7 @@ from ports import Project as Stored
 from ports import ProjectStore
 from ports.cursors import Kind, decode_cursor, page_of
 from ports.errors import InvalidField, NotFound, StoreUnavailable
-from ports.limits import Sku
+from ports.limits import Sku, ascii_int
 from ports.timeutil import Time, now_ms, to_rfc3339
 
 # a Sentry project id is a positive number; bounded where JavaScript still holds it exactly
@@ -72,9 +72,10 @@ def get(store: ProjectStore, project_id: int) -> Project:
 
 def listing(store: ProjectStore, *, limit: int = 100, cursor: str | None = None) -> ProjectPage:
     position = decode_cursor(cursor, _CURSOR_KIND)
-    if position is not None and not (position.isascii() and position.isdigit() and int(position) <= MAX_PROJECT_ID):
+    after_id = 0 if position is None else ascii_int(position, 0, MAX_PROJECT_ID)
+    if after_id is None:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
-    page, after = page_of(store.projects(int(position or 0), limit + 1), limit, _CURSOR_KIND,
+    page, after = page_of(store.projects(after_id, limit + 1), limit, _CURSOR_KIND,
                           lambda last: str(last.project_id))
     return {"projects": [_answer(p) for p in page], "nextCursor": after}
 

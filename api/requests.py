@@ -33,6 +33,8 @@ class Posted:
     body: bytes
     content_type: str | None = None
     idempotency_key: str | None = None
+    content_encoding: str | None = None
+    """Every line of the header, joined: a coding stacked on another line is one more."""
 
     @property
     def json_text(self) -> bytes:

@@ -246,7 +246,9 @@ def caller_key_id(event: APIGatewayProxyEvent) -> str | None:
 def posted(event: APIGatewayProxyEvent, *, decodes: bool = False) -> Posted:
     """The body as sent, within the contract's limit. A route that does not undo a Content-Encoding
     itself (`decodes`: reporters.encoding) refuses any but identity: 415, not bytes read as JSON."""
-    coding = event.headers.get("content-encoding")
+    # API Gateway's `headers` keeps a header's last line only
+    lines = event.multi_value_headers.get("content-encoding")
+    coding = ", ".join(lines) if lines else event.headers.get("content-encoding")
     if not decodes and coding is not None and coding.strip().lower() not in ("", "identity"):
         raise UnsupportedMediaType(f"Content-Encoding {coding!r} is not taken here: send the body as it is "
                                    "(identity)")
@@ -264,5 +266,5 @@ def posted(event: APIGatewayProxyEvent, *, decodes: bool = False) -> Posted:
     # a cross-site form or a fetch without CORS can post a body with no type, never with this one
     if content_type is None:
         raise UnsupportedMediaType("a body needs a Content-Type (application/json on the /v1 routes)")
-    return Posted(raw, content_type, key)
+    return Posted(raw, content_type, key, coding)
 

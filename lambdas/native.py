@@ -65,7 +65,7 @@ def _capture(project_id: str | None, read: Reader) -> str | None:
     scope = SkuScope.of(caller_key_id(app.current_event), a.key_skus)
     sku = _sku(project_id, scope)  # before a byte of the body is read
     request = posted(app.current_event, decodes=True)  # within the contract's limit as sent; then as decoded
-    body = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_BODY_BYTES)
+    body = decode_body(request.body, request.content_encoding, MAX_BODY_BYTES)
     reading = read(body, request.content_type, sku)
     return capture_envelope(a.log, a.spill, reading, sku, scope=scope)
 

@@ -57,7 +57,7 @@ def post_symbols() -> Response[str]:
     if not DECODING.acquire(blocking=False):
         raise Busy(f"this server takes {DECODED_AT_ONCE} symbol files at once; try again in {Busy.retry_after_s} s")
     try:
-        sym = decode_body(request.body, app.current_event.headers.get("content-encoding"), MAX_SYMBOL_FILE_BYTES)
+        sym = decode_body(request.body, request.content_encoding, MAX_SYMBOL_FILE_BYTES)
         a = current()
         created, stored = symbol_files.upload(a.symbols, a.log, a.spill, sym)
     finally:

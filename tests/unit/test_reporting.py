@@ -190,6 +190,16 @@ def test_stats_count_crashes_and_sessions_per_bucket(adapters: Adapters):
     assert len(hourly) == 24 and sum(b["crashes"] for b in hourly) == 2
 
 
+@pytest.mark.parametrize(("granularity", "step", "buckets"), [("minute", 60_000, 60), ("hour", 3_600_000, 24)])
+@pytest.mark.parametrize("offset", [0, 1, -1])
+def test_stats_by_default_answer_the_last_hour_or_day_whole(adapters: Adapters, granularity, step, buckets, offset):
+    """Found from outside: a `to` on a bucket's start answered a bucket fewer (59 minutes, 23 hours)."""
+    to = 1_764_000_000_000 - 1_764_000_000_000 % 3_600_000 + offset
+    series = ok(get(reporter.handler, "/v1/stats", sku="g", granularity=granularity, to=str(to)))["series"]
+    assert len(series) == buckets
+    assert series[-1]["start"] == to_rfc3339(-(-to // step) * step - step)
+
+
 @pytest.mark.parametrize(("params", "field"), [
     ({"from": "1000", "to": "1000"}, "to"),
     ({"from": "0"}, "from"),  # more buckets than a week of minutes

@@ -71,6 +71,13 @@ def test_a_spike_is_announced_once_by_the_batch_that_crosses_the_threshold(adapt
     assert announced == [[], [("g", T0 + 30 * MINUTE_MS, 25)], []]
 
 
+def test_alerts_by_default_scan_the_last_hour_whole(adapters: Adapters):
+    """Found from outside: a `to` on a minute's start scanned 59 minutes, not the first of the hour."""
+    adapters.index.insert_many(crashes("g", 0, 25))
+    found = list_alerts(adapters.index, POLICY, "g", to_ms=T0 + 60 * MINUTE_MS)["alerts"]
+    assert [a["start"] for a in found] == [to_rfc3339(T0)]
+
+
 def test_alert_queries_are_validated(adapters: Adapters):
     status, body = get(reporter.handler, "/v1/alerts")
     assert (status, body["error"], body["field"]) == (400, "missing_field", "sku")

@@ -18,7 +18,7 @@ from ports.errors import InvalidField, NotFound
 from ports.issues import build_order
 from ports.limits import INT64_MAX
 from ports.releases import DAY_MS, OUTCOMES, BuildSeen, Outcome, ReleaseCounts
-from ports.timeutil import HOUR_MS, Time, floor_to, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, Time, floor_to, last_buckets, time_range, to_rfc3339
 
 MAX_BUILDS = 100
 MAX_WINDOW_DAYS = 90
@@ -196,8 +196,8 @@ def _less(a: float | None, b: float | None) -> float | None:
 def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build: str, *,
                    from_ms: int | None = None, to_ms: int | None = None, interval: Interval = "day") -> ReleaseHealth:
     step = _STEP[interval]
-    # by default the last week's whole buckets, the current one last (a `to` on a bucket's start ends the one before)
-    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: -(-to // step) * step - _DEFAULT_DAYS * DAY_MS)
+    # by default the last week's whole buckets
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: last_buckets(to, step, _DEFAULT_DAYS * DAY_MS))
     start = floor_to(from_ms, step)
     if to_ms - from_ms > MAX_WINDOW_DAYS * DAY_MS:  # as asked for: its buckets may begin before it
         raise InvalidField(f"a window of at most {MAX_WINDOW_DAYS} days", "from")

@@ -15,7 +15,7 @@ from typing_extensions import TypedDict
 
 from ports import CrashIndex, IndexEntry
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, steps, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, last_buckets, steps, time_range, to_rfc3339
 
 MAX_MINUTES = 10_080  # a week
 
@@ -86,7 +86,7 @@ def spikes_in(index: CrashIndex, policy: SpikePolicy, sku: str, minutes: Iterabl
 
 def list_alerts(index: CrashIndex, policy: SpikePolicy, sku: str, *, from_ms: int | None = None,
                 to_ms: int | None = None) -> Alerts:
-    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, MINUTE_MS) + MINUTE_MS - HOUR_MS)
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: last_buckets(to, MINUTE_MS, HOUR_MS))
     first = floor_to(from_ms, MINUTE_MS)
     if steps(first, to_ms, MINUTE_MS) > MAX_MINUTES:
         raise InvalidField(f"at most {MAX_MINUTES} minutes; use a shorter range", "from")

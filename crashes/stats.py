@@ -10,7 +10,7 @@ from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, steps, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, last_buckets, steps, time_range, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
 Granularity = Literal["minute", "hour"]
@@ -41,7 +41,7 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_
     narrowed = dict(equals or {})
     step = _STEP[granularity]
     # by default the whole buckets of the last hour (minute) or day (hour), the current one last
-    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: floor_to(to, step) + step - _DEFAULT_SPAN[granularity])
+    from_ms, to_ms = time_range(from_ms, to_ms, lambda to: last_buckets(to, step, _DEFAULT_SPAN[granularity]))
     start = floor_to(from_ms, step)
     if steps(start, to_ms, step) > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")

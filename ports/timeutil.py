@@ -95,3 +95,9 @@ def steps(start_ms: int, end_ms: int, step_ms: int) -> int:
 
 def floor_to(epoch_ms: int, step_ms: int) -> int:
     return epoch_ms - epoch_ms % step_ms
+
+
+def last_buckets(to_ms: int, step_ms: int, span_ms: int) -> int:
+    """Where a range of whole buckets of `step_ms` that ends at `to_ms` (exclusive: a `to` on a
+    bucket's start ends the one before), `span_ms` long, begins: the current bucket last."""
+    return -(-to_ms // step_ms) * step_ms - span_ms

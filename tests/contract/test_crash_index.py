@@ -45,6 +45,14 @@ def test_insert_is_idempotent_by_report_key(crash_index: CrashIndex):
     assert [r.entry.event_id for r in reports] == ["event-1", "event-2", "event-3"]
 
 
+def test_insert_returns_the_entries_it_indexed(crash_index: CrashIndex):
+    """What a redelivered batch persisted anew: none of what was indexed before it, and of a key
+    twice in one call, the first."""
+    assert crash_index.insert_many([entry(1), entry(2)]) == [entry(1), entry(2)]
+    assert crash_index.insert_many([entry(2), entry(3), entry(3, sku="other")]) == [entry(3)]
+    assert crash_index.insert_many([entry(1)]) == crash_index.insert_many([]) == []
+
+
 def test_body_hashes_are_those_of_the_first_insert(crash_index: CrashIndex):
     assert crash_index.body_hashes([]) == {}
     crash_index.insert_many([entry(1), entry(2)], {entry(1).report_key: "a" * 64})

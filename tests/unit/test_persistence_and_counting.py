@@ -12,6 +12,7 @@ from adapters.factory import Adapters
 from api.requests import Posted
 from crashes.model import ReportDocument, attachment_key
 from crashes.persistence import persist_crashes
+from crashes.spikes import SpikePolicy, crossed
 from lambdas import capture
 from pipeline.idempotency import retriable
 from pipeline.msk import from_msk_event
@@ -45,6 +46,23 @@ def test_a_redelivered_batch_changes_nothing(adapters: Adapters):
     first = adapters.index.find(ReportFilter(sku="g", limit=10))
     persist(adapters, records)
     assert adapters.index.find(ReportFilter(sku="g", limit=10)) == first
+
+
+def test_a_redelivered_batch_persists_nothing_new_and_announces_no_spike_again(adapters: Adapters):
+    """Found from outside: reports sent without an Idempotency-Key came back from a redelivered
+    batch as newly persisted, so the spike they had started was announced again."""
+    for i in range(25):
+        post_crash(adapters, {"sku": "g", "n": i})
+    records = consume(adapters, "crashes")
+    # two crashes a minute are a spike: the 25 may straddle a minute's end
+    policy = SpikePolicy(factor=1.5, baseline_minutes=30, min_crashes=2)
+    announced = []
+    for _ in range(2):
+        persisted = persist_crashes(records, adapters.documents, adapters.index, adapters.log,
+                                    adapters.retention_seconds)
+        announced.append((len(persisted), len(crossed(adapters.index, policy, persisted))))
+    assert announced[0][0] == 25 and announced[0][1] >= 1
+    assert announced[1] == (0, 0)
 
 
 def test_a_client_retry_with_the_same_idempotency_key_is_one_report(adapters: Adapters):

@@ -109,9 +109,9 @@ def _persist(
     if issues is not None and (crashes := [Crash(e.sku, e.signature, e.build_version, e.received_at)
                                            for e in entries if e.signature is not None]):
         issues.observe(crashes, now_ms())
-    if entries:
-        index.insert_many(entries, new_hashes)
+    # of a redelivered batch, what was indexed before is no news: a spike it started was announced
+    indexed = index.insert_many(entries, new_hashes) if entries else []
     # after the index: the processor updates the row, which must be there
     if minidumps:
         log.publish(MINIDUMPS, [walk_request(key, name) for key, name in minidumps.items()])
-    return entries
+    return indexed

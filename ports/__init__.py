@@ -234,8 +234,10 @@ class CrashGroup:
 
 
 class CrashIndex(Protocol):
-    def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
-        """One multi-row write; an entry whose report_key is already indexed is left as it is.
+    def insert_many(self, entries: Sequence[IndexEntry],
+                    body_hashes: Mapping[str, str | None] | None = None) -> list[IndexEntry]:
+        """One multi-row write; an entry whose report_key is already indexed is left as it is (of a
+        key twice in `entries`, the first is written). Returns the entries written, in order.
         `body_hashes` (report key → hash of the submitted text, for reports sent with an
         Idempotency-Key) is kept with each new entry, so that a reused key with another body is
         told from a retry (rule 9 of docs/architecture.md)."""

@@ -10,7 +10,15 @@ from typing import Any
 from adapters.embedded.sqlite import INDEX, SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
 from adapters.sql.projects import SqlProjectStore
-from adapters.sql.queries import INCREMENT_SESSIONS, PURGE_AWAITING, PURGE_COUNTERS, PURGE_REPORTS, entry_values
+from adapters.sql.queries import (
+    INCREMENT_SESSIONS,
+    PURGE_AWAITING,
+    PURGE_COUNTERS,
+    PURGE_REPORTS,
+    entry_values,
+    first_of_each_key,
+    report_ids,
+)
 from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase, Transaction
 from adapters.sql.releases import ReleaseReads, apply_releases, purge_statements
 from adapters.sql.schema import BODY_HASH, INSERT_COLUMNS, reports
@@ -75,13 +83,21 @@ class SqliteCrashIndex(CrashIndexReads):
         self._database = database
         self._db = database.db
 
-    def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
+    def insert_many(self, entries: Sequence[IndexEntry],
+                    body_hashes: Mapping[str, str | None] | None = None) -> list[IndexEntry]:
         hashes = body_hashes or {}
+        unique = first_of_each_key(entries)
+        if not unique:
+            return []
         with self._database.transaction() as t:
+            # the write transaction holds the file: no other can index a key between the read and the write
+            known = {key for key, _ in t.rows(*report_ids(reports, [e.report_key for e in unique]))}
+            fresh = [e for e in unique if e.report_key not in known]
             # once the write holds the lock: it may wait for it, and readable is what the time says
             submit_time = now_ms()
             t.execute_rows(_INSERT_REPORTS,
-                           [(*entry_values(e, None, submit_time), hashes.get(e.report_key)) for e in entries])
+                           [(*entry_values(e, None, submit_time), hashes.get(e.report_key)) for e in fresh])
+        return fresh
 
     def purge(self, before_ms: int) -> int:
         # AUTOINCREMENT: a purged reportId is never handed out again

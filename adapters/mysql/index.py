@@ -16,6 +16,7 @@ from adapters.sql.queries import (
     PURGE_COUNTERS,
     PURGE_REPORTS,
     entry_values,
+    first_of_each_key,
     purge,
 )
 from adapters.sql.reads import CrashIndexReads, SessionCounterReads
@@ -56,24 +57,26 @@ class MysqlCrashIndex(CrashIndexReads):
     def __init__(self, database: MysqlDatabase) -> None:
         self._database = database
 
-    def insert_many(self, entries: Sequence[IndexEntry], body_hashes: Mapping[str, str | None] | None = None) -> None:
+    def insert_many(self, entries: Sequence[IndexEntry],
+                    body_hashes: Mapping[str, str | None] | None = None) -> list[IndexEntry]:
         hashes = body_hashes or {}
-        unique = list({e.report_key: e for e in reversed(entries)}.values())[::-1]
+        unique = first_of_each_key(entries)
         if not unique:
-            return
+            return []
         keys = [e.report_key for e in unique]
         with self._database.transaction() as t:
             # the keys already indexed are locked and skipped: their rows went in with them
             known = {key for key, _ in t.rows(_keys(padded(len(keys)), True), listed("key", keys))}
             fresh = [e for e in unique if e.report_key not in known]
             if not fresh:
-                return
+                return []
             submit_time = now_ms()
             t.execute_rows(_INSERT_KEYS, [(e.report_key, submit_time, hashes.get(e.report_key)) for e in fresh])
             fresh_keys = [e.report_key for e in fresh]
             ids: dict[str, int] = dict(t.rows(_keys(padded(len(fresh_keys)), False), listed("key", fresh_keys)))
             # executemany folds these into one multi-row INSERT
             t.execute_rows(_INSERT_REPORTS, [entry_values(e, ids[e.report_key], submit_time) for e in fresh])
+        return fresh
 
     def purge(self, before_ms: int) -> int:
         """Whole days go by dropping their partitions; the rest of the cut day row by row. Then the

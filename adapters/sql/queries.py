@@ -233,6 +233,14 @@ def forget_awaiting(report_keys: Sequence[str]) -> Query:
     return _forget_awaiting(padded(len(keys))), listed("key", keys)
 
 
+def first_of_each_key(entries: Sequence[IndexEntry]) -> list[IndexEntry]:
+    """The entries in order, of a report key there more than once the first."""
+    first: dict[str, IndexEntry] = {}
+    for entry in entries:
+        first.setdefault(entry.report_key, entry)
+    return list(first.values())
+
+
 def entry_values(entry: IndexEntry, report_id: int | None, submit_time: int) -> tuple[Any, ...]:
     """Values in INSERT_COLUMNS order; report_id None lets the database assign it."""
     # as UTF-8: escaped, 64 names of 128 letters outside the BMP outgrow MySQL's TEXT (64 KB)

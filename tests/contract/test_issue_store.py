@@ -126,6 +126,24 @@ def test_puts_of_a_new_webhook_at_once_make_it_once(stores: tuple[CrashIndex, Is
         assert [w.name for w in issues.webhooks()].count(name) == 1
 
 
+def test_consumers_observing_the_same_groups_at_once_all_answer(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found from outside (the bench's two crash consumers on MariaDB): observing a group already
+    made took a shared lock on its row (INSERT IGNORE's, finding it) and then the exclusive one, so
+    two consumers at once deadlocked, and the loser's whole batch was tried again. A group made by
+    two at once is made once."""
+    _, issues = stores
+    for n in range(8):
+        sku = f"observed-{n}"
+        groups = [f"s{g}" for g in range(4)]
+        made = at_once(2, lambda i, sku=sku, groups=groups: issues.observe(  # type: ignore[misc]
+            [Crash(sku, g, "1", 1000 + i) for g in groups], 1000 + i))
+        assert sorted(len(alerts) for alerts in made) == [0, 4]  # each new group's alert, once
+        for round_ in range(4):
+            seen = at_once(2, lambda i, sku=sku, groups=groups, round_=round_: issues.observe(  # type: ignore[misc]
+                [Crash(sku, g, "1", 2000 + round_) for g in groups], 2000 + round_))
+            assert seen == [[], []]
+
+
 def test_webhooks_get_each_alert_of_their_kinds_once(stores: tuple[CrashIndex, IssueStore]) -> None:
     _, issues = stores
     assert issues.put_webhook(Webhook("ops", "https://hooks.example/a", "s3cret", ("regressed",), 10))

@@ -12,6 +12,7 @@ from dataclasses import fields, replace
 from typing import Any, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql, sqlite
 
 from adapters.sql.queries import PURGE_CHUNK, purge, through
 from adapters.sql.reads import SqlDatabase, Transaction
@@ -57,7 +58,19 @@ _OF_GROUP = (_i.sku == _bind("sku"), _i.signature == _bind("signature"))
 _GET = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP))
 # MySQL locks the row: two consumers moving one group take turns (SQLite's write transaction holds the file)
 _GET_FOR_UPDATE = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP).with_for_update())
-_ADD = insert(crash_issues, _ISSUE, keys=("sku", "signature"))
+
+
+def _add() -> Statement:
+    """A group's issue made unless it is there: 1 row if made. On MySQL a row found is locked for
+    update (an upsert that sets nothing), not shared as INSERT IGNORE's lock would be, which the
+    update after it had to raise to exclusive: two consumers at once deadlocked there."""
+    values = {c: _bind(c) for c in _ISSUE}
+    lite = sqlite.insert(crash_issues).values(values).on_conflict_do_nothing(index_elements=["sku", "signature"])
+    my = mysql.insert(crash_issues).values(values)
+    return Statement({"sqlite": lite, "mysql": my.on_duplicate_key_update(sku=my.inserted.sku)}, in_order=_ISSUE)
+
+
+_ADD = _add()
 _EARLIER = Statement(sa.update(crash_issues).where(*_OF_GROUP, _i.first_seen > _bind("first_seen")).values(
     first_seen=_bind("first_seen")))
 _SET = Statement(sa.update(crash_issues).where(*_OF_GROUP).values(

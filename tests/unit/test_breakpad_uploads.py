@@ -287,3 +287,17 @@ def test_a_mangled_upload_is_a_report_or_a_refusal(at: int, garbage: bytes):
     except ReporterError:
         return
     assert crash is not None and len(crash.minidumps) == 1
+
+
+def test_a_minidump_sent_as_a_plain_field_is_taken_whatever_its_size():
+    """Found from outside: a dump posted without a file name (an in-house uploader's plain form
+    field) was held to the text fields' limit, and one over 64 KiB was refused, so lost."""
+    dump = DUMP + b"\0" * (MAX_VALUE_BYTES + 1 - len(DUMP))
+    boundary = "x-boundary"
+    body = (f'--{boundary}\r\nContent-Disposition: form-data; name="upload_file_minidump"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n").encode() + dump + f"\r\n--{boundary}--\r\n".encode()
+
+    crash = parse_minidump_upload(body, f"multipart/form-data; boundary={boundary}", SKU).crash
+
+    assert crash is not None
+    assert crash.attachments == {"upload_file_minidump.dmp": dump}

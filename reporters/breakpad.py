@@ -193,7 +193,8 @@ def _part(segment: MultipartSegment, data: bytes) -> Part:
     name = _utf8(segment.name, "backslashreplace")  # escaped: two names that differ there stay two
     if len(name) > MAX_NAME_CHARS:
         raise ReporterError("invalid", f"a field name is over {MAX_NAME_CHARS} characters", name[:64])
-    if segment.filename is None and len(data) > MAX_VALUE_BYTES:
+    # a dump sent as a plain field (no file name) is no text field: it has the upload's limit
+    if segment.filename is None and name != MINIDUMP_FIELD and len(data) > MAX_VALUE_BYTES:
         raise ReporterError("invalid", f"field {name!r} is over {MAX_VALUE_BYTES} bytes", name)
     return Part(name, None if segment.filename is None else _utf8(segment.filename),
                 None if segment.content_type is None else _utf8(segment.content_type), data)

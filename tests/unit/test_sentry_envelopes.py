@@ -437,6 +437,13 @@ def test_a_zip_bomb_is_refused_quickly_in_bounded_memory(bomb: bytes) -> None:
         decode_body(bytes(100), None, 99)
 
 
+def test_gzip_members_over_the_limit_together_are_refused_under_the_whole_limit() -> None:
+    """Found from outside: the refusal named what the members before had left of the limit."""
+    with pytest.raises(ReporterError, match="over 100 bytes"):
+        decode_body(gzip.compress(bytes(50)) + gzip.compress(bytes(51)), "gzip", 100)
+    assert decode_body(gzip.compress(bytes(50)) + gzip.compress(bytes(50)), "gzip", 100) == bytes(100)
+
+
 def test_a_brotli_bomb_is_refused_quickly_in_bounded_memory() -> None:
     bomb = brotli.compress(bytes(256 * MIB), quality=1)
     assert len(bomb) < MIB

@@ -85,7 +85,10 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     rest = body
     try:
         for _ in range(MAX_GZIP_MEMBERS):
-            member, rest = _inflate(rest, _GZIP, limit - len(out))
+            try:
+                member, rest = _inflate(rest, _GZIP, limit - len(out))
+            except ReporterError:  # over what the members before it left: over the whole limit
+                raise _too_large(limit) from None
             out += member
             if not rest:
                 return out

@@ -27,7 +27,8 @@ next newline. Lines end with `\\n` alone; a header line ends with its object's `
 | `event` items | one (as Relay) | 400 |
 | JSON | strict (UTF-8, no NaN; an escaped lone surrogate reads as U+FFFD), ≤ 32 levels, the event ≤ 31 | 400 |
 
-A `length` longer than what is left, or not followed by a newline, is 400 naming the item.
+A `length` over an item's limit is 413, as a `Content-Length` over the body's is; within it, one longer
+than what is left, or not followed by a newline, is 400 naming the item.
 
 **Items.** `event` → one crash report (below). `attachment` → that report's attachments, the bytes
 as sent; `attachment_type: event.minidump` ones are listed in `CrashReport.minidumps` and marked in

@@ -33,8 +33,15 @@ from ranking import ties as ranking_ties
 from ranking.capture import capture_removal
 from ranking.model import BoardSettingsBody
 from ranking.queries import score_at
-from ranking.season_ends import FINAL_TOP, LOOKING_MS, SeasonEndPolicy, ended_seasons, tell_season_ends
-from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons
+from ranking.season_ends import (
+    FINAL_TOP,
+    LOOKING_MS,
+    MAX_AFTER_S,
+    SeasonEndPolicy,
+    ended_seasons,
+    tell_season_ends,
+)
+from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons, season_start
 from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
 from tests.brute import BruteBoard
@@ -314,11 +321,39 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
         assert leaderboard.rank_for_score(ranking_store, TREE, board, probe, season)["rank"] == brute.rank(probe)
 
 
+def test_a_change_of_schedule_starts_its_season_after_what_a_worker_may_hold(ranking_store: RankingStore,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    """Found from outside: a change of schedule started its season at the request's own time, and a
+    worker reads a board's settings once a batch, so a batch read before the change committed put
+    the updates received since that time in the season before. It starts EPOCH_DELAY_MS after the
+    request, as a wipe's season does."""
+    monkeypatch.setattr(leaderboard, "EPOCH_DELAY_MS", 60_000)  # longer than a slow machine's PUT
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset="daily"))
+    stale = ranking_store.get_board(board)  # as a worker read them before the change
+    asked = now_ms()
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    answered = now_ms()
+    fresh = ranking_store.get_board(board)
+    assert stale is not None and fresh is not None
+    for received in range(asked, answered + 1):
+        assert season_start(fresh.reset, received, fresh.epochs) == season_start(stale.reset, received, stale.epochs)
+    started = season_start(fresh.reset, answered + leaderboard.EPOCH_DELAY_MS, fresh.epochs)
+    assert started is not None
+    assert started != season_start(stale.reset, answered + leaderboard.EPOCH_DELAY_MS, stale.epochs)
+    # the board names that start as its next reset, as another's names its wipe's
+    assert leaderboard.describe(ranking_store, TREE, board)["nextReset"] == to_rfc3339(started)
+    other = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, other, BoardSettingsBody(reset="daily"))
+    wiped = leaderboard.wipe(ranking_store, other)
+    assert leaderboard.describe(ranking_store, TREE, other)["nextReset"] == wiped["season"]
+
+
 def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: RankingStore, log,
                                                                   monkeypatch: pytest.MonkeyPatch):
     apply_scores(records("forever", [("a", 5)], itertools.count()), ranking_store, log, TREE)
     # a wipe starts its season a second after the request (leaderboard.wipe): here, at once
-    monkeypatch.setattr(leaderboard, "WIPE_DELAY_MS", 0)
+    monkeypatch.setattr(leaderboard, "EPOCH_DELAY_MS", 0)
     with pytest.raises(NotFound):
         leaderboard.top(ranking_store, TREE, "forever", season=T0)
     assert ranking_store.seasons("forever", None, 10) == [0]
@@ -784,7 +819,7 @@ def test_two_changes_of_a_board_at_once_keep_what_each_sets(ranking_store: Ranki
     stored = ranking_store.get_board(board)
     assert stored is not None and (stored.order, stored.max_attempts, stored.max_players) == ("asc", 2, 100)
 
-    monkeypatch.setattr(leaderboard, "WIPE_DELAY_MS", 0)
+    monkeypatch.setattr(leaderboard, "EPOCH_DELAY_MS", 0)
     leaderboard.configure(_ChangedBetween(ranking_store, lambda store: leaderboard.wipe(store, board)),  # type: ignore[arg-type]
                           board, BoardSettingsBody(keepSeasons=4))
     stored = ranking_store.get_board(board)
@@ -816,7 +851,7 @@ def test_the_end_of_a_never_reset_board_s_first_season_is_told_at_its_wipe(ranki
                                                                             monkeypatch: pytest.MonkeyPatch):
     board = f"b-{uuid.uuid4().hex[:12]}"
     apply_scores(records(board, [("a", 5)], itertools.count()), ranking_store, log, TREE)
-    monkeypatch.setattr(leaderboard, "WIPE_DELAY_MS", 0)
+    monkeypatch.setattr(leaderboard, "EPOCH_DELAY_MS", 0)
     leaderboard.wipe(ranking_store, board)
     at = ranking_store.get_board(board).epochs[-1][0]
     (alert,) = [a for a in ended_seasons(ranking_store, TREE, at + TELL_AFTER_MS, TELL_AFTER_MS, told=NOTHING_TOLD)
@@ -929,6 +964,20 @@ def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: 
     assert ranking_store.seasons(board, None, 10) == [T0]
     purge_seasons(ranking_store, ended + SEASON_PURGE_GRACE_MS)
     assert ranking_store.seasons(board, None, 10) == []
+
+
+def test_retention_leaves_a_season_whose_end_may_still_be_told(ranking_store: RankingStore, log):
+    """Found from outside: the teller looks at an end for LOOKING_MS once `after_s` has passed, so a
+    serve stopped for the hour after an end still tells it when it starts again; but a purge run
+    first (both run as a serve starts) had dropped the season an hour after its end: never told."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=0))
+    apply_scores(timed_records(board, [(0, "a", 5, None)], itertools.count()), ranking_store, log, TREE)
+    after_ms = round(MAX_AFTER_S * 1000)
+    last_look = T0 + PERIODS[EVERY_TEN_MINUTES] + after_ms + LOOKING_MS
+    purge_seasons(ranking_store, last_look)
+    told = ended_seasons(ranking_store, TREE, last_look, after_ms, told=NOTHING_TOLD)
+    assert [a.body["top"][0]["playerId"] for a in told if a.body["board"] == board] == ["a"]
 
 
 def test_tie_counts_are_read_for_the_nodes_asked(ranking_store: RankingStore):

@@ -21,7 +21,7 @@ from ports import BoardSettings, RankingStore
 from ports.issues import Alert, IssueStore
 from ports.timeutil import to_rfc3339
 from ranking import leaderboard
-from ranking.seasons import FIRST_SEASON, SEASON_PURGE_GRACE_MS, every_board, season_start
+from ranking.seasons import FIRST_SEASON, every_board, season_start
 from ranking.tree import Tree
 
 SEASON_END = "season-end"
@@ -29,14 +29,16 @@ SEASON_END = "season-end"
 FINAL_TOP = 10
 # an end is looked at this long after `after_s`, at each run of the job, then left (told or not)
 LOOKING_MS = 3_600_000
+# the longest `after_s`: with LOOKING_MS, within the time retention leaves a past season
+# (SEASON_PURGE_GRACE_MS), so no end is dropped before it could be told
+MAX_AFTER_S = 1800.0
 
 
 class SeasonEndPolicy(BaseModel):
     """e.g. BLACKBOX_SEASON_END__AFTER_S=1: how long after a season's end its top is told;
     LOOK_EVERY_S: how often serve looks for ends (in AWS, each run of the webhooks function)."""
 
-    # at most half the hour after which retention may drop a past season (SEASON_PURGE_GRACE_MS)
-    after_s: float = Field(default=360.0, ge=0, le=SEASON_PURGE_GRACE_MS / 2000)
+    after_s: float = Field(default=360.0, ge=0, le=MAX_AFTER_S)
     look_every_s: float = Field(default=10.0, ge=0.1, le=3600)
 
 

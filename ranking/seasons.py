@@ -27,8 +27,9 @@ NEVER = NEVER_RESETS
 ALIASES = {"daily": "0 0 * * *", "weekly": "0 0 * * 1", "monthly": "0 0 1 * *"}
 MAX_SCHEDULE_CHARS = 128
 # retention drops a season this long after it ended, at the soonest: an update received in it may
-# reach its worker late (a failed batch is replayed minutes later)
-SEASON_PURGE_GRACE_MS = 3_600_000
+# reach its worker late (a failed batch is replayed minutes later), and its end is told up to half
+# an hour after it, by a run within the hour after that (ranking.season_ends)
+SEASON_PURGE_GRACE_MS = 2 * 3_600_000
 # boards read at once; past seasons of a board read at once, beyond those it keeps, to drop
 BOARDS_A_PAGE = 100
 SEASONS_A_READ = 1000

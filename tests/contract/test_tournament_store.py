@@ -193,6 +193,25 @@ def test_a_board_without_limits_takes_no_attempt(ranking_store: RankingStore, lo
         t.attempt("a", 1)
 
 
+def test_an_attempt_retried_after_its_limits_were_lifted_is_answered_as_its_retry(ranking_store: RankingStore,
+                                                                                 log, tmp_path: Path):
+    """Found from outside: an attempt counted whose publish failed (or whose answer was lost) was
+    refused 409 not_a_tournament when retried after the board's limits were lifted, and its score
+    was never published."""
+    t = Tournament(ranking_store, log, tmp_path, maxAttempts=3)
+    t.attempt("a", 5, "a-1")
+    leaderboard.configure(ranking_store, t.board, BoardSettingsBody(maxAttempts=None))
+    assert t.attempt("a", 5, "a-1")["attempt"] == 1
+    with pytest.raises(IdempotencyConflict):
+        t.attempt("a", 6, "a-1")
+    for key in (None, "a-2"):  # a new attempt, kept or not, is no retry
+        with pytest.raises(NotATournament):
+            t.attempt("a", 7, key)
+    published = log.consumer(f"count-{t.board}", SCORES).poll(100, 1 << 20, 1)
+    assert len([r for r in published if r.key == t.board.encode()]) == 2  # the first, and the retry's
+    assert t.work() == {"a": 5}
+
+
 def test_retention_drops_a_purged_season_s_attempts_with_it(ranking_store: RankingStore, log, tmp_path: Path):
     t = Tournament(ranking_store, log, tmp_path, reset=EVERY_TEN_MINUTES, keepSeasons=0, maxAttempts=2)
     season = t.attempt("a", 5, "a-1")["season"]

@@ -64,16 +64,22 @@ def attempt(store: TournamentStore, log: EventLog, spill: SpillStore, settings: 
     """One attempt at the tournament board, counted then published (once a request: a retry's
     publish is the same event, which the worker applies once)."""
     board = settings.board
-    if not settings.tournament:
-        raise NotATournament(f"leaderboard {board} is no tournament: it has neither maxAttempts nor maxPlayers "
+    not_one = NotATournament(f"leaderboard {board} is no tournament: it has neither maxAttempts nor maxPlayers "
                              "(post its scores to /v1/scores)")
+    if not settings.tournament and idempotency_key is None:
+        raise not_one
     score = body.on(board)
     received = now_ms()
     event_id = new_event_id(f"attempt\x00{board}", idempotency_key)
     digest = body_hash(event_id, scores_json([score]))
     start = season_start(settings.reset, received, settings.epochs)
+    # a board whose limits were lifted takes no attempt, but a retry of one it counted is answered
+    # (its publish may have failed): closed to all but retries
     attempted = store.attempt(Attempt(season_key(board, start), body.playerId, event_id, digest, received,
-                                      settings.takes(received), settings.max_attempts, settings.max_players))
+                                      settings.tournament and settings.takes(received), settings.max_attempts,
+                                      settings.max_players))
+    if not settings.tournament and attempted.outcome == "closed":
+        raise not_one
     refusal = _refusal(settings, attempted, body.playerId)
     if refusal is not None:
         raise refusal

@@ -36,8 +36,10 @@ _SEASONS_CURSOR = Kind.SEASONS
 # digest of its name: a cursor of another board, or of its other order, would name a position
 # that means nothing there
 _ENTRIES_CURSOR = {"desc": Kind.ENTRIES_DESC, "asc": Kind.ENTRIES_ASC}
-# a wipe's season starts this long after the request (wipe)
-WIPE_DELAY_MS = 1000
+# a season a request starts (a wipe, a change of schedule) starts this long after it: the worker
+# reads a board's settings once a batch, and a batch read before the change is written must hold no
+# update received after the season's start
+EPOCH_DELAY_MS = 1000
 # how often a change of a board's settings (a PUT, a wipe) reads them again when another change
 # landed between its read and its write (API workers at once): that one is never undone. Between
 # tries a random wait of up to CHANGE_BACKOFF_S times the tries so far, so that those at once part
@@ -180,9 +182,10 @@ def describe(store: RankingStore, tree: Tree, board: str, season: int | None = N
     settings = settings_of(store, board)
     key, start = _season(settings, season)
     now = now_ms()
-    upcoming = next_reset(settings.reset, now)
-    if settings.ends_at is not None and now < settings.ends_at and (upcoming is None or settings.ends_at < upcoming):
-        upcoming = settings.ends_at
+    # the first to come: the schedule's reset, a season a request starts (EPOCH_DELAY_MS), the window's end
+    ends = [at for at, _ in settings.epochs or () if at > now]
+    ends += [end for end in (next_reset(settings.reset, now), settings.ends_at) if end is not None and end > now]
+    upcoming = min(ends, default=None)
     return {**_settings(settings), "players": store.sum_counts(key, [[tree.top_range()]])[0],
             "season": _time(start), "nextReset": _time(upcoming)}
 
@@ -229,11 +232,12 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> tuple
 
 
 def _put(known: Stored, body: BoardSettingsBody) -> Stored:
-    """The settings a PUT makes of those stored. A new schedule starts a season now and applies
-    from then on; the seasons before keep the schedule they had. Ties are chosen when the board is
-    made (its records' tiebreaks and tie trees are of that mode), and an earliest board keeps its
-    order (its tiebreaks are receipt times signed by it). A window's end comes after its start,
-    whichever end the PUT names (ranking.tournaments for the limits)."""
+    """The settings a PUT makes of those stored. A new schedule starts a season a moment after
+    now (EPOCH_DELAY_MS) and applies from then on; the seasons before keep the schedule they had.
+    Ties are chosen when the board is made (its records' tiebreaks and tie trees are of that mode),
+    and an earliest board keeps its order (its tiebreaks are receipt times signed by it). A
+    window's end comes after its start, whichever end the PUT names (ranking.tournaments for the
+    limits)."""
     board, named = known.board, body.model_fields_set
     settings = _window(replace(known, **{field: _value(body, name) for name, field in _FIELDS.items()
                                          if name in named}))
@@ -246,9 +250,9 @@ def _put(known: Stored, body: BoardSettingsBody) -> Stored:
     if known.ends_at is not None and known.ends_at <= now_ms() and settings.ends_at != known.ends_at:
         raise InvalidField(f"leaderboard {board}'s window closed at {to_rfc3339(known.ends_at)}: it is not "
                            "opened again nor its end moved (make a new board)", "endsAt")
-    # from now on: the seasons before keep the schedule they had
+    # from a moment after now on: the seasons before keep the schedule they had
     if not same_schedule(settings.reset, known.reset):
-        settings = replace(settings, epochs=started(known, now_ms(), settings.reset))
+        settings = replace(settings, epochs=started(known, now_ms() + EPOCH_DELAY_MS, settings.reset))
     return settings
 
 
@@ -279,12 +283,10 @@ def _window(settings: Stored) -> Stored:
 def wipe(store: RankingStore, board: str) -> Wiped:
     """Starts a new, empty season of the board, whatever its schedule: O(1), as a reset is. What
     it held stays readable as the season before, and an update received before the wipe still lands
-    there, whenever the worker applies it. It takes effect WIPE_DELAY_MS after the request: the
-    worker reads a board's settings after polling a batch, and a batch read before this write must
-    hold no update received after the wipe."""
+    there, whenever the worker applies it. It takes effect EPOCH_DELAY_MS after the request."""
     for _ in _changes():
         settings = settings_of(store, board)
-        at = now_ms() + WIPE_DELAY_MS
+        at = now_ms() + EPOCH_DELAY_MS
         if store.replace_board(settings, replace(settings, epochs=started(settings, at, settings.reset))):
             return {"board": board, "season": to_rfc3339(at)}
     raise _changing(board)

@@ -116,9 +116,9 @@ def season_start(schedule: str, at_ms: int, epochs: Sequence[tuple[int, str]] = 
 
 def started(settings: BoardSettings, at_ms: int, schedule: str) -> tuple[tuple[int, str], ...]:
     """The board's epochs once a season starts at `at_ms` under `schedule` (a wipe: the same
-    schedule; a change of schedule: the new one); the last MAX_EPOCHS, in time order. A wipe's
-    epoch comes a moment after its request (ranking.leaderboard.WIPE_DELAY_MS): a change of
-    schedule before it keeps it, and it starts under the new schedule."""
+    schedule; a change of schedule: the new one); the last MAX_EPOCHS, in time order. An epoch
+    comes a moment after its request (ranking.leaderboard.EPOCH_DELAY_MS): a change of schedule
+    before a wipe's keeps it, and it starts under the new schedule."""
     history = settings.epochs or ((0, settings.reset),)
     # sorted: epochs stored before this kept them in order may not be
     before = tuple(sorted(epoch for epoch in history if epoch[0] <= at_ms))

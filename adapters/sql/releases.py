@@ -59,8 +59,9 @@ def _of_day(table: sa.Table) -> list[sa.ColumnElement[bool]]:
     return [c.sku == _bind("sku"), c.build == _bind("build"), c.day == _bind("day"), c.crashed == _bind("crashed")]
 
 
-# MySQL locks the row, or the gap where it would be (SQLite's write transaction holds the file):
-# two counters adding the same build's players take turns
+# two counters adding the same build's players take turns from SEE_BUILDS on, whose upsert locks the
+# build's row on MySQL (SQLite's write transaction holds the file): so the count and the players
+# read below see every player the other added, and the DELETE takes none the sketch has not
 _SKETCH_FOR_UPDATE = Statement(sa.select(release_sketches.c.registers).where(*_of_day(release_sketches))
                                .with_for_update())
 _COUNT_PLAYERS = Statement(sa.select(sa.func.count()).select_from(release_players).where(*_of_day(release_players)))

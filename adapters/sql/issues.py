@@ -64,7 +64,7 @@ def _add() -> Statement:
     """A group's issue made unless it is there: 1 row if made. On MySQL a row found is locked for
     update (an upsert that sets nothing), not shared as INSERT IGNORE's lock would be, which the
     update after it had to raise to exclusive: two consumers at once deadlocked there."""
-    values = {c: _bind(c) for c in _ISSUE}
+    values: dict[str, Any] = {c: _bind(c) for c in _ISSUE}
     lite = sqlite.insert(crash_issues).values(values).on_conflict_do_nothing(index_elements=["sku", "signature"])
     my = mysql.insert(crash_issues).values(values)
     return Statement({"sqlite": lite, "mysql": my.on_duplicate_key_update(sku=my.inserted.sku)}, in_order=_ISSUE)

@@ -84,6 +84,20 @@ def test_an_idempotency_key_given_twice_is_refused_however_its_names_are_spelt()
                                                  "multiValueHeaders": {"Idempotency-Key": ["k"]}})) == "k"
 
 
+def test_every_content_encoding_line_is_read_however_its_name_is_spelt():
+    """Found in review: reading Powertools' case-insensitive map kept one spelling's lines, so a
+    coding on a line spelt otherwise was not seen and the body was taken as sent."""
+    for spelt in ({"Content-Encoding": ["gzip"], "content-encoding": ["identity"]},
+                  {"content-encoding": ["gzip", "identity"]}):
+        sent = APIGatewayProxyEvent({"body": '{"sku": "g"}', "isBase64Encoded": False,
+                                     "headers": {"content-type": "application/json",
+                                                 **{name: values[-1] for name, values in spelt.items()}},
+                                     "multiValueHeaders": spelt})
+        with pytest.raises(UnsupportedMediaType):
+            posted(sent)
+        assert posted(sent, decodes=True).content_encoding == "gzip, identity"
+
+
 @pytest.mark.parametrize(("name", "header"), [
     ("crash.dmp", 'attachment; filename="crash.dmp"'),
     ("a;b=c (1).txt", 'attachment; filename="a;b=c (1).txt"'),

@@ -226,13 +226,18 @@ def idempotency_key(event: APIGatewayProxyEvent) -> str | None:
     """The request's Idempotency-Key header, if it has one: a retry sends the same. Given twice
     it is refused, not the last one taken (a retry sending both would be another request)."""
     key = event.headers.get("idempotency-key")
-    # the raw map: Powertools' own is case-insensitive, and keeps one spelling's values of a name
-    sent = event.raw_event.get("multiValueHeaders") or {}
-    if key is not None and sum(len(values) for name, values in sent.items() if name.lower() == "idempotency-key") > 1:
+    if key is not None and len(_header_lines(event, "idempotency-key")) > 1:
         raise InvalidField("Idempotency-Key is given more than once; give it once", "Idempotency-Key")
     if key is not None and not 0 < len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         raise InvalidField(f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters", "Idempotency-Key")
     return key
+
+
+def _header_lines(event: APIGatewayProxyEvent, name: str) -> list[str]:
+    """Every line of a header (`name` in lower case), as sent."""
+    # the raw map: Powertools' own is case-insensitive, and keeps one spelling's values of a name
+    sent = event.raw_event.get("multiValueHeaders") or {}
+    return [value for spelt, values in sent.items() if spelt.lower() == name for value in values or ()]
 
 
 def caller_key_id(event: APIGatewayProxyEvent) -> str | None:
@@ -247,7 +252,7 @@ def posted(event: APIGatewayProxyEvent, *, decodes: bool = False) -> Posted:
     """The body as sent, within the contract's limit. A route that does not undo a Content-Encoding
     itself (`decodes`: reporters.encoding) refuses any but identity: 415, not bytes read as JSON."""
     # API Gateway's `headers` keeps a header's last line only
-    lines = event.multi_value_headers.get("content-encoding")
+    lines = _header_lines(event, "content-encoding")
     coding = ", ".join(lines) if lines else event.headers.get("content-encoding")
     if not decodes and coding is not None and coding.strip().lower() not in ("", "identity"):
         raise UnsupportedMediaType(f"Content-Encoding {coding!r} is not taken here: send the body as it is "

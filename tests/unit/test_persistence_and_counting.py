@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,17 +15,20 @@ from adapters.factory import Adapters
 from api.requests import Posted
 from crashes.model import ReportDocument, attachment_key
 from crashes.persistence import persist_crashes
-from crashes.spikes import SpikePolicy, crossed
+from crashes.spikes import Spike, SpikePolicy, crossed
 from lambdas import capture
 from pipeline.idempotency import retriable
 from pipeline.msk import from_msk_event
 from pipeline.offsets import ForeignOffset
-from pipeline.topics import DEADLETTER
-from ports import LogRecord, OutgoingRecord, ReportFilter
+from pipeline.topics import DEADLETTER, MINIDUMPS
+from ports import EventLog, IndexEntry, LogRecord, OutgoingRecord, ReportFilter
+from ports.errors import StoreUnavailable
 from sessions.capture import capture_counts
 from sessions.counting import CONSUMER, count_sessions
 from sessions.model import SessionCount, sessions_json
 from tests.conftest import load_event
+
+DUMPS = Path(__file__).parents[1] / "fixtures" / "minidumps"
 
 
 def consume(adapters: Adapters, topic: str, group: str = "test") -> list[LogRecord]:
@@ -63,6 +69,48 @@ def test_a_redelivered_batch_persists_nothing_new_and_announces_no_spike_again(a
         announced.append((len(persisted), len(crossed(adapters.index, policy, persisted))))
     assert announced[0][0] == 25 and announced[0][1] >= 1
     assert announced[1] == (0, 0)
+
+
+class _MinidumpsFailOnce:
+    """The log, but its first publish of walk requests fails, as after the index write."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log, self.failed = log, False
+
+    def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
+        if topic == MINIDUMPS and not self.failed:
+            self.failed = True
+            raise StoreUnavailable("the log did not answer; try again")
+        self._log.publish(topic, records)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
+
+
+def test_a_spike_is_announced_once_when_its_batch_fails_after_the_index_write(adapters: Adapters):
+    """Found in review: announced from what the batch returned, a spike was lost when the batch failed
+    after its rows were written (its walk requests not published): delivered again, its reports
+    were indexed already, and so no news."""
+    dump = base64.b64encode((DUMPS / "patch.dmp").read_bytes()).decode()
+    for i in range(25):
+        post_crash(adapters, {"sku": "g", "n": i, "attachments": {"crash.dmp": dump}})
+    records = consume(adapters, "crashes")
+    policy = SpikePolicy(factor=1.5, baseline_minutes=30, min_crashes=2)
+    announced: list[Spike] = []
+
+    def announce(indexed: list[IndexEntry]) -> None:
+        announced.extend(crossed(adapters.index, policy, indexed))
+
+    failing = _MinidumpsFailOnce(adapters.log)
+    with pytest.raises(StoreUnavailable):
+        persist_crashes(records, adapters.documents, adapters.index, failing, adapters.retention_seconds,  # type: ignore[arg-type]
+                        on_indexed=announce)
+    assert failing.failed and announced
+    told = list(announced)
+    assert persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds,
+                           on_indexed=announce) == []
+    assert announced == told
+    assert len(consume(adapters, MINIDUMPS)) == 25  # the walks asked again
 
 
 def test_a_client_retry_with_the_same_idempotency_key_is_one_report(adapters: Adapters):

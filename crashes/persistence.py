@@ -9,7 +9,7 @@ them; seeing one twice changes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from crashes.grouping import Groupings
 from crashes.model import CrashEnvelope, CrashSubmission, ReportDocument, attachment_key, decode_attachment
@@ -31,11 +31,14 @@ def _optional_str(value: object) -> str | None:
 def persist_crashes(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int,
     *, issues: IssueStore | None = None, groupings: Groupings | None = None,
+    on_indexed: Callable[[list[IndexEntry]], None] | None = None,
 ) -> list[IndexEntry]:
-    """Returns the index entries of the newly persisted reports, grouped by their sku's grouping
-    (the default without `groupings`)."""
+    """Returns the index entries of the reports this call indexed, grouped by their sku's grouping
+    (the default without `groupings`): not those a delivery before it indexed. `on_indexed` has
+    each write's entries as soon as it is made, before anything after it can fail, so that what it
+    tells of them (a spike they start) is told once, also when the batch is delivered again."""
     persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds, issues=issues,
-                                                    groupings=groupings), log)
+                                                    groupings=groupings, on_indexed=on_indexed), log)
     return [entry for entries in persisted for entry in entries]
 
 
@@ -53,7 +56,7 @@ def _parse(value: bytes) -> tuple[CrashEnvelope, CrashSubmission]:
 
 def _persist(
     records: Sequence[LogRecord], documents: DocumentStore, index: CrashIndex, log: EventLog, ttl_seconds: int,
-    *, issues: IssueStore | None, groupings: Groupings | None,
+    *, issues: IssueStore | None, groupings: Groupings | None, on_indexed: Callable[[list[IndexEntry]], None] | None,
 ) -> list[IndexEntry]:
     parsed = parse_each(records, _parse, "crash")
     # a keyed report (an Idempotency-Key) may be here already: a retry is skipped, another body
@@ -109,8 +112,9 @@ def _persist(
     if issues is not None and (crashes := [Crash(e.sku, e.signature, e.build_version, e.received_at)
                                            for e in entries if e.signature is not None]):
         issues.observe(crashes, now_ms())
-    # of a redelivered batch, what was indexed before is no news: a spike it started was announced
     indexed = index.insert_many(entries, new_hashes) if entries else []
+    if indexed and on_indexed is not None:
+        on_indexed(indexed)
     # after the index: the processor updates the row, which must be there
     if minidumps:
         log.publish(MINIDUMPS, [walk_request(key, name) for key, name in minidumps.items()])

@@ -1,5 +1,5 @@
-"""Crash consumer: MSK batch from `crashes` → documents, then index rows; then announces the
-crash spikes this batch started."""
+"""Crash consumer: MSK batch from `crashes` → documents, then index rows, announcing the crash
+spikes those rows start as soon as they are written."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from crashes.persistence import persist_crashes
 from crashes.spikes import crossed
 from pipeline.collector import collect_for_batches
 from pipeline.msk import from_msk_event
+from ports import IndexEntry
 from ports.telemetry import CRASH_SPIKE, VISIBILITY_LATENCY, emit, instrumented, logger
 from ports.timeutil import now_ms
 
@@ -23,11 +24,14 @@ collect_for_batches()
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     records = from_msk_event(event, a.settings.kafka_topic_prefix)
+
+    def announce(indexed: list[IndexEntry]) -> None:
+        for spike in crossed(a.index, a.settings.spikes, indexed):
+            logger.warning("crash spike", extra={"alert": spike.body()})
+            emit(CRASH_SPIKE, 1, sku=spike.sku)
+
     persisted = persist_crashes(records, a.documents, a.index, a.log, a.retention_seconds, issues=a.issues,
-                                groupings=a.groupings)
-    for spike in crossed(a.index, a.settings.spikes, persisted):
-        logger.warning("crash spike", extra={"alert": spike.body()})
-        emit(CRASH_SPIKE, 1, sku=spike.sku)
+                                groupings=a.groupings, on_indexed=announce)
     if persisted:
         # receive to queryable, for the oldest report of the batch
         emit(VISIBILITY_LATENCY, now_ms() - min(e.received_at for e in persisted), MetricUnit.Milliseconds)

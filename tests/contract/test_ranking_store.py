@@ -26,7 +26,7 @@ from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, 
 from ports.errors import InvalidField, NotFound
 from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
-from ports.timeutil import now_ms, to_rfc3339
+from ports.timeutil import now_ms, parse_epoch_ms, to_rfc3339
 from ranking import bans, leaderboard
 from ranking import seasons as ranking_seasons
 from ranking import ties as ranking_ties
@@ -347,6 +347,21 @@ def test_a_change_of_schedule_starts_its_season_after_what_a_worker_may_hold(ran
     leaderboard.configure(ranking_store, other, BoardSettingsBody(reset="daily"))
     wiped = leaderboard.wipe(ranking_store, other)
     assert leaderboard.describe(ranking_store, TREE, other)["nextReset"] == wiped["season"]
+
+
+def test_a_change_of_schedule_in_the_moment_before_a_wipe_s_season_starts_keeps_that_season(
+        ranking_store: RankingStore, monkeypatch: pytest.MonkeyPatch):
+    """Found in review: with both a moment late, a PUT in the second after a wipe started its season
+    after the wipe's, which then lasted under a second, under the schedule before."""
+    monkeypatch.setattr(leaderboard, "EPOCH_DELAY_MS", 60_000)
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset="daily"))
+    wiped = leaderboard.wipe(ranking_store, board)
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
+    settings = ranking_store.get_board(board)
+    assert settings is not None and settings.epochs is not None
+    assert settings.epochs[-1] == (parse_epoch_ms(wiped["season"]), EVERY_TEN_MINUTES)
+    assert leaderboard.describe(ranking_store, TREE, board)["nextReset"] == wiped["season"]
 
 
 def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: RankingStore, log,

@@ -23,7 +23,7 @@ from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
 from ranking.queries import ahead_among_ties, rank_of, rank_of_entry, rank_of_score, ranks_of_scores, score_at
-from ranking.seasons import FIRST_SEASON, NEVER, next_reset, same_schedule, season_key, season_start, started
+from ranking.seasons import FIRST_SEASON, NEVER, next_season, same_schedule, season_key, season_start, started
 from ranking.ties import best_tiebreak
 from ranking.tree import Tree
 
@@ -78,7 +78,8 @@ class Board(BoardSettings):
     players: Annotated[int, Field(ge=0)]
     season: Annotated[Time | None, Field(description="the season's start; null for a board that never resets")]
     nextReset: Annotated[Time | None, Field(description=(
-        "when the current season ends: its next reset, or endsAt when that comes first; null: never"))]
+        "when the current season ends: its next reset, a season a wipe or a change of schedule starts "
+        "(a second after the request), or endsAt, whichever comes first; null: never"))]
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -182,10 +183,9 @@ def describe(store: RankingStore, tree: Tree, board: str, season: int | None = N
     settings = settings_of(store, board)
     key, start = _season(settings, season)
     now = now_ms()
-    # the first to come: the schedule's reset, a season a request starts (EPOCH_DELAY_MS), the window's end
-    ends = [at for at, _ in settings.epochs or () if at > now]
-    ends += [end for end in (next_reset(settings.reset, now), settings.ends_at) if end is not None and end > now]
-    upcoming = min(ends, default=None)
+    upcoming = next_season(settings.reset, now, settings.epochs or ())
+    if settings.ends_at is not None and now < settings.ends_at and (upcoming is None or settings.ends_at < upcoming):
+        upcoming = settings.ends_at
     return {**_settings(settings), "players": store.sum_counts(key, [[tree.top_range()]])[0],
             "season": _time(start), "nextReset": _time(upcoming)}
 
@@ -250,9 +250,12 @@ def _put(known: Stored, body: BoardSettingsBody) -> Stored:
     if known.ends_at is not None and known.ends_at <= now_ms() and settings.ends_at != known.ends_at:
         raise InvalidField(f"leaderboard {board}'s window closed at {to_rfc3339(known.ends_at)}: it is not "
                            "opened again nor its end moved (make a new board)", "endsAt")
-    # from a moment after now on: the seasons before keep the schedule they had
+    # from a moment after now on, or from a wipe's season still to begin (so that it begins under
+    # the new schedule): the seasons before keep the schedule they had
     if not same_schedule(settings.reset, known.reset):
-        settings = replace(settings, epochs=started(known, now_ms() + EPOCH_DELAY_MS, settings.reset))
+        now = now_ms()
+        at = min((start for start, _ in known.epochs or () if start > now), default=now + EPOCH_DELAY_MS)
+        settings = replace(settings, epochs=started(known, at, settings.reset))
     return settings
 
 

@@ -106,22 +106,36 @@ def season_start(schedule: str, at_ms: int, epochs: Sequence[tuple[int, str]] = 
     last reset, or the epoch that put it in force (a wipe, a change of schedule), whichever came
     later; None for the board's first season. A score received at the very time of a reset or an
     epoch belongs to the new season."""
-    since, in_force = 0, schedule
-    if epochs:
-        # before the oldest it remembers (MAX_EPOCHS): that one's schedule, from the start
-        since, in_force = next(((s, e) for s, e in reversed(epochs) if s <= at_ms), (0, epochs[0][1]))
+    since, in_force = _in_force(schedule, at_ms, epochs)
     scheduled = 0 if in_force == NEVER else _season_of_minute(in_force, at_ms // _MINUTE_MS)
     return max(since, scheduled) or None
+
+
+def _in_force(schedule: str, at_ms: int, epochs: Sequence[tuple[int, str]]) -> tuple[int, str]:
+    """The last epoch by `at_ms` and its schedule (0 and `schedule` without epochs)."""
+    if not epochs:
+        return 0, schedule
+    # before the oldest it remembers (MAX_EPOCHS): that one's schedule, from the start
+    return next(((s, e) for s, e in reversed(epochs) if s <= at_ms), (0, epochs[0][1]))
+
+
+def next_season(schedule: str, at_ms: int, epochs: Sequence[tuple[int, str]] = ()) -> int | None:
+    """When the season current at `at_ms` ends: by the schedule in force then, or at an epoch
+    still to come (a wipe's or a change's season, a moment after its request), whichever is first."""
+    coming = [start for start, _ in epochs if start > at_ms]
+    by_schedule = next_reset(_in_force(schedule, at_ms, epochs)[1], at_ms)
+    return min([*coming, *([] if by_schedule is None else [by_schedule])], default=None)
 
 
 def started(settings: BoardSettings, at_ms: int, schedule: str) -> tuple[tuple[int, str], ...]:
     """The board's epochs once a season starts at `at_ms` under `schedule` (a wipe: the same
     schedule; a change of schedule: the new one); the last MAX_EPOCHS, in time order. An epoch
-    comes a moment after its request (ranking.leaderboard.EPOCH_DELAY_MS): a change of schedule
-    before a wipe's keeps it, and it starts under the new schedule."""
+    comes a moment after its request (ranking.leaderboard.EPOCH_DELAY_MS): one already at `at_ms`
+    (a change of schedule made in the moment before a wipe's season starts) starts under this
+    `schedule`, and so do those after it."""
     history = settings.epochs or ((0, settings.reset),)
     # sorted: epochs stored before this kept them in order may not be
-    before = tuple(sorted(epoch for epoch in history if epoch[0] <= at_ms))
+    before = tuple(sorted(epoch for epoch in history if epoch[0] < at_ms))
     after = tuple(sorted((start, schedule) for start, _ in history if start > at_ms))
     return (*before, (at_ms, schedule), *after)[-MAX_EPOCHS:]
 

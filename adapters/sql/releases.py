@@ -61,7 +61,9 @@ def _of_day(table: sa.Table) -> list[sa.ColumnElement[bool]]:
 
 # two counters adding the same build's players take turns from SEE_BUILDS on, whose upsert locks the
 # build's row on MySQL (SQLite's write transaction holds the file): so the count and the players
-# read below see every player the other added, and the DELETE takes none the sketch has not
+# read below see every player the other added (their transaction's snapshot is taken at its first
+# plain read, which is the count: none may come before SEE_BUILDS), and the DELETE takes none the
+# sketch has not
 _SKETCH_FOR_UPDATE = Statement(sa.select(release_sketches.c.registers).where(*_of_day(release_sketches))
                                .with_for_update())
 _COUNT_PLAYERS = Statement(sa.select(sa.func.count()).select_from(release_players).where(*_of_day(release_players)))
@@ -76,7 +78,8 @@ def apply_releases(t: Transaction, releases: ReleaseIncrements) -> None:
     for b in releases.sessions:
         first, last = seen.get((b.sku, b.build), (b.minute, b.minute))
         seen[(b.sku, b.build)] = (min(first, b.minute), max(last, b.minute))
-    t.execute_rows(SEE_BUILDS, [(sku, build, first, last) for (sku, build), (first, last) in seen.items()])
+    # in one order for every counter (each locks its builds' rows, below)
+    t.execute_rows(SEE_BUILDS, [(sku, build, first, last) for (sku, build), (first, last) in sorted(seen.items())])
     # one order for every counter, so that two never wait on each other's rows
     for day in sorted(releases.players, key=lambda d: (d.sku, d.build, d.day, d.crashed)):
         _add_players(t, day, releases.players[day])

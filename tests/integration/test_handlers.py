@@ -7,12 +7,15 @@ import gzip
 import itertools
 import json
 import sqlite3
+from typing import Any
 
 import pytest
 
 from adapters.factory import Adapters, build, install
 from adapters.settings import Settings
+from api.requests import Posted
 from crashes.signature import grouped
+from crashes.spikes import SpikePolicy
 from lambdas import (
     capture,
     crash_consumer,
@@ -31,8 +34,10 @@ from lambdas.functions import FUNCTIONS
 from local_runtime.context import LocalContext
 from pipeline.msk import from_msk_event, to_msk_event
 from pipeline.topics import DEADLETTER, replay_spilled
+from pipeline.topics import MINIDUMPS as WALKS
 from ports import BoardSettings
 from ports.errors import StoreUnavailable
+from ports.telemetry import CRASH_SPIKE
 from tests.conftest import EVENTS, load_event
 
 MINIDUMPS = EVENTS.parent / "tests" / "fixtures" / "minidumps"
@@ -154,6 +159,45 @@ def test_a_dead_log_spills_then_replay_publishes_and_the_report_arrives(adapters
         {"persisted": 1}
     [report] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
     assert report["eventId"] == body(response)["eventId"]
+
+
+def test_a_spike_is_announced_once_though_its_batch_failed_after_the_index_write(adapters: Adapters, monkeypatch):
+    """Found in review: the consumer announced the spikes of the reports persistence returned, and
+    a batch delivered again after its index write (its walk requests not published) returns none."""
+    monkeypatch.setattr(adapters.settings, "spikes", SpikePolicy(factor=1.5, baseline_minutes=30, min_crashes=2))
+    told: list[str] = []
+    monkeypatch.setattr(crash_consumer, "emit", lambda name, *args, **kwargs: told.append(name))
+    dump = base64.b64encode((MINIDUMPS / "patch.dmp").read_bytes()).decode()
+    for n in range(25):
+        capture.crash(adapters.log, adapters.spill, Posted(json.dumps(
+            {"sku": "g", "n": n, "attachments": {"crash.dmp": dump}}).encode()))
+    event = to_msk_event(adapters.log.consumer("test", "crashes").poll(100, 1 << 30, 0.1), "arn", "local")
+    publish = adapters.log.publish
+
+    def walks_fail(topic: str, records: Any) -> None:
+        if topic == WALKS:
+            raise StoreUnavailable("log")
+        publish(topic, records)
+
+    monkeypatch.setattr(adapters.log, "publish", walks_fail)
+    with pytest.raises(StoreUnavailable):
+        crash_consumer.handler(event, LocalContext("crash-consumer"))
+    announced = told.count(CRASH_SPIKE)
+    assert announced >= 1  # the 25 may straddle a minute's end: a spike each side, or one
+    monkeypatch.setattr(adapters.log, "publish", publish)
+    assert crash_consumer.handler(event, LocalContext("crash-consumer")) == {"persisted": 0}
+    assert told.count(CRASH_SPIKE) == announced
+
+
+def test_a_spike_check_that_fails_once_the_rows_are_written_fails_no_batch(adapters: Adapters, monkeypatch, caplog):
+    """Found in review: a failed read of the spikes, after the index write, failed the batch, and
+    delivered again it had nothing new to tell: the failure went unseen."""
+    def unread(*args: Any) -> None:
+        raise StoreUnavailable("index")
+
+    monkeypatch.setattr(crash_consumer, "crossed", unread)
+    assert call(crash_consumer.handler, "crash-consumer.json") == {"persisted": 1}
+    assert any(r.getMessage() == "crash spikes not checked" and r.levelname == "ERROR" for r in caplog.records)
 
 
 def test_a_dead_log_and_a_dead_spill_answer_503(adapters: Adapters, monkeypatch):

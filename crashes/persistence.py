@@ -36,7 +36,8 @@ def persist_crashes(
     """Returns the index entries of the reports this call indexed, grouped by their sku's grouping
     (the default without `groupings`): not those a delivery before it indexed. `on_indexed` has
     each write's entries as soon as it is made, before anything after it can fail, so that what it
-    tells of them (a spike they start) is told once, also when the batch is delivered again."""
+    tells of them (a spike they start) is told once, also when the batch is delivered again; it
+    must not raise, as the rows are written by then."""
     persisted = land(records, lambda part: _persist(part, documents, index, log, ttl_seconds, issues=issues,
                                                     groupings=groupings, on_indexed=on_indexed), log)
     return [entry for entries in persisted for entry in entries]

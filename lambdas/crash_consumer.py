@@ -26,7 +26,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     records = from_msk_event(event, a.settings.kafka_topic_prefix)
 
     def announce(indexed: list[IndexEntry]) -> None:
-        for spike in crossed(a.index, a.settings.spikes, indexed):
+        try:
+            spikes = crossed(a.index, a.settings.spikes, indexed)
+        except Exception:
+            # the rows are written: delivered again, the batch would have nothing new to tell
+            logger.exception("crash spikes not checked", extra={"skus": sorted({e.sku for e in indexed})[:10]})
+            return
+        for spike in spikes:
             logger.warning("crash spike", extra={"alert": spike.body()})
             emit(CRASH_SPIKE, 1, sku=spike.sku)
 

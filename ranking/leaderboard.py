@@ -79,7 +79,7 @@ class Board(BoardSettings):
     season: Annotated[Time | None, Field(description="the season's start; null for a board that never resets")]
     nextReset: Annotated[Time | None, Field(description=(
         "when the current season ends: its next reset, a season a wipe or a change of schedule starts "
-        "(a second after the request), or endsAt, whichever comes first; null: never"))]
+        "(a moment after the request), or endsAt, whichever comes first; null: never"))]
 
 
 @with_config(ConfigDict(extra="forbid"))

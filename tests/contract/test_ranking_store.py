@@ -247,6 +247,7 @@ def test_the_worker_s_checkpoints_store_the_offsets_they_covered(ranking_store: 
 # a season every ten minutes: a stream over forty minutes crosses four resets
 EVERY_TEN_MINUTES = "*/10 * * * *"
 PERIODS = {EVERY_TEN_MINUTES: 600_000, "*/15 * * * *": 900_000}
+YEARLY = "0 0 1 1 *"
 T0 = 1_795_000_200_000  # 2026-11-17T11:50:00Z, a reset
 metadata = st.none() | st.fixed_dictionaries({"n": st.integers(0, 3)})
 changes = st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(PLAYERS[:6]),
@@ -329,7 +330,8 @@ def test_a_change_of_schedule_starts_its_season_after_what_a_worker_may_hold(ran
     request, as a wipe's season does."""
     monkeypatch.setattr(leaderboard, "EPOCH_DELAY_MS", 60_000)  # longer than a slow machine's PUT
     board = f"b-{uuid.uuid4().hex[:12]}"
-    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset="daily"))
+    # yearly: no reset of its own comes within the delay
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=YEARLY))
     stale = ranking_store.get_board(board)  # as a worker read them before the change
     asked = now_ms()
     leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
@@ -344,7 +346,7 @@ def test_a_change_of_schedule_starts_its_season_after_what_a_worker_may_hold(ran
     # the board names that start as its next reset, as another's names its wipe's
     assert leaderboard.describe(ranking_store, TREE, board)["nextReset"] == to_rfc3339(started)
     other = f"b-{uuid.uuid4().hex[:12]}"
-    leaderboard.configure(ranking_store, other, BoardSettingsBody(reset="daily"))
+    leaderboard.configure(ranking_store, other, BoardSettingsBody(reset=YEARLY))
     wiped = leaderboard.wipe(ranking_store, other)
     assert leaderboard.describe(ranking_store, TREE, other)["nextReset"] == wiped["season"]
 
@@ -355,7 +357,7 @@ def test_a_change_of_schedule_in_the_moment_before_a_wipe_s_season_starts_keeps_
     after the wipe's, which then lasted under a second, under the schedule before."""
     monkeypatch.setattr(leaderboard, "EPOCH_DELAY_MS", 60_000)
     board = f"b-{uuid.uuid4().hex[:12]}"
-    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset="daily"))
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=YEARLY))
     wiped = leaderboard.wipe(ranking_store, board)
     leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES))
     settings = ranking_store.get_board(board)

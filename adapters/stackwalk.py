@@ -4,14 +4,19 @@ report), symbolicated with Breakpad `.sym` files kept in the symbol-server layou
 (`<debug file>/<debug id>/<debug file less .pdb>.sym`).
 
 The walker is a separate process on purpose: a minidump is untrusted input, so it runs with a
-deadline and a cap on what it may print, and whatever it does with a hostile dump, the caller
-gets a `WalkFailed` with the reason instead of a crash or a hang."""
+budget of CPU time and a cap on what it may print, and whatever it does with a hostile dump, the
+caller gets a `WalkFailed` with the reason instead of a crash or a hang. A deadline of wall time
+is the machine's, not the dump's: a crash flood leaves the consumers (at nice 10) a sliver of
+busy cores, and a walk that outlasts it is raised, to be walked again when they are free."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import selectors
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -36,8 +41,10 @@ class WalkerBroken(RuntimeError):
 class Stackwalker:
     """Runs the walker on one minidump at a time."""
 
-    def __init__(self, binary: Path, *, timeout_s: float = 20.0, max_output_bytes: int = 32 << 20) -> None:
+    def __init__(self, binary: Path, *, cpu_s: int = 20, timeout_s: float = 60.0,
+                 max_output_bytes: int = 32 << 20) -> None:
         self.binary = binary
+        self.cpu_s = cpu_s
         self.timeout_s = timeout_s
         self.max_output_bytes = max_output_bytes
 
@@ -67,6 +74,8 @@ class Stackwalker:
         code, out, err = ran
         if code == UNREADABLE:
             return WalkFailed(_last_line(err) or f"{WALKER}: the minidump could not be read")
+        if code == -signal.SIGXCPU:  # its soft limit of CPU time (RLIMIT_CPU), the dump's doing
+            return WalkFailed(f"{WALKER} used more than {self.cpu_s} s of CPU on this minidump")
         if code < 0:  # a signal: a panic (abort) or the kernel's, on this dump
             return WalkFailed(f"{WALKER} died on this minidump (signal {-code})")
         if code != 0:
@@ -96,6 +105,10 @@ class Stackwalker:
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         ) as walker:
             assert walker.stdout is not None and walker.stderr is not None
+            # set from here, not in the child (preexec_fn is unsafe beside threads): the limit
+            # counts the CPU the process has used since it started, so none escapes it
+            with contextlib.suppress(ProcessLookupError):
+                resource.prlimit(walker.pid, resource.RLIMIT_CPU, (self.cpu_s, self.cpu_s + 1))
             out, err = walker.stdout.fileno(), walker.stderr.fileno()
             output = {out: bytearray(), err: bytearray()}
             with selectors.DefaultSelector() as selector:
@@ -105,7 +118,7 @@ class Stackwalker:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         walker.kill()
-                        return WalkFailed(f"{WALKER} took longer than {self.timeout_s:g} s")
+                        raise self._late()
                     for key, _ in selector.select(left):
                         chunk = os.read(key.fd, 1 << 16)
                         if not chunk:
@@ -118,8 +131,12 @@ class Stackwalker:
                 code = walker.wait(max(deadline - time.monotonic(), 0))
             except subprocess.TimeoutExpired:
                 walker.kill()
-                return WalkFailed(f"{WALKER} took longer than {self.timeout_s:g} s")
+                raise self._late() from None
             return code, bytes(output[out]), bytes(output[err])
+
+    def _late(self) -> WalkerBroken:
+        return WalkerBroken(f"{WALKER} took longer than {self.timeout_s:g} s within its {self.cpu_s} s of CPU: "
+                            "the machine is busy")
 
 
 def _last_line(stderr: bytes) -> str:

@@ -26,7 +26,8 @@ from stacks.nag import acknowledge
 # a batch must finish inside the function timeout; the ranking worker's batches are the largest
 TIMEOUT_S = 120
 # the minidump processor's: a batch of `minidump_processor.batch_size` walks, each at most the
-# walker's deadline, twice when the first fetched symbols (crashes.processing.walk)
+# walker's CPU budget (as long on the whole vCPU it is given), twice when the first fetched
+# symbols (crashes.processing.walk)
 WALKS_TIMEOUT_S = 300
 # the purge deletes a day's worth of rows in chunks; the first run after a long pause has more
 PURGE_TIMEOUT_S = 900

@@ -130,6 +130,32 @@ def test_a_run_reads_a_skus_builds_once_however_many_are_live(stores: Stores) ->
     assert counted.reads <= 3
 
 
+class _Walked(list[BuildWindow]):
+    """A window's rows, counting the walks over them."""
+
+    walks = 0
+
+    def __iter__(self) -> Iterator[BuildWindow]:
+        self.walks += 1
+        return super().__iter__()
+
+
+def test_a_run_walks_the_windows_rows_once_however_many_skus_are_live(stores: Stores) -> None:
+    """Found from outside: each sku's builds were picked from the whole window, a walk of its rows
+    a sku, so an ingest key posting sessions of thousands of made-up skus had each run of the
+    alerts (the webhooks function's, before its deliveries) take the skus times the rows."""
+    _, counters, issues = stores
+    feed = _Feed(stores)
+    for n in range(200):
+        feed.sessions(f"g{n}", "1.0", M, "ok", 1)
+    rows = _Walked(counters.window(0, 2 * M))
+    assert len(rows) == 200
+    windowed = _CountedBuildReads(counters)
+    windowed.window = lambda *_: rows  # type: ignore[attr-defined]
+    assert crossings(windowed, issues, POLICY, 2 * M) == []  # type: ignore[arg-type]
+    assert rows.walks == 1
+
+
 def test_the_previous_builds_of_many_are_each_ones_previous_build(stores: Stores) -> None:
     _, counters, _ = stores
     feed = _Feed(stores)

@@ -15,6 +15,7 @@ times its alert's close (crashes.alert_history shows it)."""
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -71,10 +72,11 @@ def _exact(value: float) -> Fraction:
 def crossings(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy, now_ms: int) -> list[Crossing]:
     """The conditions true over [now - window, now): sessions by their minute, reports by receivedAt."""
     from_ms = now_ms - round(policy.window_s * 1000)
-    builds = counters.window(from_ms, now_ms)
+    by_sku: dict[str, dict[str, BuildWindow]] = defaultdict(dict)
+    for b in counters.window(from_ms, now_ms):  # one pass: a window may hold thousands of skus
+        by_sku[b.sku][b.build] = b
     found: list[Crossing] = []
-    for sku in sorted({b.sku for b in builds}):
-        of_sku = {b.build: b for b in builds if b.sku == sku}
+    for sku, of_sku in sorted(by_sku.items()):
         found += _velocities(issues, policy, sku, of_sku, from_ms=from_ms, to_ms=now_ms)
         previous_of = previous_builds(counters, sku, {b.build: b.first_seen for b in of_sku.values()})
         for build in of_sku.values():

@@ -148,6 +148,62 @@ def test_a_reader_of_the_local_copy_sees_one_whole_file_or_the_other(symbol_stor
     writer.join()
 
 
+ZLIB = "libz.so.1/00112233445566778899AABBCCDDEEFF0/libz.so.1.sym"
+
+
+@pytest.fixture
+def s3_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3SymbolStore]:
+    with s3_bucket(monkeypatch, BUCKET) as client:
+        yield S3SymbolStore(client, BUCKET, tmp_path / "cache", cache_bytes=100)
+
+
+def cached(store: S3SymbolStore) -> set[str]:
+    directory, _ = store.local([])
+    return {str(path.relative_to(directory)) for path in directory.rglob("*.sym")}
+
+
+def test_the_s3_cache_keeps_its_bytes_dropping_the_files_least_recently_asked_for(s3_cache: S3SymbolStore):
+    """Found from outside: a warm walker's container kept every file it fetched, tens of MB each,
+    until its /tmp filled and every batch routed to it failed (ENOSPC), for as long as it lived."""
+    for path, byte in ((GAME, b"g"), (LIBC, b"c"), (ZLIB, b"z")):
+        s3_cache.put(path, byte * 40, 1)
+    s3_cache.local([GAME])
+    s3_cache.local([LIBC])
+    s3_cache.local([GAME])
+    directory, _ = s3_cache.local([ZLIB])
+    assert cached(s3_cache) == {GAME, ZLIB}  # LIBC was the least recently asked for
+    assert held(directory, [GAME, ZLIB]) == {GAME: b"g" * 40, ZLIB: b"z" * 40}
+    assert s3_cache.local([LIBC]) == (directory, True)  # fetched again, whole
+    assert cached(s3_cache) == {ZLIB, LIBC}
+    assert held(directory, [LIBC]) == {LIBC: b"c" * 40}
+
+
+def test_the_s3_cache_holds_what_one_walk_asks_for_past_its_bytes(s3_cache: S3SymbolStore):
+    for path in (GAME, LIBC, ZLIB):
+        s3_cache.put(path, b"x" * 40, 1)
+    directory, _ = s3_cache.local([GAME, LIBC, ZLIB])
+    assert held(directory, [GAME, LIBC, ZLIB]) == dict.fromkeys((GAME, LIBC, ZLIB), b"x" * 40)
+    s3_cache.local([GAME])
+    assert cached(s3_cache) == {GAME, LIBC, ZLIB}  # nothing new to make room for
+    s3_cache.put(LIBC, b"y" * 40, 2)
+    s3_cache.local([LIBC])  # a new version: the others make room for it, the oldest asked for first
+    assert cached(s3_cache) == {GAME, LIBC}
+
+
+def test_a_fetch_that_fails_midway_leaves_no_partial_file(s3_cache: S3SymbolStore,
+                                                          monkeypatch: pytest.MonkeyPatch):
+    s3_cache.put(GAME, b"g" * 40, 1)
+
+    def full(*_: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        s3_cache.local([GAME])
+    directory, _ = s3_cache.local([])
+    assert [path.name for path in directory.rglob("*") if path.is_file()] == []
+
+
 BAD_PATHS = ["", "/etc/x/passwd.sym", "../x/y.sym", "a/../y.sym", "a/./y.sym", "a//y.sym", "a\\b/c/d.sym",
              "a/b/c\0.sym", "a/b.sym", "a/b/c/d.sym", "a/b/c.txt", "a/b/"]
 

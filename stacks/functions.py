@@ -30,8 +30,8 @@ WALKERS = frozenset({"minidump-processor"})
 # a walk is single-threaded and CPU-bound, up to seconds: Lambda gives a whole vCPU from 1769 MB, and
 # more memory would add a second one the walker does not use
 WALKER_MEMORY_MB = 1769
-# /tmp holds the S3 symbol store's copies (adapters.symbols.s3), a game's files tens of MB each;
-# nothing evicts them but the container's end
+# /tmp holds the S3 symbol store's copies (adapters.symbols.s3), a game's files tens of MB each,
+# up to its CACHE_BYTES, the least recently asked for evicted first
 WALKER_DISK_MB = 4096
 
 

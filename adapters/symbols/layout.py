@@ -38,11 +38,15 @@ def staged(target: Path, chunks: Iterable[bytes]) -> Path:
             if target.parent.is_file() or target.parent.parent.is_file():
                 raise
             continue
-    with os.fdopen(fd, "wb") as f:
-        for chunk in chunks:
-            f.write(chunk)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        os.unlink(name)  # a full disk's partial file would hold its bytes until the process ends
+        raise
     return Path(name)
 
 

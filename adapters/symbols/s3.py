@@ -21,6 +21,10 @@ UPLOADED_AT = "uploaded-at"
 NOT_MODIFIED, NOT_FOUND, PRECONDITION_FAILED = 304, 404, 412
 # S3's most keys per listing page
 PAGE = 1_000
+# what the cache keeps, in bytes: the walker's /tmp (stacks.functions.WALKER_DISK_MB, 4 GiB) also
+# holds the dump a walk writes and a file being fetched. The files a walk asks for stay, past it
+# if they must; to make room for one, those least recently asked for go first
+CACHE_BYTES = 3 << 30
 
 
 def _status(error: ClientError) -> int:
@@ -29,14 +33,18 @@ def _status(error: ClientError) -> int:
 
 
 class S3SymbolStore:
-    def __init__(self, client: Any, bucket: str, cache_dir: Path, prefix: str = PREFIX) -> None:
+    def __init__(self, client: Any, bucket: str, cache_dir: Path, prefix: str = PREFIX, *,
+                 cache_bytes: int = CACHE_BYTES) -> None:
         self._s3 = client
         self._bucket = bucket
         self._cache = cache_dir
         self._prefix = prefix
+        self._cache_bytes = cache_bytes
         cache_dir.mkdir(parents=True, exist_ok=True)
         # the ETag of each cached file's object; a file with none is fetched whole
         self._etags: dict[str, str] = {}
+        # the size of each file fetched, the least recently asked for first
+        self._sizes: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def _key(self, path: str) -> str:
@@ -98,28 +106,45 @@ class S3SymbolStore:
         cached, and removed when the object is gone. An error other than those raises: a file is
         never served on the chance that it is still there."""
         keys = [self._key(path) for path in paths]  # all refused before any is fetched
-        changed = False
+        changed, asked = False, set(paths)
         with self._lock:  # a file and its ETag change together
             for path, key in zip(paths, keys, strict=True):
-                changed |= self._refresh(path, key)
+                changed |= self._refresh(path, key, asked)
         return self._cache, changed
 
-    def _refresh(self, path: str, key: str) -> bool:
+    def _refresh(self, path: str, key: str, asked: set[str]) -> bool:
         target = self._cache / path
         etag = self._etags.get(path) if target.exists() else None
         try:
             got = self._s3.get_object(Bucket=self._bucket, Key=key, **({"IfNoneMatch": etag} if etag else {}))
         except ClientError as error:
             if _status(error) == NOT_MODIFIED:
+                if path in self._sizes:  # the most recently asked for now
+                    self._sizes[path] = self._sizes.pop(path)
                 return False
             if _status(error) != NOT_FOUND:
                 raise
             self._etags.pop(path, None)
+            self._sizes.pop(path, None)
             try:
                 target.unlink()
             except FileNotFoundError:
                 return False
             return True
+        self._sizes.pop(path, None)  # the copy it replaces
+        self._make_room(got["ContentLength"], asked)
         os.replace(staged(target, got["Body"].iter_chunks()), target)
         self._etags[path] = got["ETag"]
+        self._sizes[path] = got["ContentLength"]
         return True
+
+    def _make_room(self, size: int, asked: set[str]) -> None:
+        """Drops the files least recently asked for, but those `asked` for now, until `size` more
+        bytes fit in the cache's."""
+        held = sum(self._sizes.values())
+        for path in [path for path in self._sizes if path not in asked]:
+            if held + size <= self._cache_bytes:
+                return
+            (self._cache / path).unlink(missing_ok=True)
+            held -= self._sizes.pop(path)
+            self._etags.pop(path, None)

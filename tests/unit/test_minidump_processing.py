@@ -229,6 +229,50 @@ def test_a_store_away_from_this_machine_is_asked_for_what_the_first_walk_lacked(
 
 
 
+class Unwinding:
+    """A walker that reaches a module further for each module whose symbols it holds, as call frame
+    information unwinds past what a scan of the stack could not; its walks, counted."""
+
+    def __init__(self, modules: int) -> None:
+        self.modules = tuple(Module(filename=f"m{n}.so", base_addr=hex(0x10000 * (n + 1)), debug_file=f"m{n}.so",
+                                    debug_id=f"{n:033X}") for n in range(modules))
+        self.walks = 0
+
+    def walk(self, minidump: bytes, symbols: Path) -> Walked:
+        self.walks += 1
+        frames: list[Frame] = []
+        for module in self.modules:
+            path = module_symbols(module)
+            held = path is not None and (symbols / path).is_file()
+            frames.append(Frame(offset=hex(module.base_address + 0x10), module=module.name, module_offset="0x10",
+                                function=f"{module.name}::f" if held else None, trust="cfi", missing_symbols=not held))
+            if not held:
+                break
+        return Walked(crash_reason="SIGSEGV", crash_address=0, frames=tuple(frames), modules=self.modules)
+
+
+def test_a_store_away_is_asked_again_for_what_a_walk_with_its_first_files_reached(s3_symbols: S3SymbolStore):
+    """Found from outside: only the first walk's modules were fetched, so the frames a second walk
+    reached with their symbols stayed unnamed though the store held theirs (the directory store
+    walks with every file at once), and the report, grouped apart, awaited a file already there."""
+    unwinding = Unwinding(modules=3)
+    for module in unwinding.modules[:2]:
+        s3_symbols.put(str(module_symbols(module)), b"MODULE", 1)
+    walked = processing.walk(unwinding, s3_symbols, b"MDMP")
+    assert isinstance(walked, Walked)
+    assert [frame.function for frame in walked.frames] == ["m0.so::f", "m1.so::f", None]
+    assert [module.name for module in walked.modules_missing_symbols] == ["m2.so"]
+    assert unwinding.walks == 3
+
+
+def test_a_walk_is_walked_again_a_bounded_number_of_times(s3_symbols: S3SymbolStore):
+    unwinding = Unwinding(modules=10)
+    for module in unwinding.modules:
+        s3_symbols.put(str(module_symbols(module)), b"MODULE", 1)
+    walked = processing.walk(unwinding, s3_symbols, b"MDMP")
+    assert isinstance(walked, Walked) and unwinding.walks == processing.WALKS
+
+
 def test_a_symbol_file_stored_during_a_walk_has_the_report_walked_once_more(adapters: Adapters, walker: Stackwalker):
     """The file's arrival asked for the reports awaiting it before this walk said it awaits it."""
     key = indexed(adapters, 1)

@@ -293,17 +293,31 @@ def _within_bound(parts: list[list[Any]], frame_modules: list[list[int]]) -> lis
     return kept
 
 
+# walks of a dump at most: a store away from this machine brings the files of the modules a walk
+# reached, with which the next may reach more (call frame information unwinds past what a scan of
+# the stack could not)
+WALKS = 3
+
+
 def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked | WalkFailed:
     """The walk with every symbol file the store holds for the crashing thread's modules: a store
-    away from this machine (S3) is asked for those the first walk named, and walked again if that
-    brought any."""
+    away from this machine (S3) is asked for those each walk named, and walked again while that
+    brings any, WALKS times at most."""
     root, _ = symbols.local(())
     walked = walker.walk(minidump, root)
-    if isinstance(walked, Walked):
-        wanted = sorted({p for m in walked.frame_modules if (p := module_symbols(m)) is not None})
-        _, changed = symbols.local(wanted)
-        if changed:
-            walked = walker.walk(minidump, root)
+    wanted: set[str] = set()
+    for _ in range(WALKS - 1):
+        if not isinstance(walked, Walked):
+            break
+        named = wanted | {p for m in walked.frame_modules if (p := module_symbols(m)) is not None}
+        if named == wanted:
+            break
+        wanted = named
+        # every file wanted so far, which the cache keeps while it fetches the new ones
+        _, changed = symbols.local(sorted(wanted))
+        if not changed:
+            break
+        walked = walker.walk(minidump, root)
     return walked
 
 

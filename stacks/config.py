@@ -103,8 +103,8 @@ class DeployConfig(BaseModel):
     session_counter: Consumer = Consumer(batch_size=5000, batching_window_s=1, retries=-1)
     ranking_worker: Consumer = Consumer(batch_size=10_000, batching_window_s=1, retries=-1)
     # a walk takes milliseconds for a small program and seconds for a game's dump with large
-    # symbol files, 20 s of CPU at most (adapters.stackwalk): 5 walks, each perhaps twice, stay inside the
-    # function's 300 s (stacks.processing) even at that bound
+    # symbol files, 20 s of CPU at most (adapters.stackwalk): 5 reports, each walked up to three
+    # times, stay inside the function's 420 s (stacks.processing) even at that bound
     minidump_processor: Consumer = Consumer(batch_size=5, batching_window_s=1, retries=-1)
     retention_days: int = Field(default=90, ge=1, le=MAX_RETENTION_DAYS)
     # what the consumed topics keep (the dead letters keep retention_days)

@@ -25,10 +25,10 @@ from stacks.nag import acknowledge
 
 # a batch must finish inside the function timeout; the ranking worker's batches are the largest
 TIMEOUT_S = 120
-# the minidump processor's: a batch of `minidump_processor.batch_size` walks, each at most the
-# walker's CPU budget (as long on the whole vCPU it is given), twice when the first fetched
-# symbols (crashes.processing.walk)
-WALKS_TIMEOUT_S = 300
+# the minidump processor's: a batch of `minidump_processor.batch_size` reports, each walked up to
+# crashes.processing.WALKS times while a walk fetches symbols, each walk at most the walker's CPU
+# budget (as long on the whole vCPU it is given), and the fetches
+WALKS_TIMEOUT_S = 420
 # the purge deletes a day's worth of rows in chunks; the first run after a long pause has more
 PURGE_TIMEOUT_S = 900
 REPLAY_INTERVAL = Duration.minutes(5)

@@ -143,9 +143,9 @@ def test_each_thread_resolves_its_own_event():
     assert answers == {body: {"before": body, "after": body} for body in ("one", "two")}
 
 
-def run_poller(adapters: Adapters, handler, until) -> Poller:
+def run_poller(adapters: Adapters, handler, until, function: str = "crash-consumer") -> Poller:
     stop = threading.Event()
-    poller = Poller(adapters.log, "crash-consumer", "t", handler, stop)
+    poller = Poller(adapters.log, function, "t", handler, stop)
     poller.start()
     deadline = time.monotonic() + 10
     while not until() and time.monotonic() < deadline:
@@ -171,6 +171,23 @@ def test_poller_commits_only_after_the_handler_succeeded_and_retries_failures(ad
     assert poller.batches == 1
     # committed: a new member of the group gets nothing
     assert adapters.log.consumer("blackbox-crash-consumer", "t").poll(100, 1 << 20, 0.05) == []
+
+
+@pytest.mark.parametrize(("function", "most"), [("ranking-worker", 2_000), ("minidump-processor", 5)])
+def test_a_poller_hands_the_batches_the_deployments_event_source_mapping_does(adapters: Adapters, function: str,
+                                                                             most: int):
+    """Serve handed every function 500 records a batch: the ranking worker a quarter of what it is
+    measured at (and AWS hands it up to 10,000), the minidump processor a hundred walks of seconds
+    each, a batch retried whole, where AWS hands it 5."""
+    adapters.log.publish("t", [OutgoingRecord(value=b"{}", key=b"k") for _ in range(2_000)])
+    batches: list[int] = []
+
+    def count(event, context):
+        batches.append(len(from_msk_event(event)))
+
+    run_poller(adapters, count, lambda: sum(batches) >= 2_000, function)
+    assert sum(batches) == 2_000
+    assert max(batches) == most
 
 
 def test_a_retried_batch_s_line_says_what_the_engine_said(adapters: Adapters, caplog: pytest.LogCaptureFixture):

@@ -39,13 +39,14 @@ from benchmarks.isolation import environment, isolated
 from crashes.model import CrashEnvelope, attachment_key, report_key
 from crashes.persistence import persist_crashes
 from lambdas import capture
+from lambdas.functions import BATCH_RECORDS
 from loadgen import payloads
 from loadgen.http import Client
 from loadgen.profiles import SPIKE_WINDOW
 from loadgen.run import LoadConfig, LoadReport
 from loadgen.run import run as run_load
 from loadgen.stats import percentile
-from local_runtime.poller import MAX_BATCH_BYTES, MAX_BATCH_RECORDS
+from local_runtime.poller import MAX_BATCH_BYTES
 from local_runtime.process import Serve, free_port
 from pipeline.idempotency import new_event_id
 from ports import PUBLISH_TIMEOUT_S, IndexEntry, LogRecord, OutgoingRecord
@@ -201,7 +202,7 @@ def _drain(a: Adapters, group: str, count: int, each: Callable[[list[LogRecord]]
     seen = 0
     started = time.perf_counter()
     while seen < count:
-        batch = consumer.poll(MAX_BATCH_RECORDS, MAX_BATCH_BYTES, timeout_s=1.0)
+        batch = consumer.poll(BATCH_RECORDS["crash-consumer"], MAX_BATCH_BYTES, timeout_s=1.0)
         each(batch)
         consumer.commit(batch)
         seen += len(batch)

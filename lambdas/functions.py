@@ -120,6 +120,10 @@ API_ROUTES = (
 # consumer function → the topic its event source mapping reads
 CONSUMERS = {"crash-consumer": CRASHES, "session-counter": SESSIONS, "ranking-worker": SCORES,
              "minidump-processor": MINIDUMPS}
+# consumer → the records of a batch at most, as the deployment's event source mappings hand them
+# (stacks/config.py's defaults) and serve's pollers too: crash reports are up to 1 MiB each and a
+# walk up to seconds; the ranking worker's aggregation gains with every update a batch holds
+BATCH_RECORDS = {"crash-consumer": 500, "session-counter": 5000, "ranking-worker": 10_000, "minidump-processor": 5}
 
 # function → the ports its handler reaches (the log of a consumer: its dead letters). A function
 # builds only these (adapters.factory builds a port on first use), and in AWS is told where these

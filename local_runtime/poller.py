@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from lambdas.functions import CONSUMERS, Handler
+from lambdas.functions import BATCH_RECORDS, CONSUMERS, Handler
 from local_runtime.context import LocalContext
 from pipeline.failures import reason
 from pipeline.msk import to_msk_event
@@ -16,7 +16,6 @@ from ports.telemetry import logger
 
 # Lambda's invocation payload limit is 6 MB; the batch (base64 grows it by 4/3) stays below it
 MAX_BATCH_BYTES = 4 * 1024 * 1024
-MAX_BATCH_RECORDS = 500
 MAX_BACKOFF_S = 5.0
 
 
@@ -55,7 +54,7 @@ class Poller(threading.Thread):
                     if rewind:
                         consumer.rewind()
                         rewind = False
-                    records = consumer.poll(MAX_BATCH_RECORDS, MAX_BATCH_BYTES, timeout_s=0.1)
+                    records = consumer.poll(BATCH_RECORDS[self._function], MAX_BATCH_BYTES, timeout_s=0.1)
                     if not records:
                         continue
                     event = to_msk_event(records, arn, "local", self._prefix)

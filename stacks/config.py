@@ -11,6 +11,7 @@ from aws_cdk import RemovalPolicy
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from lambdas.functions import BATCH_RECORDS
 from ports.limits import MAX_RETENTION_DAYS, Sku
 
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
@@ -99,13 +100,14 @@ class DeployConfig(BaseModel):
     # title name (its key's and usage plan's) → its skus and throttle
     titles: dict[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,31}$")], Title] = {}
     waf: Waf = Waf(limit_per_ip=30_000, window_s=60)
-    crash_consumer: Consumer = Consumer(batch_size=500, batching_window_s=1, retries=-1)
-    session_counter: Consumer = Consumer(batch_size=5000, batching_window_s=1, retries=-1)
-    ranking_worker: Consumer = Consumer(batch_size=10_000, batching_window_s=1, retries=-1)
+    crash_consumer: Consumer = Consumer(batch_size=BATCH_RECORDS["crash-consumer"], batching_window_s=1, retries=-1)
+    session_counter: Consumer = Consumer(batch_size=BATCH_RECORDS["session-counter"], batching_window_s=1, retries=-1)
+    ranking_worker: Consumer = Consumer(batch_size=BATCH_RECORDS["ranking-worker"], batching_window_s=1, retries=-1)
     # a walk takes milliseconds for a small program and seconds for a game's dump with large
     # symbol files, 20 s of CPU at most (adapters.stackwalk): 5 reports, each walked up to three
     # times, stay inside the function's 420 s (stacks.processing) even at that bound
-    minidump_processor: Consumer = Consumer(batch_size=5, batching_window_s=1, retries=-1)
+    minidump_processor: Consumer = Consumer(batch_size=BATCH_RECORDS["minidump-processor"], batching_window_s=1,
+                                            retries=-1)
     retention_days: int = Field(default=90, ge=1, le=MAX_RETENTION_DAYS)
     # what the consumed topics keep (the dead letters keep retention_days)
     log_retention_days: int = Field(default=7, ge=1, le=MAX_RETENTION_DAYS)

@@ -33,7 +33,7 @@ from crashes.signature import frames_signature
 from pipeline.topics import DEADLETTER, MINIDUMPS
 from ports import IndexEntry, LogRecord, OutgoingRecord, ReportFilter
 from ports.issues import Change
-from ports.minidumps import MAX_FRAMES, Frame, Module, StackWalker, Walked, WalkFailed
+from ports.minidumps import MAX_FRAMES, Frame, Module, StackWalker, Walked, WalkFailed, WalkLate
 from tests.conftest import s3_bucket
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
@@ -357,6 +357,30 @@ def test_a_batch_the_walker_cannot_run_asks_for_nothing_until_it_lands(adapters:
     process.process(batch)
     asked = [WalkRequest.model_validate_json(r.value).reportKey for r in published(adapters, "held")]
     assert sorted(asked) == sorted([key, key, f"{32:032x}", f"{32:032x}"])  # by the page, and by the arrival
+
+
+def test_a_late_walk_is_asked_for_again_and_holds_back_none_of_its_batch(adapters: Adapters, walker: Stackwalker):
+    """Found in review: a walk past its deadline of wall time (a busy machine's doing) failed its
+    whole batch, whose walks were done again at each retry, for as long as the machine stayed busy."""
+    late, walked = indexed(adapters, 41), indexed(adapters, 42, dump="patch")
+    late_dump = (FIXTURES / "level-magic.dmp").read_bytes()
+
+    class Busy:
+        def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:
+            if minidump == late_dump:
+                raise WalkLate("blackbox-stackwalk took longer than 60 s within its 20 s of CPU")
+            return walker.walk(minidump, symbols)
+
+    published(adapters, "late")
+    [result] = processor(adapters, Busy()).process(records([walk_request(late, "crash.dmp", last=True),
+                                                              walk_request(walked, "crash.dmp")]))
+    assert result.report_key == walked and result.state == "processed"
+    assert entries(adapters)[late].processing == "pending"
+    [again] = published(adapters, "late")
+    assert WalkRequest.model_validate_json(again.value) == WalkRequest(reportKey=late, attachment="crash.dmp",
+                                                                       last=True)
+    [named] = processor(adapters, walker).process(records([OutgoingRecord(again.value, again.key)]))
+    assert named.report_key == late and named.state == "processed"
 
 
 def test_each_walk_of_a_batch_is_grouped_by_its_own_reports_sku(adapters: Adapters, walker: Stackwalker):

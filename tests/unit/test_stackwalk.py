@@ -4,13 +4,14 @@ scripts/make-minidump-fixtures) with rust-minidump (stackwalk/), as `make test` 
 from __future__ import annotations
 
 import random
+import resource
 from pathlib import Path, PurePosixPath
 
 import pytest
 
 from adapters.stackwalk import Stackwalker, WalkerBroken
 from crashes.symbols import SymbolFileId, SymbolFileRefused, symbol_file_id, symbol_path
-from ports.minidumps import Frame, Module, Walked, WalkFailed
+from ports.minidumps import Frame, Module, Walked, WalkFailed, WalkLate
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "minidumps"
 [SYMBOL_FILE] = FIXTURES.glob("*/*/*.sym")
@@ -119,11 +120,28 @@ def test_bad_bytes_are_a_failure_with_a_reason(walker, minidump):
 def test_a_walk_past_its_deadline_is_raised_to_be_tried_again_not_blamed_on_the_dump(walker):
     """Found from outside: under a crash flood the consumers (at nice 10) get a sliver of the
     cores, and a walk of a few seconds' CPU outlasts a deadline of wall time. That is the
-    machine's doing: the report was marked failed for good, and never walked again."""
+    machine's doing: the report was marked failed for good, and never walked again. Found in
+    review: raised as a walker that cannot run, it failed its whole batch, walked again and again
+    while the machine stayed busy; it is the report's alone, to walk later."""
     slow = Stackwalker(walker.binary, timeout_s=0.001)
 
-    with pytest.raises(WalkerBroken, match=r"took longer than 0\.001 s"):
+    with pytest.raises(WalkLate, match=r"took longer than 0\.001 s"):
         slow.walk((FIXTURES / "level-magic.dmp").read_bytes(), FIXTURES)
+
+
+def test_a_walker_killed_for_its_cpu_leaves_no_core_file(tmp_path):
+    """Found in review: SIGXCPU's default action dumps core, a file as large as the walker's memory
+    in its working directory, for every hostile dump."""
+    telling = tmp_path / "walker"
+    telling.write_text('#!/bin/sh\nfor i in $(seq 100); do [ "$(ulimit -c)" = 0 ] && break; sleep 0.01; done\n'
+                       "ulimit -c >&2\nexit 3\n")
+    telling.chmod(0o755)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))  # what the walker would inherit elsewhere
+    try:
+        assert Stackwalker(telling).walk(b"MDMP", tmp_path) == WalkFailed("0")
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
 
 
 def test_a_walk_past_its_cpu_budget_is_the_dumps_failure(tmp_path):

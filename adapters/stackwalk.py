@@ -7,7 +7,7 @@ The walker is a separate process on purpose: a minidump is untrusted input, so i
 budget of CPU time and a cap on what it may print, and whatever it does with a hostile dump, the
 caller gets a `WalkFailed` with the reason instead of a crash or a hang. A deadline of wall time
 is the machine's, not the dump's: a crash flood leaves the consumers (at nice 10) a sliver of
-busy cores, and a walk that outlasts it is raised, to be walked again when they are free."""
+busy cores, and a walk that outlasts it raises WalkLate, its report to be walked again later."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ports.minidumps import MAX_FRAMES, Walked, WalkerReport, WalkFailed
+from ports.minidumps import MAX_FRAMES, Walked, WalkerReport, WalkFailed, WalkLate
 
 WALKER = "blackbox-stackwalk"
 # `make test` builds it here (the Makefile's .tools/bin/blackbox-stackwalk)
@@ -105,10 +105,11 @@ class Stackwalker:
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         ) as walker:
             assert walker.stdout is not None and walker.stderr is not None
-            # set from here, not in the child (preexec_fn is unsafe beside threads): the limit
-            # counts the CPU the process has used since it started, so none escapes it
-            with contextlib.suppress(ProcessLookupError):
-                resource.prlimit(walker.pid, resource.RLIMIT_CPU, (self.cpu_s, self.cpu_s + 1))
+            try:
+                self._limit(walker.pid)
+            except BaseException:
+                walker.kill()  # else leaving the block would wait for it, unbounded
+                raise
             out, err = walker.stdout.fileno(), walker.stderr.fileno()
             output = {out: bytearray(), err: bytearray()}
             with selectors.DefaultSelector() as selector:
@@ -134,9 +135,19 @@ class Stackwalker:
                 raise self._late() from None
             return code, bytes(output[out]), bytes(output[err])
 
-    def _late(self) -> WalkerBroken:
-        return WalkerBroken(f"{WALKER} took longer than {self.timeout_s:g} s within its {self.cpu_s} s of CPU: "
-                            "the machine is busy")
+    def _limit(self, pid: int) -> None:
+        """The walker's budget of CPU time, and no core file when it is spent (SIGXCPU's default
+        action dumps one). Set from here, not in the child (preexec_fn is unsafe beside threads):
+        the limit counts the CPU the process has used since it started, so none escapes it."""
+        with contextlib.suppress(ProcessLookupError):  # done already
+            resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+            _, hard = resource.prlimit(pid, resource.RLIMIT_CPU)
+            top = self.cpu_s + 1 if hard == resource.RLIM_INFINITY else min(self.cpu_s + 1, hard)
+            resource.prlimit(pid, resource.RLIMIT_CPU, (min(self.cpu_s, top), top))
+
+    def _late(self) -> WalkLate:
+        return WalkLate(f"{WALKER} took longer than {self.timeout_s:g} s within its {self.cpu_s} s of CPU: "
+                        "the machine is busy")
 
 
 def _last_line(stderr: bytes) -> str:

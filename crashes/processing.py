@@ -33,7 +33,8 @@ from pipeline.topics import MINIDUMPS, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord, Processed, SymbolStore
 from ports.issues import Crash, Grouping, IssueStore
 from ports.limits import cut
-from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed
+from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed, WalkLate
+from ports.telemetry import logger
 from ports.timeutil import Time, now_ms, to_rfc3339
 
 # reports that awaited a symbol file, asked to be walked again per request of the topic
@@ -321,6 +322,11 @@ def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked |
     return walked
 
 
+def _final(requests: Sequence[WalkRequest]) -> set[str | None]:
+    """The reports the batch asks for only as `last`: not asked again for a symbol file's race."""
+    return {r.reportKey for r in requests if r.last} - {r.reportKey for r in requests if not r.last}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Processor:
     """The minidump processor's ports."""
@@ -363,6 +369,7 @@ class Processor:
         groupings: dict[str, Grouping] = {}
         documents: dict[str, bytes] = {}
         results: list[Processed] = []
+        late: list[str] = []
         for key, name in walks.items():
             dump = found.get(attachment_key(key, name))
             if dump is None:  # expired or purged with its report: nothing left to walk
@@ -370,7 +377,14 @@ class Processor:
             sku = origins[key].sku
             if sku not in groupings:
                 groupings[sku] = self.issues.grouping(sku)
-            document, result = _processed(key, name, walk(self.walker, self.symbols, dump), now_ms(), groupings[sku])
+            try:
+                walked = walk(self.walker, self.symbols, dump)
+            except WalkLate as busy:
+                late.append(key)
+                logger.warning("a walk outlasted its deadline; its report is asked for again",
+                               extra={"reportKey": key, "reason": str(busy)})
+                continue
+            document, result = _processed(key, name, walked, now_ms(), groupings[sku])
             documents[processed_key(key)] = _DOCUMENT.dump_json(document)
             results.append(result)
         # the document first: a state the index shows has its walk to read; the issues too, as the
@@ -392,6 +406,9 @@ class Processor:
             if again:
                 self.issues.regrouped(again)
             self.index.processed(results)
+        if late:  # after the batch's walks are kept: a failure to ask retries the batch, not them alone
+            final = _final(requests)
+            self.log.publish(MINIDUMPS, [walk_request(key, walks[key], last=key in final) for key in late])
         return results
 
     def _walk_again_if_raced(self, requests: Sequence[WalkRequest], results: Sequence[Processed]) -> None:
@@ -399,7 +416,7 @@ class Processor:
         asked for before this walk recorded that it awaits the file: the report asks for itself
         once more. (Either its arrival's request read the awaited file, or it was stored before
         this check, which sees it.)"""
-        final = {r.reportKey for r in requests if r.last} - {r.reportKey for r in requests if not r.last}
+        final = _final(requests)
         raced = [r.report_key for r in results if r.missing_symbols and r.report_key not in final
                  and self._held(r.missing_symbols)]
         if raced:

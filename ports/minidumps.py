@@ -106,6 +106,11 @@ class WalkFailed:
     reason: str
 
 
+class WalkLate(Exception):
+    """The walk outlasted its deadline of wall time within its budget of CPU: a busy machine's doing,
+    not the dump's, so the report is walked again later rather than marked failed."""
+
+
 # the crashing thread's frames a walk keeps: a runaway scan of a corrupt stack finds thousands
 MAX_FRAMES = 256
 
@@ -114,5 +119,5 @@ class StackWalker(Protocol):
     def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:
         """Walks the crashing thread of `minidump` (its first MAX_FRAMES frames), with the `.sym`
         files under `symbols` (symbol-server layout; an empty or missing directory walks without
-        symbols)."""
+        symbols). Raises WalkLate when the machine left it too little of the cores."""
         ...

@@ -186,8 +186,8 @@ def test_the_s3_cache_holds_what_one_walk_asks_for_past_its_bytes(s3_cache: S3Sy
     s3_cache.local([GAME])
     assert cached(s3_cache) == {GAME, LIBC, ZLIB}  # nothing new to make room for
     s3_cache.put(LIBC, b"y" * 40, 2)
-    s3_cache.local([LIBC])  # a new version: the others make room for it, the oldest asked for first
-    assert cached(s3_cache) == {GAME, LIBC}
+    s3_cache.local([LIBC])  # a new version beside the old until it replaces it: the others make room
+    assert cached(s3_cache) == {LIBC}
 
 
 def test_a_fetch_that_fails_midway_leaves_no_partial_file(s3_cache: S3SymbolStore,
@@ -202,6 +202,39 @@ def test_a_fetch_that_fails_midway_leaves_no_partial_file(s3_cache: S3SymbolStor
         s3_cache.local([GAME])
     directory, _ = s3_cache.local([])
     assert [path.name for path in directory.rglob("*") if path.is_file()] == []
+
+
+def test_the_s3_cache_counts_and_drops_what_an_earlier_process_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Found in review: a Lambda runtime restarted after a timeout keeps its /tmp, whose copies the
+    new process neither counted nor evicted, nor the partial file of the fetch it died in."""
+    left = tmp_path / "cache" / GAME
+    left.parent.mkdir(parents=True)
+    left.write_bytes(b"g" * 60)
+    (left.parent / ".x.partial").write_bytes(b"half")
+    with s3_bucket(monkeypatch, BUCKET) as client:
+        store = S3SymbolStore(client, BUCKET, tmp_path / "cache", cache_bytes=100)
+        for path in (LIBC, ZLIB):
+            store.put(path, b"x" * 40, 1)
+        store.local([LIBC])
+        store.local([ZLIB])
+        assert cached(store) == {LIBC, ZLIB}
+        assert not list((tmp_path / "cache").rglob("*.partial"))
+
+
+def test_a_copy_whose_new_version_failed_to_arrive_is_still_dropped_in_turn(s3_cache: S3SymbolStore,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    s3_cache.put(GAME, b"g" * 40, 1)
+    s3_cache.local([GAME])
+    s3_cache.put(GAME, b"h" * 40, 2)
+    with monkeypatch.context() as m:
+        m.setattr(os, "fsync", lambda *_: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+        with pytest.raises(OSError):
+            s3_cache.local([GAME])
+    for path in (LIBC, ZLIB):
+        s3_cache.put(path, b"x" * 40, 1)
+    s3_cache.local([LIBC])
+    s3_cache.local([ZLIB])
+    assert cached(s3_cache) == {LIBC, ZLIB}
 
 
 BAD_PATHS = ["", "/etc/x/passwd.sym", "../x/y.sym", "a/../y.sym", "a/./y.sym", "a//y.sym", "a\\b/c/d.sym",

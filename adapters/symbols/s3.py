@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from adapters.symbols.layout import checked, staged
+from adapters.symbols.layout import PARTIAL, checked, staged
 from ports import SymbolFile
 
 PREFIX = "symbols/"
@@ -43,8 +43,14 @@ class S3SymbolStore:
         cache_dir.mkdir(parents=True, exist_ok=True)
         # the ETag of each cached file's object; a file with none is fetched whole
         self._etags: dict[str, str] = {}
-        # the size of each file fetched, the least recently asked for first
+        # the size of each cached file, the least recently asked for first: from the oldest, those
+        # a process before this one left (a Lambda runtime restarted keeps its /tmp)
         self._sizes: dict[str, int] = {}
+        for path in sorted((p for p in cache_dir.rglob("*") if p.is_file()), key=lambda p: p.stat().st_mtime):
+            if path.name.endswith(PARTIAL):  # of a fetch its process died in
+                path.unlink(missing_ok=True)
+            else:
+                self._sizes[path.relative_to(cache_dir).as_posix()] = path.stat().st_size
         self._lock = threading.Lock()
 
     def _key(self, path: str) -> str:
@@ -131,10 +137,11 @@ class S3SymbolStore:
             except FileNotFoundError:
                 return False
             return True
-        self._sizes.pop(path, None)  # the copy it replaces
+        # the copy it replaces counts until it is replaced, beside the new one
         self._make_room(got["ContentLength"], asked)
         os.replace(staged(target, got["Body"].iter_chunks()), target)
         self._etags[path] = got["ETag"]
+        self._sizes.pop(path, None)
         self._sizes[path] = got["ContentLength"]
         return True
 

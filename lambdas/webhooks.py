@@ -1,7 +1,7 @@
 """The webhooks' delivery, on a schedule (AWS; under `blackbox serve`, periodic threads run the
-same): raises the alerts of the leaderboards' seasons that ended and of the velocity and crash-free
-drops (crashes.alerts), then POSTs the due deliveries of
-the outbox and stores each outcome."""
+same): POSTs the due deliveries of the outbox and stores each outcome, raises the alerts of the
+leaderboards' seasons that ended and of the velocity and crash-free drops (crashes.alerts), then
+POSTs those."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ from webhooks.delivery import deliver_due
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     a = current()
-    told = tell_season_ends(a.ranking, a.issues, DEFAULT_TREE, a.settings.season_end, now_ms())
-    alerts = tell_alerts(a.counters, a.issues, a.settings.alerts, now_ms())
-    return {"seasonEnds": told, "alerts": alerts, "delivered": deliver_due(a.issues, a.settings.webhooks)}
+    # the outbox first: a teller that fails, or runs until the function ends (a window of thousands
+    # of skus), holds back no delivery; then what the tellers raised, in the same run
+    delivered = deliver_due(a.issues, a.settings.webhooks)
+    try:
+        told = tell_season_ends(a.ranking, a.issues, DEFAULT_TREE, a.settings.season_end, now_ms())
+        alerts = tell_alerts(a.counters, a.issues, a.settings.alerts, now_ms())
+    finally:
+        delivered += deliver_due(a.issues, a.settings.webhooks)
+    return {"seasonEnds": told, "alerts": alerts, "delivered": delivered}

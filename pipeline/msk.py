@@ -27,7 +27,8 @@ def from_msk_event(event: dict[str, Any], topic_prefix: str = "") -> list[LogRec
             # pybase64 rather than Powertools' decoded_value: 100 KB values make base64 a hot path
             value=pybase64.b64decode(r.raw_event.get("value") or ""),
             key=None if r.key is None else pybase64.b64decode(r.key),
-            headers=tuple((k, bytes(v or ())) for h in r.headers for k, v in h.items()),
+            # Java's signed bytes, as Lambda sends them (-61 is 0xC3)
+            headers=tuple((k, bytes(b & 0xFF for b in v or ())) for h in r.headers for k, v in h.items()),
             timestamp_ms=r.timestamp,
         )
         for r in KafkaEvent(event).records
@@ -55,7 +56,7 @@ def to_msk_event(records: Sequence[LogRecord], source_arn: str, bootstrap_server
             "timestamp": r.timestamp_ms,
             "timestampType": "CREATE_TIME",
             "value": pybase64.b64encode(r.value).decode(),
-            "headers": [{k: list(v)} for k, v in r.headers],
+            "headers": [{k: [b - 256 if b > 127 else b for b in v]} for k, v in r.headers],  # signed, as Lambda's
         }
         if r.key is not None:
             item["key"] = pybase64.b64encode(r.key).decode()

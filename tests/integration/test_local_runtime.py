@@ -251,6 +251,25 @@ def test_the_spill_replayer_publishes_once_the_log_takes_writes_again(adapters: 
     assert sorted(json.loads(r.value)["payload"]["n"] for r in records) == [0, 1, 2]
 
 
+def test_a_consumer_that_cannot_be_made_yet_is_tried_again_not_given_up(adapters: Adapters):
+    """Found from outside: a consumer made while Kafka restarts (its topic's creation timed out)
+    raised before the poller's loop, the thread ended, and nothing made it again: that function
+    never consumed again while its process lived, and its records expired unread."""
+    adapters.log.publish("t", [OutgoingRecord(value=b"1", key=b"k")])
+    real_consumer = adapters.log.consumer
+    failures = iter([True, True])
+
+    def consumer(group: str, topic: str):
+        if next(failures, False):
+            raise TimeoutError("CreateTopics timed out")
+        return real_consumer(group, topic)
+
+    calls: list[int] = []
+    adapters.log.consumer = consumer  # type: ignore[method-assign]
+    poller = run_poller(adapters, lambda event, context: calls.append(1), lambda: bool(calls))
+    assert calls == [1] and poller.batches == 1
+
+
 def test_a_failing_rewind_is_retried_not_fatal(adapters: Adapters):
     adapters.log.publish("t", [OutgoingRecord(value=b"1", key=b"k")])
     calls: list[int] = []

@@ -11,7 +11,7 @@ from lambdas.functions import BATCH_RECORDS, CONSUMERS, Handler
 from local_runtime.context import LocalContext
 from pipeline.failures import reason
 from pipeline.msk import to_msk_event
-from ports import EventLog
+from ports import EventLog, LogConsumer
 from ports.telemetry import logger
 
 # Lambda's invocation payload limit is 6 MB; the batch (base64 grows it by 4/3) stays below it
@@ -42,7 +42,9 @@ class Poller(threading.Thread):
         self.batches = 0
 
     def run(self) -> None:
-        consumer = self._log.consumer(group=consumer_group(self._function), topic=self._topic)
+        # made in the loop: a log away (Kafka restarting, its topic's creation timing out) is tried
+        # again as a failed batch is, where a poller that gave up would leave its function unread
+        consumer: LogConsumer | None = None
         arn = f"arn:aws:kafka:local:000000000000:cluster/blackbox/{self._topic}"
         backoff = 0.1
         # after a failure the consumer goes back to the last commit before it polls again; if even
@@ -51,9 +53,11 @@ class Poller(threading.Thread):
         try:
             while not self._stop_event.is_set():
                 try:
-                    if rewind:
+                    if consumer is None:
+                        consumer = self._log.consumer(group=consumer_group(self._function), topic=self._topic)
+                    elif rewind:
                         consumer.rewind()
-                        rewind = False
+                    rewind = False
                     records = consumer.poll(BATCH_RECORDS[self._function], MAX_BATCH_BYTES, timeout_s=0.1)
                     if not records:
                         continue
@@ -68,8 +72,9 @@ class Poller(threading.Thread):
                     cause = None if error.__cause__ is None else repr(error.__cause__)
                     logger.warning(f"batch failed; retrying in {backoff:.1f} s: {reason(error)}",
                                    extra={"function": self._function, "cause": cause})
-                    rewind = True
+                    rewind = consumer is not None
                     self._stop_event.wait(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF_S)
         finally:
-            consumer.close()
+            if consumer is not None:
+                consumer.close()

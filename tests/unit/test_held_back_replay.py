@@ -185,3 +185,25 @@ def test_the_handler_replays_the_deployments_bucket(tmp_path: Path, bucket: S3Fa
     finally:
         install(None)
         adapters.close()
+
+
+def test_a_spilled_record_the_log_refuses_holds_back_no_failed_batch(adapters: Adapters, bucket: S3FailedBatches,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """Found from outside: the spill is replayed first, and a record of it the log always refuses
+    stopped the run before the failed batches, every run."""
+    sessions(adapters, 1)
+    put(bucket, "aws/lambda/esm/2026/11/30/batch-1", failed_batch(Counter(adapters).give_up()))
+    publish = adapters.log.publish
+    with monkeypatch.context() as m:
+        m.setattr(adapters.log, "publish", lambda *_: (_ for _ in ()).throw(TimeoutError("log away")))
+        sessions(adapters, 1)  # spilled
+
+    def picky(topic: str, records: list[OutgoingRecord]) -> None:
+        if any(dict(r.headers).get(REPLAYED, b"").startswith(b"spill:") for r in records):
+            raise ValueError("Broker: Message size too large")
+        publish(topic, records)
+
+    monkeypatch.setattr(adapters.log, "publish", picky)
+    with pytest.raises(ValueError, match="too large"):
+        replay_held_back(adapters.log, adapters.spill, bucket, PREFIX)
+    assert bucket.keys() == [] and len(adapters.spill.list(10)) == 1

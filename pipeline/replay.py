@@ -107,6 +107,8 @@ def replay_held_back(log: EventLog, spill: SpillStore, failed: FailedBatchStore 
     """The spill, then the failed batches (None where no event source mapping runs: on one
     machine the poller never gives a batch up)."""
     log.ping()  # while the log is away nothing can go back: fail before reading either store
-    spilled = replay_spilled(log, spill)
-    batches, records = replay_failed_batches(log, failed, topic_prefix) if failed is not None else (0, 0)
+    try:
+        spilled = replay_spilled(log, spill)
+    finally:  # a spilled event the log refuses (raised once the rest are replayed) holds back no batch
+        batches, records = replay_failed_batches(log, failed, topic_prefix) if failed is not None else (0, 0)
     return Replayed(spilled, batches, records)

@@ -21,12 +21,17 @@ from webhooks.delivery import deliver_due
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     a = current()
+    policy = a.settings.webhooks
     # the outbox first: a teller that fails, or runs until the function ends (a window of thousands
-    # of skus), holds back no delivery; then what the tellers raised, in the same run
-    delivered = deliver_due(a.issues, a.settings.webhooks)
+    # of skus), holds back no delivery; it claims none past half the run, which slow receivers
+    # would take whole, so that the tellers run too; then what they raised, while a delivery's
+    # timeout is left
+    half = context.get_remaining_time_in_millis() / 2
+    delivered = deliver_due(a.issues, policy, stopping=lambda: context.get_remaining_time_in_millis() < half)
     try:
         told = tell_season_ends(a.ranking, a.issues, DEFAULT_TREE, a.settings.season_end, now_ms())
         alerts = tell_alerts(a.counters, a.issues, a.settings.alerts, now_ms())
     finally:
-        delivered += deliver_due(a.issues, a.settings.webhooks)
+        last = (policy.timeout_s + 1) * 1000
+        delivered += deliver_due(a.issues, policy, stopping=lambda: context.get_remaining_time_in_millis() < last)
     return {"seasonEnds": told, "alerts": alerts, "delivered": delivered}

@@ -109,6 +109,12 @@ def replay_held_back(log: EventLog, spill: SpillStore, failed: FailedBatchStore 
     log.ping()  # while the log is away nothing can go back: fail before reading either store
     try:
         spilled = replay_spilled(log, spill)
-    finally:  # a spilled event the log refuses (raised once the rest are replayed) holds back no batch
-        batches, records = replay_failed_batches(log, failed, topic_prefix) if failed is not None else (0, 0)
+    except Exception:
+        # a spilled event the log refuses stops the spill's replay (which keeps its order) and holds
+        # back no failed batch: those go back while the log answers
+        log.ping()
+        if failed is not None:
+            replay_failed_batches(log, failed, topic_prefix)
+        raise
+    batches, records = replay_failed_batches(log, failed, topic_prefix) if failed is not None else (0, 0)
     return Replayed(spilled, batches, records)

@@ -114,24 +114,13 @@ def marked_replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:
 
 def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
     """Publishes spilled events again, oldest first; each leaves the spill store once it is on the
-    log, so a crash midway repeats at most one event, which consumers recognise. An event the log
-    refuses while it answers (too large for a topic whose limit could not be raised) stays spilled
-    and holds back none after it; the first refusal is raised once the rest are replayed. A log that
-    does not answer stops the replay at once."""
+    log, so a crash midway repeats at most one event, which consumers recognise."""
     replayed = 0
-    kept: dict[str, Exception] = {}
-    while spilled := [s for s in spill.list(limit=batch + len(kept)) if s.spill_id not in kept]:
+    while spilled := spill.list(limit=batch):
         for item in spilled:
-            try:
-                log.publish(item.topic, [marked_replayed(item.record, f"spill:{item.spill_id}")])
-            except Exception as refused:
-                log.ping()  # raises while the log is away: the rest would each wait out a timeout
-                kept[item.spill_id] = refused
-                continue
+            log.publish(item.topic, [marked_replayed(item.record, f"spill:{item.spill_id}")])
             spill.delete(item.spill_id)
             replayed += 1
-    if kept:
-        raise next(iter(kept.values()))
     return replayed
 
 

@@ -17,7 +17,6 @@ from crashes.persistence import persist_crashes
 from lambdas import capture
 from local_runtime.poller import READERS
 from pipeline.topics import (
-    CRASHES,
     DEADLETTER,
     REPLAY_GROUP,
     REPLAYED,
@@ -69,41 +68,21 @@ def spilled_crashes(adapters: Adapters, monkeypatch: pytest.MonkeyPatch, count: 
             capture.crash(adapters.log, adapters.spill, Posted(json.dumps({"sku": "g", "n": n}).encode()))
 
 
-def test_a_spilled_record_the_log_refuses_holds_back_none_spilled_after_it(adapters: Adapters,
-                                                                          monkeypatch: pytest.MonkeyPatch):
-    """Found from outside: a spilled record the log always refuses (a report near 1 MiB, on a topic
-    whose limit could not be raised) came first in every replay, which stopped there: every event
-    spilled after it was held back for good, and in AWS every failed batch, replayed after."""
-    spilled_crashes(adapters, monkeypatch, 3)
-    refused = adapters.spill.list(10)[0].spill_id  # the oldest
-    publish = adapters.log.publish
-
-    def picky(topic: str, records: list[OutgoingRecord]) -> None:
-        if any(dict(r.headers).get(REPLAYED) == f"spill:{refused}".encode() for r in records):
-            raise ValueError("Broker: Message size too large")
-        publish(topic, records)
-
-    monkeypatch.setattr(adapters.log, "publish", picky)
-    with pytest.raises(ValueError, match="too large"):
-        replay_spilled(adapters.log, adapters.spill)
-    assert [s.spill_id for s in adapters.spill.list(10)] == [refused]
-    assert sorted(json.loads(r.value)["payload"]["n"] for r in consume(adapters, CRASHES)) == [1, 2]
-
-
-def test_a_replay_while_the_log_is_away_stops_at_its_first_try(adapters: Adapters, monkeypatch: pytest.MonkeyPatch):
-    """Not a try a spilled record: each waits out the publish's timeout."""
+def test_a_replay_stops_at_its_first_failure_keeping_the_spills_order(adapters: Adapters,
+                                                                      monkeypatch: pytest.MonkeyPatch):
+    """Not a try a spilled record, each waiting out the publish's timeout while the log is away; nor
+    one after a record the log refused (a board's scores apply in the order they were received)."""
     spilled_crashes(adapters, monkeypatch, 5)
     tries: list[str] = []
 
-    def away(*args: object) -> None:
-        tries.append("publish" if args else "ping")
+    def away(topic: str, records: list[OutgoingRecord]) -> None:
+        tries.append(topic)
         raise TimeoutError("log away")
 
     monkeypatch.setattr(adapters.log, "publish", away)
-    monkeypatch.setattr(adapters.log, "ping", away)
     with pytest.raises(TimeoutError):
         replay_spilled(adapters.log, adapters.spill)
-    assert tries == ["publish", "ping"] and len(adapters.spill.list(10)) == 5
+    assert len(tries) == 1 and len(adapters.spill.list(10)) == 5
 
 
 def dead_letters(adapters: Adapters) -> list[LogRecord]:

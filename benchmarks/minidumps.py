@@ -19,6 +19,7 @@ from adapters.stackwalk import Stackwalker
 from benchmarks.isolation import isolated
 from crashes.model import ReportDocument, attachment_key
 from crashes.processing import Processor, walk_request
+from lambdas.functions import BATCH_RECORDS
 from loadgen.stats import percentile
 from pipeline.topics import MINIDUMPS
 from ports import IndexEntry, LogRecord
@@ -26,8 +27,8 @@ from ports.minidumps import Walked, WalkFailed
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "minidumps"
 DUMPS = ("level-magic", "level-version", "patch")
-# a poller's batch of walk requests
-BATCH = 50
+# a poller's batch of walk requests, as serve's and AWS's hand them over
+BATCH = BATCH_RECORDS["minidump-processor"]
 SKU = "bench-walks:linux"
 
 

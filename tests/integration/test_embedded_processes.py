@@ -89,3 +89,26 @@ def test_a_publish_queued_behind_a_waiting_one_waits_no_longer_than_its_own_boun
         thread.join()
     release.join()
     assert outcomes == {"a": "refused", "b": "refused"}
+
+
+def test_the_logs_partitions_are_the_files_whatever_a_process_is_set_to(tmp_path: Path):
+    """Found from outside: each process took its own BLACKBOX_LOG_PARTITIONS as the embedded log's,
+    so a serve restarted with fewer left the records of the others unread for ever, and one with
+    more (or a `blackbox replay` beside it set otherwise) put a board's new scores in another
+    partition than its waiting ones, to be applied before them."""
+    made = SqliteEventLog(tmp_path / "log.sqlite", partitions=8)
+    made.publish("t", [OutgoingRecord(value=str(n).encode(), key=f"board-{n}".encode()) for n in range(40)])
+    for asked in (4, 16):
+        reopened = SqliteEventLog(tmp_path / "log.sqlite", partitions=asked)
+        assert reopened.partitions == 8
+        consumer = reopened.consumer(f"g{asked}", "t")
+        values = []
+        while batch := consumer.poll(1000, 1 << 30, timeout_s=0):
+            values += [r.value for r in batch]
+        assert sorted(values, key=int) == [str(n).encode() for n in range(40)]
+    # a file made before the count was kept holds it in its records
+    older = tmp_path / "older.sqlite"
+    SqliteEventLog(older, partitions=6).publish("t", [OutgoingRecord(b"x", f"k{n}".encode()) for n in range(60)])
+    with sqlite3.connect(older) as conn:
+        conn.execute("DELETE FROM settings")
+    assert SqliteEventLog(older, partitions=4).partitions == 6

@@ -15,6 +15,7 @@ from pathlib import Path
 from adapters.embedded.sqlite import SqliteFile, sqlite_meaning
 from adapters.errors import port_errors
 from ports import PUBLISH_TIMEOUT_S, Headers, LogRecord, OutgoingRecord
+from ports.telemetry import logger
 from ports.timeutil import now_ms
 
 
@@ -49,14 +50,30 @@ class _Pending:
 @port_errors("log", sqlite_meaning)
 class SqliteEventLog:
     def __init__(self, path: Path, partitions: int = 4, publish_timeout_s: float = PUBLISH_TIMEOUT_S) -> None:
+        """`partitions`: the count a log made now takes; one made before keeps its own."""
         self._db = SqliteFile(path, "log")
-        self.partitions = partitions
+        self.partitions = self._kept_partitions(partitions)
         self._timeout = publish_timeout_s
         # wakes consumers in this process as soon as something is published
         self._published = threading.Condition()
         self._queue: list[_Pending] = []
         self._queue_lock = threading.Lock()
         self._commit_lock = threading.Lock()
+
+    def _kept_partitions(self, asked: int) -> int:
+        with self._db.write() as conn:
+            row = conn.execute("SELECT value FROM settings WHERE name = 'partitions'").fetchone()
+            if row is None:
+                # a file made before the count was kept: as many as its records name (purge keeps each
+                # partition's newest), or the count asked of an empty one
+                (named,) = conn.execute("SELECT COALESCE(MAX(partition) + 1, 0) FROM records").fetchone()
+                row = (int(named) or asked,)
+                conn.execute("INSERT INTO settings (name, value) VALUES ('partitions', ?)", row)
+        kept = int(row[0])
+        if kept != asked:
+            logger.warning("the embedded log keeps the partitions it was made with, not BLACKBOX_LOG_PARTITIONS",
+                           extra={"partitions": kept, "asked": asked})
+        return kept
 
     def _partition_for(self, key: bytes | None) -> int:
         if key is None:

@@ -61,14 +61,18 @@ class SqliteEventLog:
         self._commit_lock = threading.Lock()
 
     def _kept_partitions(self, asked: int) -> int:
-        with self._db.write() as conn:
-            row = conn.execute("SELECT value FROM settings WHERE name = 'partitions'").fetchone()
-            if row is None:
-                # a file made before the count was kept: as many as its records name (purge keeps each
-                # partition's newest), or the count asked of an empty one
-                (named,) = conn.execute("SELECT COALESCE(MAX(partition) + 1, 0) FROM records").fetchone()
-                row = (int(named) or asked,)
-                conn.execute("INSERT INTO settings (name, value) VALUES ('partitions', ?)", row)
+        count = "SELECT value FROM settings WHERE name = 'partitions'"
+        # read first: every process opens the log, and a write would wait behind capture's appends
+        row = self._db.connection().execute(count).fetchone()
+        if row is None:
+            with self._db.write() as conn:
+                row = conn.execute(count).fetchone()  # another process may have kept it meanwhile
+                if row is None:
+                    # a file made before the count was kept: as many as its records name (purge keeps
+                    # each partition's newest), or the count asked of an empty one
+                    (named,) = conn.execute("SELECT COALESCE(MAX(partition) + 1, 0) FROM records").fetchone()
+                    row = (int(named) or asked,)
+                    conn.execute("INSERT INTO settings (name, value) VALUES ('partitions', ?)", row)
         kept = int(row[0])
         if kept != asked:
             logger.warning("the embedded log keeps the partitions it was made with, not BLACKBOX_LOG_PARTITIONS",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.spill.codec import spilled_at_ms
 from adapters.spill.directory import DirectorySpillStore
 from adapters.spill.s3 import S3SpillStore
 from ports import OutgoingRecord, SpillStore
@@ -53,6 +54,17 @@ def test_purge_drops_what_was_spilled_before_the_cut(spill_store: SpillStore):
     assert [s.record.value for s in spill_store.list(limit=10)] == [b"new"]
     assert spill_store.purge(cut) == 0
 
+
+def test_a_spill_set_aside_is_listed_no_more_and_goes_with_retention(spill_store: SpillStore):
+    for value in (b"first", b"refused", b"third"):
+        spill_store.put("crashes", OutgoingRecord(value=value))
+        time.sleep(0.002)  # each in a millisecond of its own
+    refused = spill_store.list(limit=10)[1]
+    spill_store.set_aside(refused.spill_id)
+    assert [s.record.value for s in spill_store.list(limit=10)] == [b"first", b"third"]
+    assert [s.record.value for s in spill_store.list(limit=1)] == [b"first"]
+    assert spill_store.purge(spilled_at_ms(refused.spill_id)) == 1  # the first
+    assert spill_store.purge(now_ms() + 1) == 2
 
 
 @pytest.fixture(params=["directory", "s3"])

@@ -23,9 +23,11 @@ from lambdas import capture
 from lambdas.provisioning import create_topics
 from loadgen.payloads import crash
 from local_runtime.context import LocalContext
-from pipeline.topics import ALL_TOPICS, CRASHES, DEADLETTER, SESSIONS, publish, retention_days
+from pipeline.topics import ALL_TOPICS, CRASHES, DEADLETTER, SESSIONS, publish, replay_spilled, retention_days
 from ports import LogRecord, OutgoingRecord
+from ports.errors import ValueRefused
 from ports.limits import MAX_BODY_BYTES
+from ports.timeutil import now_ms
 from tests.services import namespace, settings
 
 # MSK Serverless's max.message.bytes for a topic created without one
@@ -200,6 +202,33 @@ def test_a_record_the_producer_refuses_at_once_spills_with_those_after_it_alone(
     records, on_log, spilled = _published(log, tmp_path, 8, random.Random(5).randbytes(MAX_MESSAGE_BYTES + 1_000), at=4)
     assert on_log == {r.value for r in records[:4]}
     assert sorted(spilled) == sorted(r.value for r in records[4:])
+
+
+@pytest.mark.services
+def test_a_record_past_what_its_topic_takes_is_refused_as_a_value_and_its_spill_set_aside(tmp_path: Path):
+    """Found from outside: a record the log refuses for its size (a topic made with a smaller limit,
+    kept by a user that may not alter topics) raised as the log being away; capture spilled it, and
+    every replay then stopped at it, so the spills after it were never replayed."""
+    prefix = f"{namespace()}."
+    name = prefix + CRASHES
+    client = admin()  # kept until the answer is in
+    client.create_topics([NewTopic(name, 1, config={"max.message.bytes": "10000"})])[name].result(timeout=15)
+    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix, create_topics=False)
+    spill = DirectorySpillStore(tmp_path / "spill")
+    large = OutgoingRecord(random.Random(3).randbytes(50_000))
+    try:
+        with pytest.raises(ValueRefused, match="MSG_SIZE_TOO_LARGE"):  # by the broker
+            log.publish(CRASHES, [large])
+        with pytest.raises(ValueRefused, match="MSG_SIZE_TOO_LARGE"):  # by the producer, before it is sent
+            log.publish(CRASHES, [OutgoingRecord(random.Random(5).randbytes(MAX_MESSAGE_BYTES + 1_000))])
+        publish(log, spill, CRASHES, [large])  # spilled: accepted all the same
+        spill.put(CRASHES, OutgoingRecord(b"spilled after it"))
+        assert replay_spilled(log, spill) == 1
+        assert [r.value for r in _read_all(log, CRASHES, 0)] == [b"spilled after it"]
+        assert spill.list(10) == []
+        assert spill.purge(now_ms() + 1) == 1  # the large one, kept until then for the operator
+    finally:
+        log.close()
 
 
 def _published(log: KafkaEventLog, tmp_path: Path, count: int, large: bytes,

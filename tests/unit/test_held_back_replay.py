@@ -21,7 +21,9 @@ from local_runtime.context import LocalContext
 from pipeline.replay import replay_held_back
 from pipeline.topics import REPLAYED, SESSIONS
 from ports import EventLog, LogRecord, OutgoingRecord
-from ports.telemetry import FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
+from ports.errors import ValueRefused
+from ports.telemetry import FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS, SPILLS_SET_ASIDE
+from ports.timeutil import now_ms
 from sessions.counting import count_sessions
 from tests.conftest import load_event
 from tests.failed_batches import BUCKET, PREFIX, REGION, failed_batch, moto_bucket, put
@@ -187,23 +189,31 @@ def test_the_handler_replays_the_deployments_bucket(tmp_path: Path, bucket: S3Fa
         adapters.close()
 
 
-def test_a_spilled_record_the_log_refuses_holds_back_no_failed_batch(adapters: Adapters, bucket: S3FailedBatches,
-                                                                     monkeypatch: pytest.MonkeyPatch):
-    """Found from outside: the spill is replayed first, and a record of it the log always refuses
-    stopped the run before the failed batches, every run."""
+def test_a_spilled_record_the_log_refuses_is_set_aside_and_holds_back_nothing(
+        adapters: Adapters, bucket: S3FailedBatches, metrics_on: None, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]):
+    """Found from outside: a spilled record the log always refuses (past a topic's record size)
+    stopped every replay, so the spills after it waited until retention purged them, unreplayed."""
     sessions(adapters, 1)
-    put(bucket, "aws/lambda/esm/2026/11/30/batch-1", failed_batch(Counter(adapters).give_up()))
-    publish = adapters.log.publish
+    counter = Counter(adapters)
+    put(bucket, "aws/lambda/esm/2026/11/30/batch-1", failed_batch(counter.give_up()))
     with monkeypatch.context() as m:
         m.setattr(adapters.log, "publish", lambda *_: (_ for _ in ()).throw(TimeoutError("log away")))
-        sessions(adapters, 1)  # spilled
+        sessions(adapters, 2)  # spilled, then refused
+        sessions(adapters, 3)  # spilled after it
+    [refused, after] = adapters.spill.list(10)
+    publish = adapters.log.publish
 
     def picky(topic: str, records: list[OutgoingRecord]) -> None:
-        if any(dict(r.headers).get(REPLAYED, b"").startswith(b"spill:") for r in records):
-            raise ValueError("Broker: Message size too large")
+        if any(dict(r.headers).get(REPLAYED) == f"spill:{refused.spill_id}".encode() for r in records):
+            raise ValueRefused("Broker: Message size too large")
         publish(topic, records)
 
     monkeypatch.setattr(adapters.log, "publish", picky)
-    with pytest.raises(ValueError, match="too large"):
-        replay_held_back(adapters.log, adapters.spill, bucket, PREFIX)
-    assert bucket.keys() == [] and len(adapters.spill.list(10)) == 1
+    capsys.readouterr()
+    assert replay_held_back(adapters.log, adapters.spill, bucket, PREFIX).spilled == 1
+    assert counter.count() == 1 + 3 and bucket.keys() == []
+    assert adapters.spill.list(10) == []  # not tried again at every run
+    [aside] = emitted(capsys.readouterr().out, SPILLS_SET_ASIDE)
+    assert aside[SPILLS_SET_ASIDE] == [1.0] and aside["topic"] == SESSIONS
+    assert adapters.spill.purge(now_ms() + 1) == 1  # kept as long as a spill is, then gone with it

@@ -70,8 +70,8 @@ def spilled_crashes(adapters: Adapters, monkeypatch: pytest.MonkeyPatch, count: 
 
 def test_a_replay_stops_at_its_first_failure_keeping_the_spills_order(adapters: Adapters,
                                                                       monkeypatch: pytest.MonkeyPatch):
-    """Not a try a spilled record, each waiting out the publish's timeout while the log is away; nor
-    one after a record the log refused (a board's scores apply in the order they were received)."""
+    """Not a try a spilled record, each waiting out the publish's timeout while the log is away (a
+    board's scores apply in the order they were received)."""
     spilled_crashes(adapters, monkeypatch, 5)
     tries: list[str] = []
 

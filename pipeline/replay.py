@@ -110,8 +110,8 @@ def replay_held_back(log: EventLog, spill: SpillStore, failed: FailedBatchStore 
     try:
         spilled = replay_spilled(log, spill)
     except Exception:
-        # a spilled event the log refuses stops the spill's replay (which keeps its order) and holds
-        # back no failed batch: those go back while the log answers
+        # a failure that stops the spill's replay (which keeps its order) holds back no failed
+        # batch: those go back while the log answers
         log.ping()
         if failed is not None:
             replay_failed_batches(log, failed, topic_prefix)

@@ -10,8 +10,16 @@ from pydantic import ValidationError
 
 from pipeline.msk import correlation_ids
 from ports import EventLog, LogRecord, OutgoingRecord, PartlyPublished, SpillStore
-from ports.errors import Unavailable
-from ports.telemetry import CORRELATION_HEADER, DEAD_LETTERS, SPILLED_EVENTS, correlation_id, emit, logger
+from ports.errors import Unavailable, ValueRefused
+from ports.telemetry import (
+    CORRELATION_HEADER,
+    DEAD_LETTERS,
+    SPILLED_EVENTS,
+    SPILLS_SET_ASIDE,
+    correlation_id,
+    emit,
+    logger,
+)
 
 CRASHES = "crashes"
 SESSIONS = "sessions"
@@ -114,11 +122,21 @@ def marked_replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:
 
 def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
     """Publishes spilled events again, oldest first; each leaves the spill store once it is on the
-    log, so a crash midway repeats at most one event, which consumers recognise."""
+    log, so a crash midway repeats at most one event, which consumers recognise. The first failure
+    stops the replay (the log away: the next replay tries again, in order), but for an event the
+    log refuses for its own bytes, which no replay would get onto it: that one is set aside for a
+    person (docs/aws-durability.md) and the rest go on."""
     replayed = 0
     while spilled := spill.list(limit=batch):
         for item in spilled:
-            log.publish(item.topic, [marked_replayed(item.record, f"spill:{item.spill_id}")])
+            try:
+                log.publish(item.topic, [marked_replayed(item.record, f"spill:{item.spill_id}")])
+            except ValueRefused as refused:
+                spill.set_aside(item.spill_id)
+                logger.error("the log refuses a spilled event; set aside", extra={
+                    "spillId": item.spill_id, "topic": item.topic, "reason": str(refused)})
+                emit(SPILLS_SET_ASIDE, 1, topic=item.topic)
+                continue
             spill.delete(item.spill_id)
             replayed += 1
     return replayed

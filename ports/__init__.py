@@ -64,7 +64,8 @@ class PartlyPublished(Exception):
 class EventLog(Protocol):
     def publish(self, topic: str, records: Sequence[OutgoingRecord]) -> None:
         """Returns only once every record is durable; raises on failure within about
-        PUBLISH_TIMEOUT_S: PartlyPublished when some records are durable, else nothing is promised."""
+        PUBLISH_TIMEOUT_S: PartlyPublished when some records are durable, ValueRefused when none is
+        and the records' own bytes are why (a record past the topic's size), else nothing is promised."""
         ...
 
     def consumer(self, group: str, topic: str) -> LogConsumer: ...
@@ -120,8 +121,12 @@ class SpillStore(Protocol):
 
     def delete(self, spill_id: str) -> None: ...
 
+    def set_aside(self, spill_id: str) -> None:
+        """Keeps a record the log refuses out of `list`, for an operator, until `purge` drops it."""
+        ...
+
     def purge(self, before_ms: int) -> int:
-        """Drops the records spilled before `before_ms`; returns how many."""
+        """Drops the records spilled before `before_ms`, those set aside too; returns how many."""
         ...
 
 

@@ -53,6 +53,8 @@ MINIDUMPS_PROCESSED = "MinidumpsProcessed"
 MINIDUMPS_FAILED = "MinidumpsFailed"
 # events capture put in the spill store because the log did not take them in time
 SPILLED_EVENTS = "SpilledEvents"
+# spilled events the log refused (past a topic's record size): set aside by the replay, for a person
+SPILLS_SET_ASIDE = "SpillsSetAside"
 VISIBILITY_LATENCY = "VisibilityLatency"
 
 

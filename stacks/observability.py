@@ -24,6 +24,7 @@ from ports.telemetry import (
     FOREIGN_OFFSET,
     NAMESPACE,
     SPILLED_EVENTS,
+    SPILLS_SET_ASIDE,
     VISIBILITY_LATENCY,
 )
 from stacks.api import ApiStack
@@ -71,6 +72,7 @@ class ObservabilityStack(Stack):
         ], [
             cloudwatch.GraphWidget(title="Held back (spilled events, failed batches, dead letters)", width=8, left=[
                 _blackbox(SPILLED_EVENTS, "Sum").with_(label="spilled events"),
+                _blackbox(SPILLS_SET_ASIDE, "Sum").with_(label="spills set aside"),
                 _blackbox(FAILED_BATCHES, "Sum").with_(label="failed batches"),
                 _blackbox(DEAD_LETTERS, "Sum").with_(label="dead letters"),
             ]),
@@ -91,6 +93,9 @@ class ObservabilityStack(Stack):
             ("DeadLetters", _blackbox(DEAD_LETTERS, "Sum"), 1, 1, "records went to the dead-letter topic"),
             ("SpilledEvents", _blackbox(SPILLED_EVENTS, "Sum"), 1, 1,
              "capture spilled events to S3: MSK did not take them in time (the replay publishes them)"),
+            ("SpillsSetAside", _blackbox(SPILLS_SET_ASIDE, "Sum"), 1, 1,
+             "MSK refuses a spilled event (past a topic's max.message.bytes): the replay set it aside under "
+             "spill/refused/ in the spill bucket, for a person"),
             ("FailedBatches", _blackbox(FAILED_BATCHES, "Sum"), 1, 1,
              "a consumer gave a batch up to the failed-batch bucket; still on after the next replay: one "
              "cannot be published again (see the replay's log)"),

@@ -34,6 +34,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from pipeline.topics import READ_GROUP, retention_days
 from ports import PUBLISH_TIMEOUT_S, LogRecord, OutgoingRecord, PartlyPublished
+from ports.errors import ValueRefused
 from ports.limits import MAX_BODY_BYTES
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,9 @@ PROVISION_WITHIN_S = 240.0
 # what passes: brokers not reachable yet, no controller yet, a request that timed out
 _TRANSIENT = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
               KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER}
+# what a record's own bytes cause, by the producer (past message.max.bytes) or a topic's broker: the
+# same record is refused again however often it is sent
+_REFUSALS = {KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE, KafkaError.INVALID_RECORD}
 
 
 def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> dict[str, Any]:
@@ -323,6 +327,9 @@ class KafkaEventLog:
         if len(unconfirmed) < len(records):
             raise PartlyPublished(f"{len(unconfirmed)} of {len(records)} records not confirmed: {failure!r}",
                                   unconfirmed) from failure
+        if isinstance(failure, KafkaException) and all(e.code() in _REFUSALS for e in (*errors, failure.args[0])):
+            refusal: KafkaError = failure.args[0]
+            raise ValueRefused(f"{refusal.name()}: {refusal.str()}") from failure
         raise failure
 
     def _produce(self, topic: str, record: OutgoingRecord, on_delivery: Callable[..., None]) -> None:

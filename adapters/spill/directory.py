@@ -10,7 +10,8 @@ from adapters.spill.codec import Unreadable, decode, encode, is_spill_id, new_sp
 from ports import OutgoingRecord, SpilledRecord
 from ports.telemetry import logger
 
-_ASIDE = ".unreadable"
+# the suffixes of the files set aside (`.<spill id>.<why>`): those that do not decode, those the log refuses
+_UNREADABLE, _REFUSED = "unreadable", "refused"
 
 
 class DirectorySpillStore:
@@ -48,8 +49,7 @@ class DirectorySpillStore:
                 continue
             except Unreadable as exc:
                 # set aside, for the operator: read at every listing it would hold back none but log each time
-                aside = path.with_name(f".{spill_id}{_ASIDE}")
-                path.rename(aside)
+                aside = self._set_aside(spill_id, _UNREADABLE)
                 logger.error("a spilled file does not decode; set aside", extra={"path": str(aside),
                                                                                   "error": str(exc)})
         return spilled
@@ -57,11 +57,19 @@ class DirectorySpillStore:
     def delete(self, spill_id: str) -> None:
         (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
 
+    def set_aside(self, spill_id: str) -> None:
+        self._set_aside(spill_id, _REFUSED)
+
+    def _set_aside(self, spill_id: str, why: str) -> Path:
+        aside = self._dir / f".{spill_id}.{why}"
+        (self._dir / f"{spill_id}.json").rename(aside)
+        return aside
+
     def purge(self, before_ms: int) -> int:
         old = [self._dir / f"{spill_id}.json" for spill_id in self._ids() if spilled_at_ms(spill_id) < before_ms]
-        # and those set aside as unreadable (list), kept as long as a spill is
-        old += [path for path in self._dir.glob(f".*{_ASIDE}")
-                if is_spill_id(spill_id := path.name[1:-len(_ASIDE)]) and spilled_at_ms(spill_id) < before_ms]
+        # and those set aside, kept as long as a spill is
+        old += [path for why in (_UNREADABLE, _REFUSED) for path in self._dir.glob(f".*.{why}")
+                if is_spill_id(spill_id := path.name[1:-len(why) - 1]) and spilled_at_ms(spill_id) < before_ms]
         for path in old:
             path.unlink(missing_ok=True)
         return len(old)

@@ -9,9 +9,10 @@ from ports import OutgoingRecord, SpilledRecord
 from ports.telemetry import logger
 
 PREFIX = "spill/"
-# where an object under PREFIX that does not decode is set aside, for the operator (under PREFIX:
-# the functions' roles reach no other key)
+# where objects are set aside for the operator: those under PREFIX that do not decode, those the
+# log refuses (under PREFIX: the functions' roles reach no other key)
 UNREADABLE = f"{PREFIX}unreadable/"
+REFUSED = f"{PREFIX}refused/"
 
 
 def _spill_id(key: str, prefix: str = PREFIX) -> str | None:
@@ -41,21 +42,28 @@ class S3SpillStore:
             try:
                 spilled.append(decode(spill_id, body))
             except Unreadable as exc:
-                aside = f"{UNREADABLE}{spill_id}.json"
-                self._s3.copy_object(Bucket=self._bucket, Key=aside,
-                                     CopySource={"Bucket": self._bucket, "Key": item["Key"]})
-                self._s3.delete_object(Bucket=self._bucket, Key=item["Key"])
+                aside = self._set_aside(spill_id, UNREADABLE)
                 logger.error("a spilled object does not decode; set aside", extra={"key": aside, "error": str(exc)})
         return spilled
 
     def delete(self, spill_id: str) -> None:
         self._s3.delete_object(Bucket=self._bucket, Key=f"{PREFIX}{spill_id}.json")
 
+    def set_aside(self, spill_id: str) -> None:
+        self._set_aside(spill_id, REFUSED)
+
+    def _set_aside(self, spill_id: str, prefix: str) -> str:
+        """S3 has no rename: a copy, then the delete."""
+        key, aside = f"{PREFIX}{spill_id}.json", f"{prefix}{spill_id}.json"
+        self._s3.copy_object(Bucket=self._bucket, Key=aside, CopySource={"Bucket": self._bucket, "Key": key})
+        self._s3.delete_object(Bucket=self._bucket, Key=key)
+        return aside
+
     def purge(self, before_ms: int) -> int:
         """The bucket's lifecycle rule expires spill too; this makes the cut exact and immediate, of
-        the spills and of those set aside as unreadable (list)."""
+        the spills and of those set aside."""
         purged = 0
-        for prefix in (PREFIX, UNREADABLE):
+        for prefix in (PREFIX, UNREADABLE, REFUSED):
             pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=prefix)
             for page in pages:
                 ids = [(item["Key"], spill_id) for item in page.get("Contents", [])

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Template
 
 from lambdas.functions import CONSUMERS
 from pipeline.topics import CONSUMED, READ_GROUP
-from ports.telemetry import DEAD_LETTERS, FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS
+from ports.telemetry import DEAD_LETTERS, FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS, SPILLS_SET_ASIDE
 from stacks.app import Blackbox
 from stacks.processing import REPLAY_TIMEOUT_S
 from tests.infrastructure.conftest import resources
@@ -124,7 +124,7 @@ def alarm(template: Template, name: str) -> dict[str, Any]:
 
 def test_alarms_on_what_is_held_back_and_on_lag(dev: Blackbox, templates: dict[str, Template]):
     observability = templates["observability"]
-    for name in (SPILLED_EVENTS, FAILED_BATCHES, DEAD_LETTERS):
+    for name in (SPILLED_EVENTS, SPILLS_SET_ASIDE, FAILED_BATCHES, DEAD_LETTERS):
         found = alarm(observability, name)
         assert (found["Namespace"], found["MetricName"], found["Statistic"]) == (NAMESPACE, name, "Sum")
         # the dimension Powertools gives every metric: the functions' POWERTOOLS_SERVICE_NAME

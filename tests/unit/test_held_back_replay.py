@@ -201,7 +201,7 @@ def test_a_spilled_record_the_log_refuses_is_set_aside_and_holds_back_nothing(
         m.setattr(adapters.log, "publish", lambda *_: (_ for _ in ()).throw(TimeoutError("log away")))
         sessions(adapters, 2)  # spilled, then refused
         sessions(adapters, 3)  # spilled after it
-    [refused, after] = adapters.spill.list(10)
+    [refused, _after] = adapters.spill.list(10)
     publish = adapters.log.publish
 
     def picky(topic: str, records: list[OutgoingRecord]) -> None:
@@ -217,3 +217,20 @@ def test_a_spilled_record_the_log_refuses_is_set_aside_and_holds_back_nothing(
     [aside] = emitted(capsys.readouterr().out, SPILLS_SET_ASIDE)
     assert aside[SPILLS_SET_ASIDE] == [1.0] and aside["topic"] == SESSIONS
     assert adapters.spill.purge(now_ms() + 1) == 1  # kept as long as a spill is, then gone with it
+
+
+def test_a_spill_replay_that_fails_holds_back_no_failed_batch(adapters: Adapters, bucket: S3FailedBatches,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    """The spill stops at its first failure, to keep its order; the failed batches go back all the
+    same while the log answers, and the run still fails, for its alarm."""
+    sessions(adapters, 1)
+    counter = Counter(adapters)
+    put(bucket, "batch", failed_batch(counter.give_up()))
+    with monkeypatch.context() as m:
+        m.setattr(adapters.log, "publish", lambda *_: (_ for _ in ()).throw(TimeoutError("log away")))
+        sessions(adapters, 2)  # spilled
+    monkeypatch.setattr(adapters.spill, "delete", lambda _: (_ for _ in ()).throw(OSError("spill store away")))
+    with pytest.raises(OSError, match="spill store away"):
+        replay_held_back(adapters.log, adapters.spill, bucket, PREFIX)
+    assert bucket.keys() == [] and len(adapters.spill.list(10)) == 1
+    assert counter.count() == 1 + 2  # the spill's event published (not deleted: a later replay's is counted once)

@@ -20,6 +20,7 @@ from crashes import processing
 from crashes.grouping import regroup_request
 from crashes.model import attachment_key
 from crashes.processing import (
+    WALK_TRIES,
     Processor,
     WalkRequest,
     minidump_of,
@@ -381,6 +382,28 @@ def test_a_late_walk_is_asked_for_again_and_holds_back_none_of_its_batch(adapter
                                                                        last=True)
     [named] = processor(adapters, walker).process(records([OutgoingRecord(again.value, again.key)]))
     assert named.report_key == late and named.state == "processed"
+
+
+def test_a_walk_late_at_every_try_is_failed_after_its_last(adapters: Adapters):
+    """Left alone in a note, then mended: a report whose walks stayed late was asked for again
+    without end, for as long as the machine left it too little of the cores."""
+    key = indexed(adapters, 43)
+
+    class Busy:
+        def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:
+            raise WalkLate("blackbox-stackwalk took longer than 60 s within its 20 s of CPU")
+
+    published(adapters, "late")
+    request = walk_request(key, "crash.dmp")
+    for tried in range(1, WALK_TRIES):
+        assert processor(adapters, Busy()).process(records([request])) == []
+        [request] = published(adapters, "late")
+        assert WalkRequest.model_validate_json(request.value).late == tried
+        assert entries(adapters)[key].processing == "pending"
+    [failed] = processor(adapters, Busy()).process(records([request]))
+    assert (failed.report_key, failed.state) == (key, "failed") and published(adapters, "late") == []
+    reason = read_processed(adapters.documents.get_many([processed_key(key)])[processed_key(key)])["reason"]
+    assert reason == f"the walk outlasted its deadline {WALK_TRIES} times (the machine was busy)"
 
 
 def test_each_walk_of_a_batch_is_grouped_by_its_own_reports_sku(adapters: Adapters, walker: Stackwalker):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -70,6 +70,8 @@ class WalkRequest(BaseModel):
     after: str = ""
     last: bool = False
     """Asked because a symbol file the walk lacked arrived during it: not asked again for that."""
+    late: int = 0
+    """How many walks of it outlasted their deadline before this request (WALK_TRIES)."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> WalkRequest:
@@ -78,8 +80,9 @@ class WalkRequest(BaseModel):
         return self
 
 
-def walk_request(report_key: str, attachment: str | None = None, *, last: bool = False) -> OutgoingRecord:
-    request = WalkRequest(reportKey=report_key, attachment=attachment, last=last)
+def walk_request(report_key: str, attachment: str | None = None, *, last: bool = False, late: int = 0
+                 ) -> OutgoingRecord:
+    request = WalkRequest(reportKey=report_key, attachment=attachment, last=last, late=late)
     return OutgoingRecord(request.model_dump_json(exclude_none=True, exclude_defaults=True).encode(),
                           report_key.encode())
 
@@ -322,6 +325,11 @@ def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked |
     return walked
 
 
+# a report's walk tried this many times, each past its deadline of wall time, is failed: a machine
+# that stays that busy would otherwise have it asked for again without end
+WALK_TRIES = 5
+
+
 def _final(requests: Sequence[WalkRequest]) -> set[str | None]:
     """The reports the batch asks for only as `last`: not asked again for a symbol file's race."""
     return {r.reportKey for r in requests if r.last} - {r.reportKey for r in requests if not r.last}
@@ -362,6 +370,9 @@ class Processor:
 
     def _walk(self, requests: Sequence[WalkRequest]) -> list[Processed]:
         walks = self._attachments(requests)
+        tried: dict[str | None, int] = defaultdict(int)
+        for request in requests:
+            tried[request.reportKey] = max(tried[request.reportKey], request.late)
         # a report purged since it was asked for is not walked again (nor its walk kept); the index
         # row names the sku whose grouping groups the walk
         origins = self.index.origins(list(walks)) if walks else {}
@@ -380,10 +391,12 @@ class Processor:
             try:
                 walked = walk(self.walker, self.symbols, dump)
             except WalkLate as busy:
-                late.append(key)
-                logger.warning("a walk outlasted its deadline; its report is asked for again",
-                               extra={"reportKey": key, "reason": str(busy)})
-                continue
+                if tried[key] + 1 < WALK_TRIES:
+                    late.append(key)
+                    logger.warning("a walk outlasted its deadline; its report is asked for again",
+                                   extra={"reportKey": key, "reason": str(busy)})
+                    continue
+                walked = WalkFailed(f"the walk outlasted its deadline {WALK_TRIES} times (the machine was busy)")
             document, result = _processed(key, name, walked, now_ms(), groupings[sku])
             documents[processed_key(key)] = _DOCUMENT.dump_json(document)
             results.append(result)
@@ -408,7 +421,8 @@ class Processor:
             self.index.processed(results)
         if late:  # after the batch's walks are kept: a failure to ask retries the batch, not them alone
             final = _final(requests)
-            self.log.publish(MINIDUMPS, [walk_request(key, walks[key], last=key in final) for key in late])
+            self.log.publish(MINIDUMPS, [walk_request(key, walks[key], last=key in final, late=tried[key] + 1)
+                                         for key in late])
         return results
 
     def _walk_again_if_raced(self, requests: Sequence[WalkRequest], results: Sequence[Processed]) -> None:

@@ -379,7 +379,7 @@ def test_a_late_walk_is_asked_for_again_and_holds_back_none_of_its_batch(adapter
     assert entries(adapters)[late].processing == "pending"
     [again] = published(adapters, "late")
     assert WalkRequest.model_validate_json(again.value) == WalkRequest(reportKey=late, attachment="crash.dmp",
-                                                                       last=True)
+                                                                       last=True, late=1)
     [named] = processor(adapters, walker).process(records([OutgoingRecord(again.value, again.key)]))
     assert named.report_key == late and named.state == "processed"
 

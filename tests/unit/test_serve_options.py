@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from adapters.kafka.log import consumer_config
+from adapters.stackwalk import WALL_S
 from cli.main import main
+from crashes.processing import WALKS
+from lambdas.functions import BATCH_RECORDS
 from local_runtime.server import Job, jobs
 
 
@@ -64,3 +68,11 @@ def test_a_key_under_two_roles_stops_serve_naming_both_variables(
     assert captured.out == "" and "k-twice" not in line, line
     assert "BLACKBOX_API_KEYS__INGEST" in line and "BLACKBOX_API_KEYS__READ" in line, line
     assert not (tmp_path / "serve.lock").exists()
+
+
+def test_a_minidump_batch_at_its_worst_keeps_its_consumer_in_the_group():
+    """Left alone in a note, then mended: librdkafka's max.poll.interval.ms (300 s) was below the
+    longest batch serve's minidump poller may hand its handler, whose member would then be put out
+    of the group and its batch walked again by another."""
+    worst_ms = BATCH_RECORDS["minidump-processor"] * WALKS * WALL_S * 1000
+    assert consumer_config({}, "blackbox-minidump-processor")["max.poll.interval.ms"] > worst_ms

@@ -38,10 +38,14 @@ class WalkerBroken(RuntimeError):
     """The walker could not run: no minidump's fault, so no report is marked failed for it."""
 
 
+# a walk's deadline of wall time: past it the machine, not the dump, is at fault (ports.minidumps.WalkLate)
+WALL_S = 60.0
+
+
 class Stackwalker:
     """Runs the walker on one minidump at a time."""
 
-    def __init__(self, binary: Path, *, cpu_s: int = 20, timeout_s: float = 60.0,
+    def __init__(self, binary: Path, *, cpu_s: int = 20, timeout_s: float = WALL_S,
                  max_output_bytes: int = 32 << 20) -> None:
         self.binary = binary
         self.cpu_s = cpu_s

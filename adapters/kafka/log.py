@@ -49,6 +49,12 @@ CHUNK_RECORDS = 64
 SESSION_TIMEOUT_MS = 10_000
 HEARTBEAT_INTERVAL_MS = 1_000
 READ_TIMEOUT_S = 10.0
+# how long a member may take over a batch before the group hands its partitions to another: the
+# longest is serve's minidump poller's, 5 reports each walked up to 3 times (crashes.processing.WALKS)
+# of 60 s of wall time at most (adapters.stackwalk.WALL_S), and the symbol files' fetches: 900 s and
+# more, where librdkafka's default is 300. A member that dies is found by its session timeout
+# whatever this is.
+MAX_POLL_INTERVAL_MS = 1_200_000
 # librdkafka's synchronous commit and its close wait without a timeout, and a commit has been seen
 # never to return while the group rebalanced (CI; confluent-kafka-python#1801): these bound the
 # wait. librdkafka itself holds a commit back for up to a session timeout while the group has no
@@ -446,6 +452,24 @@ class KafkaEventLog:
         self._producer.flush(self._timeout)
 
 
+def consumer_config(client_config: dict[str, Any], group: str) -> dict[str, Any]:
+    """What a member of `group` consumes with: it commits only what it is told to."""
+    return {
+        "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+        **client_config,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "fetch.message.max.bytes": MAX_MESSAGE_BYTES,
+        "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+        # a member that died (SIGKILL, its machine lost) keeps its partitions this long before
+        # the others take them over: Kafka's former default, rather than librdkafka's 45 s
+        "session.timeout.ms": SESSION_TIMEOUT_MS,
+        # and the members learn of a rebalance (one joined, left or died) within this
+        "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+    }
+
+
 class KafkaLogConsumer:
     """A member of the group: the group's coordinator hands it partitions and takes them away when
     members join, leave or die. Nothing is committed but what the caller commits, and a partition
@@ -454,19 +478,7 @@ class KafkaLogConsumer:
     def __init__(self, config: dict[str, Any], group: str, topic: str, logical_topic: str) -> None:
         self._topic = topic
         self._logical_topic = logical_topic
-        self._consumer = Consumer({
-            **config,
-            "group.id": group,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "fetch.message.max.bytes": MAX_MESSAGE_BYTES,
-            "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
-            # a member that died (SIGKILL, its machine lost) keeps its partitions this long before
-            # the others take them over: Kafka's former default, rather than librdkafka's 45 s
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            # and the members learn of a rebalance (one joined, left or died) within this
-            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
-        })
+        self._consumer = Consumer(consumer_config(config, group))
         self._revoked = False
         self._unconfirmed: Future[object] | None = None
         # the library unassigns by itself after the callback; it gets lost partitions too

@@ -525,3 +525,11 @@ def test_a_reports_json_text_is_its_submission_as_json_writes_it(fields: dict[st
     # written by hand around the base64 (reporters.sentry.CrashReport.json_text), byte for byte
     report = CrashReport(None, fields, files)
     assert report.json_text() == json.dumps(report.submission(), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_a_key_that_holds_equals_signs_is_read_whole_from_the_header() -> None:
+    """Found from outside: X-Sentry-Auth's value was cut at its second `=`, so a key made with
+    `openssl rand -base64 16` (ending in `==`) was refused from every SDK that sends the header, and
+    taken from the query (a browser's)."""
+    header = {"X-Sentry-Auth": "Sentry sentry_key=abc123==, sentry_version=7"}
+    assert parse_auth(header, {}).key == parse_auth({}, {"sentry_key": "abc123=="}).key == "abc123=="

@@ -283,7 +283,7 @@ def _header_pairs(text: str) -> list[tuple[str, str]]:
     for part in text.split(","):
         name, sep, value = part.partition("=")
         if sep:
-            pairs.append((name.strip(), value.partition("=")[0].strip()))
+            pairs.append((name.strip(), value.strip()))
     return pairs
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import brotli
 import pytest
 import sentry_sdk
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 from sentry_sdk.envelope import Envelope, Item, PayloadRef
@@ -24,7 +24,7 @@ from sentry_sdk.transport import Transport
 
 from crashes.model import MAX_ATTACHMENTS, CrashSubmission
 from crashes.signature import signature
-from ports.limits import AttachmentName
+from ports.limits import MAX_BODY_BYTES, AttachmentName
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
 from reporters.sentry import (
@@ -240,6 +240,47 @@ def test_a_minidump_attachment_is_flagged_and_kept_first() -> None:
     assert report["stackTrace"] == ("#0 0x800000000000 in Renderer::Draw at renderer.cpp:412\n"
                                     "#1 0x1000 in main from skyrift.exe")
     CrashSubmission.model_validate_json(crash.json_text())
+
+
+def test_an_attachment_past_what_the_report_holds_is_left_out_and_the_crash_kept() -> None:
+    """Found from outside: an envelope within its limit whose log file made the report, in base64,
+    larger than the JSON report's 1 MiB was refused 413 whole, and an SDK drops an event refused:
+    the crash was lost for a log file."""
+    dump = Item(payload=PayloadRef(bytes=b"MDMP" + bytes(100_000)), type="attachment",
+                headers={"filename": "crash.dmp", "attachment_type": "event.minidump"})
+    log = Item(payload=PayloadRef(bytes=os.urandom(600_000)), type="attachment", headers={"filename": "game.log"})
+    ini = Item(payload=PayloadRef(bytes=b"x" * 1000), type="attachment", headers={"filename": "settings.ini"})
+    event = Item(payload=PayloadRef(json={"message": "boom"}), type="event")
+    reading = parse_envelope(Envelope(headers={}, items=[event, log, dump, ini]).serialize(), SKU)
+    crash = reading.crash
+    assert crash is not None and list(crash.attachments) == ["crash.dmp", "settings.ini"]
+    assert crash.minidumps == ("crash.dmp",) and reading.discarded["attachment"] == 1
+    assert crash.fields["sentryAttachmentsLeftOut"] == [
+        {"filename": "game.log", "attachmentType": "event.attachment", "sizeBytes": 600_000}]
+    assert len(crash.json_text()) <= MAX_BODY_BYTES
+    CrashSubmission.model_validate_json(crash.json_text())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 800_000), st.booleans()), max_size=6))
+@example([(780_000, False)]).via("the log file of the report found from outside")
+@example([(500_000, True), (400_000, True), (10, False)]).via("two minidumps that do not fit together")
+def test_a_report_keeps_what_fits_and_lists_the_rest(files: list[tuple[int, bool]]) -> None:
+    """Each file is kept byte-exact or listed as left out; minidumps are kept first; the report,
+    in base64, is within the JSON report's limit."""
+    assume(sum(size for size, _ in files) < MAX_BODY_BYTES - 20_000)  # within the envelope's limit as sent
+    items = [Item(payload=PayloadRef(bytes=bytes([i]) * size), type="attachment",
+                  headers={"filename": f"{i}.bin", **({"attachment_type": "event.minidump"} if dump else {})})
+             for i, (size, dump) in enumerate(files)]
+    event = Item(payload=PayloadRef(json={"message": "boom"}), type="event")
+    crash = parse_envelope(Envelope(headers={}, items=[event, *items]).serialize(), SKU).crash
+    assert crash is not None and len(crash.json_text()) <= MAX_BODY_BYTES
+    left = [int(entry["filename"].split(".")[0]) for entry in crash.fields.get("sentryAttachmentsLeftOut", [])]
+    kept = [int(name.split(".")[0]) for name in crash.attachments]
+    assert sorted(kept + left) == list(range(len(files)))
+    assert all(crash.attachments[f"{i}.bin"] == bytes([i]) * files[i][0] for i in kept)
+    # a minidump is left out only where the minidumps before it fill the report
+    assert not any(files[i][1] and not files[j][1] for i in left for j in kept)
 
 
 def test_a_minidump_without_an_event_is_still_a_report_and_lone_files_are_discarded() -> None:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crashes.model import CrashSubmission
+from ports.limits import MAX_BODY_BYTES
 from reporters.errors import ReporterError
 from reporters.unreal import MAX_CRASH_BYTES, MAX_FILES, parse_unreal_crash
 
@@ -245,3 +246,16 @@ def test_a_mangled_container_is_a_report_or_a_refusal(at: int, garbage: bytes):
     except ReporterError:
         return
     assert crash is not None and crash.attachments
+
+
+def test_a_log_past_what_the_report_holds_is_left_out_and_the_crash_kept():
+    """Found from outside (the Sentry envelope's twin): a container within its limit whose game log
+    made the report, in base64, larger than the JSON report's 1 MiB was refused 413 whole."""
+    log = bytes(range(256)) * 2_700  # 691,200 bytes
+    crash = parse_unreal_crash(upload([*FILES[:2], ("Skyrift.log", log), FILES[3]]), SKU).crash
+    assert crash is not None and list(crash.attachments) == ["UEMinidump.dmp", "CrashContext.runtime-xml",
+                                                             "CrashReportClient.ini"]
+    assert crash.fields["sentryAttachmentsLeftOut"] == [
+        {"filename": "Skyrift.log", "attachmentType": "unreal.logs", "sizeBytes": len(log)}]
+    assert len(crash.json_text()) <= MAX_BODY_BYTES
+    CrashSubmission.model_validate_json(crash.json_text())

@@ -87,12 +87,14 @@ from reporters.encoding import decode_body
 from reporters.errors import ReporterError
 from reporters.sentry import (
     MINIDUMP,
+    Attached,
     CrashReport,
     SentryEnvelope,
     event_object,
     sentry_event_id,
     submission_fields,
     unique_attachment_name,
+    with_attachments,
 )
 
 MAX_UPLOAD_BYTES = MAX_BODY_BYTES
@@ -235,18 +237,10 @@ def _report(parts: list[Part], sku: str) -> CrashReport:
     fields["annotations"] = annotations
     dump, dump_name = _minidump(dumps[0])
     event_id = sentry_event_id(event.get("event_id")) or sentry_event_id(dump_name.rpartition(".")[0])
-    attachments: dict[str, bytes] = {}
-    described = []
-    for part, data, kind in [(dumps[0], dump, MINIDUMP),
-                             *((file, file.data, "event.attachment") for file in files)]:
-        name = unique_attachment_name(dump_name if kind == MINIDUMP else part.filename, attachments,
-                                      kind == MINIDUMP)
-        attachments[name] = data
-        facts = {"name": name, "field": part.name, "filename": part.filename, "attachmentType": kind,
-                 "contentType": part.content_type}
-        described.append({key: value for key, value in facts.items() if value is not None})
-    fields["sentryAttachments"] = described
-    return CrashReport(event_id, fields, attachments, (described[0]["name"],))
+    return with_attachments(event_id, fields, [
+        Attached(dump_name, MINIDUMP, dump, form_field=dumps[0].name, content_type=dumps[0].content_type),
+        *(Attached(file.filename, "event.attachment", file.data, form_field=file.name, content_type=file.content_type)
+          for file in files)])
 
 
 def _minidump(part: Part) -> tuple[bytes, str]:

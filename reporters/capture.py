@@ -36,10 +36,11 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
     event_id = None
     if reading.crash is not None:
         text = reading.crash.json_text()
-        # the report goes on the log as one record, attachments in base64, like a posted one
+        # the report goes on the log as one record, attachments in base64, like a posted one: the
+        # reporters keep the files that fit (reporters.sentry.with_attachments), so only an event
+        # too large on its own is refused
         if len(text) > MAX_BODY_BYTES:
-            raise PayloadTooLarge(f"the report with its attachments in base64 is {len(text)} bytes; "
-                                  f"the limit is {MAX_BODY_BYTES}")
+            raise PayloadTooLarge(f"the report is {len(text)} bytes as JSON; the limit is {MAX_BODY_BYTES}")
         try:
             submission = CrashSubmission.model_validate_json(text)
         except ValidationError as error:  # reporters.sentry holds the fields to the model's bounds

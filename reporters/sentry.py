@@ -36,8 +36,9 @@ the payload's `sentryAttachments`, so processing finds them. Names are made safe
 `/attachments/{name}`: the file name's last path part, any character an attachment name cannot hold
 replaced by `_`, at most 128 characters; a repeated name gets `-2`, `-3`… before its extension; no
 name is `attachment` (`minidump.dmp` for a minidump). A report keeps at most
-`crashes.model.MAX_ATTACHMENTS` (64): minidumps first, then in envelope order; the rest are counted
-in `discarded["attachment"]` and listed in `sentryAttachmentsLeftOut`. An envelope without an event
+`crashes.model.MAX_ATTACHMENTS` (64), minidumps first, then in envelope order, each while the
+report's JSON text (files in base64) fits the JSON report's limit (`with_attachments`); the rest
+are counted in `discarded["attachment"]` and listed in `sentryAttachmentsLeftOut`. An envelope without an event
 but with a minidump is still a report (an empty `sentryEvent`, its id from the envelope header);
 attachments without either are discarded. `session` → a `SessionUpdate`, `sessions` →
 `SessionAggregate`s; one that does not read (bad JSON, no `sid`, unknown `status`, no `started`) is
@@ -68,7 +69,7 @@ snake_case as `unknown`), never an error.
   milliseconds.
 - `sentryEvent`: the whole event as sent.
 - `sentryAttachments`: `[{name, filename, attachmentType, contentType}]`, when there are any;
-  `sentryAttachmentsLeftOut`: `[{filename, attachmentType, sizeBytes}]`, past the 64 kept.
+  `sentryAttachmentsLeftOut`: `[{filename, attachmentType, sizeBytes}]`, those not kept.
 - `attachments`: name → base64 of the bytes.
 
 Text fields past 256 characters (`crashType`, `errorCode`, `platform`, `buildVersion`) are cut to
@@ -503,39 +504,73 @@ def sentry_event_id(value: Any) -> str | None:
         return None
 
 
-def _left_out(item: Item) -> dict[str, Any]:
-    """An attachment past the 64 kept, as the report lists it: its name cut as a kept one's is."""
-    name = item.text("filename")
-    left: dict[str, Any] = {} if name is None else {"filename": cut(name, _MAX_NAME_CHARS)}
-    return {**left, "attachmentType": item.text("attachment_type") or "event.attachment",
-            "sizeBytes": len(item.payload)}
-
-
 def _report(event: dict[str, Any], sku: str, event_id: str | None, items: list[Item],
             discarded: Counter[str]) -> CrashReport:
-    fields = submission_fields(event, sku)
-    # minidumps first, so that the 64 kept never leave one out for a log file
-    ordered = sorted(items, key=lambda item: item.text("attachment_type") != MINIDUMP)
-    kept, dropped = ordered[:MAX_ATTACHMENTS], ordered[MAX_ATTACHMENTS:]
-    discarded["attachment"] += len(dropped)
-    if dropped:
-        # an SDK drops an envelope refused, its event with it: the report keeps what it can and says
-        # what it could not
-        fields["sentryAttachmentsLeftOut"] = [_left_out(item) for item in dropped]
+    crash = with_attachments(event_id, submission_fields(event, sku), [
+        Attached(item.text("filename"), item.text("attachment_type") or "event.attachment", item.payload,
+                 content_type=item.text("content_type")) for item in items])
+    discarded["attachment"] += len(crash.fields.get("sentryAttachmentsLeftOut", ()))
+    return crash
+
+
+@dataclass(frozen=True)
+class Attached:
+    """A file an upload carried, for its report: its name and type as sent, and where a form has
+    them, its field and content type."""
+
+    filename: str | None
+    kind: str
+    data: bytes
+    form_field: str | None = None
+    content_type: str | None = None
+
+    def description(self, name: str) -> dict[str, str]:
+        """As `sentryAttachments` lists it, kept as `name`."""
+        facts = {"name": name, "field": self.form_field, "filename": self.filename, "attachmentType": self.kind,
+                 "contentType": self.content_type}
+        return {key: value for key, value in facts.items() if value is not None}
+
+    def left_out(self) -> dict[str, Any]:
+        """As `sentryAttachmentsLeftOut` lists it: its name cut as a kept one's is."""
+        name = {} if self.filename is None else {"filename": cut(self.filename, _MAX_NAME_CHARS)}
+        return {**name, "attachmentType": self.kind, "sizeBytes": len(self.data)}
+
+
+def _json_bytes(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+# the keys of the lists and of the attachments, and their brackets
+_LISTS_BYTES = _json_bytes({"sentryAttachmentsLeftOut": [], "sentryAttachments": [], "attachments": {}})
+
+
+def with_attachments(event_id: str | None, fields: dict[str, Any], files: Sequence[Attached]) -> CrashReport:
+    """The report of `fields` with what it can keep of `files`, byte-exact: minidumps first, then in
+    the upload's order, at most MAX_ATTACHMENTS, and each while the report's JSON text, files in
+    base64, stays within the JSON report's limit. An SDK drops an upload refused, its crash with it:
+    the report keeps what it can and lists the rest in `sentryAttachmentsLeftOut`."""
+    ordered = sorted(files, key=lambda file: file.kind != MINIDUMP)
+    # every file's listing as left out is counted at first; one kept trades it for its description,
+    # its name and its bytes in base64 (and the commas)
+    size = _json_bytes(fields) + _LISTS_BYTES + sum(_json_bytes(file.left_out()) + 1 for file in ordered)
     attachments: dict[str, bytes] = {}
-    described = []
-    minidumps = []
-    for item in kept:
-        kind = item.text("attachment_type") or "event.attachment"
-        name = unique_attachment_name(item.text("filename"), attachments, kind == MINIDUMP)
-        attachments[name] = item.payload
-        facts = {"name": name, "filename": item.text("filename"), "attachmentType": kind,
-                 "contentType": item.text("content_type")}
-        described.append({key: value for key, value in facts.items() if value is not None})
-        if kind == MINIDUMP:
+    described: list[dict[str, str]] = []
+    left: list[dict[str, Any]] = []
+    minidumps: list[str] = []
+    for file in ordered:
+        name = unique_attachment_name(file.filename, attachments, file.kind == MINIDUMP)
+        kept = (_json_bytes(file.description(name)) + _json_bytes(name) + 4 * -(-len(file.data) // 3) + 4
+                - _json_bytes(file.left_out()))
+        if len(attachments) == MAX_ATTACHMENTS or size + kept > MAX_BODY_BYTES:
+            left.append(file.left_out())
+            continue
+        size += kept
+        attachments[name] = file.data
+        described.append(file.description(name))
+        if file.kind == MINIDUMP:
             minidumps.append(name)
-    if described:
-        fields["sentryAttachments"] = described
+    fields = {**fields, **({"sentryAttachmentsLeftOut": left} if left else {}),
+              **({"sentryAttachments": described} if described else {})}
     return CrashReport(event_id, fields, attachments, tuple(minidumps))
 
 

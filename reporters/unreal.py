@@ -70,7 +70,15 @@ from crashes.model import MAX_ATTACHMENTS, is_minidump
 from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
-from reporters.sentry import MINIDUMP, CrashReport, SentryEnvelope, indexed_text, text_value, unique_attachment_name
+from reporters.sentry import (
+    MINIDUMP,
+    Attached,
+    CrashReport,
+    SentryEnvelope,
+    indexed_text,
+    text_value,
+    with_attachments,
+)
 
 MAX_CRASH_BYTES = MAX_BODY_BYTES
 MAX_FILES = MAX_ATTACHMENTS
@@ -214,17 +222,9 @@ def _report(crash: UnrealCrash, sku: str) -> CrashReport:
         "unrealCrash": {"directoryName": crash.directory_name, "fileName": crash.file_name},
     }
     fields = {name: value for name, value in candidates.items() if value is not None}
-    attachments: dict[str, bytes] = {}
-    described = []
     # the minidump first, as every reporter's report has it; the others in the container's order
-    for file in sorted(crash.files, key=lambda file: file is not dump):
-        kind = _attachment_type(file, dump)
-        name = unique_attachment_name(file.name, attachments, kind == MINIDUMP)
-        attachments[name] = file.data
-        described.append({"name": name, "filename": file.name, "attachmentType": kind})
-    fields["sentryAttachments"] = described
-    minidumps = tuple(facts["name"] for facts in described if facts["attachmentType"] == MINIDUMP)
-    return CrashReport(event_id, fields, attachments, minidumps)
+    return with_attachments(event_id, fields, [Attached(file.name, _attachment_type(file, dump), file.data)
+                                               for file in crash.files])
 
 
 def _attachment_type(file: UnrealFile, dump: UnrealFile | None) -> str:

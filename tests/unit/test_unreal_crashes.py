@@ -251,7 +251,7 @@ def test_a_mangled_container_is_a_report_or_a_refusal(at: int, garbage: bytes):
 def test_a_log_past_what_the_report_holds_is_left_out_and_the_crash_kept():
     """Found from outside (the Sentry envelope's twin): a container within its limit whose game log
     made the report, in base64, larger than the JSON report's 1 MiB was refused 413 whole."""
-    log = bytes(range(256)) * 2_700  # 691,200 bytes
+    log = bytes(range(256)) * 3_050  # 780,800 bytes
     crash = parse_unreal_crash(upload([*FILES[:2], ("Skyrift.log", log), FILES[3]]), SKU).crash
     assert crash is not None and list(crash.attachments) == ["UEMinidump.dmp", "CrashContext.runtime-xml",
                                                              "CrashReportClient.ini"]

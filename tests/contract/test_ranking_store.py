@@ -22,7 +22,7 @@ from adapters.embedded.issues import SqliteIssueStore
 from adapters.embedded.log import SqliteEventLog
 from adapters.spill.directory import DirectorySpillStore
 from pipeline.topics import DEADLETTER, SCORES
-from ports import BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, OutgoingRecord, RankingStore
+from ports import MAX_EPOCHS, BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, OutgoingRecord, RankingStore
 from ports.errors import InvalidField, NotFound
 from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
@@ -364,6 +364,27 @@ def test_a_change_of_schedule_in_the_moment_before_a_wipe_s_season_starts_keeps_
     assert settings is not None and settings.epochs is not None
     assert settings.epochs[-1] == (parse_epoch_ms(wiped["season"]), EVERY_TEN_MINUTES)
     assert leaderboard.describe(ranking_store, TREE, board)["nextReset"] == wiped["season"]
+
+
+def test_a_score_received_before_the_seasons_a_board_remembers_is_dead_lettered(ranking_store: RankingStore, log):
+    """Found in review: a board remembers its last MAX_EPOCHS wipes and changes of schedule; a score
+    received before the oldest of them (replayed after the board had been wiped that often since)
+    was put in the board's first season."""
+    board = f"w-{uuid.uuid4().hex[:8]}"
+    hours = 3_600_000
+    epochs = tuple((T0 + 3 * hours * n, "never") for n in range(1, MAX_EPOCHS + 1))  # the first ones forgotten
+    ranking_store.put_board(BoardSettings(board, epochs=epochs))
+    forgotten, remembered = timed_records(board, [(hours, "late", 5, None), (epochs[-1][0] - T0, "now", 7, None)],
+                                          itertools.count())
+    log.publish(f"{SCORES}.{board}", [OutgoingRecord(r.value, board.encode()) for r in (forgotten, remembered)])
+    assert apply_scores(log.consumer("worker", f"{SCORES}.{board}").poll(10, 1 << 20, 1), ranking_store, log,
+                        TREE) == 1
+    assert ranking_store.seasons(board, None, 10) == [epochs[-1][0]]
+    assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, board)["entries"]] == ["now"]
+    [dead] = log.consumer("t", DEADLETTER).poll(10, 1 << 20, timeout_s=0.1)
+    assert dead.value == forgotten.value
+    assert dict(dead.headers)["reason"].startswith(f"received before the oldest season leaderboard {board} "
+                                                   "remembers".encode())
 
 
 def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: RankingStore, log,

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from api.requests import validate
-from ports import BoardSettings
+from ports import MAX_EPOCHS, BoardSettings
 from ports.cursors import encode_cursor
-from ports.errors import InvalidField
+from ports.errors import InvalidField, TooManySeasons
 from ranking import leaderboard
 from ranking.model import MAX_METADATA_BYTES, BoardSettingsBody, Score, scores_json
-from ranking.seasons import Schedule, next_reset, same_schedule, season_start, started
+from ranking.season_ends import LOOKING_MS, MAX_AFTER_S
+from ranking.seasons import REMEMBERED_MS, Schedule, next_reset, same_schedule, season_start, started
 from ranking.tree import DEFAULT_TREE
 
 SCHEDULE = TypeAdapter(Schedule)
@@ -186,3 +188,21 @@ def test_metadata_accepted_answers_within_its_bound_as_the_api_writes_it():
     except ValidationError:
         return
     assert kept is not None and len(json.dumps(kept)) <= MAX_METADATA_BYTES
+
+
+def test_a_board_forgets_no_season_a_late_score_or_its_end_may_still_need():
+    """Found in review: a board that was wiped more than MAX_EPOCHS times within the hour the
+    season-end teller looks back (or a replay's lag) forgot the seasons it still had to place
+    scores in and to tell the ends of. Such a wipe or change of schedule is refused until the
+    epoch it would forget is old enough."""
+    settings = BoardSettings("b")
+    for n in range(MAX_EPOCHS - 1):
+        settings = replace(settings, epochs=started(settings, T0 + 60_000 * n, "never"))
+    assert len(settings.epochs) == MAX_EPOCHS
+    later = T0 + 60_000 * MAX_EPOCHS
+    with pytest.raises(TooManySeasons) as refused:
+        started(settings, later, "never")
+    assert (refused.value.status, refused.value.code) == (409, "too_many_seasons")
+    assert refused.value.retry_after_s == -(-(T0 + REMEMBERED_MS - later) // 1000)
+    assert started(settings, T0 + REMEMBERED_MS, "never")[0] == (T0, "never")  # the first season forgotten now
+    assert REMEMBERED_MS >= LOOKING_MS + MAX_AFTER_S * 1000  # every end the teller may tell is remembered

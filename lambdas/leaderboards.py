@@ -15,6 +15,7 @@ from adapters.factory import current
 from api.params import DIGITS, Cursor, Season
 from api.requests import JsonBody
 from api.resolver import answer, create_resolver, idempotency_key, json_response, posted
+from ports import MAX_EPOCHS
 from ports.limits import INT64_MAX, INT64_MIN, SEGMENT_PATTERN
 from ports.telemetry import instrumented
 from ranking import bans, leaderboard, tournaments
@@ -31,6 +32,7 @@ from ranking.leaderboard import (
     Wiped,
 )
 from ranking.model import MAX_PLAYER_RANKS, NAME_PATTERN, AttemptBody, BoardSettingsBody, PlayerRanksBody
+from ranking.seasons import REMEMBERED_MS
 from ranking.tree import DEFAULT_TREE
 
 app = create_resolver()
@@ -47,11 +49,17 @@ def list_boards(limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DI
 
 
 SETTINGS = JsonBody(BoardSettingsBody)
+_TOO_MANY_SEASONS: OpenAPIResponse = {
+    "description": f"too_many_seasons: the board started {MAX_EPOCHS} seasons by wipes and changes of schedule "
+                   f"within {REMEMBERED_MS // 3_600_000} hours, each remembered that long (to place late scores "
+                   "and tell the seasons' ends); Retry-After says when one is forgotten",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
 @app.put("/v1/leaderboards/<board>", operation_id="putBoard", description="needs a server key",
          openapi_extensions=SETTINGS.openapi,
-         responses={200: answer(BoardSettings, "changed: its settings"), 201: answer(BoardSettings, "made")})
+         responses={200: answer(BoardSettings, "changed: its settings"), 201: answer(BoardSettings, "made"),
+                    409: _TOO_MANY_SEASONS})
 def put_board(board: Annotated[str, Path(pattern=NAME_PATTERN,
                                          description="1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..")]) -> Response[str]:
     made, settings = leaderboard.configure(current().ranking, board, SETTINGS.one(posted(app.current_event)))
@@ -67,7 +75,7 @@ def get_board(board: str, season: Season = None) -> Response[str]:
 @app.delete("/v1/leaderboards/<board>", operation_id="wipeBoard", summary="Wipe a board: a new, empty season now",
             description="needs a server key; as a reset: nothing is deleted (O(1)), and what the board held stays "
                         "readable as the season before (season=); the new season starts a second after the request",
-            responses={200: answer(Wiped, "the new season")})
+            responses={200: answer(Wiped, "the new season"), 409: _TOO_MANY_SEASONS})
 def wipe_board(board: str) -> Response[str]:
     return json_response(200, leaderboard.wipe(current().ranking, board))
 

@@ -413,8 +413,9 @@ class NodeReader(Protocol):
 
 # the reset schedule of a board whose one season lasts for ever
 NEVER_RESETS = "never"
-# the epochs a board remembers, enough for any update received before one to find its season
-MAX_EPOCHS = 16
+# the epochs (wipes, changes of schedule) a board remembers: it forgets one only once it is old enough
+# (ranking.seasons.REMEMBERED_MS), so a board takes this many in that time at most
+MAX_EPOCHS = 128
 
 
 @dataclass(frozen=True)

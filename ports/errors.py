@@ -77,6 +77,17 @@ class TournamentFull(Conflict):
     code = "tournament_full"
 
 
+class TooManySeasons(Conflict):
+    """A wipe or change of schedule that would make a board forget a season still needed: until
+    then (`Retry-After`)."""
+
+    code = "too_many_seasons"
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class IdempotencyConflict(Conflict):
     code = "idempotency_conflict"
 

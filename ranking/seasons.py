@@ -20,6 +20,7 @@ from cronsim import CronSim, CronSimError
 from pydantic import AfterValidator
 
 from ports import MAX_EPOCHS, NEVER_RESETS, BoardSettings, RankingStore
+from ports.errors import TooManySeasons
 
 NEVER = NEVER_RESETS
 
@@ -30,6 +31,9 @@ MAX_SCHEDULE_CHARS = 128
 # reach its worker late (a failed batch is replayed minutes later), and its end is told up to half
 # an hour after it, by a run within the hour after that (ranking.season_ends)
 SEASON_PURGE_GRACE_MS = 2 * 3_600_000
+# and a board remembers as long the epoch (a wipe, a change of schedule) that ended a season, for
+# the same late updates and the same teller (ranking.leaderboard refuses one that would forget it)
+REMEMBERED_MS = SEASON_PURGE_GRACE_MS
 # boards read at once; past seasons of a board read at once, beyond those it keeps, to drop
 BOARDS_A_PAGE = 100
 SEASONS_A_READ = 1000
@@ -132,12 +136,28 @@ def started(settings: BoardSettings, at_ms: int, schedule: str) -> tuple[tuple[i
     schedule; a change of schedule: the new one); the last MAX_EPOCHS, in time order. An epoch
     comes a moment after its request (ranking.leaderboard.EPOCH_DELAY_MS): one already at `at_ms`
     (a change of schedule made in the moment before a wipe's season starts) starts under this
-    `schedule`, and so do those after it."""
+    `schedule`, and so do those after it. TooManySeasons where the board would forget a season
+    that ended less than REMEMBERED_MS before `at_ms`."""
     history = settings.epochs or ((0, settings.reset),)
     # sorted: epochs stored before this kept them in order may not be
     before = tuple(sorted(epoch for epoch in history if epoch[0] < at_ms))
     after = tuple(sorted((start, schedule) for start, _ in history if start > at_ms))
-    return (*before, (at_ms, schedule), *after)[-MAX_EPOCHS:]
+    epochs = (*before, (at_ms, schedule), *after)
+    kept = epochs[-MAX_EPOCHS:]
+    # the season of the last epoch forgotten ended at the first kept
+    if len(kept) < len(epochs) and at_ms - kept[0][0] < REMEMBERED_MS:
+        raise TooManySeasons(
+            f"leaderboard {settings.board} started {MAX_EPOCHS} seasons by wipes and changes of schedule within "
+            f"{REMEMBERED_MS // 3_600_000} hours, which it remembers to place late scores and tell the seasons' ends",
+            -(-(kept[0][0] + REMEMBERED_MS - at_ms) // 1000))
+    return kept
+
+
+def forgotten_before(settings: BoardSettings) -> int | None:
+    """Before when the board no longer knows its seasons: the oldest epoch it kept, once it forgot
+    those before it; None while it knows them all."""
+    oldest = min((start for start, _ in settings.epochs), default=0)
+    return oldest or None
 
 
 _MINUTE_MS = 60_000

@@ -12,11 +12,12 @@ from typing import NamedTuple, TypeVar
 
 from pipeline.failures import land_per_partition
 from pipeline.offsets import fresh_by_partition, pass_over
-from pipeline.topics import parse_each
+from pipeline.topics import Refused, parse_each
 from ports import BoardSettings, BoardUpdate, EventLog, LogRecord, RankingStore
 from ports.threads import kept_pool
+from ports.timeutil import to_rfc3339
 from ranking.model import SCORE_RECORD, metadata_text
-from ranking.seasons import season_key, season_start
+from ranking.seasons import forgotten_before, season_key, season_start
 from ranking.ties import Key, combine_key, tie_changes, tiebreak
 from ranking.tree import Tree
 
@@ -113,6 +114,7 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> tup
         assert found is not None, "a board, once made, is never deleted"
         settings[board] = found
 
+    forgotten = {board: forgotten_before(board_settings) for board, board_settings in settings.items()}
     # stored key → its board, its season's start, and player → the changes in log order
     pending: dict[str, tuple[str, int | None, dict[str, list[Change]]]] = {}
     taken = 0
@@ -121,6 +123,9 @@ def _aggregate(events: Sequence[_Event], store: RankingStore, tree: Tree) -> tup
             board_settings = settings[board]
             if value is not None and not _takes(board_settings, event):  # a deletion applies whenever
                 continue
+            if (before := forgotten[board]) is not None and event.receivedAt < before:
+                raise Refused(f"received before the oldest season leaderboard {board} remembers "
+                              f"({to_rfc3339(before)}), so in none it can name")
             season = season_start(board_settings.reset, event.receivedAt, board_settings.epochs)
             brings = tiebreak(board_settings.ties, board_settings.order, event.receivedAt, subscore)
             key = season_key(board, season)

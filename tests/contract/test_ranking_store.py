@@ -372,9 +372,10 @@ def test_a_score_received_before_the_seasons_a_board_remembers_is_dead_lettered(
     was put in the board's first season."""
     board = f"w-{uuid.uuid4().hex[:8]}"
     hours = 3_600_000
-    epochs = tuple((T0 + 3 * hours * n, "never") for n in range(1, MAX_EPOCHS + 1))  # the first ones forgotten
+    # the first ones forgotten; the last at T0
+    epochs = tuple((T0 - 3 * hours * n, "never") for n in reversed(range(MAX_EPOCHS)))
     ranking_store.put_board(BoardSettings(board, epochs=epochs))
-    forgotten, remembered = timed_records(board, [(hours, "late", 5, None), (epochs[-1][0] - T0, "now", 7, None)],
+    forgotten, remembered = timed_records(board, [(epochs[0][0] - hours - T0, "late", 5, None), (0, "now", 7, None)],
                                           itertools.count())
     log.publish(f"{SCORES}.{board}", [OutgoingRecord(r.value, board.encode()) for r in (forgotten, remembered)])
     assert apply_scores(log.consumer("worker", f"{SCORES}.{board}").poll(10, 1 << 20, 1), ranking_store, log,

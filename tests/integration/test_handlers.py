@@ -35,9 +35,10 @@ from local_runtime.context import LocalContext
 from pipeline.msk import from_msk_event, to_msk_event
 from pipeline.topics import DEADLETTER, replay_spilled
 from pipeline.topics import MINIDUMPS as WALKS
-from ports import BoardSettings
+from ports import MAX_EPOCHS, BoardSettings
 from ports.errors import StoreUnavailable
 from ports.telemetry import CRASH_SPIKE
+from ranking.seasons import REMEMBERED_MS
 from tests.conftest import EVENTS, load_event
 
 MINIDUMPS = EVENTS.parent / "tests" / "fixtures" / "minidumps"
@@ -525,3 +526,20 @@ def test_a_path_parameter_api_gateway_sent_encoded_is_read_decoded(adapters: Ada
     assert (found["statusCode"], body(found)["playerId"], body(found)["score"]) == (200, "p 1029", 100)
     literal = call(leaderboards.handler, "leaderboards-player.json", path=encoded.replace("%20", "%2520"))
     assert (literal["statusCode"], body(literal)["playerId"]) == (200, "p%201029")
+
+
+def test_a_wipe_that_would_forget_a_season_still_needed_is_409_with_when_to_try_again(adapters: Adapters) -> None:
+    """A board remembers its wipes (and changes of schedule) for REMEMBERED_MS, to place late scores
+    and tell its seasons' ends: past MAX_EPOCHS in that time a wipe is refused, for a while."""
+    path = "/v1/leaderboards/per-match"
+    assert call(leaderboards.handler, "leaderboards-put-board.json", path=path,
+                pathParameters={"proxy": path[1:]})["statusCode"] == 201
+    for _ in range(2 * MAX_EPOCHS):  # two wipes in one millisecond are one
+        refused = call(leaderboards.handler, "leaderboards-remove-player.json", path=path,
+                       pathParameters={"proxy": path[1:]})
+        if refused["statusCode"] != 200:
+            break
+    assert (refused["statusCode"], body(refused)["error"]) == (409, "too_many_seasons")
+    board = adapters.ranking.get_board("per-match")
+    assert board is not None and len(board.epochs) == MAX_EPOCHS and board.epochs[0][0] == 0
+    assert 0 < int(refused["multiValueHeaders"]["Retry-After"][0]) <= REMEMBERED_MS // 1000

@@ -7,11 +7,13 @@ import json
 
 from adapters.factory import Adapters
 from ports.releases import DAY_MS, Outcome
+from ports.telemetry import logger
 from reporters.capture import capture_envelope
 from reporters.sentry import parse_envelope
 from sessions.capture import capture_sessions
 from sessions.counting import count_sessions
 from sessions.model import SessionCount, SessionEvent, sessions_json
+from tests.unit.test_correlation import Lines
 
 SKU = "skyrift:pc"
 EVER = (0, 2**62)
@@ -112,3 +114,19 @@ def test_an_upload_s_sessions_are_counted_by_sid_against_its_limit(adapters: Ada
     capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
     count(adapters)
     assert outcomes(adapters, "2.0") == {"ok": 451}
+
+
+def test_what_an_envelope_carried_and_was_not_kept_is_logged(adapters: Adapters) -> None:
+    """Found from outside: an unreadable session, a transaction or a lone file was answered 200 and
+    left no trace anywhere (rule 5: nothing is dropped silently)."""
+    body = b"\n".join([b"{}", b'{"type":"session"}', b'{"sid":"abc","status":"crashed"}',
+                       b'{"type":"transaction"}', b'{"spans":[]}',
+                       b'{"type":"attachment","filename":"a.log"}', b"log", b""])
+    lines = Lines()
+    logger.addHandler(lines)
+    try:
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
+    finally:
+        logger.removeHandler(lines)
+    [line] = [line for line in lines.lines if line["message"] == "envelope items not kept"]
+    assert line["discarded"] == {"session": 1, "transaction": 1, "attachment": 1} and line["sku"] == SKU

@@ -16,6 +16,7 @@ from ports.errors import InvalidField, PayloadTooLarge
 from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS, PathSegment
 from ports.releases import Outcome
 from ports.scopes import ANY_SKU, SkuScope
+from ports.telemetry import logger
 from reporters.sentry import SentryEnvelope, SessionAggregate, SessionUpdate
 from sessions.capture import capture_counts, capture_each
 from sessions.model import MAX_BATCH as MAX_SESSIONS
@@ -29,6 +30,10 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
                      scope: SkuScope = ANY_SKU) -> str | None:
     """Captures what an envelope carried for `sku`; the Sentry event id of its crash report, if any."""
     scope.check([sku])
+    if reading.discarded:
+        # answered 200 as Relay does (an SDK would send them again otherwise), but not without a trace:
+        # by type, the items not kept (unreadable, of a type not read, files without a crash)
+        logger.info("envelope items not kept", extra={"sku": sku, "discarded": dict(reading.discarded)})
     # refused before anything is published: a 400 must mean nothing of the upload was kept
     if reading.sessions_ended > MAX_SESSIONS:
         raise InvalidField(f"an upload ends at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "

@@ -44,7 +44,7 @@ attachments without either are discarded. `session` → a `SessionUpdate`, `sess
 `SessionAggregate`s; one that does not read (bad JSON, no `sid`, unknown `status`, no `started`) is
 counted as discarded under its type. Every other type (`transaction`, `client_report`, `profile`,
 `replay_event`, `check_in`, …) is counted in `discarded` by type (a name that is not short
-snake_case as `unknown`), never an error.
+snake_case as `unknown`), never an error (capture logs the counts).
 
 **An event as a crash report** (the fields of `POST /v1/crashes`; `CrashReport.submission()`):
 

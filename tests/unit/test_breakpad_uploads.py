@@ -8,6 +8,7 @@ import random
 import string
 from pathlib import Path
 
+import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -317,3 +318,40 @@ def test_a_file_past_what_the_report_holds_is_left_out_and_the_crash_kept():
         {"filename": "game.log", "attachmentType": "event.attachment", "sizeBytes": 780_000}]
     assert len(crash.json_text()) <= MAX_BODY_BYTES
     CrashSubmission.model_validate_json(crash.json_text())
+
+
+def test_sentry_natives_crashpad_upload_brings_its_event_and_breadcrumbs():
+    """Found from outside: sentry-native's Crashpad backend (the Sentry Unreal and Unity plugins on
+    Windows) sends no annotations but its scope as a MessagePack `__sentry-event` part and its
+    breadcrumbs in `__sentry-breadcrumb1`/`2` (src/backends/sentry_backend_crashpad.cpp), which
+    Relay reads into the event; they were kept as files, and the report had no release nor player."""
+    scope = {"release": "skyrift@1.4.3", "environment": "production", "level": "fatal", "user": {"id": "p-42"},
+             "contexts": {"os": {"name": "Windows", "version": "10.0.22631"}}, "tags": {"map": "ember-vale"},
+             "sdk": {"name": "sentry.native", "version": "0.7.0"}, "dist": None}
+    crumbs = [{"timestamp": f"2026-11-30T07:00:0{n}Z", "message": f"step {n}"} for n in range(3)]
+    body, content_type = crashpad({"guid": "0e4c8a1d-5b6f-4c3d-8e2f-7a6b5c4d3e2f"}, {
+        "upload_file_minidump": (f"{REPORT_UUID}.dmp", DUMP), "game.log": ("game.log", LOG),
+        "__sentry-event": ("__sentry-event", msgpack.packb(scope)),
+        # two files written in turns, each a stream of breadcrumbs: the later ones in the second here
+        "__sentry-breadcrumb1": ("__sentry-breadcrumb1", msgpack.packb(crumbs[0]) + msgpack.packb(crumbs[1])),
+        "__sentry-breadcrumb2": ("__sentry-breadcrumb2", msgpack.packb(crumbs[2]))})
+    crash = parse_minidump_upload(body, content_type, SKU).crash
+    assert crash is not None and set(crash.attachments) == {f"{REPORT_UUID}.dmp", "game.log"}
+    fields = crash.fields
+    assert (fields["buildVersion"], fields["playerId"], fields["platform"]) == ("skyrift@1.4.3", "p-42", "Windows")
+    event = fields["sentryEvent"]
+    assert event["environment"] == "production" and event["tags"] == {"map": "ember-vale"} and "dist" not in event
+    assert event["breadcrumbs"] == crumbs
+    CrashSubmission.model_validate_json(crash.json_text())
+
+
+@pytest.mark.parametrize("data", [b"\xc1", msgpack.packb([1, 2]), msgpack.packb({"a": b"\x00"}), b"\x91" * 100,
+                                  msgpack.packb({"release": "x" * 200_000})])
+def test_a_sentry_event_part_that_makes_no_event_is_kept_as_a_file(data: bytes):
+    """Not JSON's (a byte string), not a map, too deep or too large: the upload is still a report,
+    and the part one of its files, as sent."""
+    body, content_type = crashpad({}, {"upload_file_minidump": (f"{REPORT_UUID}.dmp", DUMP),
+                                       "__sentry-event": ("__sentry-event", data)})
+    crash = parse_minidump_upload(body, content_type, SKU).crash
+    assert crash is not None and crash.attachments["__sentry-event"] == data
+    assert "buildVersion" not in crash.fields

@@ -50,6 +50,13 @@ without a name is dropped, as Antenna drops it.
   `productName`: `ProductName`, `prod` or `product`; `clientTime`: `CrashTime` in epoch ms.
 - Sent with a Sentry event (`sentry`, `sentry[...]`), the event's own fields come first, as
   `reporters.sentry` reads them (its `release`, `user.id`, `contexts.os`…), kept as `sentryEvent`.
+  sentry-native's Crashpad backend (the Sentry Unreal and Unity plugins' on Windows) sends no
+  annotations but its scope as the MessagePack file `__sentry-event`, and its breadcrumbs in
+  `__sentry-breadcrumb1` and `2` (each a stream of them, the two written in turns), which Sentry
+  reads into the event (sentry/lang/native/minidump.py: `merge_attached_event`, each value not
+  null over the form's; `merge_attached_breadcrumbs`, the older file's first, as many as the
+  longer holds): so does this. One that is past Sentry's size for it (100 KB, 50 KB), or makes
+  no JSON object (a byte string, too deep), is kept as a file instead.
 - `annotations`: every other text field, name → value (UTF-8, undecodable bytes replaced, as
   Relay and Antenna read them; the last of a repeated name).
 - `attachments`: the dump first, named from its file name (else `upload_file_minidump.dmp`), then
@@ -66,10 +73,14 @@ Breakpad client stores the text and never reads the date from it.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from dataclasses import dataclass
+from io import BytesIO
 from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
 
 # defnull's multipart ships no type information
 from multipart import (  # type: ignore[import-untyped]
@@ -92,6 +103,7 @@ from reporters.sentry import (
     SentryEnvelope,
     event_object,
     sentry_event_id,
+    sentry_time_ms,
     submission_fields,
     unique_attachment_name,
     with_attachments,
@@ -205,20 +217,56 @@ def _part(segment: MultipartSegment, data: bytes) -> Part:
 # --- the report -------------------------------------------------------------------------------
 
 
-def _report(parts: list[Part], sku: str) -> CrashReport:
-    dumps = [part for part in parts if part.name == MINIDUMP_FIELD]
-    if not dumps:
-        raise ReporterError("invalid", f"the upload has no {MINIDUMP_FIELD} part", MINIDUMP_FIELD)
-    if len(dumps) > 1:
-        raise ReporterError("invalid", f"the upload has {len(dumps)} {MINIDUMP_FIELD} parts; one is read",
-                            MINIDUMP_FIELD)
+# sentry-native's Crashpad files of its scope and breadcrumbs, and the sizes Sentry reads them to
+SENTRY_EVENT_PART = "__sentry-event"
+BREADCRUMB_PARTS = ("__sentry-breadcrumb1", "__sentry-breadcrumb2")
+MAX_ATTACHED_EVENT_BYTES = 100_000
+MAX_ATTACHED_BREADCRUMBS_BYTES = 50_000
+
+
+def _attached(part: str, data: bytes, limit: int, stream: bool) -> list[dict[str, Any]] | None:
+    """A MessagePack part's objects (one, or a stream of them) as JSON's, else None: past `limit`,
+    not MessagePack, or one not an object or holding what JSON cannot (a byte string, a key not text)."""
+    if len(data) > limit:
+        return None
+    try:
+        values = list(msgpack.Unpacker(BytesIO(data), raw=False)) if stream else [msgpack.unpackb(data, raw=False)]
+        # each held to what a Sentry event in JSON is (an object; depth, numbers, text), as a sentry field is
+        return [event_object(json.dumps(value, allow_nan=False).encode(), part) for value in values]
+    except (ValueError, TypeError, ReporterError, msgpack.UnpackException):
+        return None
+
+
+def _merged_breadcrumbs(files: list[list[Any]]) -> list[Any]:
+    """The breadcrumb files as one list, the older first by their last timestamps, as many as the
+    longer holds (merge_attached_breadcrumbs)."""
+
+    def last_ms(crumbs: list[Any]) -> int:
+        times = [sentry_time_ms(crumb.get("timestamp")) for crumb in crumbs if isinstance(crumb, dict)]
+        return max((t for t in times if t is not None), default=0)
+
+    merged = [crumb for crumbs in sorted(files, key=last_ms) for crumb in crumbs]
+    return merged[-max(map(len, files)):]
+
+
+def _read_parts(parts: list[Part]) -> tuple[dict[str, str], dict[str, Any], list[Part]]:
+    """The parts but the dump: the annotations, the Sentry event they make (sentry fields, then
+    sentry-native's files), and the files."""
     annotations: dict[str, str] = {}
     event: dict[str, Any] = {}
+    attached: dict[str, Any] = {}
+    breadcrumbs: list[list[Any]] = []
     files: list[Part] = []
     for part in parts:
         if part.name == MINIDUMP_FIELD:
             continue
-        if part.filename is not None:
+        if part.name == SENTRY_EVENT_PART and (read := _attached(part.name, part.data, MAX_ATTACHED_EVENT_BYTES,
+                                                                   False)):
+            attached.update(read[0])
+        elif part.name in BREADCRUMB_PARTS and (crumbs := _attached(part.name, part.data,
+                                                                    MAX_ATTACHED_BREADCRUMBS_BYTES, True)):
+            breadcrumbs.append(crumbs)
+        elif part.filename is not None:
             files.append(part)
         elif part.name == "sentry":
             event.update(event_object(part.data, "the sentry field"))
@@ -226,6 +274,21 @@ def _report(parts: list[Part], sku: str) -> CrashReport:
             _set_path(event, re.findall(r"\[([^\[\]]+)\]", path.group(1)), _text(part.data))
         else:
             annotations[part.name] = _text(part.data)
+    event.update((key, value) for key, value in attached.items() if value is not None)
+    if breadcrumbs:
+        own = event.get("breadcrumbs")
+        event["breadcrumbs"] = _merged_breadcrumbs([*([own] if isinstance(own, list) and own else []), *breadcrumbs])
+    return annotations, event, files
+
+
+def _report(parts: list[Part], sku: str) -> CrashReport:
+    dumps = [part for part in parts if part.name == MINIDUMP_FIELD]
+    if not dumps:
+        raise ReporterError("invalid", f"the upload has no {MINIDUMP_FIELD} part", MINIDUMP_FIELD)
+    if len(dumps) > 1:
+        raise ReporterError("invalid", f"the upload has {len(dumps)} {MINIDUMP_FIELD} parts; one is read",
+                            MINIDUMP_FIELD)
+    annotations, event, files = _read_parts(parts)
     fields: dict[str, Any] = submission_fields(event, sku) if event else {"sku": sku}
     for name, value in (("crashType", "minidump"),
                         ("platform", _first(annotations, _PLATFORM_KEYS) or "native"),

@@ -710,13 +710,13 @@ def _session(payload: bytes) -> SessionUpdate | None:
         return None
     if not isinstance(value, dict):
         return None
-    sid, status, started = text_value(value.get("sid")), value.get("status", "ok"), _epoch_ms(value.get("started"))
+    sid, status, started = text_value(value.get("sid")), value.get("status", "ok"), sentry_time_ms(value.get("started"))
     errors = _count(value.get("errors", 0))
     if sid is None or status not in SESSION_STATUSES or started is None or errors is None:
         return None
     attrs = _obj(value.get("attrs"))
     return SessionUpdate(sid=sid, status=status, started_ms=started,
-                         did=_identity(value.get("did")), timestamp_ms=_epoch_ms(value.get("timestamp")),
+                         did=_identity(value.get("did")), timestamp_ms=sentry_time_ms(value.get("timestamp")),
                          errors=errors, release=text_value(attrs.get("release")),
                          environment=text_value(attrs.get("environment")))
 
@@ -733,7 +733,7 @@ def _aggregates(payload: bytes) -> list[SessionAggregate] | None:
     for bucket in value["aggregates"]:
         if not isinstance(bucket, dict):
             return None
-        started = _epoch_ms(bucket.get("started"))
+        started = sentry_time_ms(bucket.get("started"))
         exited, errored, abnormal, crashed = (_count(bucket.get(name, 0))
                                               for name in ("exited", "errored", "abnormal", "crashed"))
         if started is None or exited is None or errored is None or abnormal is None or crashed is None:
@@ -750,7 +750,7 @@ def _count(value: Any) -> int | None:
     return value if ok else None
 
 
-def _epoch_ms(value: Any) -> int | None:
+def sentry_time_ms(value: Any) -> int | None:
     """An RFC 3339 time or epoch seconds (Sentry writes either) as epoch milliseconds."""
     if isinstance(value, str):
         try:

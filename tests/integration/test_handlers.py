@@ -543,3 +543,15 @@ def test_a_wipe_that_would_forget_a_season_still_needed_is_409_with_when_to_try_
     board = adapters.ranking.get_board("per-match")
     assert board is not None and len(board.epochs) == MAX_EPOCHS and board.epochs[0][0] == 0
     assert 0 < int(refused["multiValueHeaders"]["Retry-After"][0]) <= REMEMBERED_MS // 1000
+
+
+def test_a_sentry_protocol_past_what_is_spoken_is_400_in_aws_as_on_serve(adapters: Adapters):
+    """Found from outside: serve answered `sentry_version=8` 400 `invalid_field`; in AWS the key
+    source refused it as if the key were wrong (401), and no handler was asked."""
+    headers = {**load_event("native-envelope.json")["headers"],
+               "x-sentry-auth": "Sentry sentry_key=ingest-key, sentry_version=8"}
+    allowed = call(key_source.handler, "key-source.json", headers=headers)
+    assert allowed["usageIdentifierKey"] == "ingest-key"
+    refused = call(native.handler, "native-envelope.json", headers=headers)
+    assert (refused["statusCode"], body(refused)["error"]) == (400, "invalid_field")
+    assert body(refused)["field"] == "X-Sentry-Auth"

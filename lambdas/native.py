@@ -27,7 +27,7 @@ from reporters.breakpad import parse_minidump_upload, socorro_answer
 from reporters.capture import capture_envelope
 from reporters.encoding import decode_body
 from reporters.projects import MAX_PROJECT_ID, unknown_project
-from reporters.sentry import SentryEnvelope, parse_envelope, parse_store
+from reporters.sentry import SentryEnvelope, check_protocol, parse_envelope, parse_store
 from reporters.unreal import parse_unreal_crash
 
 # the hot path's choice (lambdas.capture): each route reads its body itself
@@ -59,10 +59,14 @@ def _sku(project_id: str | None, scope: SkuScope) -> str:
     return sku
 
 
-def _capture(project_id: str | None, read: Reader) -> str | None:
-    """Captures the request's upload for the project's sku; the Sentry event id of its report."""
+def _capture(project_id: str | None, read: Reader, *, sentry_auth: bool = True) -> str | None:
+    """Captures the request's upload for the project's sku; the Sentry event id of its report.
+    `sentry_auth`: the request authenticates as a Sentry SDK does, whose protocol is checked."""
     a = current()
-    scope = SkuScope.of(caller_key_id(app.current_event), a.key_skus)
+    event = app.current_event
+    if sentry_auth:
+        check_protocol(event.headers, event.query_string_parameters or {})
+    scope = SkuScope.of(caller_key_id(event), a.key_skus)
     sku = _sku(project_id, scope)  # before a byte of the body is read
     request = posted(app.current_event, decodes=True)  # within the contract's limit as sent; then as decoded
     body = decode_body(request.body, request.content_encoding, MAX_BODY_BYTES)
@@ -146,7 +150,8 @@ def post_submit(project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, de
 def post_unreal(project_id: ProjectId,
                 key: Annotated[str, Path(description="an ingest key, where CrashReportClient can put one")],
                 ) -> Response[str]:
-    return text_response(200, _capture(project_id, lambda body, _, sku: parse_unreal_crash(body, sku)) or "")
+    return text_response(200, _capture(project_id, lambda body, _, sku: parse_unreal_crash(body, sku),
+                                       sentry_auth=False) or "")
 
 
 @instrumented

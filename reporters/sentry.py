@@ -316,10 +316,17 @@ def _auth_from_pairs(pairs: Iterable[tuple[str, str]]) -> SentryAuth:
         raise ReporterError("unauthorized", "sentry_key is missing", "X-Sentry-Auth")
     if len(key) > MAX_KEY_CHARS:
         raise ReporterError("unauthorized", f"sentry_key is over {MAX_KEY_CHARS} characters", "X-Sentry-Auth")
+    return SentryAuth(key, client, version)
+
+
+def check_protocol(headers: Mapping[str, str], query: Mapping[str, str]) -> None:
+    """Refuses (400) a Sentry protocol newer than PROTOCOL_VERSION, as Relay refuses one rather than
+    misread it. Not in `parse_auth`, which finds the key alone: in AWS a key source runs it before
+    the handler, and would make that a 401 (the key refused)."""
+    version = parse_auth(headers, query).version
     if version > PROTOCOL_VERSION:
         raise ReporterError("invalid", f"Sentry protocol {version} is not supported (at most {PROTOCOL_VERSION})",
                             "X-Sentry-Auth")
-    return SentryAuth(key, client, version)
 
 
 # --- framing ----------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from reporters.sentry import (
     CrashReport,
     EnvelopeLimits,
     attachment_name,
+    check_protocol,
     dsn,
     parse_auth,
     parse_envelope,
@@ -417,8 +418,10 @@ def test_authentication_as_relay_reads_it() -> None:
         with pytest.raises(ReporterError) as refused:
             parse_auth(headers, query)
         assert refused.value.status == 401
+    newer = {"X-Sentry-Auth": "Sentry sentry_key=a, sentry_version=8"}
+    assert parse_auth(newer, {}).version == 8  # the key found, for a key source
     with pytest.raises(ReporterError) as refused:
-        parse_auth({"X-Sentry-Auth": "Sentry sentry_key=a, sentry_version=8"}, {})
+        check_protocol(newer, {})
     assert refused.value.status == 400
 
 

@@ -45,7 +45,7 @@ from ports.errors import (
 from ports.limits import MAX_BODY_BYTES
 from ports.timeutil import now_ms
 from reporters.sentry import AUTH_HEADERS as SENTRY_AUTH_HEADERS
-from reporters.sentry import parse_auth
+from reporters.sentry import check_protocol, parse_auth
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -364,7 +364,10 @@ def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
     if route.credential == "path":
         return str(scope["path"]).rstrip("/").rsplit("/", 1)[-1]
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-    return parse_auth(headers, dict(parse_qsl(scope["query_string"].decode("latin-1")))).key
+    query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
+    key = parse_auth(headers, query).key
+    check_protocol(headers, query)  # here: the handler is not handed the headers that carry it
+    return key
 
 
 def _text(value: bytes) -> str:

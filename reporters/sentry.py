@@ -322,8 +322,13 @@ def _auth_from_pairs(pairs: Iterable[tuple[str, str]]) -> SentryAuth:
 def check_protocol(headers: Mapping[str, str], query: Mapping[str, str]) -> None:
     """Refuses (400) a Sentry protocol newer than PROTOCOL_VERSION, as Relay refuses one rather than
     misread it. Not in `parse_auth`, which finds the key alone: in AWS a key source runs it before
-    the handler, and would make that a 401 (the key refused)."""
-    version = parse_auth(headers, query).version
+    the handler, and would make that a 401 (the key refused). Where these hold no authentication
+    (serve's gateway checks the key and hands no handler the headers that carry it) there is none
+    to check here: the gateway checks the protocol too."""
+    try:
+        version = parse_auth(headers, query).version
+    except ReporterError:
+        return
     if version > PROTOCOL_VERSION:
         raise ReporterError("invalid", f"Sentry protocol {version} is not supported (at most {PROTOCOL_VERSION})",
                             "X-Sentry-Auth")

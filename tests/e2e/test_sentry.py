@@ -211,6 +211,11 @@ def test_keys_and_projects_are_checked_as_a_sentry_sdk_expects(server: Serve) ->
     assert envelope_post(server, PROJECT, **{"X-Sentry-Auth": f"Sentry sentry_key={TITLE}"}).status_code == 404
     for unknown in (99, 0, "x1", 10**20):
         assert envelope_post(server, unknown, **{"X-Sentry-Auth": auth}).status_code == 404
+    # a newer protocol, in the header or the query: 400 naming it, as in AWS (tests/integration/test_handlers.py)
+    newer = envelope_post(server, PROJECT, **{"X-Sentry-Auth": f"Sentry sentry_key={INGEST}, sentry_version=8"})
+    assert (newer.status_code, newer.json()["field"]) == (400, "X-Sentry-Auth")
+    assert httpx.post(f"{server.url}/api/{PROJECT}/envelope/?sentry_key={INGEST}&sentry_version=8",
+                      content=b"{}\n", headers={"Content-Type": "text/plain"}).status_code == 400
 
 
 def test_gzip_and_deflate_bodies_are_read_and_a_bomb_is_refused(server: Serve) -> None:

@@ -170,6 +170,11 @@ def test_a_gzip_wrapped_minidump_is_inflated_and_its_gz_dropped():
     body, content_type = crashpad({}, {"upload_file_minidump": ("crash.dmp.gz", gzip.compress(DUMP))})
     crash = parse_minidump_upload(body, content_type, SKU).crash
     assert crash is not None and crash.attachments == {"crash.dmp": DUMP}
+    # found in review: described by the name it is kept under, where its file name as sent was (a
+    # retry across the change would have made another body, refused as a reused key)
+    assert crash.fields["sentryAttachments"][0] == {"name": "crash.dmp", "field": "upload_file_minidump",
+                                                    "filename": "crash.dmp.gz", "attachmentType": "event.minidump",
+                                                    "contentType": "application/octet-stream"}
 
 
 def test_a_body_that_lost_its_content_encoding_is_still_read():
@@ -346,7 +351,9 @@ def test_sentry_natives_crashpad_upload_brings_its_event_and_breadcrumbs():
 
 
 @pytest.mark.parametrize("data", [b"\xc1", msgpack.packb([1, 2]), msgpack.packb({"a": b"\x00"}), b"\x91" * 100,
-                                  msgpack.packb({"release": "x" * 200_000})])
+                                  msgpack.packb({"release": "x" * 200_000}),
+                                  # found in review: deeper than Python's recursion went, a 500
+                                  b"\x81\xa1a" * 1000 + b"\x80"])
 def test_a_sentry_event_part_that_makes_no_event_is_kept_as_a_file(data: bytes):
     """Not JSON's (a byte string), not a map, too deep or too large: the upload is still a report,
     and the part one of its files, as sent."""

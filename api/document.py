@@ -94,7 +94,7 @@ RETRY_KEY = {
                    "the dead-letter topic with the reason idempotency_conflict",
 }
 
-_RETRY_AFTER: dict[str, Any] = {"description": "seconds to wait before trying again",
+RETRY_AFTER: dict[str, Any] = {"description": "seconds to wait before trying again",
                                 "schema": {"type": "integer", "minimum": 1}}
 
 
@@ -120,14 +120,14 @@ ERRORS = {
                                         "Content-Length saying so, whatever the method; the connection is closed)"),
     415: ErrorAnswer("UnsupportedMediaType", "unsupported_media_type (no Content-Type, or not JSON)"),
     429: ErrorAnswer("Throttled", "throttled (the key's usage plan, or too many requests from one address)",
-                     {"Retry-After": _RETRY_AFTER}),
+                     {"Retry-After": RETRY_AFTER}),
     431: ErrorAnswer("HeadersTooLarge", "headers_too_large (`blackbox serve`: a request's line and headers over "
                                         "64 KiB; the connection is closed)"),
     503: ErrorAnswer("Unavailable",
                      "unavailable: a store did not answer, or (with `Retry-After`) `blackbox serve` had as many "
                      "requests in hand as it takes and shed this one unread and unpublished; either way retry "
                      "with the same Idempotency-Key",
-                     {"Retry-After": {**_RETRY_AFTER, "description": "when shed: " + _RETRY_AFTER["description"]}}),
+                     {"Retry-After": {**RETRY_AFTER, "description": "when shed: " + RETRY_AFTER["description"]}}),
 }
 # the gateways' answers come before any route's code: any route may get them
 ALWAYS = (400, 401, 403, 408, 413, 429, 431, 503)

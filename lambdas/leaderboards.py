@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
+from api.document import RETRY_AFTER
 from api.params import DIGITS, Cursor, Season
 from api.requests import JsonBody
 from api.resolver import answer, create_resolver, idempotency_key, json_response, posted
@@ -52,7 +53,9 @@ SETTINGS = JsonBody(BoardSettingsBody)
 _TOO_MANY_SEASONS: OpenAPIResponse = {
     "description": f"too_many_seasons: the board started {MAX_EPOCHS} seasons by wipes and changes of schedule "
                    f"within {REMEMBERED_MS // 3_600_000} hours, each remembered that long (to place late scores "
-                   "and tell the seasons' ends); Retry-After says when one is forgotten",
+                   "and tell the seasons' ends)",
+    "headers": {"Retry-After": {"schema": RETRY_AFTER["schema"], "description": "when the oldest of them is "
+                                                                                 "forgotten: seconds to wait"}},
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 

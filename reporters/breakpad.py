@@ -233,7 +233,8 @@ def _attached(part: str, data: bytes, limit: int, stream: bool) -> list[dict[str
         values = list(msgpack.Unpacker(BytesIO(data), raw=False)) if stream else [msgpack.unpackb(data, raw=False)]
         # each held to what a Sentry event in JSON is (an object; depth, numbers, text), as a sentry field is
         return [event_object(json.dumps(value, allow_nan=False).encode(), part) for value in values]
-    except (ValueError, TypeError, ReporterError, msgpack.UnpackException):
+    # RecursionError: msgpack nests deeper than json.dumps recurses
+    except (ValueError, TypeError, RecursionError, ReporterError, msgpack.UnpackException):
         return None
 
 
@@ -301,7 +302,8 @@ def _report(parts: list[Part], sku: str) -> CrashReport:
     dump, dump_name = _minidump(dumps[0])
     event_id = sentry_event_id(event.get("event_id")) or sentry_event_id(dump_name.rpartition(".")[0])
     return with_attachments(event_id, fields, [
-        Attached(dump_name, MINIDUMP, dump, form_field=dumps[0].name, content_type=dumps[0].content_type),
+        Attached(dumps[0].filename, MINIDUMP, dump, form_field=dumps[0].name, content_type=dumps[0].content_type,
+                 kept_as=dump_name),
         *(Attached(file.filename, "event.attachment", file.data, form_field=file.name, content_type=file.content_type)
           for file in files)])
 

@@ -528,13 +528,15 @@ def _report(event: dict[str, Any], sku: str, event_id: str | None, items: list[I
 @dataclass(frozen=True)
 class Attached:
     """A file an upload carried, for its report: its name and type as sent, and where a form has
-    them, its field and content type."""
+    them, its field and content type; `kept_as`, the name to keep it under when not its file name's
+    (an inflated dump's)."""
 
     filename: str | None
     kind: str
     data: bytes
     form_field: str | None = None
     content_type: str | None = None
+    kept_as: str | None = None
 
     def description(self, name: str) -> dict[str, str]:
         """As `sentryAttachments` lists it, kept as `name`."""
@@ -570,7 +572,7 @@ def with_attachments(event_id: str | None, fields: dict[str, Any], files: Sequen
     left: list[dict[str, Any]] = []
     minidumps: list[str] = []
     for file in ordered:
-        name = unique_attachment_name(file.filename, attachments, file.kind == MINIDUMP)
+        name = unique_attachment_name(file.kept_as or file.filename, attachments, file.kind == MINIDUMP)
         kept = (_json_bytes(file.description(name)) + _json_bytes(name) + 4 * -(-len(file.data) // 3) + 4
                 - _json_bytes(file.left_out()))
         if len(attachments) == MAX_ATTACHMENTS or size + kept > MAX_BODY_BYTES:

@@ -3,6 +3,7 @@ renamed, so a file that exists is whole."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -58,7 +59,8 @@ class DirectorySpillStore:
         (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
 
     def set_aside(self, spill_id: str) -> None:
-        self._set_aside(spill_id, _REFUSED)
+        with contextlib.suppress(FileNotFoundError):  # by another replay meanwhile
+            self._set_aside(spill_id, _REFUSED)
 
     def _set_aside(self, spill_id: str, why: str) -> Path:
         aside = self._dir / f".{spill_id}.{why}"

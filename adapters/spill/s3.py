@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from adapters.spill.codec import Unreadable, decode, encode, is_spill_id, new_spill_id, spilled_at_ms
 from ports import OutgoingRecord, SpilledRecord
 from ports.telemetry import logger
@@ -50,7 +52,11 @@ class S3SpillStore:
         self._s3.delete_object(Bucket=self._bucket, Key=f"{PREFIX}{spill_id}.json")
 
     def set_aside(self, spill_id: str) -> None:
-        self._set_aside(spill_id, REFUSED)
+        try:
+            self._set_aside(spill_id, REFUSED)
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "NoSuchKey":  # else set aside by another replay meanwhile
+                raise
 
     def _set_aside(self, spill_id: str, prefix: str) -> str:
         """S3 has no rename: a copy, then the delete."""

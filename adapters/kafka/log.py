@@ -32,7 +32,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from confluent_kafka.cimpl import NewTopic
 
-from pipeline.topics import READ_GROUP, retention_days
+from pipeline.topics import MINIDUMPS, READ_GROUP, retention_days
 from ports import PUBLISH_TIMEOUT_S, LogRecord, OutgoingRecord, PartlyPublished
 from ports.errors import ValueRefused
 from ports.limits import MAX_BODY_BYTES
@@ -49,12 +49,13 @@ CHUNK_RECORDS = 64
 SESSION_TIMEOUT_MS = 10_000
 HEARTBEAT_INTERVAL_MS = 1_000
 READ_TIMEOUT_S = 10.0
-# how long a member may take over a batch before the group hands its partitions to another: the
-# longest is serve's minidump poller's, 5 reports each walked up to 3 times (crashes.processing.WALKS)
-# of 60 s of wall time at most (adapters.stackwalk.WALL_S), and the symbol files' fetches: 900 s and
-# more, where librdkafka's default is 300. A member that dies is found by its session timeout
-# whatever this is.
-MAX_POLL_INTERVAL_MS = 1_200_000
+# how long a member may take over a batch before the group hands its partitions to another (one that
+# hangs holds them that long; one that dies is found by its session timeout): librdkafka's default,
+# but for the minidump processor's, whose batch of 5 reports, each walked up to 3 times
+# (crashes.processing.WALKS) in 60 s of wall time at most (adapters.stackwalk.WALL_S) with the
+# symbol files' fetches, may take 900 s and more
+POLL_INTERVAL_MS = 300_000
+WALKS_POLL_INTERVAL_MS = 1_200_000
 # librdkafka's synchronous commit and its close wait without a timeout, and a commit has been seen
 # never to return while the group rebalanced (CI; confluent-kafka-python#1801): these bound the
 # wait. librdkafka itself holds a commit back for up to a session timeout while the group has no
@@ -452,10 +453,11 @@ class KafkaEventLog:
         self._producer.flush(self._timeout)
 
 
-def consumer_config(client_config: dict[str, Any], group: str) -> dict[str, Any]:
-    """What a member of `group` consumes with: it commits only what it is told to."""
+def consumer_config(client_config: dict[str, Any], group: str, topic: str) -> dict[str, Any]:
+    """What a member of `group` consumes `topic` (the log's name) with: it commits only what it is
+    told to."""
     return {
-        "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+        "max.poll.interval.ms": WALKS_POLL_INTERVAL_MS if topic == MINIDUMPS else POLL_INTERVAL_MS,
         **client_config,
         "group.id": group,
         "enable.auto.commit": False,
@@ -478,7 +480,7 @@ class KafkaLogConsumer:
     def __init__(self, config: dict[str, Any], group: str, topic: str, logical_topic: str) -> None:
         self._topic = topic
         self._logical_topic = logical_topic
-        self._consumer = Consumer(consumer_config(config, group))
+        self._consumer = Consumer(consumer_config(config, group, logical_topic))
         self._revoked = False
         self._unconfirmed: Future[object] | None = None
         # the library unassigns by itself after the callback; it gets lost partitions too

@@ -117,9 +117,12 @@ class ApiStack(ApplicationStack):
         self.api = self._rest_api("Api", config.prefix, "Blackbox: crash reports, sessions, scores and their queries",
                                   apigateway.ApiKeySourceType.HEADER, ["application/octet-stream", "image/*"])
         # every body as bytes: an envelope may be gzip, whatever its Content-Type says
+        # the account's CloudWatch role for API Gateway is one setting an account and region: the first
+        # API sets it, and the other's stage, which logs to CloudWatch too, waits for it
         self.native_api = self._rest_api("NativeApi", f"{config.prefix}-native",
                                          "Blackbox: the uploads of crash reporters studios ship (Sentry SDKs)",
-                                         apigateway.ApiKeySourceType.AUTHORIZER, ["*/*"])
+                                         apigateway.ApiKeySourceType.AUTHORIZER, ["*/*"], cloud_watch_role=False)
+        self.native_api.deployment_stage.node.add_dependency(self.api.node.find_child("Account"))
         self.functions[KEY_SOURCE] = self.adapter_function(KEY_SOURCE, timeout_s=5)
         key_source = apigateway.RequestAuthorizer(
             self, "SentryKeySource", handler=self.functions[KEY_SOURCE], authorizer_name="sentry-key",
@@ -187,12 +190,12 @@ class ApiStack(ApplicationStack):
         for api in (self.api, self.native_api):
             acknowledge(api, "AwsSolutions-COG4", (
                 "no Cognito: ingest uses API keys with usage plans, queries use IAM (docs/api.md)"))
-            acknowledge(api, "AwsSolutions-IAM4", (
-                "API Gateway's CloudWatch role uses AmazonAPIGatewayPushToCloudWatchLogs, the documented policy"),
-                ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"])
+        acknowledge(self.api, "AwsSolutions-IAM4", (
+            "API Gateway's CloudWatch role uses AmazonAPIGatewayPushToCloudWatchLogs, the documented policy"),
+            ["Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"])
 
     def _rest_api(self, construct_id: str, name: str, description: str, key_source: apigateway.ApiKeySourceType,
-                  binary_media_types: list[str]) -> apigateway.RestApi:
+                  binary_media_types: list[str], *, cloud_watch_role: bool = True) -> apigateway.RestApi:
         """A REST API with access logs, tracing, metrics and the contract's error bodies."""
         access_logs = logs.LogGroup(self, f"{construct_id.removesuffix('Api')}AccessLogs",
                                     retention=logs.RetentionDays.THREE_MONTHS,
@@ -201,7 +204,7 @@ class ApiStack(ApplicationStack):
             self, construct_id,
             rest_api_name=name,
             description=description,
-            cloud_watch_role=True,
+            cloud_watch_role=cloud_watch_role,
             deploy_options=apigateway.StageOptions(
                 stage_name="v1-stage",
                 access_log_destination=apigateway.LogGroupLogDestination(access_logs),

@@ -148,10 +148,15 @@ class DataStack(Stack):
         # single user: the password changes in place; a connection open keeps working, and a new one that
         # the old password fails reads the secret again (adapters.mysql.database). The function is in the
         # private subnets: Secrets Manager through the VPC's endpoint, the instance directly
+        rotation = f"{config.prefix}-mysql-rotation"
         self.mysql_rotation = secretsmanager.HostedRotation.mysql_single_user(
-            vpc=network.vpc, vpc_subnets=network.private, function_name=f"{config.prefix}-mysql-rotation")
-        self.mysql_secret.add_rotation_schedule("Rotation", hosted_rotation=self.mysql_rotation,
-                                                automatically_after=MYSQL_ROTATION)
+            vpc=network.vpc, vpc_subnets=network.private, function_name=rotation)
+        # the hosted function is the Secrets Manager transform's, whose log group Lambda would make
+        # with no retention at its first run: this one, of its name, is made before it
+        rotation_logs = kept_logs(self, "MysqlRotationLogs", config, name=f"/aws/lambda/{rotation}")
+        schedule = self.mysql_secret.add_rotation_schedule("Rotation", hosted_rotation=self.mysql_rotation,
+                                                           automatically_after=MYSQL_ROTATION)
+        schedule.node.add_dependency(rotation_logs)
         self.database.connections.allow_default_port_from(self.mysql_rotation, "secret rotation to MySQL")
 
     def _couchbase(self, config: DeployConfig, network: NetworkStack) -> None:

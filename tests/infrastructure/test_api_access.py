@@ -97,3 +97,13 @@ def test_a_function_is_allowed_to_the_api_once_a_method_and_not_to_its_console_t
     routes from a deploy that fails."""
     permissions = resources(templates["api"], "AWS::Lambda::Permission")
     assert permissions and not [p for p in permissions if "test-invoke-stage" in json.dumps(p)]
+
+
+def test_one_cloudwatch_role_setting_for_both_apis_before_either_stage(templates: dict[str, Template]):
+    """Found in review: each REST API set the account's API Gateway CloudWatch role (one setting an
+    account and region), both at once on a first deploy, the last written winning."""
+    api = templates["api"]
+    [(account_id, _)] = api.find_resources("AWS::ApiGateway::Account").items()
+    stages = api.find_resources("AWS::ApiGateway::Stage")
+    assert len(stages) == 2  # logging to CloudWatch needs the setting first, on both
+    assert all(account_id in stage.get("DependsOn", []) for stage in stages.values())

@@ -159,3 +159,12 @@ def test_the_alarm_topic_uses_a_key_cloudwatch_may_use(templates: dict[str, Temp
     assert f":alarm:{DEV.prefix}-*" in json.dumps(publish["Condition"]["ArnLike"]["aws:SourceArn"])
     topic_id = next(iter(observability.find_resources("AWS::SNS::Topic")))
     assert all(a["AlarmActions"] == [{"Ref": topic_id}] for a in resources(observability, "AWS::CloudWatch::Alarm"))
+
+
+def test_a_webhooks_run_eventbridge_could_not_start_alarms(templates: dict[str, Template]):
+    """Found in review: its dead-letter queue said "an alarm or a person sees it", and no alarm did."""
+    found = alarm(templates["observability"], "WebhooksDeadLetters")
+    assert (found["Namespace"], found["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert found["Threshold"] == 1 and found["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    [dimension] = found["Dimensions"]
+    assert dimension["Name"] == "QueueName" and "WebhooksDeadLetters" in json.dumps(dimension["Value"])

@@ -102,6 +102,9 @@ class ObservabilityStack(Stack):
             ("ForeignOffset", _blackbox(FOREIGN_OFFSET, "Sum"), 1, 1,
              "a consumer stopped: its stored offset is not one of this log's"),
             ("CrashSpike", _blackbox(CRASH_SPIKE, "Sum"), 1, 1, "a sku's crashes spiked"),
+            ("WebhooksDeadLetters", processing.webhooks_dead_letters.metric_approximate_number_of_messages_visible(
+                period=PERIOD, statistic="Maximum"), 1, 1,
+             "EventBridge could not start a webhooks run (its dead-letter queue holds the event)"),
         ]
         alarms += [(f"OffsetLag-{name}", _offset_lag(f), OFFSET_LAG, 5, f"{name} is falling behind")
                    for name, f in consumers.items()]

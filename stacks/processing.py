@@ -126,10 +126,12 @@ class ProcessingStack(ApplicationStack):
         dead-letter queue, where an alarm or a person sees it."""
         webhooks = self.adapter_function("webhooks", timeout_s=WEBHOOKS_TIMEOUT_S)
         webhooks.configure_async_invoke(retry_attempts=0)
-        dead_letters = sqs.Queue(self, "WebhooksDeadLetters", encryption=sqs.QueueEncryption.SQS_MANAGED,
-                                 enforce_ssl=True, retention_period=Duration.days(14))
-        acknowledge(dead_letters, "AwsSolutions-SQS3", "it is the dead-letter queue of the webhooks' schedule")
+        self.webhooks_dead_letters = sqs.Queue(self, "WebhooksDeadLetters", encryption=sqs.QueueEncryption.SQS_MANAGED,
+                                               enforce_ssl=True, retention_period=Duration.days(14))
+        acknowledge(self.webhooks_dead_letters, "AwsSolutions-SQS3",
+                    "it is the dead-letter queue of the webhooks' schedule")
         events.Rule(self, "WebhookDelivery", description="sends the webhooks' due deliveries",
                     schedule=events.Schedule.rate(WEBHOOKS_INTERVAL),
-                    targets=[targets.LambdaFunction(webhooks, retry_attempts=2, dead_letter_queue=dead_letters)])
+                    targets=[targets.LambdaFunction(webhooks, retry_attempts=2,
+                                                    dead_letter_queue=self.webhooks_dead_letters)])
         return webhooks

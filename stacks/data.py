@@ -20,6 +20,7 @@ from aws_cdk import (
 )
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_route53 as route53
 from aws_cdk import aws_s3 as s3
@@ -151,12 +152,16 @@ class DataStack(Stack):
         rotation = f"{config.prefix}-mysql-rotation"
         self.mysql_rotation = secretsmanager.HostedRotation.mysql_single_user(
             vpc=network.vpc, vpc_subnets=network.private, function_name=rotation)
-        # the hosted function is the Secrets Manager transform's, whose log group Lambda would make
-        # with no retention at its first run: this one, of its name, is made before it
-        rotation_logs = kept_logs(self, "MysqlRotationLogs", config, name=f"/aws/lambda/{rotation}")
-        schedule = self.mysql_secret.add_rotation_schedule("Rotation", hosted_rotation=self.mysql_rotation,
-                                                           automatically_after=MYSQL_ROTATION)
-        schedule.node.add_dependency(rotation_logs)
+        self.mysql_secret.add_rotation_schedule("Rotation", hosted_rotation=self.mysql_rotation,
+                                                automatically_after=MYSQL_ROTATION)
+        # the hosted function is the Secrets Manager transform's, whose log group Lambda makes with no
+        # retention at its first run (a deployment made before this has one): the CDK's log-retention
+        # function sets it on the group, made or not, as on MySQL's own
+        logs.LogRetention(self, "MysqlRotationLogRetention", log_group_name=f"/aws/lambda/{rotation}",
+                          retention=LOGS_KEPT, removal_policy=config.removal_policy)
+        acknowledge(self.node.find_child(f"LogRetention{LOG_RETENTION_ID}"), "AwsSolutions-IAM5", (
+            "the CDK's log-retention function deletes the rotation function's log group with a disposable stage"),
+            [f"Resource::arn:<AWS::Partition>:logs:{self.region}:<AWS::AccountId>:log-group:/aws/lambda/{rotation}:*"])
         self.database.connections.allow_default_port_from(self.mysql_rotation, "secret rotation to MySQL")
 
     def _couchbase(self, config: DeployConfig, network: NetworkStack) -> None:

@@ -52,10 +52,9 @@ def invoke_versions(function: lambda_.Function) -> str:
     return f"Resource::<{logical_id}.Arn>:*"
 
 
-def kept_logs(scope: Construct, construct_id: str, config: DeployConfig, *, name: str | None = None) -> logs.LogGroup:
-    """A function's log group, kept LOGS_KEPT, and with the environment unless it is disposable;
-    `name` for a function made elsewhere, whose log group Lambda would make without a retention."""
-    return logs.LogGroup(scope, construct_id, log_group_name=name, retention=LOGS_KEPT,
+def kept_logs(scope: Construct, construct_id: str, config: DeployConfig) -> logs.LogGroup:
+    """A function's log group, kept LOGS_KEPT, and with the environment unless it is disposable."""
+    return logs.LogGroup(scope, construct_id, retention=LOGS_KEPT,
                          removal_policy=config.removal_policy)
 
 

@@ -47,8 +47,6 @@ class StreamingStack(Stack):
                 security_groups=[network.kafka_sg.security_group_id],
             )],
         )
-        # its topics hold what is not consumed yet, and the dead letters for as long as the data
-        self.cluster.apply_removal_policy(config.removal_policy)
         self.cluster_arn = self.cluster.attr_arn
         brokers = cr.AwsCustomResource(
             self, "BootstrapBrokers",

@@ -362,3 +362,15 @@ def test_a_sentry_event_part_that_makes_no_event_is_kept_as_a_file(data: bytes):
     crash = parse_minidump_upload(body, content_type, SKU).crash
     assert crash is not None and crash.attachments["__sentry-event"] == data
     assert "buildVersion" not in crash.fields
+
+
+def test_an_empty_sentry_native_part_is_no_file_of_the_report():
+    """Found re-reading the diff: sentry-native writes both breadcrumb files, one perhaps still
+    empty, and Sentry passes over an empty part (size 0); each was kept as an empty file."""
+    body, content_type = crashpad({}, {"upload_file_minidump": (f"{REPORT_UUID}.dmp", DUMP),
+                                       "__sentry-event": ("__sentry-event", b""),
+                                       "__sentry-breadcrumb1": ("b1", msgpack.packb({"message": "a"})),
+                                       "__sentry-breadcrumb2": ("__sentry-breadcrumb2", b"")})
+    crash = parse_minidump_upload(body, content_type, SKU).crash
+    assert crash is not None and set(crash.attachments) == {f"{REPORT_UUID}.dmp"}
+    assert crash.fields["sentryEvent"] == {"breadcrumbs": [{"message": "a"}]}

@@ -55,8 +55,8 @@ without a name is dropped, as Antenna drops it.
   `__sentry-breadcrumb1` and `2` (each a stream of them, the two written in turns), which Sentry
   reads into the event (sentry/lang/native/minidump.py: `merge_attached_event`, each value not
   null over the form's; `merge_attached_breadcrumbs`, the older file's first, as many as the
-  longer holds): so does this. One that is past Sentry's size for it (100 KB, 50 KB), or makes
-  no JSON object (a byte string, too deep), is kept as a file instead.
+  longer holds): so does this. An empty one is passed over; one that is past Sentry's size for it
+  (100 KB, 50 KB), or makes no JSON object (a byte string, too deep), is kept as a file instead.
 - `annotations`: every other text field, name → value (UTF-8, undecodable bytes replaced, as
   Relay and Antenna read them; the last of a repeated name).
 - `attachments`: the dump first, named from its file name (else `upload_file_minidump.dmp`), then
@@ -229,6 +229,8 @@ def _attached(part: str, data: bytes, limit: int, stream: bool) -> list[dict[str
     not MessagePack, or one not an object or holding what JSON cannot (a byte string, a key not text)."""
     if len(data) > limit:
         return None
+    if not data:  # one not written yet (Sentry passes over it too)
+        return []
     try:
         values = list(msgpack.Unpacker(BytesIO(data), raw=False)) if stream else [msgpack.unpackb(data, raw=False)]
         # each held to what a Sentry event in JSON is (an object; depth, numbers, text), as a sentry field is
@@ -262,11 +264,13 @@ def _read_parts(parts: list[Part]) -> tuple[dict[str, str], dict[str, Any], list
         if part.name == MINIDUMP_FIELD:
             continue
         if part.name == SENTRY_EVENT_PART and (read := _attached(part.name, part.data, MAX_ATTACHED_EVENT_BYTES,
-                                                                   False)):
-            attached.update(read[0])
+                                                                   False)) is not None:
+            for value in read:
+                attached.update(value)
         elif part.name in BREADCRUMB_PARTS and (crumbs := _attached(part.name, part.data,
-                                                                    MAX_ATTACHED_BREADCRUMBS_BYTES, True)):
-            breadcrumbs.append(crumbs)
+                                                                    MAX_ATTACHED_BREADCRUMBS_BYTES, True)) is not None:
+            if crumbs:
+                breadcrumbs.append(crumbs)
         elif part.filename is not None:
             files.append(part)
         elif part.name == "sentry":

@@ -23,7 +23,7 @@ from adapters.embedded.log import SqliteEventLog
 from adapters.spill.directory import DirectorySpillStore
 from pipeline.topics import DEADLETTER, SCORES
 from ports import MAX_EPOCHS, BoardSettings, BoardUpdate, Checkpoint, LogRecord, NodeRange, OutgoingRecord, RankingStore
-from ports.errors import InvalidField, NotFound
+from ports.errors import BansLifted, InvalidField, NotFound
 from ports.issues import Alert
 from ports.limits import INT64_MAX, INT64_MIN
 from ports.timeutil import now_ms, parse_epoch_ms, to_rfc3339
@@ -792,6 +792,36 @@ def test_lifting_a_ban_again_rechecks_what_a_cut_off_lifting_left_hidden(ranking
     ranking_store.unban(player)  # the lifting's first try: cut off before its rechecks went out
     assert bans.restore(ranking_store, log, spill, player)["records"] == 1
     apply_scores(consumer.poll(10, 1 << 20, 1), ranking_store, log, TREE)
+    assert leaderboard.player(ranking_store, TREE, board, player)["score"] == 5
+
+
+def test_a_ban_lifted_while_a_batch_writes_its_player_hidden_has_the_batch_tried_again(ranking_store: RankingStore,
+                                                                                       log, tmp_path: Path):
+    """Found in review: a batch that read the ban list before a lifting and wrote after it kept the
+    record the player made meanwhile, on a board it had none on, hidden: the lifting rechecked the
+    records it found, and that one was not written yet."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    player = f"cheat-{uuid.uuid4().hex[:6]}"
+    spill = DirectorySpillStore(tmp_path / "spill")
+    ranking_store.ban(player, T0)
+    rechecked: list[int] = []
+
+    class LiftedMeanwhile:
+        """The store, the ban lifted between the batch's read of the ban list and its write."""
+
+        def apply(self, *args: Any) -> Any:
+            if not rechecked:
+                rechecked.append(bans.restore(ranking_store, log, spill, player)["records"])
+            return ranking_store.apply(*args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(ranking_store, name)
+
+    batch = records(board, [(player, 5)], itertools.count())
+    with pytest.raises(BansLifted):
+        apply_scores(batch, LiftedMeanwhile(), log, TREE)  # type: ignore[arg-type]
+    assert rechecked == [0]
+    apply_scores(batch, ranking_store, log, TREE)  # the batch, tried again
     assert leaderboard.player(ranking_store, TREE, board, player)["score"] == 5
 
 

@@ -592,7 +592,8 @@ class RankingStore(NodeReader, Checkpoints, TournamentStore, Protocol):
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
         """Creates missing boards (and records their seasons), writes scores, removes players and
         adds node deltas, and records the checkpoint, all in one transaction, only if the stored
-        offset is still the expected one (else OffsetConflict)."""
+        offset is still the expected one (else OffsetConflict), and the players it writes hidden are
+        banned still (else BansLifted, ports.errors)."""
         ...
 
     def seasons(self, board: str, before: int | None, limit: int) -> list[int]:

@@ -150,6 +150,12 @@ class StoreUnavailable(Unavailable):
         self.port = port
 
 
+class BansLifted(Exception):
+    """A ranking batch would write a record hidden whose player's ban was lifted since the batch
+    read the ban list: not the records' fault, so the batch is tried again whole (pipeline.failures),
+    and reads the list anew."""
+
+
 class ValueRefused(ValueError):
     """What an adapter raises when its engine refused a value (too long, out of range, a broken
     constraint): the same value fails again, whenever it is tried. Not a client's error at the HTTP

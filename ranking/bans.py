@@ -7,7 +7,10 @@ hidden by their boards' workers: a ban asks each board, on its partition of the 
 recheck the player's records there, in order with the board's updates; so they leave every rank
 and list within the workers' delay, all boards alike, and come back the same way when the ban is
 lifted. A record the player makes in the same instant as a ban, on a board it had none on, may
-stay shown until its next update."""
+stay shown until its next update. In the same instant as a lifting, the worker's write holds the
+ban rows of the players it writes hidden, and finds a lifting that came first: its batch is tried
+again (ports.errors.BansLifted), while a lifting that comes after waits for it and then finds its
+record to recheck."""
 
 from __future__ import annotations
 

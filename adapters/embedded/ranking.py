@@ -50,6 +50,7 @@ class SqliteRankingStore(RankingReads, TournamentRecords):
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
         with self._database.checkpoint_transaction(checkpoint) as t:
+            self._hold_bans(t, updates)
             t.execute_rows(ADD_BOARD, [board_row(u.settings) for u in updates])
             t.execute_rows(ADD_SEASON, season_rows(updates))
             t.execute_rows(SET_SCORES, score_rows(updates))

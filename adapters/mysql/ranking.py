@@ -44,6 +44,7 @@ class MysqlRankingStore(RankingReads, TournamentRecords):
 
     def apply(self, checkpoint: Checkpoint, updates: Sequence[BoardUpdate]) -> None:
         with self._database.checkpoint_transaction(checkpoint) as t:
+            self._hold_bans(t, updates)
             # executemany folds these into one multi-row INSERT
             t.execute_rows(ADD_BOARD, [board_row(u.settings) for u in updates])
             t.execute_rows(ADD_SEASON, season_rows(updates))

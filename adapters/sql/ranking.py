@@ -146,6 +146,18 @@ def _banned(count: int) -> Statement:
 def banned(player_ids: list[str]) -> Query:
     return _banned(padded(len(player_ids))), listed("player", player_ids)
 
+
+@functools.cache
+def _still_banned(count: int) -> Statement:
+    # a shared lock on each ban row read (MySQL; SQLite's writer holds the database): a lifting
+    # waits for the batch's commit, whose record its rechecks then find
+    return Statement(sa.select(_b.player_id).where(_b.player_id.in_(marks("player", count))).with_for_update(
+        read=True))
+
+
+def still_banned(player_ids: list[str]) -> Query:
+    return _still_banned(padded(len(player_ids))), listed("player", player_ids)
+
 PUT_BOARD = insert(boards, BOARD_COLUMNS, keys=("board",), replace=BOARD_COLUMNS[1:])
 # the settings, only where the board's row is still what the writer read (`was_` each column)
 REPLACE_BOARD = Statement(sa.update(boards).where(

@@ -50,6 +50,7 @@ from adapters.sql.statements import Engine, Query, Statement, T
 from ports import (
     Applied,
     BoardSettings,
+    BoardUpdate,
     Checkpoint,
     CrashGroup,
     Entry,
@@ -62,6 +63,7 @@ from ports import (
     ReportOrigin,
     SkuSeen,
 )
+from ports.errors import BansLifted
 from ports.limits import INT64_MAX
 from ports.timeutil import now_ms
 from ranking.seasons import season_key
@@ -257,6 +259,19 @@ class RankingReads(Checkpointed):
 
     def get_board(self, board: str) -> BoardSettings | None:
         return self.boards_named([board]).get(board)
+
+    def _hold_bans(self, t: Transaction, updates: Sequence[BoardUpdate]) -> None:
+        """In the batch's transaction, before its writes: the players it writes hidden are banned
+        still, their ban rows held until it commits (a lifting then waits, and its rechecks find
+        the batch's records). BansLifted where one was lifted since the batch read the ban list."""
+        hidden = sorted({player for update in updates for player in update.hidden})
+        held: set[str] = set()
+        size = self.SCORES_AT_ONCE
+        for start in range(0, len(hidden), size):
+            held |= {str(row[0]) for row in t.rows(*ranking_sql.still_banned(hidden[start : start + size]))}
+        if lifted := [player for player in hidden if player not in held]:
+            raise BansLifted(f"the bans of {len(lifted)} players the batch writes hidden were lifted since it read "
+                             "them; it is tried again")
 
     def boards_named(self, boards: Sequence[str]) -> dict[str, BoardSettings]:
         return {settings.board: settings for settings in map(ranking_sql.board_settings,

@@ -159,7 +159,7 @@ class DataStack(Stack):
         # function sets it on the group, made or not, as on MySQL's own
         logs.LogRetention(self, "MysqlRotationLogRetention", log_group_name=f"/aws/lambda/{rotation}",
                           retention=LOGS_KEPT, removal_policy=config.removal_policy)
-        acknowledge(self.node.find_child(f"LogRetention{LOG_RETENTION_ID}"), "AwsSolutions-IAM5", (
+        acknowledge(retention, "AwsSolutions-IAM5", (
             "the CDK's log-retention function deletes the rotation function's log group with a disposable stage"),
             [f"Resource::arn:<AWS::Partition>:logs:{self.region}:<AWS::AccountId>:log-group:/aws/lambda/{rotation}:*"])
         self.database.connections.allow_default_port_from(self.mysql_rotation, "secret rotation to MySQL")

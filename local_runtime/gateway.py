@@ -364,10 +364,9 @@ def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
     if route.credential == "path":
         return str(scope["path"]).rstrip("/").rsplit("/", 1)[-1]
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-    query = dict(parse_qsl(scope["query_string"].decode("latin-1")))
-    key = parse_auth(headers, query).key
-    check_protocol(headers, query)  # here: the handler is not handed the headers that carry it
-    return key
+    auth = parse_auth(headers, dict(parse_qsl(scope["query_string"].decode("latin-1"))))
+    check_protocol(auth)  # here: the handler is not handed the headers that carry it
+    return auth.key
 
 
 def _text(value: bytes) -> str:

@@ -187,12 +187,12 @@ class CrashReport:
     def json_text(self) -> bytes:
         """`submission()` as JSON text, the same bytes for the same envelope (a retry's body hash
         matches). Its size is for the caller to hold to the JSON report's limit."""
-        text = json.dumps(self.fields, ensure_ascii=False, separators=(",", ":")).encode()
+        text = _compact(self.fields)
         if not self.attachments:
             return text
         # base64 needs no escaping: written as it is, not scanned again by json.dumps (a third of
         # an envelope's capture was that scan)
-        files = b",".join(json.dumps(name, ensure_ascii=False).encode() + b':"' + pybase64.b64encode(data) + b'"'
+        files = b",".join(_compact(name) + b':"' + pybase64.b64encode(data) + b'"'
                           for name, data in self.attachments.items())
         return text[:-1] + (b"," if self.fields else b"") + b'"attachments":{' + files + b"}}"
 
@@ -319,19 +319,13 @@ def _auth_from_pairs(pairs: Iterable[tuple[str, str]]) -> SentryAuth:
     return SentryAuth(key, client, version)
 
 
-def check_protocol(headers: Mapping[str, str], query: Mapping[str, str]) -> None:
+def check_protocol(auth: SentryAuth) -> None:
     """Refuses (400) a Sentry protocol newer than PROTOCOL_VERSION, as Relay refuses one rather than
     misread it. Not in `parse_auth`, which finds the key alone: in AWS a key source runs it before
-    the handler, and would make that a 401 (the key refused). Where these hold no authentication
-    (serve's gateway checks the key and hands no handler the headers that carry it) there is none
-    to check here: the gateway checks the protocol too."""
-    try:
-        version = parse_auth(headers, query).version
-    except ReporterError:
-        return
-    if version > PROTOCOL_VERSION:
-        raise ReporterError("invalid", f"Sentry protocol {version} is not supported (at most {PROTOCOL_VERSION})",
-                            "X-Sentry-Auth")
+    the handler, and would make that a 401 (the key refused)."""
+    if auth.version > PROTOCOL_VERSION:
+        raise ReporterError("invalid", f"Sentry protocol {auth.version} is not supported (at most "
+                            f"{PROTOCOL_VERSION})", "X-Sentry-Auth")
 
 
 # --- framing ----------------------------------------------------------------------------------
@@ -550,8 +544,13 @@ class Attached:
         return {**name, "attachmentType": self.kind, "sizeBytes": len(self.data)}
 
 
+def _compact(value: object) -> bytes:
+    """JSON as a report's text writes it (with_attachments measures it so)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def _json_bytes(value: object) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return len(_compact(value))
 
 
 # the keys of the lists and of the attachments, and their brackets

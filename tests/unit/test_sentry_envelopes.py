@@ -421,7 +421,7 @@ def test_authentication_as_relay_reads_it() -> None:
     newer = {"X-Sentry-Auth": "Sentry sentry_key=a, sentry_version=8"}
     assert parse_auth(newer, {}).version == 8  # the key found, for a key source
     with pytest.raises(ReporterError) as refused:
-        check_protocol(newer, {})
+        check_protocol(parse_auth(newer, {}))
     assert refused.value.status == 400
 
 

@@ -23,6 +23,8 @@ from pipeline.offsets import ForeignOffset
 from pipeline.topics import DEADLETTER, MINIDUMPS
 from ports import EventLog, IndexEntry, LogRecord, OutgoingRecord, ReportFilter
 from ports.errors import StoreUnavailable
+from ports.issues import Change
+from ports.timeutil import now_ms
 from sessions.capture import capture_counts
 from sessions.counting import CONSUMER, count_sessions
 from sessions.model import SessionCount, sessions_json
@@ -111,6 +113,46 @@ def test_a_spike_is_announced_once_when_its_batch_fails_after_the_index_write(ad
                            on_indexed=announce) == []
     assert announced == told
     assert len(consume(adapters, MINIDUMPS)) == 25  # the walks asked again
+
+
+@pytest.mark.parametrize("fails_after_the_index", [False, True])
+def test_a_redelivered_batch_counts_once_toward_an_ignore_for_a_number_of_reports(adapters: Adapters,
+                                                                                   fails_after_the_index: bool):
+    """Found in review: an issue ignored until 3 more reports ended at 2 when their batch came again
+    (a member cut off after the index write, or the walks' publish failing): the consumer counted
+    the group's reports before the batch's write, which a redelivery finds holding the batch."""
+    trace = "#0 0x1 in Foo::bar()\n#1 0x2 in main"
+    dump = base64.b64encode((DUMPS / "patch.dmp").read_bytes()).decode()
+    taken: set[tuple[int, int]] = set()
+
+    def sent(*payloads: dict[str, Any]) -> list[LogRecord]:
+        for payload in payloads:
+            post_crash(adapters, {"sku": "g", "stackTrace": trace, **payload})
+        new = [r for r in consume(adapters, "crashes") if (r.partition, r.offset) not in taken]
+        taken.update((r.partition, r.offset) for r in new)
+        return new
+
+    def persisted(records: list[LogRecord], log: EventLog) -> str:
+        try:
+            persist_crashes(records, adapters.documents, adapters.index, log, adapters.retention_seconds,
+                            issues=adapters.issues)
+        except StoreUnavailable:
+            assert fails_after_the_index
+        issue = adapters.issues.issue("g", signature)
+        assert issue is not None
+        return issue.state
+
+    persist_crashes(sent({}), adapters.documents, adapters.index, adapters.log, adapters.retention_seconds,
+                    issues=adapters.issues)
+    [first] = adapters.index.find(ReportFilter(sku="g", limit=10))
+    signature = first.entry.signature
+    assert signature is not None
+    adapters.issues.change("g", signature, Change("ignored", now_ms(), "server", ignore_for=3))
+    batch = sent(*({"n": i, "attachments": {"crash.dmp": dump}} for i in range(2)))
+    log = _MinidumpsFailOnce(adapters.log) if fails_after_the_index else adapters.log
+    assert [persisted(batch, log), persisted(batch, log)] == ["ignored", "ignored"]  # delivered twice
+    assert persisted(sent({"n": 2}), adapters.log) == "ignored"
+    assert persisted(sent({"n": 3}), adapters.log) == "unresolved"  # the first after 3 more
 
 
 def test_a_client_retry_with_the_same_idempotency_key_is_one_report(adapters: Adapters):

@@ -5,7 +5,8 @@ a reused key goes to the dead letters (rule 9 of docs/architecture.md), as does 
 report with a minidump is indexed `pending` and its walk asked of the processor (crashes.processing).
 The issues (ports.issues) see each new report before it is indexed: a batch cut off after the index
 write is redelivered with its keyed reports skipped as retries, so seeing them after it could miss
-them; seeing one twice changes nothing."""
+them; seeing one twice changes nothing. An ignore for a number of reports counts them after the
+write, which a redelivery finds holding them (cut off just before, it ends at the group's next)."""
 
 from __future__ import annotations
 
@@ -110,12 +111,14 @@ def _persist(
     # documents first: an index row is what makes a report visible, so its body must exist by then
     if bodies:
         documents.upsert_many(bodies, ttl_seconds)
-    if issues is not None and (crashes := [Crash(e.sku, e.signature, e.build_version, e.received_at)
-                                           for e in entries if e.signature is not None]):
+    crashes = [Crash(e.sku, e.signature, e.build_version, e.received_at) for e in entries if e.signature is not None]
+    if issues is not None and crashes:
         issues.observe(crashes, now_ms())
     indexed = index.insert_many(entries, new_hashes) if entries else []
     if indexed and on_indexed is not None:
         on_indexed(indexed)
+    if issues is not None and crashes:
+        issues.counted(crashes)
     # after the index: the processor updates the row, which must be there
     if minidumps:
         log.publish(MINIDUMPS, [walk_request(key, name) for key, name in minidumps.items()])

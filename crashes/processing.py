@@ -419,6 +419,7 @@ class Processor:
             if again:
                 self.issues.regrouped(again)
             self.index.processed(results)
+            self.issues.counted(first)
         if late:  # after the batch's walks are kept: a failure to ask retries the batch, not them alone
             final = _final(requests)
             self.log.publish(MINIDUMPS, [walk_request(key, walks[key], last=key in final, late=tried[key] + 1)

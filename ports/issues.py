@@ -199,7 +199,15 @@ class IssueStore(Protocol):
     def observe(self, crashes: Sequence[Crash], now: int) -> list[Alert]:
         """Moves each crash's issue (made, unresolved, on its first), in one transaction, and stores
         the alerts that raises; returns the alerts stored now (an alert whose key is there already
-        is not). Observing a crash again changes nothing: a redelivered batch is harmless."""
+        is not). Observing a crash again changes nothing: a redelivered batch is harmless. An ignore
+        for a number of reports is ended by `counted`, once the reports are indexed."""
+        ...
+
+    def counted(self, crashes: Sequence[Crash]) -> None:
+        """Once the crashes' reports are indexed: ends the ignore of each of their issues that waits
+        for more reports of its group than the index now holds, as of the latest of its crashes.
+        Counted after the write, a report counts once however often its batch is delivered, and
+        whichever consumer indexes a group's reports, the last to count finds them all."""
         ...
 
     def change(self, sku: str, signature: str, change: Change) -> Issue | None:

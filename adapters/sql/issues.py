@@ -87,6 +87,15 @@ _HISTORY = Statement(sa.select(_h.state, _h.build, _h.ignore_until, _h.ignore_co
 _r = reports.c
 _OF_REPORTS = (_r.sku == _bind("sku"), _r.signature == _bind("signature"))
 _REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_REPORTS))
+
+
+@functools.cache
+def _counting(count: int) -> Statement:
+    """The groups of these skus whose issue is ignored until a number of reports."""
+    return Statement(sa.select(_i.sku, _i.signature).where(
+        _i.sku.in_(marks("sku", count)), _i.state == "ignored", _i.ignore_count.is_not(None)))
+
+
 # a group's detail: its entries of the index that holds each one's build, player and receipt
 GROUP_BUILDS = Statement(through(sa.select(_r.build_version, sa.func.count(), sa.func.min(_r.received_at),
                                            sa.func.max(_r.received_at), sa.func.count(sa.distinct(_r.player_id))),
@@ -258,20 +267,40 @@ class SqlIssueStore:
                     _remember(t, issue)
                     raised += self._alert(t, issue_alert(issue, group[0]), now)
                     continue
-                key = {"sku": sku, "signature": signature}
-                found = _issue(t.rows(_GET_FOR_UPDATE, key)[0])
-                # the index holds this batch's reports after this (crashes.persistence): each is
-                # counted with those before it in the batch
-                indexed = (int(t.rows(_REPORTS, key)[0][0])
-                           if found.state == "ignored" and found.ignore_count is not None else None)
-                for n, crash in enumerate(group):
-                    after = moved(found, crash, None if indexed is None else indexed + n)
+                found = _issue(t.rows(_GET_FOR_UPDATE, {"sku": sku, "signature": signature})[0])
+                for crash in group:
+                    after = moved(found, crash, None)
                     if after is not None:
                         _store(t, after)
                         if after.state == "regressed":
                             raised += self._alert(t, issue_alert(after, crash), now)
                         break
         return raised
+
+    def counted(self, crashes: Sequence[Crash]) -> None:
+        latest: dict[tuple[str, str], Crash] = {}
+        for crash in crashes:
+            if (had := latest.get((crash.sku, crash.signature))) is None or crash.received_at > had.received_at:
+                latest[crash.sku, crash.signature] = crash
+        if not latest:
+            return
+        # one read a batch: a group an ignore waits to count is rare
+        skus = sorted({sku for sku, _ in latest})
+        due = sorted(group for row in self._database.rows(_counting(padded(len(skus))), listed("sku", skus))
+                     if (group := (str(row[0]), str(row[1]))) in latest)
+
+        def count(t: Transaction) -> None:
+            for sku, signature in due:
+                key = {"sku": sku, "signature": signature}
+                found = _issue(t.rows(_GET_FOR_UPDATE, key)[0])
+                if found.state != "ignored" or found.ignore_count is None:
+                    continue  # changed since the read
+                # the reports before the latest: the batch's others among them
+                if (after := moved(found, latest[sku, signature], int(t.rows(_REPORTS, key)[0][0]) - 1)) is not None:
+                    _store(t, after)
+
+        if due:
+            self._database.in_transaction(count)
 
     def change(self, sku: str, signature: str, change: Change) -> Issue | None:
         key = {"sku": sku, "signature": signature}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -222,6 +222,24 @@ def test_webhooks_get_each_alert_of_their_kinds_once(stores: tuple[CrashIndex, I
     assert issues.delete_webhook("all") and not issues.delete_webhook("all")
     assert issues.deliveries("all", None, 5) == []
     assert [d.webhook for d, _, _ in issues.due(2000, 10)] == ["ops"]
+
+
+def test_a_run_whose_claim_ran_out_leaves_the_next_runs_outcome(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found in review: a run that outlasted its claim (a receiver's timeout after a slow name
+    lookup, a paused machine) stored its failure over the delivery another run made meanwhile, and
+    the alert was sent again."""
+    _, issues = stores
+    issues.put_webhook(Webhook("w", "https://hooks.example/w", "s1", ("regressed",), 0))
+    issues.raise_alert(Alert("regressed:g:aa:1", "regressed", 100, {"text": "again"}))
+    [(first, _, _)] = issues.due(100, 10)
+    assert issues.claim(first, 60_100, 100)  # run A
+    [(second, _, _)] = issues.due(60_100, 10)  # A's claim ran out: run B takes it up
+    assert issues.claim(second, 120_100, 60_100)
+    issues.attempted(replace(second, status="delivered", attempts=1, last_code=204, updated_at=60_200))
+    issues.attempted(replace(first, attempts=1, next_attempt=160_000, last_error="timed out", updated_at=70_000))
+    [(delivery, _)] = issues.deliveries("w", None, 5)
+    assert (delivery.status, delivery.attempts, delivery.last_code) == ("delivered", 1, 204)
+    assert issues.due(1_000_000, 10) == []
 
 
 def _history(issues: IssueStore, sku: str, from_ms: int, to_ms: int, limit: int) -> list[RaisedAlert]:

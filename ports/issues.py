@@ -308,7 +308,8 @@ class IssueStore(Protocol):
         ...
 
     def attempted(self, delivery: Delivery) -> None:
-        """Stores a delivery's outcome (its status, attempts, next attempt, last answer)."""
+        """Stores a delivery's outcome (its status, attempts, next attempt, last answer): that of
+        its attempt numbered `attempts`, left out if another run stored that one first."""
         ...
 
     def purge(self, before_ms: int) -> int:

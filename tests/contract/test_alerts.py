@@ -209,6 +209,24 @@ def test_an_opened_episode_is_logged_besides_its_webhook(stores: Stores, caplog:
 
 # --- against a model ---------------------------------------------------------------------------
 
+def test_a_window_counts_sessions_and_reports_over_the_same_minutes(stores: Stores) -> None:
+    """Found in review: the sessions of the minute a window starts in were left out and its reports
+    counted, so a window of 60 s read at 5 s past a minute set that minute's reports against 5 s of
+    sessions: a velocity 12 times the true one."""
+    _, _, issues = stores
+    feed = _Feed(stores)
+    policy = AlertPolicy(window_s=60, velocity_rate=0.1, velocity_min_events=2)
+    start = 100 * M
+    feed.sessions("g", "1.0", start, "ok", 100)
+    feed.sessions("g", "1.0", start + M, "ok", 20)
+    feed.crashes("g", "1.0", "aa", start + 30_000, 5)
+    # 5 reports in 120 sessions (4%), whichever second of the next minute it is read at
+    for now in (start + M, start + M + 5_000, start + M + 59_999):
+        assert crossings(feed.counters, issues, policy, now) == []
+    feed.crashes("g", "1.0", "aa", start + 40_000, 10)  # 15 in 120: 12.5%
+    assert [c.kind for c in crossings(feed.counters, issues, policy, start + M + 5_000)] == [VELOCITY]
+
+
 POLICY = AlertPolicy(window_s=600, velocity_rate=0.5, velocity_min_events=2, crash_free_margin=0.2,
                      crash_free_min_sessions=2)
 WINDOW = 10 * M
@@ -228,8 +246,13 @@ class _Model:
         # each episode's alert key: when it closed (None: open)
         self.closed: dict[str, int | None] = {}
 
+    @staticmethod
+    def _from(t: int) -> int:
+        return (t - WINDOW) // M * M  # the window's first minute, whole
+
     def _window(self, build: str, t: int) -> tuple[int, int]:
-        inside = [(n, crashed) for b, minute, crashed, n in self.sessions if b == build and t - WINDOW <= minute < t]
+        inside = [(n, crashed) for b, minute, crashed, n in self.sessions
+                  if b == build and self._from(t) <= minute < t]
         return sum(n for n, _ in inside), sum(n for n, crashed in inside if crashed)
 
     def _previous(self, build: str) -> str | None:
@@ -245,7 +268,8 @@ class _Model:
             if not sessions:
                 continue
             for signature in SIGNATURES:
-                events = sum(1 for b, s, at in self.crashes if (b, s) == (build, signature) and t - WINDOW <= at < t)
+                events = sum(1 for b, s, at in self.crashes
+                             if (b, s) == (build, signature) and self._from(t) <= at < t)
                 if events >= 2 and Fraction(events, sessions) >= Fraction(1, 2):
                     true.add(episode_key(VELOCITY, self.sku, build, signature))
             previous = self._previous(build)

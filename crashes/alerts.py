@@ -25,7 +25,7 @@ from crashes.releases import previous_builds
 from ports.issues import Alert, AlertKind, Episode, IssueStore
 from ports.releases import BuildWindow, ReleaseCounts
 from ports.telemetry import ALERT_OPENED, emit, logger
-from ports.timeutil import to_rfc3339
+from ports.timeutil import MINUTE_MS, floor_to, to_rfc3339
 
 VELOCITY: AlertKind = "velocity"
 CRASH_FREE_DROP: AlertKind = "crash-free-drop"
@@ -70,8 +70,9 @@ def _exact(value: float) -> Fraction:
 
 
 def crossings(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy, now_ms: int) -> list[Crossing]:
-    """The conditions true over [now - window, now): sessions by their minute, reports by receivedAt."""
-    from_ms = now_ms - round(policy.window_s * 1000)
+    """The conditions true over [now - window, now), from the start of its first minute: sessions are
+    counted by their minute, so reports (by receivedAt) are counted over the same minutes."""
+    from_ms = floor_to(now_ms - round(policy.window_s * 1000), MINUTE_MS)
     by_sku: dict[str, dict[str, BuildWindow]] = defaultdict(dict)
     for b in counters.window(from_ms, now_ms):  # one pass: a window may hold thousands of skus
         by_sku[b.sku][b.build] = b

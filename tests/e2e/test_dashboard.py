@@ -386,6 +386,32 @@ def test_releases_and_a_crash_group_as_an_issue(serve: Serve, browser: Browser):
     page.close()
 
 
+def test_a_link_to_a_build_older_than_the_newest_shows_that_build(serve: Serve, browser: Browser):
+    """Found in review: the releases panel read the newest 5 builds, and a link of the alert history
+    to an older one showed the newest build's charts under its name."""
+    sku = "dash-old-release:pc"
+    builds = [f"2.{n}" for n in range(7)]
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        # first seen in one minute: newest first by build order
+        assert client.post("/v1/sessions", json=[{"sku": sku, "kind": "client", "buildVersion": build}
+                                                 for build in builds]).status_code == 202
+        listed = eventually(lambda: client.get("/v1/releases", params={"sku": sku, "limit": 10}).json()["builds"],
+                            lambda found: len(found) == len(builds))
+        assert [b["build"] for b in listed] == builds[::-1]
+    page, errors = open_page(browser, f"{serve.url}/?{urlencode({'sku': sku, 'release': '2.0'})}")
+    expect(page.locator("#releases tbody tr.selected")).to_have_attribute("data-build", "2.0")
+    expect(page.locator("#releases-note")).to_contain_text("build 2.0 over time")
+    # the newest five, and the one linked to
+    expect(page.locator("#releases tbody tr")).to_have_count(6)
+    assert errors == []
+    page.close()
+    # a build with no sessions (any more): the newest, as without a link
+    page, errors = open_page(browser, f"{serve.url}/?{urlencode({'sku': sku, 'release': '1.9'})}")
+    expect(page.locator("#releases tbody tr.selected")).to_have_attribute("data-build", "2.6")
+    expect(page.locator("#releases tbody tr")).to_have_count(5)
+    page.close()
+
+
 def test_dashboard_assets_cannot_reach_outside_their_folder(serve: Serve):
     with httpx.Client(base_url=serve.url) as client:
         assert client.get("/dashboard/app.js").headers["content-type"] in ("text/javascript", "application/javascript")

@@ -203,8 +203,13 @@ function change(value) {
 async function showReleases() {
   // release health comes by hour at the finest
   const sku = state.sku, range = window_(), interval = "hour";
-  const builds = (await api("/v1/releases", { sku, limit: RELEASES })).builds;
-  const health = await Promise.all(builds.map((b) => api(`/v1/releases/${segment(b.build, "build")}`, { sku, interval, ...range })));
+  const builds = (await api("/v1/releases", { sku, limit: RELEASES })).builds.map((b) => b.build);
+  // a build a link names (the alert history's) may be older than the newest: shown below them,
+  // unless it has no sessions left (retention), as if the link named none
+  const listed = builds.length;
+  if (state.release && !builds.includes(state.release)) builds.push(state.release);
+  const health = (await Promise.all(builds.map((b, i) => api(`/v1/releases/${segment(b, "build")}`, { sku, interval, ...range })
+    .catch((error) => { if (i < listed) throw error; return null; })))).filter((h) => h);
   const chosen = health.find((h) => h.build === state.release) ?? health[0];
   $("releases-note").textContent = chosen ? `(build ${chosen.build} over time; click a build)` : "";
   fill($("releases").tBodies[0], health.map((h) => {

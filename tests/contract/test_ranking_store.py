@@ -405,7 +405,7 @@ def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: Ra
     # what it held: the season before, as it was
     assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, "forever", season=0)["entries"]] == ["a"]
     # its settings set again keep the wipe; a new schedule starts a season of its own
-    leaderboard.configure(ranking_store, "forever", BoardSettingsBody(order="asc"))
+    leaderboard.configure(ranking_store, "forever", BoardSettingsBody(operator="set"))
     assert leaderboard.describe(ranking_store, TREE, "forever")["season"] == wiped["season"]
     leaderboard.configure(ranking_store, "forever", BoardSettingsBody(reset="monthly"))
     assert leaderboard.describe(ranking_store, TREE, "forever")["season"] > wiped["season"]
@@ -833,6 +833,23 @@ def test_settings_left_out_of_a_put_stay_and_an_earliest_board_keeps_its_order(r
     with pytest.raises(InvalidField) as refused:  # its tiebreaks are receipt times signed by the order
         leaderboard.configure(ranking_store, board, BoardSettingsBody(order="desc"))
     assert refused.value.field == "order"
+
+
+def test_a_board_with_seasons_keeps_its_order_so_each_reads_as_it_ended(ranking_store: RankingStore):
+    """Found in review: a PUT of another order re-ranked the past seasons of a board wiped or reset,
+    which are read in the board's order, and a season ended minutes before was told reversed."""
+    wiped, daily, plain = (f"b-{uuid.uuid4().hex[:12]}" for _ in range(3))
+    leaderboard.configure(ranking_store, wiped, BoardSettingsBody(order="desc"))
+    leaderboard.wipe(ranking_store, wiped)
+    leaderboard.configure(ranking_store, daily, BoardSettingsBody(order="desc", reset="daily"))
+    for board in (wiped, daily):
+        with pytest.raises(InvalidField) as refused:
+            leaderboard.configure(ranking_store, board, BoardSettingsBody(order="asc"))
+        assert refused.value.field == "order"
+        assert leaderboard.configure(ranking_store, board, BoardSettingsBody(order="desc"))[1]["order"] == "desc"
+    # one season, the current: its order may change, and a first score's board made desc can be asc
+    leaderboard.configure(ranking_store, plain, BoardSettingsBody(order="desc"))
+    assert leaderboard.configure(ranking_store, plain, BoardSettingsBody(order="asc"))[1]["order"] == "asc"
 
 
 class _BoardReadBefore:

@@ -95,18 +95,19 @@ _shown = _s.hidden == 0
 
 
 @functools.cache
-def _tied_before(items: int) -> Statement:
+def _tied_between(items: int) -> Statement:
     return one_row_each(items, lambda i: sa.select(sa.func.count()).where(
         _board, _s.score == _bind(f"score_{i}"), _s.tiebreak == _bind(f"tiebreak_{i}"),
-        _s.player_id < _bind(f"player_{i}"), _shown))
+        _s.player_id >= _bind(f"from_{i}"), _s.player_id < _bind(f"player_{i}"), _shown))
 
 
-def tied_before(board: str, positions: Sequence[Position]) -> Query:
-    """Each position's players of the same score and tiebreak with a smaller playerId."""
+def tied_between(board: str, spans: Sequence[tuple[str, Position]]) -> Query:
+    """Each (from, position)'s players of the position's score and tiebreak with a playerId from
+    `from` (included; "" for all) to the position's."""
     values: dict[str, Any] = {"board": board}
-    for i, p in enumerate(repeated_last(positions)):
-        values |= {f"score_{i}": p.score, f"tiebreak_{i}": p.tiebreak, f"player_{i}": p.player_id}
-    return _tied_before(padded(len(positions))), values
+    for i, (first, p) in enumerate(repeated_last(spans)):
+        values |= {f"score_{i}": p.score, f"tiebreak_{i}": p.tiebreak, f"from_{i}": first, f"player_{i}": p.player_id}
+    return _tied_between(padded(len(spans))), values
 
 
 @functools.cache

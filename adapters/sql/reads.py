@@ -396,7 +396,17 @@ class RankingReads(Checkpointed):
         return [str(key) for (key,) in self._database.rows(ranking_sql.KEYS_OF, {"player": player_id})]
 
     def tied_before(self, board: str, positions: Sequence[Position]) -> list[int]:
-        return self._one_each(positions, lambda part: ranking_sql.tied_before(board, part))
+        # in playerId order, a tie's position counts from the one before it, and adds that one's
+        # count: a friends list deep in one tie reads it once, not once a friend
+        ranked = sorted(range(len(positions)), key=lambda i: positions[i])
+        # whether each follows one of its tie
+        chained = [n > 0 and positions[ranked[n - 1]][:2] == positions[i][:2] for n, i in enumerate(ranked)]
+        spans = [(positions[ranked[n - 1]].player_id if chained[n] else "", positions[i]) for n, i in enumerate(ranked)]
+        counts = self._one_each(spans, lambda part: ranking_sql.tied_between(board, part))
+        found = [0] * len(positions)
+        for n, i in enumerate(ranked):
+            found[i] = counts[n] + (found[ranked[n - 1]] if chained[n] else 0)
+        return found
 
     def better_tied(self, board: str, order: Order, keys: Sequence[tuple[int, int, int]], at_most: int) -> list[int]:
         return self._one_each(keys, lambda part: ranking_sql.better_tied(board, order, part, at_most))

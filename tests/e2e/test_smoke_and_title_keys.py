@@ -102,6 +102,22 @@ def test_smoke_says_when_nothing_listens(tmp_path: Path):
     assert line.startswith("FAIL  health") and "connect" in line.lower()
 
 
+def test_smoke_needs_no_key_for_a_serve_without_keys_and_refuses_a_url_without_its_scheme(tmp_path: Path):
+    """Found by a newcomer: a serve without keys needed a --key all the same (any), and a URL
+    without http:// failed its health check as if nothing answered, where load refuses it."""
+    result = subprocess.run([sys.executable, "-m", "cli.main", "smoke", "--url", "127.0.0.1:9411"],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and "is not an http:// or https:// URL, e.g. http://127.0.0.1:9411" in result.stderr
+    server = Serve(tmp_path / "data", tmp_path / "serve.log")
+    server.start()
+    try:
+        result = smoke(server, "--timeout", "30")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert [line.split()[0] for line in result.stdout.splitlines()] == ["ok"] * 8
+    finally:
+        assert server.stop() == 0
+
+
 def test_smoke_asks_for_an_attachment_as_bytes(keyed: Serve):
     """Found in review: API Gateway answers a binary body as base64 text unless the request's Accept
     names a binary media type of the API's; smoke's attachment read sent httpx's `*/*`, so in AWS the

@@ -201,6 +201,15 @@ def test_debug_shows_the_traceback(where: str):
     assert shown.returncode != 0 and "Traceback" in shown.stderr and "UserError: no event file" in shown.stderr
 
 
+def test_a_data_directory_that_cannot_be_written_is_one_line_naming_it(capsys: pytest.CaptureFixture[str]):
+    """Found by a newcomer: a data directory not writable (or under /proc) was a bare OSError, where
+    one that is a file is told as a mistake of --data-dir."""
+    assert main(["serve", "--port", str(free_port()), "--data-dir", "/proc/blackbox-data"]) == 2
+    line = one_line(capsys)
+    assert line.startswith("blackbox: /proc/blackbox-data cannot be written (No such file or directory)"), line
+    assert "--data-dir" in line
+
+
 def test_serve_on_a_taken_port_says_so_and_names_a_free_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]

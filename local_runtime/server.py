@@ -106,8 +106,12 @@ def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass ano
                   "(with make: make serve DATA_DIR=another-dir)") -> int:
     """One serve per data directory on the embedded profile: two would both consume the same
     topics (and `blackbox invoke` takes it too, unless told to run beside a live serve)."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(data_dir / "serve.lock", os.O_CREAT | os.O_RDWR)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / "serve.lock", os.O_CREAT | os.O_RDWR)
+    except OSError as error:  # not writable by this user, or no place for files (/proc)
+        raise UserError(f"{data_dir} cannot be written ({error.strerror})",
+                        "pass --data-dir a directory this user can write (made if missing)") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -414,7 +418,7 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
             url = _base_url(host, port)
             lan = f"  LAN        http://<this machine's address>:{port}\n" if host in ("0.0.0.0", "::") else ""
             print(f"Blackbox serving on {url} ({settings.profile}, data in {settings.data_dir}); Ctrl-C stops it\n"
-                  f"  API        {url}/v1   (try: curl {url}/v1/health)\n"
+                  f"  API        {url}/v1/…   (try: curl {url}/v1/health)\n"
                   f"  dashboard  {url}/\n{lan}"
                   f"  keys       {keys_line}\n{processes}", flush=True)
 

@@ -30,6 +30,7 @@ from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
 from local_runtime.context import LocalContext
 from local_runtime.poller import READERS
 from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
+from local_runtime.smoke import http_url
 from local_runtime.smoke import register as register_smoke
 from pipeline.topics import DEADLETTER, IDLE_TIMEOUT_S, JOIN_TIMEOUT_S, replay_dead_letters, replay_spilled
 from ports.errors import UserError
@@ -342,15 +343,6 @@ def _openapi(args: argparse.Namespace) -> int:
     return 0
 
 
-def _http_url(text: str) -> str:
-    """A URL load can send to: without a scheme, httpx's UnsupportedProtocol read as nothing answering."""
-    scheme, _, rest = text.partition("://")
-    if scheme.lower() not in ("http", "https") or not rest.strip("/"):
-        example = f"http://{text}" if "://" not in text and text else "http://127.0.0.1:8080"
-        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL, e.g. {example}")
-    return text
-
-
 def _mix(text: str) -> tuple[float, float, float]:
     """--mix crashes=0.2,sessions=0.6,scores=0.2 → the shares in that order."""
     try:
@@ -412,7 +404,7 @@ def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
     load_cmd = command("load", "open-loop load against a running serve (or deployment); "
                        "checks at the end that nothing accepted was lost (exit 2 if it was; 3 if every "
                        "request of a kind was refused, e.g. scores without a server key)")
-    load_cmd.add_argument("--url", type=_http_url, default="http://127.0.0.1:8080",
+    load_cmd.add_argument("--url", type=http_url, default="http://127.0.0.1:8080",
                           help="the serve or deployment, with its http:// or https:// (default http://127.0.0.1:8080)")
     load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
                           help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")

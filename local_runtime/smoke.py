@@ -34,7 +34,8 @@ class SmokeFailed(Exception):
 @dataclass(frozen=True)
 class SmokeConfig:
     url: str
-    key: str
+    key: str | None = None
+    """None: a serve without keys."""
     server_key: str | None = None
     read_key: str | None = None
     sigv4: bool = False
@@ -97,8 +98,8 @@ class Smoke:
     def _url(self, path: str) -> str:
         return self.config.url.rstrip("/") + path
 
-    def _post(self, path: str, body: Any, key: str, idempotency_key: str | None = None) -> dict[str, Any]:
-        headers = {"x-api-key": key} | ({"Idempotency-Key": idempotency_key} if idempotency_key else {})
+    def _post(self, path: str, body: Any, key: str | None, idempotency_key: str | None = None) -> dict[str, Any]:
+        headers = {name: value for name, value in (("x-api-key", key), ("Idempotency-Key", idempotency_key)) if value}
         answer: dict[str, Any] = _expect(self._client.post(self._url(path), json=body, headers=headers), 202).json()
         return answer
 
@@ -238,13 +239,24 @@ def _main(args: argparse.Namespace) -> int:
     return 0 if run(config) else 1
 
 
+def http_url(text: str) -> str:
+    """A URL smoke and load can send to: without a scheme, httpx's UnsupportedProtocol read as
+    nothing answering."""
+    scheme, _, rest = text.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        example = f"http://{text}" if "://" not in text and text else "http://127.0.0.1:8080"
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL, e.g. {example}")
+    return text
+
+
 def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     """`blackbox smoke`, made by the command line's `command(name, help)`."""
     smoke = command("smoke", "after a deploy: post a crash, sessions and a score, and read them back "
                     "(exit 1 at the first check that fails)")
-    smoke.add_argument("--url", required=True, help="the API's base URL (the ApiUrl output, or a serve's)")
-    smoke.add_argument("--key", required=True, help="a key that may post crashes and sessions (a title's key "
-                       "needs --sku with one of its skus)")
+    smoke.add_argument("--url", required=True, type=http_url,
+                       help="the API's base URL, with its http:// or https:// (the ApiUrl output, or a serve's)")
+    smoke.add_argument("--key", default=None, help="a key that may post crashes and sessions (a title's key "
+                       "needs --sku with one of its skus; none for a serve without keys)")
     smoke.add_argument("--server-key", default=None, help="a server key for the score (default: --key)")
     smoke.add_argument("--read-key", default=None, help="a read key (blackbox serve); without one, reads from an "
                        "execute-api URL are signed with SigV4")

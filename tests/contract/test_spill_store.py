@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +107,28 @@ def test_a_set_aside_spill_file_goes_with_retention(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "spill").iterdir()] == [f".{spill_id}.unreadable"]
     assert store.purge(now_ms()) == 1
     assert list((tmp_path / "spill").iterdir()) == []
+
+
+def test_a_spill_another_replay_deleted_meanwhile_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in review: a spill another replay (an operator's `blackbox replay`, a second invocation)
+    deleted between the listing and the read made the listing raise NoSuchKey, and the replay stop;
+    the directory's store passes such a file over."""
+    with s3_bucket(monkeypatch, "spill") as client:
+        store = S3SpillStore(client, "spill")
+        for value in (b"first", b"taken", b"third"):
+            store.put("crashes", OutgoingRecord(value=value))
+            time.sleep(0.002)
+        taken = f"spill/{store.list(limit=10)[1].spill_id}.json"
+
+        class Racing:
+            """The client, with the other replay's delete landing just before the read of `taken`."""
+
+            def get_object(self, **request: Any) -> Any:
+                if request["Key"] == taken:
+                    client.delete_object(Bucket="spill", Key=taken)
+                return client.get_object(**request)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+        assert [s.record.value for s in S3SpillStore(Racing(), "spill").list(limit=10)] == [b"first", b"third"]

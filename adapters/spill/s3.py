@@ -40,7 +40,12 @@ class S3SpillStore:
                 break
             if (spill_id := _spill_id(item["Key"])) is None:
                 continue
-            body = self._s3.get_object(Bucket=self._bucket, Key=item["Key"])["Body"].read()
+            try:
+                body = self._s3.get_object(Bucket=self._bucket, Key=item["Key"])["Body"].read()
+            except ClientError as error:
+                if error.response["Error"]["Code"] != "NoSuchKey":
+                    raise
+                continue  # replayed by another run since the listing (or set aside)
             try:
                 spilled.append(decode(spill_id, body))
             except Unreadable as exc:

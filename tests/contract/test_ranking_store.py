@@ -41,7 +41,7 @@ from ranking.season_ends import (
     ended_seasons,
     tell_season_ends,
 )
-from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons, season_start
+from ranking.seasons import SEASON_PURGE_GRACE_MS, purge_seasons, season_key, season_start
 from ranking.tree import DEFAULT_TREE
 from ranking.worker import apply_scores
 from tests.brute import BruteBoard
@@ -1050,6 +1050,52 @@ def test_retention_leaves_a_season_that_just_ended_to_its_worker(ranking_store: 
     assert ranking_store.seasons(board, None, 10) == [T0]
     purge_seasons(ranking_store, ended + SEASON_PURGE_GRACE_MS)
     assert ranking_store.seasons(board, None, 10) == []
+
+
+def test_a_late_update_landing_as_retention_drops_its_season_is_dropped_by_the_next_purge(
+        ranking_store: RankingStore, log, monkeypatch: pytest.MonkeyPatch):
+    """Found in review: the purge deleted a season's rows, then its listing; a late update (a ban's
+    recheck, a replayed spill) written between the two was left with no listing, which no purge
+    could find again, and stayed readable. The listing goes in one transaction with what came
+    since; and a purge cut off midway leaves the season listed, for the next."""
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=EVERY_TEN_MINUTES, keepSeasons=0))
+    offsets = itertools.count()
+    apply_scores(timed_records(board, [(0, f"p{i}", i, None) for i in range(3)], offsets), ranking_store, log, TREE)
+    database = ranking_store._database  # type: ignore[attr-defined]
+    deleting = database.delete_in_chunks
+    late: list[int] = []
+
+    def then_a_late_update(statement: Any, values: Any) -> int:
+        deleted: int = deleting(statement, values)
+        if not late:  # the season's records deleted, its trees not yet
+            late.append(apply_scores(timed_records(board, [(60_000, "late", 9, None)], offsets), ranking_store, log,
+                                     TREE))
+        return deleted
+
+    monkeypatch.setattr(database, "delete_in_chunks", then_a_late_update)
+    after = T0 + PERIODS[EVERY_TEN_MINUTES] + SEASON_PURGE_GRACE_MS
+    purge_seasons(ranking_store, after)
+    monkeypatch.undo()
+    assert late == [1]
+    assert ranking_store.seasons(board, None, 10) == []
+    assert ranking_store.records(season_key(board, T0), ["late", "p0"]) == {}
+    # a purge cut off midway (its process killed)
+    apply_scores(timed_records(board, [(120_000, "later", 9, None)], offsets), ranking_store, log, TREE)
+
+    def cut_off(statement: Any, values: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(database, "delete_in_chunks", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        purge_seasons(ranking_store, after)
+    monkeypatch.undo()
+    assert ranking_store.seasons(board, None, 10) == [T0]
+    purge_seasons(ranking_store, after)
+    assert ranking_store.seasons(board, None, 10) == []
+    assert ranking_store.records(season_key(board, T0), ["late", "later", "p0"]) == {}
+    with pytest.raises(NotFound):
+        leaderboard.around(ranking_store, TREE, board, "late", season=T0)
 
 
 def test_retention_leaves_a_season_whose_end_may_still_be_told(ranking_store: RankingStore, log):

@@ -195,6 +195,28 @@ def test_an_episode_opens_once_when_runs_race_and_again_after_it_closed(stores: 
     assert len(issues.due(10_000, 100)) == 2
 
 
+def test_a_run_that_read_the_window_before_another_changed_an_episode_leaves_that_change(stores: Stores) -> None:
+    """Found in review: runs overlap (a consumers process on each machine runs the teller every
+    10 s); one that read the window before a newer run closed an episode opened it again, raising
+    a second alert for one episode, and one that read it before a newer run opened one closed it."""
+    _, _, issues = stores
+    issues.put_webhook(Webhook("ops", "https://hooks.example.com/x", "s" * 16, (VELOCITY,), 0))
+
+    def opened(at: int) -> bool:
+        return issues.open_episode(Episode("velocity:k", VELOCITY, at), Alert(f"velocity:k:{at}", VELOCITY, at, {}))
+
+    assert opened(1_000)
+    assert issues.close_episode(Episode("velocity:k", VELOCITY, 1_000), 3_000)  # the run of 3 s: false
+    assert not opened(2_000)  # the run of 2 s, which read it true, ends after it
+    assert issues.episodes(VELOCITY) == [] and len(issues.due(10_000, 100)) == 1
+    assert opened(4_000)  # the run of 4 s: true
+    assert not issues.close_episode(Episode("velocity:k", VELOCITY, 4_000), 3_500)  # a run of 3.5 s ends after it
+    assert issues.episodes(VELOCITY) == [Episode("velocity:k", VELOCITY, 4_000)]
+    # a change from a clock far ahead does not hold the others back for ever
+    assert opened(4_000 + 86_400_000) is False  # open already: nothing to open
+    assert issues.close_episode(Episode("velocity:k", VELOCITY, 4_000), 5_000)
+
+
 def test_an_opened_episode_is_logged_besides_its_webhook(stores: Stores, caplog: pytest.LogCaptureFixture) -> None:
     _, _, issues = stores
     feed, sku, clock = _Feed(stores), f"l{uuid.uuid4().hex[:12]}", next(_bases)

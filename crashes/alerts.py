@@ -10,7 +10,9 @@ Opening is atomic in the store: a row per open episode, keyed by the kind and it
 inserted in the transaction that raises the alert (IssueStore.open_episode), so of two runs that
 overlap (serve and another process, two Lambda invocations) one opens it and the other raises
 nothing. A close removes only the episode it read (by its opening time), never a newer one, and
-times its alert's close (crashes.alert_history shows it)."""
+times its alert's close (crashes.alert_history shows it). A run that read the window before
+another run changed an episode changes none after it (IssueStore.open_episode): it would undo
+that newer close, raising a second alert for the episode, or that newer opening."""
 
 from __future__ import annotations
 

@@ -264,12 +264,14 @@ class IssueStore(Protocol):
 
     def open_episode(self, episode: Episode, alert: Alert) -> bool:
         """Opens the episode and raises its alert in one transaction; False (and nothing stored) when
-        an episode under its key is open already, whoever opened it."""
+        an episode under its key is open already, whoever opened it, or when a run that read the
+        window after this one's (at `opened_at`) has opened or closed an episode since."""
         ...
 
     def close_episode(self, episode: Episode, at: int) -> bool:
         """Closes it if it is still the one open under its key (opened at its `opened_at`), and
-        records `at` as its alert's closing."""
+        records `at` as its alert's closing; False, as open_episode, when a run that read the window
+        after `at` has changed an episode since."""
         ...
 
     def raise_alert(self, alert: Alert) -> bool:

@@ -18,6 +18,7 @@ from adapters.sql.queries import PURGE_CHUNK, purge, through
 from adapters.sql.reads import SqlDatabase, Transaction
 from adapters.sql.schema import (
     alert_episodes,
+    alert_tellers,
     crash_grouping_rules,
     crash_issue_history,
     crash_issues,
@@ -89,6 +90,17 @@ _OF_REPORTS = (_r.sku == _bind("sku"), _r.signature == _bind("signature"))
 _REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_REPORTS))
 
 
+def _newest(t: Transaction, at: int) -> bool:
+    """Whether a run that read the window at `at` may change an episode: no run that read it later
+    changed one (within STALE_RUN_MS); if so, `at` is the last change from now on."""
+    last = int(t.rows(_TOLD, {})[0][0])
+    if at < last <= at + STALE_RUN_MS:
+        return False
+    if at > last:
+        t.execute(_TELL, {"at": at})
+    return True
+
+
 @functools.cache
 def _counting(count: int) -> Statement:
     """The groups of these skus whose issue is ignored until a number of reports."""
@@ -143,6 +155,13 @@ _OPEN_EPISODE = insert(alert_episodes, ("episode_key", "kind", "opened_at"), key
 _EPISODES = Statement(sa.select(_e.episode_key, _e.kind, _e.opened_at).where(_e.kind == _bind("kind")))
 _CLOSE_EPISODE = Statement(sa.delete(alert_episodes).where(_e.episode_key == _bind("episode_key"),
                                                            _e.opened_at == _bind("opened_at")))
+_t = alert_tellers.c
+# MySQL locks the row: runs changing episodes take turns
+_TOLD = Statement(sa.select(_t.told_at).where(_t.id == 1).with_for_update())
+_TELL = Statement(sa.update(alert_tellers).where(_t.id == 1).values(told_at=_bind("at")))
+# a run this far behind the last change is taken for a clock far ahead, not for a stale run: its
+# change goes ahead, so that a machine's wrong clock holds the others back no longer than this
+STALE_RUN_MS = 600_000
 
 _ALERT = ("alert_key", "kind", "created_at", "body")
 _ADD_ALERT = insert(webhook_alerts, (*_ALERT, "sku"), keys=("alert_key",))
@@ -411,15 +430,16 @@ class SqlIssueStore:
         # the episode's key is unique: of two runs opening it at once, one inserts the row (and the
         # alert, in the same transaction), the other inserts nothing
         with self._database.transaction() as t:
-            if t.execute(_OPEN_EPISODE, {"episode_key": episode.key, "kind": episode.kind,
-                                          "opened_at": episode.opened_at}) != 1:
+            opening = {"episode_key": episode.key, "kind": episode.kind, "opened_at": episode.opened_at}
+            if not _newest(t, episode.opened_at) or t.execute(_OPEN_EPISODE, opening) != 1:
                 return False
             self._alert(t, alert, episode.opened_at)
             return True
 
     def close_episode(self, episode: Episode, at: int) -> bool:
         with self._database.transaction() as t:
-            if t.execute(_CLOSE_EPISODE, {"episode_key": episode.key, "opened_at": episode.opened_at}) != 1:
+            closing = {"episode_key": episode.key, "opened_at": episode.opened_at}
+            if not _newest(t, at) or t.execute(_CLOSE_EPISODE, closing) != 1:
                 return False
             t.execute(_CLOSE_ALERT, {"alert_key": episode.alert_key, "closed_at": at})
             return True

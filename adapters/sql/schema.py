@@ -59,6 +59,7 @@ tournament_attempts = _table("tournament_attempts", "event_id", "board", "player
                              "body_hash")
 webhook_alerts = _table("webhook_alerts", "alert_key", "kind", "created_at", "body", "sku", "closed_at")
 alert_episodes = _table("alert_episodes", "episode_key", "kind", "opened_at")
+alert_tellers = _table("alert_tellers", "id", "told_at")
 webhooks = _table("webhooks", "name", "url", "secret", "kinds", "updated_at")
 webhook_deliveries = _table("webhook_deliveries", "webhook", "alert_key", "status", "attempts", "next_attempt",
                             "last_code", "last_error", "updated_at")

@@ -89,5 +89,5 @@ def test_the_most_a_sqlite_statement_of_ranks_or_tie_counts_binds_is_within_its_
     position = Position(1, 2, "p")
     for statement, values in (ranking.sum_counts("b", [rank] * items), ranking.sum_counts("b", [ties] * items,
                                                                                           [5] * items),
-                              ranking.tied_before("b", [position] * items)):
+                              ranking.tied_between("b", [("", position)] * items)):
         assert len(statement.on("sqlite").params(values)) <= SQLITE_BOUND_VALUES

@@ -31,7 +31,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
 def test_serve_announces_the_api_the_dashboard_and_open_mode(embedded: Serve):
     announced = embedded.log_path.read_text()
     url = embedded.url
-    assert f"API        {url}/v1   (try: curl {url}/v1/health)" in announced
+    assert f"API        {url}/v1/…   (try: curl {url}/v1/health)" in announced
     assert f"dashboard  {url}/\n" in announced
     assert "keys       none, so only this machine may call; set BLACKBOX_API_KEYS__INGEST/SERVER/READ" in announced
     page = httpx.get(f"{url}/")

@@ -391,13 +391,17 @@ class RankingReads(Checkpointed):
         dropped = sum(self._database.delete_in_chunks(statement, key) for statement in ranking_sql.DROP_SEASON)
         # then the listing, in one transaction with what a late write (a ban's recheck, a replayed
         # spill) added since: rows left without a listing no purge would find again; a write after
-        # this lists the season again, for the next purge
-        with self._database.transaction() as t:
+        # this lists the season again, for the next purge. The listing first, as the worker's write
+        # takes it first (ADD_SEASON): the other order deadlocked with it on MySQL
+        def forget(t: Transaction) -> int:
+            forgotten = t.execute(ranking_sql.FORGET_SEASON, {"board": board, "start": start})
             for statement in ranking_sql.DROP_SEASON:
                 while (count := t.execute(statement, key)) >= PURGE_CHUNK:
-                    dropped += count
-                dropped += count
-            return dropped + t.execute(ranking_sql.FORGET_SEASON, {"board": board, "start": start})
+                    forgotten += count
+                forgotten += count
+            return forgotten
+
+        return dropped + self._database.in_transaction(forget)
 
     def keys_of(self, player_id: str) -> list[str]:
         return [str(key) for (key,) in self._database.rows(ranking_sql.KEYS_OF, {"player": player_id})]

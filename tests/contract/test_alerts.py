@@ -212,9 +212,16 @@ def test_a_run_that_read_the_window_before_another_changed_an_episode_leaves_tha
     assert opened(4_000)  # the run of 4 s: true
     assert not issues.close_episode(Episode("velocity:k", VELOCITY, 4_000), 3_500)  # a run of 3.5 s ends after it
     assert issues.episodes(VELOCITY) == [Episode("velocity:k", VELOCITY, 4_000)]
-    # a change from a clock far ahead does not hold the others back for ever
+    # a change from a clock far ahead does not hold the others back for ever, nor a day later
     assert opened(4_000 + 86_400_000) is False  # open already: nothing to open
     assert issues.close_episode(Episode("velocity:k", VELOCITY, 4_000), 5_000)
+    assert opened(86_400_000 - 60_000)
+    # a newer run that found nothing to change holds back an older one all the same (found in
+    # review: the older closed what the newer found true, and the next run opened it again)
+    assert issues.told(86_400_000)
+    assert not issues.told(86_400_000 - 1)
+    assert not issues.close_episode(Episode("velocity:k", VELOCITY, 86_400_000 - 60_000), 86_400_000 - 1)
+    assert issues.close_episode(Episode("velocity:k", VELOCITY, 86_400_000 - 60_000), 86_400_000)
 
 
 def test_an_opened_episode_is_logged_besides_its_webhook(stores: Stores, caplog: pytest.LogCaptureFixture) -> None:

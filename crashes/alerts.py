@@ -11,8 +11,8 @@ inserted in the transaction that raises the alert (IssueStore.open_episode), so 
 overlap (serve and another process, two Lambda invocations) one opens it and the other raises
 nothing. A close removes only the episode it read (by its opening time), never a newer one, and
 times its alert's close (crashes.alert_history shows it). A run that read the window before
-another run changed an episode changes none after it (IssueStore.open_episode): it would undo
-that newer close, raising a second alert for the episode, or that newer opening."""
+another run told it changes no episode after that (IssueStore.told): it would undo the newer
+run's close, raising a second alert for the episode, or its opening, or close what it found true."""
 
 from __future__ import annotations
 
@@ -134,6 +134,8 @@ def tell_alerts(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy
     """Closes the episodes whose condition is false now, opens those whose is true (raising their
     alerts); how many alerts were raised."""
     true_now = {c.key: c for c in crossings(counters, issues, policy, now_ms)}
+    if not issues.told(now_ms):  # a run that read the window later is telling it
+        return 0
     for kind in KINDS:
         for episode in issues.episodes(kind):
             if true_now.pop(episode.key, None) is None:

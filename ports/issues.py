@@ -268,6 +268,12 @@ class IssueStore(Protocol):
         window after this one's (at `opened_at`) has opened or closed an episode since."""
         ...
 
+    def told(self, at: int) -> bool:
+        """A run that read the window at `at` says so before it changes episodes; False when a run
+        that read it later said so (or changed an episode) first: this one's figures are older, and
+        it changes nothing."""
+        ...
+
     def close_episode(self, episode: Episode, at: int) -> bool:
         """Closes it if it is still the one open under its key (opened at its `opened_at`), and
         records `at` as its alert's closing; False, as open_episode, when a run that read the window

@@ -235,10 +235,23 @@ def test_a_run_whose_claim_ran_out_leaves_the_next_runs_outcome(stores: tuple[Cr
     assert issues.claim(first, 60_100, 100)  # run A
     [(second, _, _)] = issues.due(60_100, 10)  # A's claim ran out: run B takes it up
     assert issues.claim(second, 120_100, 60_100)
-    issues.attempted(replace(second, status="delivered", attempts=1, last_code=204, updated_at=60_200))
-    issues.attempted(replace(first, attempts=1, next_attempt=160_000, last_error="timed out", updated_at=70_000))
+    assert issues.attempted(replace(second, status="delivered", attempts=1, last_code=204, updated_at=60_200))
+    assert not issues.attempted(replace(first, attempts=1, next_attempt=160_000, last_error="timed out",
+                                        updated_at=70_000))
     [(delivery, _)] = issues.deliveries("w", None, 5)
     assert (delivery.status, delivery.attempts, delivery.last_code) == ("delivered", 1, 204)
+    assert issues.due(1_000_000, 10) == []
+    # the other order (found in review): the stale failure stored first, the delivery after it
+    issues.raise_alert(Alert("regressed:g:aa:2", "regressed", 100, {"text": "again"}))
+    [(first, _, _)] = issues.due(100, 10)
+    assert issues.claim(first, 60_100, 100)
+    [(second, _, _)] = issues.due(60_100, 10)
+    assert issues.claim(second, 120_100, 60_100)
+    assert issues.attempted(replace(first, attempts=1, next_attempt=160_000, last_error="timed out", updated_at=70_000))
+    assert issues.attempted(replace(second, status="delivered", attempts=1, last_code=204, updated_at=71_000))
+    assert not issues.attempted(replace(second, status="delivered", attempts=1, last_code=200, updated_at=72_000))
+    assert [(d.status, d.last_code) for d, a in issues.deliveries("w", None, 5) if a.key.endswith(":2")] == [
+        ("delivered", 204)]
     assert issues.due(1_000_000, 10) == []
 
 

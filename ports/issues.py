@@ -315,9 +315,10 @@ class IssueStore(Protocol):
         that gets True sends it."""
         ...
 
-    def attempted(self, delivery: Delivery) -> None:
+    def attempted(self, delivery: Delivery) -> bool:
         """Stores a delivery's outcome (its status, attempts, next attempt, last answer): that of
-        its attempt numbered `attempts`, left out if another run stored that one first."""
+        its attempt numbered `attempts`; False, and left out, if another run (whose claim came after
+        this one's ran out) stored that one first, unless this one delivered and that one did not."""
         ...
 
     def purge(self, before_ms: int) -> int:

@@ -338,7 +338,8 @@ class _Failed:
 
 def _attempt(issues: IssueStore, policy: WebhookPolicy, due: Due, now: int | None) -> int | _Failed:
     """Claims and sends one delivery, and stores how it went: 1 when delivered, 0 when another run
-    claimed it first, and when its receiver failed it, the time it is tried again."""
+    claimed it first (or took it up once this one's claim ran out, and stored its failure first),
+    and when its receiver failed it, the time it is tried again."""
     delivery, alert, webhook = due
     at = now_ms() if now is None else now
     if not issues.claim(delivery, at + CLAIM_MS, at):
@@ -351,8 +352,9 @@ def _attempt(issues: IssueStore, policy: WebhookPolicy, due: Due, now: int | Non
         return 1
     status: DeliveryStatus = "failed" if attempts >= policy.max_attempts else "pending"
     retry_at = policy.next_attempt(attempts, at)
-    issues.attempted(replace(delivery, status=status, attempts=attempts, next_attempt=retry_at,
-                             last_code=answer.code, last_error=answer.error, updated_at=at))
+    if not issues.attempted(replace(delivery, status=status, attempts=attempts, next_attempt=retry_at,
+                                    last_code=answer.code, last_error=answer.error, updated_at=at)):
+        return 0  # this run outlasted its claim: the outcome stored is the next run's, its rest too
     logger.warning("webhook delivery failed", extra={"webhook": webhook.name, "alert": alert.key,
                                                      "attempts": attempts, "error": answer.error})
     return _Failed(retry_at)

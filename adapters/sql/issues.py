@@ -196,9 +196,12 @@ _DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)
                  .join(webhooks, _d.webhook == _w.name)
                  .where(_TURNS.c.turn <= _bind("per_webhook"))
                  .order_by(_d.next_attempt, _d.alert_key).limit(_bind("limit")))
-# the attempt the run claimed, unless another recorded one since (the claim ran out): its outcome stands
+# the attempt the run claimed, unless another stored one since (the claim ran out): its outcome
+# stands, unless this one delivered the alert and that one did not
 _ATTEMPTED = Statement(sa.update(webhook_deliveries).where(
-    _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key"), _d.attempts == _bind("attempts") - 1).values(
+    _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key"),
+    sa.or_(_d.attempts == _bind("attempts") - 1,
+           sa.and_(_bind("status") == "delivered", _d.attempts == _bind("attempts"), _d.status != "delivered"))).values(
     status=_bind("status"), attempts=_bind("attempts"), next_attempt=_bind("next_attempt"),
     last_code=_bind("last_code"), last_error=_bind("last_error"), updated_at=_bind("updated_at")))
 _CLAIM = Statement(sa.update(webhook_deliveries).where(
@@ -511,9 +514,9 @@ class SqlIssueStore:
             return t.execute(_CLAIM, {"webhook": delivery.webhook, "alert_key": delivery.alert_key,
                                       "next_attempt": delivery.next_attempt, "until": until, "now": now}) == 1
 
-    def attempted(self, delivery: Delivery) -> None:
+    def attempted(self, delivery: Delivery) -> bool:
         with self._database.transaction() as t:
-            t.execute(_ATTEMPTED, vars(delivery))
+            return t.execute(_ATTEMPTED, vars(delivery)) == 1
 
     def purge(self, before_ms: int) -> int:
         return sum(self._database.delete_in_chunks(statement, {"before": before_ms}) for statement in _PURGE_OUTBOX)

@@ -850,6 +850,13 @@ def test_a_board_with_seasons_keeps_its_order_so_each_reads_as_it_ended(ranking_
     # one season, the current: its order may change, and a first score's board made desc can be asc
     leaderboard.configure(ranking_store, plain, BoardSettingsBody(order="desc"))
     assert leaderboard.configure(ranking_store, plain, BoardSettingsBody(order="asc"))[1]["order"] == "asc"
+    # a window closed: its one season ended, and its end was told as it stood (found in review)
+    closed = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, closed, BoardSettingsBody(startsAt=to_rfc3339(now_ms() - 60_000),
+                                                                   endsAt=to_rfc3339(now_ms() - 1)))
+    with pytest.raises(InvalidField) as refused:
+        leaderboard.configure(ranking_store, closed, BoardSettingsBody(order="asc"))
+    assert refused.value.field == "order"
 
 
 class _BoardReadBefore:

@@ -236,7 +236,7 @@ def _put(known: Stored, body: BoardSettingsBody) -> Stored:
     now (EPOCH_DELAY_MS) and applies from then on; the seasons before keep the schedule they had.
     Ties are chosen when the board is made (its records' tiebreaks and tie trees are of that mode),
     and an earliest board keeps its order (its tiebreaks are receipt times signed by it), as does a
-    board with seasons (a schedule, or one once, or a wipe). A
+    board with seasons (a schedule, or one once, or a wipe) or a closed window. A
     window's end comes after its start, whichever end the PUT names (ranking.tournaments for the
     limits)."""
     board, named = known.board, body.model_fields_set
@@ -247,10 +247,12 @@ def _put(known: Stored, body: BoardSettingsBody) -> Stored:
                            "ties")
     if known.ties == "earliest" and settings.order != known.order:
         raise InvalidField(f"leaderboard {board} ranks ties earliest first: its order cannot change", "order")
-    # its seasons are read in the board's order: another would re-rank those that ended
-    if settings.order != known.order and (known.reset != NEVER or known.epochs):
-        raise InvalidField(f"leaderboard {board} has seasons, each read as it ended: its order cannot change "
-                           "(make a new board)", "order")
+    # its seasons are read in the board's order: another would re-rank those that ended (and a closed
+    # window's one season ended)
+    closed = known.ends_at is not None and known.ends_at <= now_ms()
+    if settings.order != known.order and (known.reset != NEVER or known.epochs or closed):
+        raise InvalidField(f"leaderboard {board} has seasons, or a window closed, each read as it ended: its "
+                           "order cannot change (make a new board)", "order")
     # its last season ended then, and that end is told once (ranking.season_ends): no other end
     if known.ends_at is not None and known.ends_at <= now_ms() and settings.ends_at != known.ends_at:
         raise InvalidField(f"leaderboard {board}'s window closed at {to_rfc3339(known.ends_at)}: it is not "

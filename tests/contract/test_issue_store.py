@@ -157,6 +157,16 @@ def test_a_count_of_reports_holds_across_redeliveries_and_two_consumers_at_once(
                            for c in crashes])
         issues.counted(crashes)
         assert issues.issue("g", "d2").state == state  # type: ignore[union-attr]
+    # a batch of more groups than one read names: the one an ignore waits to count is found
+    many = [Crash("g", f"m{n:03d}", "1.0", 500) for n in range(300)]
+    issues.observe(many, 500)
+    issues.change("g", "m299", Change("ignored", 600, "server", ignore_for=1))
+    batch(index, issues, "m299", [700])
+    assert issues.issue("g", "m299").state == "ignored"  # type: ignore[union-attr]
+    index.insert_many([IndexEntry(report_key="m299-800", event_id="e-m299-800", sku="g", received_at=800,
+                                  size_bytes=1, signature="m299", build_version="1.0")])
+    issues.counted([Crash("g", f"m{n:03d}", "1.0", 800) for n in range(300)])
+    assert issues.issue("g", "m299").state == "unresolved"  # type: ignore[union-attr]
 
 def test_puts_of_a_new_webhook_at_once_make_it_once(stores: tuple[CrashIndex, IssueStore]) -> None:
     """Found from outside: each PUT asked whether the webhook existed before its write, so of six at

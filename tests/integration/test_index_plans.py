@@ -21,6 +21,7 @@ from adapters.embedded.ranking import SqliteRankingStore
 from adapters.mysql.database import MysqlDatabase
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.ranking import MysqlRankingStore
+from adapters.sql import issues as issues_sql
 from adapters.sql import ranking as ranking_sql
 from adapters.sql.issues import GROUP_BUILDS, GROUP_PLAYERS, HISTORY_BEFORE, HISTORY_FIRST, group_counts_queries
 from adapters.sql.queries import crash_counts_query, crash_groups_query, find_query, origins
@@ -333,6 +334,16 @@ def test_a_friends_list_in_one_tie_reads_the_tie_once(tmp_path: Path) -> None:
     assert steps([Position(7, 1, "u03999"), Position(8, 0, "u03999")])[0] == [0, 0]  # other ties
     last, last_steps = steps(friends[:1])
     assert last == [3_999] and friends_steps <= 2 * last_steps, (friends_steps, last_steps)
+
+
+def test_sqlite_finds_the_ignores_a_batch_counts_for_by_its_groups_alone(tmp_path: Path) -> None:
+    """Found in review: the crash consumer's look for issues ignored until a count read every issue
+    of the batch's skus (14 ms a batch in a sku of 100,000 groups), where it needs the batch's."""
+    database = SqliteIndexDatabase(tmp_path / "index.sqlite")
+    statement, values = issues_sql.counting("g", ["aa", "bb", "cc"])
+    compiled = statement.on("sqlite")
+    plan = _sqlite_plan(database, compiled.text, compiled.params(values))
+    assert plan == ["SEARCH crash_issues USING INDEX sqlite_autoindex_crash_issues_1 (sku=? AND signature=?)"], plan
 
 
 # found from outside (a million reports of one sku): a page of a rare build's or signature's

@@ -101,11 +101,20 @@ def _newest(t: Transaction, at: int) -> bool:
     return True
 
 
+# within SQLite's 999 bound values before 3.32
+_GROUPS_A_READ = 256
+
+
 @functools.cache
 def _counting(count: int) -> Statement:
-    """The groups of these skus whose issue is ignored until a number of reports."""
-    return Statement(sa.select(_i.sku, _i.signature).where(
-        _i.sku.in_(marks("sku", count)), _i.state == "ignored", _i.ignore_count.is_not(None)))
+    return Statement(sa.select(_i.signature).where(
+        _i.sku == _bind("sku"), _i.signature.in_(marks("signature", count)), _i.state == "ignored",
+        _i.ignore_count.is_not(None)))
+
+
+def counting(sku: str, signatures: Sequence[str]) -> Query:
+    """Those of these groups of the sku whose issue is ignored until a number of reports."""
+    return _counting(padded(len(signatures))), {"sku": sku, **listed("signature", signatures)}
 
 
 # a group's detail: its entries of the index that holds each one's build, player and receipt
@@ -307,10 +316,14 @@ class SqlIssueStore:
                 latest[crash.sku, crash.signature] = crash
         if not latest:
             return
-        # one read a batch: a group an ignore waits to count is rare
-        skus = sorted({sku for sku, _ in latest})
-        due = sorted(group for row in self._database.rows(_counting(padded(len(skus))), listed("sku", skus))
-                     if (group := (str(row[0]), str(row[1]))) in latest)
+        # one read a sku of the batch: a group an ignore waits to count is rare
+        parts: dict[str, list[list[str]]] = defaultdict(lambda: [[]])
+        for sku, signature in sorted(latest):
+            if len(parts[sku][-1]) == _GROUPS_A_READ:
+                parts[sku].append([])
+            parts[sku][-1].append(signature)
+        due = sorted({(sku, str(signature)) for sku, of_sku in parts.items() for part in of_sku
+                      for (signature,) in self._database.rows(*counting(sku, part))})
 
         def count(t: Transaction) -> None:
             for sku, signature in due:

@@ -132,3 +132,29 @@ def test_a_spill_another_replay_deleted_meanwhile_is_passed_over(monkeypatch: py
                 return getattr(client, name)
 
         assert [s.record.value for s in S3SpillStore(Racing(), "spill").list(limit=10)] == [b"first", b"third"]
+
+
+def test_an_unreadable_spill_another_replay_set_aside_meanwhile_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in review: two replays that both read an object that does not decode both set it
+    aside; the second one's copy found it gone, and its replay stopped."""
+    with s3_bucket(monkeypatch, "spill") as client:
+        store = S3SpillStore(client, "spill")
+        store.put("crashes", OutgoingRecord(value=b"first"))
+        broken = "spill/00000000000000000001-000000000-crashes-deadbeef0000.json"
+        client.put_object(Bucket="spill", Key=broken, Body=b'{"topic": "cra')
+
+        class Racing:
+            """The client, with the other replay's set-aside landing just before this one's copy."""
+
+            def copy_object(self, **request: Any) -> Any:
+                if request["CopySource"]["Key"] == broken and "Contents" in client.list_objects_v2(
+                        Bucket="spill", Prefix=broken):
+                    client.copy_object(**request)
+                    client.delete_object(Bucket="spill", Key=broken)
+                return client.copy_object(**request)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+        assert [s.record.value for s in S3SpillStore(Racing(), "spill").list(limit=10)] == [b"first"]
+

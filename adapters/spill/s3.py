@@ -49,19 +49,25 @@ class S3SpillStore:
             try:
                 spilled.append(decode(spill_id, body))
             except Unreadable as exc:
-                aside = self._set_aside(spill_id, UNREADABLE)
-                logger.error("a spilled object does not decode; set aside", extra={"key": aside, "error": str(exc)})
+                if (aside := self._aside(spill_id, UNREADABLE)) is not None:
+                    logger.error("a spilled object does not decode; set aside", extra={"key": aside,
+                                                                                       "error": str(exc)})
         return spilled
 
     def delete(self, spill_id: str) -> None:
         self._s3.delete_object(Bucket=self._bucket, Key=f"{PREFIX}{spill_id}.json")
 
     def set_aside(self, spill_id: str) -> None:
+        self._aside(spill_id, REFUSED)
+
+    def _aside(self, spill_id: str, prefix: str) -> str | None:
+        """Where the spill was set aside; None if another replay set it aside (or replayed it) meanwhile."""
         try:
-            self._set_aside(spill_id, REFUSED)
+            return self._set_aside(spill_id, prefix)
         except ClientError as error:
-            if error.response["Error"]["Code"] != "NoSuchKey":  # else set aside by another replay meanwhile
+            if error.response["Error"]["Code"] != "NoSuchKey":
                 raise
+            return None
 
     def _set_aside(self, spill_id: str, prefix: str) -> str:
         """S3 has no rename: a copy, then the delete."""

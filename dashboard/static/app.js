@@ -209,7 +209,7 @@ async function showReleases() {
   const listed = builds.length;
   if (state.release && !builds.includes(state.release)) builds.push(state.release);
   const health = (await Promise.all(builds.map((b, i) => api(`/v1/releases/${segment(b, "build")}`, { sku, interval, ...range })
-    .catch((error) => { if (i < listed) throw error; return null; })))).filter((h) => h);
+    .catch((error) => { if (i < listed || error.status !== 404) throw error; return null; })))).filter((h) => h);
   const chosen = health.find((h) => h.build === state.release) ?? health[0];
   $("releases-note").textContent = chosen ? `(build ${chosen.build} over time; click a build)` : "";
   fill($("releases").tBodies[0], health.map((h) => {

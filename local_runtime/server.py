@@ -111,7 +111,8 @@ def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass ano
         fd = os.open(data_dir / "serve.lock", os.O_CREAT | os.O_RDWR)
     except OSError as error:  # not writable by this user, or no place for files (/proc)
         raise UserError(f"{data_dir} cannot be written ({error.strerror})",
-                        "pass --data-dir a directory this user can write (made if missing)") from None
+                        "pass --data-dir a directory this user can write, made if missing (with make: make serve "
+                        "DATA_DIR=that-dir)") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

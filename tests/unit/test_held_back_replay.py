@@ -234,3 +234,21 @@ def test_a_spill_replay_that_fails_holds_back_no_failed_batch(adapters: Adapters
         replay_held_back(adapters.log, adapters.spill, bucket, PREFIX)
     assert bucket.keys() == [] and len(adapters.spill.list(10)) == 1
     assert counter.count() == 1 + 2  # the spill's event published (not deleted: a later replay's is counted once)
+
+
+def test_a_spill_backlog_leaves_the_failed_batches_their_share_of_the_run(adapters: Adapters,
+                                                                         bucket: S3FailedBatches):
+    """Found in review: the replay emptied the spill before it looked at the failed batches, with no
+    regard for its time: after a long outage each run was ended on the spill, at the function's
+    timeout, and the failed batches waited for days. The spill takes half of what is left."""
+    sessions(adapters, 1)
+    counter = Counter(adapters)
+    put(bucket, "aws/lambda/esm/2026/11/30/batch-1", failed_batch(counter.give_up()))
+    for n in range(6):  # the spill of an outage
+        adapters.spill.put(SESSIONS, OutgoingRecord(json.dumps([{"sku": "g", "kind": "client", "n": n}]).encode()))
+    left = iter(range(100, -100, -10))  # seconds left, 10 fewer at each look
+
+    result = replay_held_back(adapters.log, adapters.spill, bucket, PREFIX, remaining_s=lambda: next(left))
+    assert (result.spilled, result.failed_batches) == (4, 1)  # looked at 100: the spill until 50
+    assert len(adapters.spill.list(limit=10)) == 2  # for the next run
+    assert replay_held_back(adapters.log, adapters.spill, bucket, PREFIX).spilled == 2

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -75,15 +75,18 @@ def failed_records(document: Mapping[str, Any], log: EventLog, topic_prefix: str
     return records
 
 
-def replay_failed_batches(log: EventLog, store: FailedBatchStore, topic_prefix: str) -> tuple[int, int]:
-    """Publishes every failed batch again and deletes it once all its records are on the log (a run
-    cut off in between publishes them once more, which the consumers recognise). Returns how many
-    batches and records went back."""
+def replay_failed_batches(log: EventLog, store: FailedBatchStore, topic_prefix: str,
+                          going_on: Callable[[], bool] = lambda: True) -> tuple[int, int]:
+    """Publishes every failed batch again, while `going_on` (asked before each), and deletes it once
+    all its records are on the log (a run cut off in between publishes them once more, which the
+    consumers recognise). Returns how many batches and records went back."""
     keys = store.keys()
     if keys:
         emit(FAILED_BATCHES, len(keys))
     batches = records = 0
     for key in keys:
+        if not going_on():
+            break
         try:
             found = failed_records(json.loads(store.read(key)), log, topic_prefix)
         except (ValueError, KeyError) as exc:  # Unreplayable, or not the documented format
@@ -103,18 +106,28 @@ def replay_failed_batches(log: EventLog, store: FailedBatchStore, topic_prefix: 
 
 
 def replay_held_back(log: EventLog, spill: SpillStore, failed: FailedBatchStore | None,
-                     topic_prefix: str) -> Replayed:
+                     topic_prefix: str, remaining_s: Callable[[], float] | None = None) -> Replayed:
     """The spill, then the failed batches (None where no event source mapping runs: on one
-    machine the poller never gives a batch up)."""
+    machine the poller never gives a batch up). With `remaining_s` (the seconds the run may still
+    take), the spill takes half of them at most, and the failed batches the rest: a spill backlog
+    that outlasts a run (a long outage's) holds them back no longer than it."""
     log.ping()  # while the log is away nothing can go back: fail before reading either store
+    spill_on = batches_on = _always
+    if remaining_s is not None:
+        half = remaining_s() / 2
+        spill_on, batches_on = (lambda: remaining_s() > half), (lambda: remaining_s() > 0)
     try:
-        spilled = replay_spilled(log, spill)
+        spilled = replay_spilled(log, spill, going_on=spill_on)
     except Exception:
         # a failure that stops the spill's replay (which keeps its order) holds back no failed
         # batch: those go back while the log answers
         log.ping()
         if failed is not None:
-            replay_failed_batches(log, failed, topic_prefix)
+            replay_failed_batches(log, failed, topic_prefix, batches_on)
         raise
-    batches, records = replay_failed_batches(log, failed, topic_prefix) if failed is not None else (0, 0)
+    batches, records = replay_failed_batches(log, failed, topic_prefix, batches_on) if failed is not None else (0, 0)
     return Replayed(spilled, batches, records)
+
+
+def _always() -> bool:
+    return True

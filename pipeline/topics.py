@@ -120,15 +120,18 @@ def marked_replayed(record: OutgoingRecord, origin: str) -> OutgoingRecord:
     return OutgoingRecord(record.value, record.key, (*headers, (REPLAYED, origin.encode())))
 
 
-def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100) -> int:
-    """Publishes spilled events again, oldest first; each leaves the spill store once it is on the
-    log, so a crash midway repeats at most one event, which consumers recognise. The first failure
-    stops the replay (the log away: the next replay tries again, in order), but for an event the
-    log refuses for its own bytes, which no replay would get onto it: that one is set aside for a
-    person (docs/aws-durability.md) and the rest go on."""
+def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100,
+                   going_on: Callable[[], bool] = lambda: True) -> int:
+    """Publishes spilled events again, oldest first, while `going_on` (asked before each); each
+    leaves the spill store once it is on the log, so a crash midway repeats at most one event, which
+    consumers recognise. The first failure stops the replay (the log away: the next replay tries
+    again, in order), but for an event the log refuses for its own bytes, which no replay would get
+    onto it: that one is set aside for a person (docs/aws-durability.md) and the rest go on."""
     replayed = 0
     while spilled := spill.list(limit=batch):
         for item in spilled:
+            if not going_on():
+                return replayed
             try:
                 log.publish(item.topic, [marked_replayed(item.record, f"spill:{item.spill_id}")])
             except ValueRefused as refused:

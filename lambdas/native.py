@@ -24,7 +24,7 @@ from ports.limits import MAX_BODY_BYTES
 from ports.scopes import SkuScope
 from ports.telemetry import instrumented
 from reporters.breakpad import parse_minidump_upload, socorro_answer
-from reporters.capture import capture_envelope
+from reporters.capture import Captured, capture_envelope
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
 from reporters.projects import MAX_PROJECT_ID, unknown_project
@@ -60,8 +60,8 @@ def _sku(project_id: str | None, scope: SkuScope) -> str:
     return sku
 
 
-def _capture(project_id: str | None, read: Reader, *, sentry_auth: bool = True) -> str | None:
-    """Captures the request's upload for the project's sku; the Sentry event id of its report.
+def _capture(project_id: str | None, read: Reader, *, sentry_auth: bool = True) -> Captured | None:
+    """Captures the request's upload for the project's sku; its report's ids, if it had one.
     `sentry_auth`: the request authenticates as a Sentry SDK does, whose protocol is checked."""
     a = current()
     event = app.current_event
@@ -102,8 +102,8 @@ def _text(description: str) -> dict[int, OpenAPIResponse]:
 
 def _sentry_route(path: str, operation_id: str, summary: str, body: dict[str, Any], read: Reader) -> None:
     def upload(project_id: ProjectId) -> Response[str]:
-        event_id = _capture(project_id, read)
-        return json_response(200, SentryAnswer(id=event_id) if event_id else SentryAnswer())
+        captured = _capture(project_id, read)
+        return json_response(200, SentryAnswer(id=captured.sentry_id) if captured else SentryAnswer())
 
     app.post(path, operation_id=operation_id, summary=summary, description="as a Sentry SDK sends it (any "
              f"Content-Type, but one): {_SENTRY_AUTH}; {_UNKNOWN}", openapi_extensions=_body(body),
@@ -126,7 +126,8 @@ _sentry_route("/api/<project_id>/store/", "postSentryEvent", "An older Sentry SD
           openapi_extensions=_body({**_MINIDUMP_FORM, "application/octet-stream": _BINARY}),
           responses=_text("the report's event id"))
 def post_minidump(project_id: ProjectId) -> Response[str]:
-    return text_response(200, _capture(project_id, parse_minidump_upload) or "")
+    captured = _capture(project_id, parse_minidump_upload)
+    return text_response(200, captured.sentry_id if captured else "")
 
 
 @app.post("/submit", operation_id="postBreakpadSubmit",
@@ -141,23 +142,24 @@ def post_submit(project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, de
     # untyped routes are handed their path alone: the query is read here; a project it does not name
     # is a value of the query, refused as one
     try:
-        event_id = _capture(app.current_event.get_query_string_value("project"), parse_minidump_upload)
+        captured = _capture(app.current_event.get_query_string_value("project"), parse_minidump_upload)
     except NotFound as missing:
         raise InvalidField(str(missing), "project") from None
-    return text_response(200, socorro_answer(event_id) if event_id else "")
+    return text_response(200, socorro_answer(captured.sentry_id) if captured else "")
 
 
 @app.post("/api/<project_id>/unreal/<key>/", operation_id="postUnrealCrash",
           summary="Unreal's CrashReportClient upload (200 once it is durable)",
           description="its compressed crash container (context XML, minidump, logs), as CrashReportClient posts it "
                       "to a DataRouterUrl of `…/api/<project>/unreal/<ingest key>/`; at most 1 MiB as sent and "
-                      f"inflated; {_UNKNOWN}. Answers the event id as text",
-          openapi_extensions=_body({"application/octet-stream": _BINARY}), responses=_text("the report's event id"))
+                      f"inflated; {_UNKNOWN}. Answers the report's eventId as text",
+          openapi_extensions=_body({"application/octet-stream": _BINARY}), responses=_text("the report's eventId"))
 def post_unreal(project_id: ProjectId,
                 key: Annotated[str, Path(description="an ingest key, where CrashReportClient can put one")],
                 ) -> Response[str]:
-    return text_response(200, _capture(project_id, lambda body, _, sku: parse_unreal_crash(body, sku),
-                                       sentry_auth=False) or "")
+    # CrashReportClient reads no answer: the report's eventId, which a studio finds the report by
+    captured = _capture(project_id, lambda body, _, sku: parse_unreal_crash(body, sku), sentry_auth=False)
+    return text_response(200, captured.event_id if captured else "")
 
 
 @instrumented

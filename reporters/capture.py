@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -26,9 +27,17 @@ from sessions.model import SessionCount
 SENTRY_SESSION_ENDS = "sentry-session-ends"
 
 
+class Captured(NamedTuple):
+    """An upload's crash report: the Sentry event id (the client's own, else one given here, in
+    Sentry's form: 32 hex digits) and the report's eventId."""
+
+    sentry_id: str
+    event_id: str
+
+
 def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, sku: str, *,
-                     scope: SkuScope = ANY_SKU) -> str | None:
-    """Captures what an envelope carried for `sku`; the Sentry event id of its crash report, if any."""
+                     scope: SkuScope = ANY_SKU) -> Captured | None:
+    """Captures what an envelope carried for `sku`; its crash report's ids, if it had one."""
     scope.check([sku])
     if reading.discarded:
         # answered 200 as Relay does (an SDK would send them again otherwise), but not without a trace:
@@ -38,7 +47,7 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
     if reading.sessions_ended > MAX_SESSIONS:
         raise InvalidField(f"an upload ends at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "
                            f"{reading.sessions_ended}", "sessions")
-    event_id = None
+    captured = None
     if reading.crash is not None:
         text = reading.crash.json_text()
         # the report goes on the log as one record, attachments in base64, like a posted one: the
@@ -52,11 +61,10 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
             raise InvalidField(f"the event makes no crash report: {error.errors()[0]['msg']}") from None
         # an SDK sends the same event id again when it retries
         receipt = capture_crash(log, spill, submission, text, idempotency_key=reading.crash.event_id, scope=scope)
-        # Sentry's form of an id (32 hex digits): the client's own, else the one given here
-        event_id = reading.crash.event_id or receipt.event_id.replace("-", "")
+        captured = Captured(reading.crash.event_id or receipt.event_id.replace("-", ""), receipt.event_id)
     _capture_sessions(log, spill, sku, ended=[s for s in reading.sessions if s.ended], aggregates=reading.aggregates,
                       scope=scope)
-    return event_id
+    return captured
 
 
 def _capture_sessions(log: EventLog, spill: SpillStore, sku: str, *, ended: list[SessionUpdate],

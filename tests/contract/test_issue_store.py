@@ -260,6 +260,9 @@ def test_a_run_whose_claim_ran_out_leaves_the_next_runs_outcome(stores: tuple[Cr
     assert issues.attempted(replace(first, attempts=1, next_attempt=160_000, last_error="timed out", updated_at=70_000))
     assert issues.attempted(replace(second, status="delivered", attempts=1, last_code=204, updated_at=71_000))
     assert not issues.attempted(replace(second, status="delivered", attempts=1, last_code=200, updated_at=72_000))
+    # nor does a third run's failure, claimed after the stale one was stored, replace the delivery
+    assert not issues.attempted(replace(second, attempts=2, next_attempt=200_000, last_code=503,
+                                        last_error="HTTP 503", updated_at=73_000))
     assert [(d.status, d.last_code) for d, a in issues.deliveries("w", None, 5) if a.key.endswith(":2")] == [
         ("delivered", 204)]
     assert issues.due(1_000_000, 10) == []

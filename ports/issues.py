@@ -318,7 +318,8 @@ class IssueStore(Protocol):
     def attempted(self, delivery: Delivery) -> bool:
         """Stores a delivery's outcome (its status, attempts, next attempt, last answer): that of
         its attempt numbered `attempts`; False, and left out, if another run (whose claim came after
-        this one's ran out) stored that one first, unless this one delivered and that one did not."""
+        this one's ran out) stored that one first, unless this one delivered and that one did not;
+        a delivery stored is never replaced."""
         ...
 
     def purge(self, before_ms: int) -> int:

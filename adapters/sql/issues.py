@@ -206,11 +206,11 @@ _DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)
                  .where(_TURNS.c.turn <= _bind("per_webhook"))
                  .order_by(_d.next_attempt, _d.alert_key).limit(_bind("limit")))
 # the attempt the run claimed, unless another stored one since (the claim ran out): its outcome
-# stands, unless this one delivered the alert and that one did not
+# stands, unless this one delivered the alert and that one did not; a delivery is never replaced
 _ATTEMPTED = Statement(sa.update(webhook_deliveries).where(
-    _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key"),
+    _d.webhook == _bind("webhook"), _d.alert_key == _bind("alert_key"), _d.status != "delivered",
     sa.or_(_d.attempts == _bind("attempts") - 1,
-           sa.and_(_bind("status") == "delivered", _d.attempts == _bind("attempts"), _d.status != "delivered"))).values(
+           sa.and_(_bind("status") == "delivered", _d.attempts == _bind("attempts")))).values(
     status=_bind("status"), attempts=_bind("attempts"), next_attempt=_bind("next_attempt"),
     last_code=_bind("last_code"), last_error=_bind("last_error"), updated_at=_bind("updated_at")))
 _CLAIM = Statement(sa.update(webhook_deliveries).where(

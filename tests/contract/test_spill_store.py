@@ -61,8 +61,9 @@ def test_a_spill_set_aside_is_listed_no_more_and_goes_with_retention(spill_store
         spill_store.put("crashes", OutgoingRecord(value=value))
         time.sleep(0.002)  # each in a millisecond of its own
     refused = spill_store.list(limit=10)[1]
-    spill_store.set_aside(refused.spill_id)
-    spill_store.set_aside(refused.spill_id)  # found in review: by two replays at once, the second raised
+    assert spill_store.set_aside(refused.spill_id)
+    # found in review: by two replays at once, the second raised; then both counted it
+    assert not spill_store.set_aside(refused.spill_id)
     assert [s.record.value for s in spill_store.list(limit=10)] == [b"first", b"third"]
     assert [s.record.value for s in spill_store.list(limit=1)] == [b"first"]
     assert spill_store.purge(spilled_at_ms(refused.spill_id)) == 1  # the first

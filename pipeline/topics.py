@@ -128,17 +128,18 @@ def replay_spilled(log: EventLog, spill: SpillStore, batch: int = 100,
     again, in order), but for an event the log refuses for its own bytes, which no replay would get
     onto it: that one is set aside for a person (docs/aws-durability.md) and the rest go on."""
     replayed = 0
-    while spilled := spill.list(limit=batch):
-        for item in spilled:
-            if not going_on():
+    # asked before a page is listed too: a listing on S3 reads its objects
+    while going_on() and (spilled := spill.list(limit=batch)):
+        for n, item in enumerate(spilled):
+            if n and not going_on():
                 return replayed
             try:
                 log.publish(item.topic, [marked_replayed(item.record, f"spill:{item.spill_id}")])
             except ValueRefused as refused:
-                spill.set_aside(item.spill_id)
-                logger.error("the log refuses a spilled event; set aside", extra={
-                    "spillId": item.spill_id, "topic": item.topic, "reason": str(refused)})
-                emit(SPILLS_SET_ASIDE, 1, topic=item.topic)
+                if spill.set_aside(item.spill_id):  # else another replay did, and said so
+                    logger.error("the log refuses a spilled event; set aside", extra={
+                        "spillId": item.spill_id, "topic": item.topic, "reason": str(refused)})
+                    emit(SPILLS_SET_ASIDE, 1, topic=item.topic)
                 continue
             spill.delete(item.spill_id)
             replayed += 1

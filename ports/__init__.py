@@ -121,8 +121,9 @@ class SpillStore(Protocol):
 
     def delete(self, spill_id: str) -> None: ...
 
-    def set_aside(self, spill_id: str) -> None:
-        """Keeps a record the log refuses out of `list`, for an operator, until `purge` drops it."""
+    def set_aside(self, spill_id: str) -> bool:
+        """Keeps a record the log refuses out of `list`, for an operator, until `purge` drops it;
+        False if it was not there (another replay set it aside, or replayed it, meanwhile)."""
         ...
 
     def purge(self, before_ms: int) -> int:

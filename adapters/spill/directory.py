@@ -3,7 +3,6 @@ renamed, so a file that exists is whole."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -58,9 +57,12 @@ class DirectorySpillStore:
     def delete(self, spill_id: str) -> None:
         (self._dir / f"{spill_id}.json").unlink(missing_ok=True)
 
-    def set_aside(self, spill_id: str) -> None:
-        with contextlib.suppress(FileNotFoundError):  # by another replay meanwhile
+    def set_aside(self, spill_id: str) -> bool:
+        try:
             self._set_aside(spill_id, _REFUSED)
+        except FileNotFoundError:  # by another replay meanwhile
+            return False
+        return True
 
     def _set_aside(self, spill_id: str, why: str) -> Path:
         aside = self._dir / f".{spill_id}.{why}"

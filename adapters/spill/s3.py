@@ -57,8 +57,8 @@ class S3SpillStore:
     def delete(self, spill_id: str) -> None:
         self._s3.delete_object(Bucket=self._bucket, Key=f"{PREFIX}{spill_id}.json")
 
-    def set_aside(self, spill_id: str) -> None:
-        self._aside(spill_id, REFUSED)
+    def set_aside(self, spill_id: str) -> bool:
+        return self._aside(spill_id, REFUSED) is not None
 
     def _aside(self, spill_id: str, prefix: str) -> str | None:
         """Where the spill was set aside; None if another replay set it aside (or replayed it) meanwhile."""

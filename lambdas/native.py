@@ -121,10 +121,10 @@ _sentry_route("/api/<project_id>/store/", "postSentryEvent", "An older Sentry SD
 @app.post("/api/<project_id>/minidump/", operation_id="postMinidump",
           summary="A Crashpad or Breakpad minidump upload (200 once it is durable)",
           description="as Crashpad sends it to Sentry (multipart `upload_file_minidump` and annotations, or the "
-                      f"bare dump), the whole body perhaps gzipped: {_SENTRY_AUTH}; {_UNKNOWN}. Answers the event id "
-                      "as text",
+                      f"bare dump), the whole body perhaps gzipped: {_SENTRY_AUTH}; {_UNKNOWN}. Answers Sentry's "
+                      "event id as text (32 hex digits, not the report's eventId)",
           openapi_extensions=_body({**_MINIDUMP_FORM, "application/octet-stream": _BINARY}),
-          responses=_text("the report's event id"))
+          responses=_text("Sentry's event id"))
 def post_minidump(project_id: ProjectId) -> Response[str]:
     captured = _capture(project_id, parse_minidump_upload)
     return text_response(200, captured.sentry_id if captured else "")

@@ -265,19 +265,20 @@ class IssueStore(Protocol):
     def open_episode(self, episode: Episode, alert: Alert) -> bool:
         """Opens the episode and raises its alert in one transaction; False (and nothing stored) when
         an episode under its key is open already, whoever opened it, or when a run that read the
-        window after this one's (at `opened_at`) has opened or closed an episode since."""
+        window after this one (at `opened_at`) has told it since (`told`)."""
         ...
 
     def told(self, at: int) -> bool:
         """A run that read the window at `at` says so before it changes episodes; False when a run
         that read it later said so (or changed an episode) first: this one's figures are older, and
-        it changes nothing."""
+        it changes nothing. A time more than 10 minutes ahead of this one's is taken for a clock far
+        ahead, not a newer run, and this one's is written over it."""
         ...
 
     def close_episode(self, episode: Episode, at: int) -> bool:
         """Closes it if it is still the one open under its key (opened at its `opened_at`), and
         records `at` as its alert's closing; False, as open_episode, when a run that read the window
-        after `at` has changed an episode since."""
+        after `at` has told it since."""
         ...
 
     def raise_alert(self, alert: Alert) -> bool:

@@ -91,8 +91,9 @@ _REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_
 
 
 def _newest(t: Transaction, at: int) -> bool:
-    """Whether a run that read the window at `at` may change an episode: no run that read it later
-    changed one (within STALE_RUN_MS); if so, `at` is the last change from now on."""
+    """Whether a run that read the window at `at` may tell it (IssueStore.told) or change an
+    episode: no run that read it later did either first, unless that one's time is more than
+    STALE_RUN_MS ahead (a clock far ahead, written over); if so, `at` is the newest from now on."""
     last = int(t.rows(_TOLD, {})[0][0])
     if at < last <= at + STALE_RUN_MS:
         return False
@@ -316,7 +317,7 @@ class SqlIssueStore:
                 latest[crash.sku, crash.signature] = crash
         if not latest:
             return
-        # one read a sku of the batch: a group an ignore waits to count is rare
+        # a read a sku of the batch (a batch holds few): a group an ignore waits to count is rare
         parts: dict[str, list[list[str]]] = defaultdict(lambda: [[]])
         for sku, signature in sorted(latest):
             if len(parts[sku][-1]) == _GROUPS_A_READ:

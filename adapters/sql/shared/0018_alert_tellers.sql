@@ -1,7 +1,7 @@
--- The alert teller's last change (crashes.alerts): a run changes episodes only if no run that read
--- the window after it changed one first, so that one that read it earlier (runs overlap: each
+-- When the newest alert run read its window (crashes.alerts): a run changes episodes only if no run
+-- that read the window after it told it first, so that one that read it earlier (runs overlap: each
 -- machine's consumers run the teller) does not undo a newer run's close or open. One row, id 1,
--- made here (not by a first change: runs at once would each make it); taken as made on a rerun.
+-- made here (not by a first run: runs at once would each make it); taken as made on a rerun.
 CREATE TABLE IF NOT EXISTS alert_tellers (
     id INTEGER NOT NULL,
     told_at BIGINT NOT NULL,

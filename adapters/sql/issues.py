@@ -318,13 +318,12 @@ class SqlIssueStore:
         if not latest:
             return
         # a read a sku of the batch (a batch holds few): a group an ignore waits to count is rare
-        parts: dict[str, list[list[str]]] = defaultdict(lambda: [[]])
+        of_sku: dict[str, list[str]] = defaultdict(list)
         for sku, signature in sorted(latest):
-            if len(parts[sku][-1]) == _GROUPS_A_READ:
-                parts[sku].append([])
-            parts[sku][-1].append(signature)
-        due = sorted({(sku, str(signature)) for sku, of_sku in parts.items() for part in of_sku
-                      for (signature,) in self._database.rows(*counting(sku, part))})
+            of_sku[sku].append(signature)
+        step = _GROUPS_A_READ
+        due = sorted({(sku, str(found)) for sku, signatures in of_sku.items() for at in range(0, len(signatures), step)
+                      for (found,) in self._database.rows(*counting(sku, signatures[at : at + step]))})
 
         def count(t: Transaction) -> None:
             for sku, signature in due:

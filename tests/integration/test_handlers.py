@@ -50,6 +50,14 @@ def call(handler, name: str, **changes) -> dict:
     return handler(event, LocalContext(function_name=name))
 
 
+def as_sent(values: dict[str, str | list[str]], field: str = "headers") -> dict[str, dict]:
+    """An event's headers (or query, `queryStringParameters`) as API Gateway gives both forms: a
+    name's last value, and all of them."""
+    every = {name: value if isinstance(value, list) else [value] for name, value in values.items()}
+    multi = f"multiValue{field[0].upper()}{field[1:]}"
+    return {field: {name: value[-1] for name, value in every.items()}, multi: every}
+
+
 def body(response: dict) -> dict:
     return json.loads(response["body"])
 
@@ -397,12 +405,15 @@ def test_the_key_source_hands_api_gateway_a_sentry_sdks_key_wherever_the_sdk_put
     assert allowed["usageIdentifierKey"] == "ingest-key"
     [statement] = allowed["policyDocument"]["Statement"]
     assert statement["Effect"] == "Allow" and statement["Resource"] == load_event("key-source.json")["methodArn"]
-    in_query = call(key_source.handler, "key-source.json", headers={},
-                    queryStringParameters={"sentry_key": "other-key", "sentry_version": "7"})
+    in_query = call(key_source.handler, "key-source.json", **as_sent({}),
+                    **as_sent({"sentry_key": "other-key", "sentry_version": "7"}, "queryStringParameters"))
     assert in_query["usageIdentifierKey"] == "other-key"
-    for headers in ({}, {"x-sentry-auth": "Sentry sentry_version=7"}, {"authorization": "Bearer x"}):
+    auth = load_event("key-source.json")["headers"]["x-sentry-auth"]
+    # found from outside: a key given twice was read as its last copy
+    for headers in ({}, {"x-sentry-auth": "Sentry sentry_version=7"}, {"authorization": "Bearer x"},
+                    {"x-sentry-auth": [auth, "Sentry sentry_key=other-key"]}):
         with pytest.raises(PermissionError, match=r"^Unauthorized$"):  # API Gateway's 401
-            call(key_source.handler, "key-source.json", headers=headers)
+            call(key_source.handler, "key-source.json", **as_sent(headers))
 
 
 def _consume(adapters: Adapters, topic: str, handler, name: str) -> dict:
@@ -553,8 +564,8 @@ def test_a_sentry_protocol_past_what_is_spoken_is_400_in_aws_as_on_serve(adapter
     source refused it as if the key were wrong (401), and no handler was asked."""
     headers = {**load_event("native-envelope.json")["headers"],
                "x-sentry-auth": "Sentry sentry_key=ingest-key, sentry_version=8"}
-    allowed = call(key_source.handler, "key-source.json", headers=headers)
+    allowed = call(key_source.handler, "key-source.json", **as_sent(headers))
     assert allowed["usageIdentifierKey"] == "ingest-key"
-    refused = call(native.handler, "native-envelope.json", headers=headers)
+    refused = call(native.handler, "native-envelope.json", **as_sent(headers))
     assert (refused["statusCode"], body(refused)["error"]) == (400, "invalid_field")
     assert body(refused)["field"] == "X-Sentry-Auth"

@@ -31,9 +31,11 @@ from reporters.sentry import (
     MAX_ITEMS,
     CrashReport,
     EnvelopeLimits,
+    SentryAuth,
     attachment_name,
     check_protocol,
     dsn,
+    find_auth,
     parse_auth,
     parse_envelope,
     parse_store,
@@ -403,25 +405,40 @@ def test_a_time_too_large_for_milliseconds_is_no_time(seconds: str) -> None:
         assert all(s.timestamp_ms is None for s in reading.sessions) and not reading.aggregates
 
 
+def auth_of(headers: dict[str, str], query: dict[str, str]) -> SentryAuth:
+    """parse_auth of headers and a query that give each name once."""
+    return parse_auth({name: [value] for name, value in headers.items()},
+                      {name: [value] for name, value in query.items()})
+
+
 def test_authentication_as_relay_reads_it() -> None:
     header = {"X-Sentry-Auth": "Sentry sentry_key=abc, sentry_version=7, sentry_client=sentry.python/2.75.0"}
-    auth = parse_auth(header, {})
+    auth = auth_of(header, {})
     assert (auth.key, auth.client, auth.version) == ("abc", "sentry.python/2.75.0", 7)
-    assert parse_auth({"authorization": "sentry sentry_key=abc"}, {}).key == "abc"
-    assert parse_auth({"Authorization": "Basic " + base64.b64encode(b"abc:").decode()}, {}).key == "abc"
-    assert parse_auth({}, {"sentry_key": "abc", "sentry_version": "7"}).key == "abc"
-    assert parse_auth({"X-Sentry-Auth": "Bearer x"}, {"sentry_key": "abc"}).key == "abc"
+    assert auth_of({"authorization": "sentry sentry_key=abc"}, {}).key == "abc"
+    assert auth_of({"Authorization": "Basic " + base64.b64encode(b"abc:").decode()}, {}).key == "abc"
+    assert auth_of({}, {"sentry_key": "abc", "sentry_version": "7"}).key == "abc"
+    assert auth_of({"X-Sentry-Auth": "Bearer x"}, {"sentry_key": "abc"}).key == "abc"
     refused_401: list[tuple[dict[str, str], dict[str, str]]] = [
         ({}, {}), (header, {"sentry_key": "abc"}), ({"X-Sentry-Auth": "Sentry sentry_version=7"}, {}),
         ({"X-Sentry-Auth": "Sentry sentry_key=a, sentry_version=x"}, {})]
     for headers, query in refused_401:
         with pytest.raises(ReporterError) as refused:
-            parse_auth(headers, query)
+            auth_of(headers, query)
         assert refused.value.status == 401
+    # found from outside: a key given twice was read as one of its copies (the first or the last)
+    for headers_twice, query_twice in [({"X-Sentry-Auth": [header["X-Sentry-Auth"]] * 2}, {}),
+                                       ({"x-sentry-auth": ["Sentry sentry_key=a, sentry_key=b"]}, {}),
+                                       ({}, {"sentry_key": ["a", "b"]}),
+                                       ({"authorization": ["Sentry sentry_key=a", "Sentry sentry_key=b"]}, {})]:
+        with pytest.raises(ReporterError, match=r"twice|more than one") as refused:
+            parse_auth(headers_twice, query_twice)
+        assert refused.value.status == 401
+    assert find_auth({"x-sentry-auth": ["Bearer x"]}, {}) is None
     newer = {"X-Sentry-Auth": "Sentry sentry_key=a, sentry_version=8"}
-    assert parse_auth(newer, {}).version == 8  # the key found, for a key source
+    assert auth_of(newer, {}).version == 8  # the key found, for a key source
     with pytest.raises(ReporterError) as refused:
-        check_protocol(parse_auth(newer, {}))
+        check_protocol(auth_of(newer, {}))
     assert refused.value.status == 400
 
 
@@ -578,4 +595,4 @@ def test_a_key_that_holds_equals_signs_is_read_whole_from_the_header() -> None:
     `openssl rand -base64 16` (ending in `==`) was refused from every SDK that sends the header, and
     taken from the query (a browser's)."""
     header = {"X-Sentry-Auth": "Sentry sentry_key=abc123==, sentry_version=7"}
-    assert parse_auth(header, {}).key == parse_auth({}, {"sentry_key": "abc123=="}).key == "abc123=="
+    assert auth_of(header, {}).key == auth_of({}, {"sentry_key": "abc123=="}).key == "abc123=="

@@ -59,7 +59,7 @@ def test_a_scope_lets_a_title_key_post_its_own_skus_and_any_other_key_any():
     SkuScope.of("k-title", scopes).check(["skyrift:pc", "skyrift:ps5", "skyrift:pc"])
     SkuScope.of("k-other", scopes).check(["anything:else"])
     SkuScope.of(None, scopes).check(["anything:else"])
-    with pytest.raises(Forbidden, match="not ember:pc"):
+    with pytest.raises(Forbidden, match="may not post sku ember:pc"):
         SkuScope.of("k-title", scopes).check(["skyrift:pc", "ember:pc"])
 
 

@@ -8,9 +8,9 @@ import hmac
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic_core import PydanticCustomError
 
 from ports.errors import Forbidden, Unauthorized
@@ -32,13 +32,29 @@ READERS = frozenset({Role.READ})
 BOARD_READERS = frozenset({Role.READ, Role.SERVER})
 
 
+def _presentable(key: str) -> str:
+    """A key a header can present as it is: a header's value is read without the spaces around it,
+    and one of no characters is no key."""
+    if not key or not all("!" <= c <= "~" for c in key):
+        raise PydanticCustomError("key", "a key is one or more visible ASCII characters (no spaces)")
+    return key
+
+
+Key = Annotated[str, AfterValidator(_presentable)]
+
+
 class TitleKey(BaseModel):
     """An ingest key of one title: it may post only these skus (as a title's API Gateway key)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    key: str = Field(min_length=1)
+    key: Key
     skus: list[Sku] = Field(min_length=1)
+
+
+# a title key's errors said as its own, not beside a plain key's "Input should be a valid string"
+IngestEntry = Annotated[Annotated[Key, Tag("plain")] | Annotated[TitleKey, Tag("title")],
+                        Discriminator(lambda entry: "plain" if isinstance(entry, str) else "title")]
 
 
 @dataclass(frozen=True)
@@ -53,9 +69,9 @@ class ApiKeys(BaseModel):
     BLACKBOX_API_KEYS__SERVER='["…"]', or for titles
     BLACKBOX_API_KEYS__INGEST='[{"key": "…", "skus": ["skyrift:pc"]}, "an unscoped key"]'."""
 
-    ingest: list[str | TitleKey] = Field(default_factory=list)
-    server: list[str] = Field(default_factory=list)
-    read: list[str] = Field(default_factory=list)
+    ingest: list[IngestEntry] = Field(default_factory=list)
+    server: list[Key] = Field(default_factory=list)
+    read: list[Key] = Field(default_factory=list)
 
     @field_validator("server", "read", mode="before")
     @classmethod
@@ -64,6 +80,16 @@ class ApiKeys(BaseModel):
         if isinstance(entries, list) and any(isinstance(entry, dict) for entry in entries):
             raise PydanticCustomError("title_key", "title keys ({key, skus}) are for BLACKBOX_API_KEYS__INGEST "
                                       "only; a server or read key is a string")
+        return entries
+
+    @field_validator("ingest", "server", "read")
+    @classmethod
+    def _once(cls, entries: list[str | TitleKey]) -> list[str | TitleKey]:
+        """identify() gives a key one entry: listed again (a title key also unscoped, or with
+        other skus), all but one would be silently dropped."""
+        keys = [_key_of(entry) for entry in entries]
+        if len(set(keys)) < len(keys):
+            raise PydanticCustomError("key_twice", "a key is listed twice; list each key once")  # not which: a secret
         return entries
 
     @property
@@ -75,9 +101,7 @@ class ApiKeys(BaseModel):
         under two would silently lose the other."""
         roles_of: dict[str, list[Role]] = {}
         for caller, entry in self._entries():
-            key = entry.key if isinstance(entry, TitleKey) else entry
-            if caller.role not in roles_of.setdefault(key, []):
-                roles_of[key].append(caller.role)
+            roles_of.setdefault(_key_of(entry), []).append(caller.role)
         return sorted({(roles[0], other) for roles in roles_of.values() for other in roles[1:]})
 
     def _entries(self) -> Iterable[tuple[Caller, str | TitleKey]]:
@@ -98,8 +122,7 @@ class ApiKeys(BaseModel):
         found: Caller | None = None
         candidate = presented.encode()
         for caller, entry in self._entries():
-            key = entry.key if isinstance(entry, TitleKey) else entry
-            if hmac.compare_digest(candidate, key.encode()):
+            if hmac.compare_digest(candidate, _key_of(entry).encode()):
                 found = caller
         return found
 
@@ -117,6 +140,10 @@ class ApiKeys(BaseModel):
         if caller.role not in roles:
             raise Forbidden(f"this key, of the {caller.role.value} role, may not {what}")
         return caller
+
+
+def _key_of(entry: str | TitleKey) -> str:
+    return entry.key if isinstance(entry, TitleKey) else entry
 
 
 def require_server_key(api_key_id: str | None, server_key_ids: list[str]) -> None:

@@ -4,6 +4,7 @@ UserError is one line with its fix, anything else one line pointing at --debug."
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import math
@@ -76,7 +77,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         settings = Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = "BLACKBOX_" + "__".join(str(part).upper() for part in first["loc"] if isinstance(part, str))
+        # the variable: the names before an entry's position (what follows names the entry's type)
+        name = "BLACKBOX_" + "__".join(str(part).upper() for part in itertools.takewhile(
+            lambda part: isinstance(part, str), first["loc"]))
         # not the value: it may be a key
         raise UserError(f"{name}: {first['msg']}", _fix_where(name)) from None
     except SettingsError as exc:

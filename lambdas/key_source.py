@@ -20,7 +20,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # CrashReportClient's URL holds the key in its path (…/unreal/{key}/)
     key: str | None = (event.get("pathParameters") or {}).get("key")
     try:
-        key = key or parse_auth(event.get("headers") or {}, event.get("queryStringParameters") or {}).key
+        key = key or parse_auth(event.get("multiValueHeaders") or {},
+                                event.get("multiValueQueryStringParameters") or {}).key
     except ReporterError:
         # the message Lambda authorizers answer 401 with
         raise PermissionError("Unauthorized") from None

@@ -26,9 +26,8 @@ from ports.telemetry import instrumented
 from reporters.breakpad import parse_minidump_upload, socorro_answer
 from reporters.capture import Captured, capture_envelope
 from reporters.encoding import decode_body
-from reporters.errors import ReporterError
 from reporters.projects import MAX_PROJECT_ID, unknown_project
-from reporters.sentry import SentryEnvelope, check_protocol, parse_auth, parse_envelope, parse_store
+from reporters.sentry import SentryEnvelope, check_protocol, find_auth, parse_envelope, parse_store
 from reporters.unreal import parse_unreal_crash
 
 # the hot path's choice (lambdas.capture): each route reads its body itself
@@ -65,13 +64,10 @@ def _capture(project_id: str | None, read: Reader, *, sentry_auth: bool = True) 
     `sentry_auth`: the request authenticates as a Sentry SDK does, whose protocol is checked."""
     a = current()
     event = app.current_event
-    if sentry_auth:
-        try:
-            auth = parse_auth(event.headers, event.query_string_parameters or {})
-        except ReporterError:
-            auth = None  # serve's gateway checked it, and hands no handler the headers that carry it
-        if auth is not None:
-            check_protocol(auth)
+    # in AWS the key source found the key; serve's gateway checked it all, and hands no handler the
+    # headers that carry it
+    if sentry_auth and (auth := find_auth(event.multi_value_headers, event.multi_value_query_string_parameters or {})):
+        check_protocol(auth)
     scope = SkuScope.of(caller_key_id(event), a.key_skus)
     sku = _sku(project_id, scope)  # before a byte of the body is read
     request = posted(app.current_event, decodes=True)  # within the contract's limit as sent; then as decoded

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import Any, NoReturn
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, unquote
 
 import pybase64
 import uvicorn
@@ -39,13 +39,14 @@ from ports.errors import (
     NotFound,
     PayloadTooLarge,
     RequestTimeout,
+    Unauthorized,
     Unavailable,
     UnsupportedCoding,
 )
 from ports.limits import MAX_BODY_BYTES
 from ports.timeutil import now_ms
 from reporters.sentry import AUTH_HEADERS as SENTRY_AUTH_HEADERS
-from reporters.sentry import check_protocol, parse_auth
+from reporters.sentry import check_protocol, find_auth
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -130,9 +131,7 @@ def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None, path: 
         name = raw_name.decode("latin-1").lower()
         if name not in _KEY_HEADERS:  # checked by the gateway; no handler needs them, and none can leak them
             headers.setdefault(name, []).append(_text(raw_value))
-    query: dict[str, list[str]] = {}
-    for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
-        query.setdefault(name, []).append(value)
+    query = query_values(scope)
     try:
         text, is_base64 = body.decode("utf-8"), False
     except UnicodeDecodeError:
@@ -244,9 +243,8 @@ class Gateway:
             if matched is None:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
             function = matched.function
-            caller = self._keys.authorize(_presented_key(scope, matched) if self._keys.configured else None,
-                                          matched.roles, f"{matched.method} {matched.path}",
-                                          KEY_PLACES[matched.credential])
+            caller = self._keys.authorize(_presented_key(scope, matched, path), matched.roles,
+                                          f"{matched.method} {matched.path}", KEY_PLACES[matched.credential])
             self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
         except BlackboxError as error:
             # a shed request's client will be back, and the HTTP parser drops the rest unbuffered;
@@ -357,16 +355,34 @@ KEY_PLACES = {"api-key": f"the {API_KEY_HEADER} header", "sentry": "X-Sentry-Aut
               "path": "the path's last part"}
 
 
-def _presented_key(scope: Scope, route: ApiRoute) -> str | None:
-    """The key the caller presents, where its route's clients put it."""
+def _presented_key(scope: Scope, route: ApiRoute, path: str) -> str | None:
+    """The key the caller presents, where its route's clients put it (`path` encoded), None for
+    none; a key given twice is 401, as one a proxy in front may read otherwise. A Sentry SDK's
+    protocol is checked here, keys or none: the handler is not handed the headers that carry it."""
     if route.credential == "api-key":
-        return _header(scope, API_KEY_HEADER)
+        keys = _values(scope, API_KEY_HEADER.encode())
+        if len(keys) > 1:
+            raise Unauthorized(f"the {API_KEY_HEADER} header is given {len(keys)} times; send it once")
+        return next(iter(keys), None)
     if route.credential == "path":
-        return str(scope["path"]).rstrip("/").rsplit("/", 1)[-1]
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-    auth = parse_auth(headers, dict(parse_qsl(scope["query_string"].decode("latin-1"))))
-    check_protocol(auth)  # here: the handler is not handed the headers that carry it
+        # a segment decoded, as API Gateway hands the key source its path parameter
+        return unquote(path.rstrip("/").rsplit("/", 1)[-1])
+    headers: dict[str, list[str]] = {}
+    for name, value in scope["headers"]:
+        headers.setdefault(name.decode("latin-1"), []).append(_text(value))
+    auth = find_auth(headers, query_values(scope))
+    if auth is None:
+        return None
+    check_protocol(auth)
     return auth.key
+
+
+def query_values(scope: Scope) -> dict[str, list[str]]:
+    """A request's query parameters, each with all of its values in order."""
+    query: dict[str, list[str]] = {}
+    for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
+        query.setdefault(name, []).append(value)
+    return query
 
 
 def _text(value: bytes) -> str:

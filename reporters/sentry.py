@@ -259,24 +259,29 @@ def dsn(scheme: str, key: str, host: str, project_id: int | str) -> str:
 # --- authentication ---------------------------------------------------------------------------
 
 
-def parse_auth(headers: Mapping[str, str], query: Mapping[str, str]) -> SentryAuth:
-    """The public key a request authenticates with; `headers` in any case, `query` parsed."""
-    by_name = {name.lower(): value for name, value in headers.items()}
+def find_auth(headers: Mapping[str, Sequence[str]], query: Mapping[str, Sequence[str]]) -> SentryAuth | None:
+    """The public key a request authenticates with, None when it gives none; `headers` (names in
+    any case) and `query` each with all of their values. A key given twice, in one form or two, is
+    401: which copy counts is one a proxy in front may read otherwise."""
     found: list[SentryAuth] = []
-    for name in AUTH_HEADERS:
-        value = by_name.get(name, "")
-        if value[:7].lower() == "sentry ":
-            found.append(_auth_from_pairs(_header_pairs(value[7:])))
-    basic = _basic_key(by_name.get("authorization", ""))
-    if basic is not None:
-        found.append(_auth_from_pairs([("sentry_key", basic)]))
+    for name, values in headers.items():
+        if name.lower() in AUTH_HEADERS:
+            found += [_auth_from_pairs(_header_pairs(value[7:])) for value in values if value[:7].lower() == "sentry "]
+        if name.lower() == "authorization":
+            found += [_auth_from_pairs([("sentry_key", key)]) for key in map(_basic_key, values) if key is not None]
     if any(name.startswith("sentry_") for name in query):
-        found.append(_auth_from_pairs(query.items()))
-    if not found:
-        raise ReporterError("unauthorized", "no Sentry authentication (X-Sentry-Auth or sentry_key)", "X-Sentry-Auth")
+        found.append(_auth_from_pairs((name, value) for name, values in query.items() for value in values))
     if len(found) > 1:
         raise ReporterError("unauthorized", "more than one Sentry authentication", "X-Sentry-Auth")
-    return found[0]
+    return found[0] if found else None
+
+
+def parse_auth(headers: Mapping[str, Sequence[str]], query: Mapping[str, Sequence[str]]) -> SentryAuth:
+    """find_auth, where a request must give a key."""
+    auth = find_auth(headers, query)
+    if auth is None:
+        raise ReporterError("unauthorized", "no Sentry authentication (X-Sentry-Auth or sentry_key)", "X-Sentry-Auth")
+    return auth
 
 
 def _header_pairs(text: str) -> list[tuple[str, str]]:
@@ -301,9 +306,12 @@ def _basic_key(value: str) -> str | None:
 
 
 def _auth_from_pairs(pairs: Iterable[tuple[str, str]]) -> SentryAuth:
-    key, client, version = "", None, PROTOCOL_VERSION
+    key: str | None = None
+    client, version = None, PROTOCOL_VERSION
     for name, value in pairs:
         if name == "sentry_key":
+            if key is not None:
+                raise ReporterError("unauthorized", "sentry_key is given twice", "X-Sentry-Auth")
             key = value
         elif name == "sentry_client":
             client = value or None

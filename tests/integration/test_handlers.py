@@ -20,6 +20,7 @@ from crashes.spikes import SpikePolicy
 from lambdas import (
     capture,
     crash_consumer,
+    issues,
     key_source,
     leaderboards,
     minidump_processor,
@@ -456,6 +457,30 @@ def test_a_reports_minidump_is_walked_and_walked_again_when_its_symbols_arrive(a
     assert group["signature"] == named["signature"] and group["topFrames"] == grouped(
         [f["function"] or f"{f['module']}@{f['moduleOffset']}" for f in walked if f["trust"] != "scan"])
     assert any("@0x" not in frame for frame in group["topFrames"])  # named by the symbols
+
+
+def test_a_regrouping_needs_no_stack_walker_where_no_minidump_is_walked(adapters: Adapters,
+                                                                        monkeypatch: pytest.MonkeyPatch):
+    """Found from outside: on a serve without the walker (no cargo), every batch of the processor
+    failed looking for it, so a merge or reprocessing of reports without minidumps never moved them."""
+
+    def missing() -> None:
+        raise FileNotFoundError("blackbox-stackwalk")
+
+    monkeypatch.setattr(minidump_processor, "_walker", missing)
+    trace = "#0 0x1 in std::vector::push() at v.h:10\n#1 0x3 in Texture::Load() at t.cpp:9"
+    crash = {"sku": "skyrift:pc", "stackTrace": trace}
+    assert call(capture.handler, "capture-crash.json", body=json.dumps(crash))["statusCode"] == 202
+    assert _consume(adapters, "crashes", crash_consumer.handler, "crash-consumer") == {"persisted": 1}
+    [before] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
+    rules = call(issues.handler, "issues-reprocess.json", httpMethod="PUT", path="/v1/crash-groups:rules",
+                 pathParameters={"proxy": "v1/crash-groups:rules"}, body=json.dumps({"skip": ["in std::*"]}),
+                 headers={"content-type": "application/json"})
+    assert rules["statusCode"] == 200, rules["body"]
+    assert call(issues.handler, "issues-reprocess.json")["statusCode"] == 202
+    assert _consume(adapters, "minidumps", minidump_processor.handler, "minidump-processor") == {"processed": 0}
+    [after] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
+    assert after["signature"] not in (None, before["signature"])
 
 
 def test_the_symbols_sample_stores_a_file_and_a_bad_one_is_refused(adapters: Adapters):

@@ -483,6 +483,23 @@ def test_a_regrouping_needs_no_stack_walker_where_no_minidump_is_walked(adapters
     assert after["signature"] not in (None, before["signature"])
 
 
+def test_a_groups_top_frames_are_those_its_skus_rules_make_its_signature_of(adapters: Adapters):
+    """Found from outside: they were the default grouping's, so a studio tuning its globs saw frames
+    its rules skip, and no join."""
+    rules = call(issues.handler, "issues-reprocess.json", httpMethod="PUT", path="/v1/crash-groups:rules",
+                 pathParameters={"proxy": "v1/crash-groups:rules"}, headers={"content-type": "application/json"},
+                 body=json.dumps({"skip": ["in std::*"], "join": ["in *malloc*"]}))
+    assert rules["statusCode"] == 200, rules["body"]
+    trace = ("#0 0x1 in std::vector::push() at v.h:10\n#1 0x2 in my_malloc() at m.c:5\n"
+             "#2 0x3 in Texture::Load() at t.cpp:9\n#3 0x4 in main")
+    crash = {"sku": "skyrift:pc", "stackTrace": trace}
+    assert call(capture.handler, "capture-crash.json", body=json.dumps(crash))["statusCode"] == 202
+    assert _consume(adapters, "crashes", crash_consumer.handler, "crash-consumer") == {"persisted": 1}
+    [group] = body(call(reporter.handler, "reporter-crash-groups.json", queryStringParameters={"sku": "skyrift:pc"},
+                        multiValueQueryStringParameters={"sku": ["skyrift:pc"]}))["groups"]
+    assert group["topFrames"] == ["in my_malloc() at m.c | in Texture::Load() at t.cpp", "in main"]
+
+
 def test_the_symbols_sample_stores_a_file_and_a_bad_one_is_refused(adapters: Adapters):
     first, again = call(symbols.handler, "symbols-post.json"), call(symbols.handler, "symbols-post.json")
     assert (first["statusCode"], again["statusCode"]) == (201, 200)

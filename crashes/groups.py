@@ -11,8 +11,9 @@ from typing_extensions import TypedDict
 
 from crashes.model import ReportDocument
 from crashes.processing import processed_key, read_processed, walked_frames
-from crashes.signature import grouped, top_frames
+from crashes.signature import DEFAULT_RULES, grouped, top_frames
 from ports import CrashIndex, DocumentStore
+from ports.issues import GroupingRules
 from ports.limits import cut
 from ports.timeutil import HOUR_MS, Time, time_range, to_rfc3339
 
@@ -41,9 +42,11 @@ class Groups(TypedDict):
 
 
 def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_ms: int | None = None,
-                 to_ms: int | None = None, limit: int = 20, equals: Mapping[str, str] | None = None) -> Groups:
+                 to_ms: int | None = None, limit: int = 20, equals: Mapping[str, str] | None = None,
+                 rules: GroupingRules = DEFAULT_RULES) -> Groups:
     """`equals`: report filters by index field (crashes.reporting.narrowing); a signature filter
-    would leave one group, so the route offers none."""
+    would leave one group, so the route offers none. `rules`: the sku's, which make the frames
+    shown of a sample's trace or walk, as they made its signature since they were set."""
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: to - DEFAULT_SPAN_MS)
     groups = index.crash_groups(sku, from_ms, to_ms, limit, equals)
     samples = {g.sample_report_id: r for g in groups if (r := index.get(g.sample_report_id)) is not None}
@@ -57,11 +60,11 @@ def crash_groups(index: CrashIndex, documents: DocumentStore, sku: str, *, from_
         key = report.entry.report_key
         if key in walked:
             walk = found.get(processed_key(key))
-            tops = [] if walk is None else grouped(walked_frames(read_processed(walk)))
+            tops = [] if walk is None else grouped(walked_frames(read_processed(walk)), rules)
         else:
             raw = found.get(key)
             trace = None if raw is None else ReportDocument.model_validate_json(raw).payload.get("stackTrace")
-            tops = top_frames(trace) if isinstance(trace, str) else []
+            tops = top_frames(trace, rules) if isinstance(trace, str) else []
         frames[report_id] = [cut(frame, MAX_FRAME_CHARS) for frame in tops]
     return {"groups": [
         {

@@ -139,7 +139,7 @@ def groups(
 ) -> Response[str]:
     a = current()
     return json_response(200, crash_groups(a.index, a.documents, sku, from_ms=from_, to_ms=to, limit=limit,
-                                           equals=narrowed.equals()))
+                                           equals=narrowed.equals(), rules=a.issues.grouping(sku).rules))
 
 
 @app.get("/v1/skus", operation_id="listSkus", summary="The skus that have crash reports or sessions, by name",

@@ -78,6 +78,8 @@ def time_range(from_ms: int | None, to_ms: int | None, default_from: Callable[[i
     to = now_ms() if to_ms is None else to_ms
     if from_ms is None:
         return min(max(default_from(to), FIRST_MS), to), to
+    if to_ms is None and from_ms >= to:
+        raise InvalidField("from must be before now, where the range ends when to is not given", "from")
     check_order(from_ms, to)
     return from_ms, to
 

@@ -21,7 +21,7 @@ from adapters.factory import Adapters
 from api.resolver import error_response
 from crashes.persistence import persist_crashes
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification, _Requests, _send_all
-from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, Overloaded, QueueDelay, http_config
+from local_runtime.gateway import RETRY_AFTER_S, Gateway, GuardedHttp, Handler, Overloaded, QueueDelay, http_config
 from local_runtime.process import free_port
 from pipeline.idempotency import new_event_id
 from ports.errors import Unavailable
@@ -97,6 +97,13 @@ def tight_server(adapters: Adapters) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
 
 
+class Answering(Gateway):
+    """The gateway whose every function answers 200 at once: what is tested is what it lets through."""
+
+    def _handler(self, function: str) -> Handler:
+        return lambda event, context: {"statusCode": 200, "body": "{}"}
+
+
 class QuickBodies(GuardedHttp):
     body_timeout = 1.0
 
@@ -105,7 +112,7 @@ class QuickBodies(GuardedHttp):
 def full_server() -> Iterator[tuple[str, int]]:
     """A gateway whose one place is taken (as by a request in its handler), a 1 s body timeout and
     a 0.5 s idle timeout."""
-    gateway = Gateway(max_in_flight=1)
+    gateway = Answering(max_in_flight=1)
     gateway._in_flight = 1
     config = http_config(gateway, "127.0.0.1", free_port())
     config.http, config.timeout_keep_alive = QuickBodies, 0.5
@@ -172,20 +179,21 @@ def test_a_shed_request_whose_body_keeps_trickling_is_closed_after_the_body_time
         assert 0.9 < time.monotonic() - started < 2
 
 
-def test_bodies_still_arriving_hold_their_places_so_they_bound_the_memory_held():
+def test_bodies_still_arriving_are_bound_by_their_bytes_so_the_memory_held_is():
     """Found from outside: a body counted against the bound only once it had arrived, so 2,000
     connections that each sent all but a byte of 1 MiB held 2 GB in one worker."""
-    with running(http_config(Gateway(max_in_flight=2, body_timeout=1.0), "127.0.0.1", free_port())) as port:
+    gateway = Gateway(max_in_flight=2, max_arriving_bytes=40_000, body_timeout=1.0)
+    with running(http_config(gateway, "127.0.0.1", free_port())) as port:
         stalled = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
         try:
             for sock in stalled:
-                sock.sendall(HEAD + PART)
+                sock.sendall(HEAD + (PART + REST)[:-1])  # all but its last byte
             time.sleep(0.2)
             with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
                 started = time.monotonic()
                 sock.sendall(HEAD + PART)
                 assert read_answer(sock).startswith(b"HTTP/1.1 503 ") and time.monotonic() - started < 0.5
-            # the stalled bodies time out and give their places back
+            # the stalled bodies time out and give their bytes back
             assert all(read_answer(sock).startswith(b"HTTP/1.1 408 ") for sock in stalled)
             with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
                 sock.sendall(HEAD + PART)
@@ -193,6 +201,29 @@ def test_bodies_still_arriving_hold_their_places_so_they_bound_the_memory_held()
         finally:
             for sock in stalled:
                 sock.close()
+
+
+def test_connections_that_send_a_head_and_wait_take_no_place():
+    """Found from outside: 1,100 connections that each sent a head and a byte of body held every
+    one of the 512 places for 30 s, and every request, health too, was 503 (a slowloris)."""
+    with running(http_config(Answering(max_in_flight=2, body_timeout=2.0), "127.0.0.1", free_port())) as port:
+        waiting = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(20)]
+        try:
+            for sock in waiting:
+                sock.sendall(HEAD + PART)
+            time.sleep(0.2)
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+                assert client.post("/v1/crashes", content=b"{}", headers=JSON).status_code == 200
+                assert client.get("/v1/health").status_code == 200
+        finally:
+            for sock in waiting:
+                sock.close()
+
+
+def test_health_is_answered_past_the_bound(full_server: tuple[str, int]):
+    with httpx.Client(base_url=f"http://{full_server[0]}:{full_server[1]}") as client:
+        assert client.post("/v1/crashes", content=b"{}", headers=JSON).status_code == 503
+        assert client.get("/v1/health").status_code == 200
 
 
 def test_the_load_generator_waits_as_told_retries_with_its_key_and_counts_what_was_shed(

@@ -66,6 +66,12 @@ LINGER_S = 2.0
 LINGER_BYTES = 4 * MAX_BODY_BYTES
 # a shed request's client may try again this soon: the handlers drain a full bound well within it
 RETRY_AFTER_S = 1
+# the bytes of bodies still arriving one API process holds before it answers 503: the bound on
+# what they take, where a count of them would let connections that send a head and wait take every
+# place (a slowloris); with MAX_IN_FLIGHT bodies of 1 MiB in the handlers, a process's bodies stay
+# within 640 MiB
+MAX_ARRIVING_BYTES = 128 << 20
+HEALTH_PATH = "/v1/health"
 # CoDel for the wait for a handler thread: a queue stands once even the shortest wait of an
 # interval exceeds the target. Ten times the figures of Facebook's thread pools (5 ms, 100 ms):
 # a burst of a few hundred requests, which drains within a second or two here, is served whole
@@ -197,21 +203,26 @@ class QueueDelay:
 
 
 class Gateway:
-    """`max_in_flight` bounds the requests in hand, their bodies arriving, or in the handlers,
-    running or waiting for one of the `workers` threads (serve passes BLACKBOX_MAX_IN_FLIGHT). Past it a request is
-    answered 503 with Retry-After at once: a queue only turns overload into seconds of latency,
-    then client timeouts and retries, and holds every waiting body in memory. Within the bound,
-    `queue` sheds what has waited too long for a handler thread once a queue stands."""
+    """`max_in_flight` bounds the requests in the handlers, running or waiting for one of the
+    `workers` threads (serve passes BLACKBOX_MAX_IN_FLIGHT), and `max_arriving_bytes` the bytes of
+    the bodies still arriving. Past either a request is answered 503 with Retry-After at once (but
+    health): a queue only turns overload into seconds of latency, then client timeouts and retries,
+    and holds every waiting body in memory. Within the bounds, `queue` sheds what has waited too
+    long for a handler thread once a queue stands."""
 
     def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT,
-                 max_in_flight: int = MAX_IN_FLIGHT, queue: QueueDelay | None = None) -> None:
+                 max_in_flight: int = MAX_IN_FLIGHT, max_arriving_bytes: int = MAX_ARRIVING_BYTES,
+                 queue: QueueDelay | None = None) -> None:
         self._keys = keys or ApiKeys()
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
         self._workers = workers
         self._handlers: dict[str, Handler] = {}
         self._body_timeout = body_timeout
         self._max_in_flight = max_in_flight
-        self._in_flight = 0  # only the event loop's thread counts, so no lock
+        self._max_arriving_bytes = max_arriving_bytes
+        # only the event loop's thread counts these, so no lock
+        self._in_flight = 0
+        self._arriving = 0
         self._queue = queue or QueueDelay()
 
     def _handler(self, function: str) -> Handler:
@@ -245,26 +256,27 @@ class Gateway:
             function = matched.function
             caller = self._keys.authorize(_presented_key(scope, matched, path), matched.roles,
                                           f"{matched.method} {matched.path}", KEY_PLACES[matched.credential])
-            self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
+            # health is never shed: it tells an orchestrator the process lives, overloaded or not
+            sheds = matched.path != HEALTH_PATH
+            if sheds:
+                self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
         except BlackboxError as error:
             # a shed request's client will be back, and the HTTP parser drops the rest unbuffered;
             # otherwise closing is what stops the rest coming
             await self._error(send, error, close=not isinstance(error, Overloaded))
             return
-        # a body holds its place while it arrives too: the bound is on the bodies held in memory
-        self._in_flight += 1
         try:
             body = await self._read_body(scope, receive)
         except (_Disconnected, BlackboxError) as error:
-            self._in_flight -= 1  # before the answer, which a client that reads nothing holds up
             if isinstance(error, BlackboxError):  # answered before the body ended: the connection goes
                 await self._error(send, error, close=True)
             return
+        self._in_flight += 1
         try:
             event = proxy_event(scope, body, caller.key_id if caller else None, path)
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(self._executor, self._run, self._handler(function), function, event,
-                                                time.monotonic())
+                                                time.monotonic(), sheds)
         except Overloaded as error:
             await self._error(send, error, close=False)
             return
@@ -272,10 +284,10 @@ class Gateway:
             self._in_flight -= 1
         await self._respond(send, result)
 
-    def _run(self, handler: Handler, function: str, event: dict[str, Any], arrived: float) -> Any:
+    def _run(self, handler: Handler, function: str, event: dict[str, Any], arrived: float, sheds: bool) -> Any:
         """On a handler thread: the handler's answer, unless the request waited too long for it."""
         now = time.monotonic()
-        if not self._queue.admit(now - arrived, now):
+        if not self._queue.admit(now - arrived, now) and sheds:
             raise Overloaded(f"this server's requests wait {(now - arrived) * 1000:.0f} ms for a handler; "
                              f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
         return handler(event, LocalContext(function_name=function))
@@ -285,6 +297,12 @@ class Gateway:
         # the cheapest 503, and it cannot make the line longer
         if self._in_flight >= self._max_in_flight or (self._queue.standing and self._in_flight >= self._workers):
             raise Overloaded(f"this server has {self._in_flight} requests in hand; "
+                             f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
+        self._check_arriving(0)
+
+    def _check_arriving(self, more: int) -> None:
+        if self._arriving + more > self._max_arriving_bytes:
+            raise Overloaded(f"this server is receiving {self._arriving} bytes of bodies; "
                              f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -314,14 +332,20 @@ class Gateway:
                     if message["type"] == "http.disconnect":
                         raise _Disconnected
                     chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > MAX_BODY_BYTES:
+                    if size + len(chunk) > MAX_BODY_BYTES:
                         raise PayloadTooLarge(f"body is over the limit of {MAX_BODY_BYTES} bytes")
+                    # the bytes held bound what arriving bodies take, not their number: a connection
+                    # that sends a head and waits holds nothing
+                    self._check_arriving(len(chunk))
+                    self._arriving += len(chunk)
+                    size += len(chunk)
                     chunks.append(chunk)
                     if not message.get("more_body", False):
                         return b"".join(chunks)
         except TimeoutError:
             raise RequestTimeout(f"the body did not arrive within {self._body_timeout:g} s") from None
+        finally:
+            self._arriving -= size
 
     @staticmethod
     async def _error(send: Send, error: BlackboxError, close: bool = False) -> None:

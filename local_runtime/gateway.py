@@ -210,7 +210,7 @@ class Gateway:
     and holds every waiting body in memory. Within the bounds, `queue` sheds what has waited too
     long for a handler thread once a queue stands."""
 
-    def __init__(self, keys: ApiKeys | None = None, workers: int = 32, body_timeout: float = BODY_TIMEOUT,
+    def __init__(self, keys: ApiKeys | None = None, *, workers: int = 32, body_timeout: float = BODY_TIMEOUT,
                  max_in_flight: int = MAX_IN_FLIGHT, max_arriving_bytes: int = MAX_ARRIVING_BYTES,
                  queue: QueueDelay | None = None) -> None:
         self._keys = keys or ApiKeys()

@@ -21,6 +21,8 @@ from crashes.model import (
 from pipeline.idempotency import new_event_id
 from ports.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
 from ranking.model import Score
+from reporters.errors import ReporterError
+from reporters.sentry import event_object
 
 
 def test_report_key_is_first_16_bytes_of_sha256_of_event_id():
@@ -118,6 +120,26 @@ def test_parse_json_body_errors():
         parse_json_body(b" " * 11, "application/json", max_bytes=10)
     assert parse_json_body(b'{"a": 1}', "application/json; charset=utf-8") == {"a": 1}
     assert parse_json_body(b"[]", "application/vnd.blackbox+json") == []
+
+
+@pytest.mark.parametrize("body", [
+    b"[" + b"{}," * 200_000 + b"{}]",  # a batch of 200,001, refused by its count only once read
+    b'{"sku": "g:pc", "x": [' + b"0," * 300_000 + b"0]}",  # a crash report's extra field, which was kept
+])
+def test_a_body_of_more_json_values_than_its_bytes_could_ever_need_is_refused_before_it_is_read(body: bytes):
+    """Found from outside: 1 MiB of `[{},{},…]` took 42 MB and 0.4 s of the GIL to parse and walk
+    (500 MB held at 64 at once, and kept by the allocator), before a batch's count refused it."""
+    with pytest.raises(InvalidField, match="JSON values"):
+        parse_json_body(body, "application/json")
+    with pytest.raises(ReporterError, match="JSON values"):
+        event_object(body, "the event")
+
+
+@given(st.text(alphabet=',[{"\\', max_size=30))
+def test_commas_and_brackets_in_strings_are_no_values(text: str):
+    """A log or a trace may hold as many as its bytes: only those outside strings are counted."""
+    body = json.dumps({"sku": "g:pc", "log": text * 10_000}).encode()
+    assert parse_json_body(body, "application/json")["log"] == text * 10_000
 
 
 @pytest.mark.parametrize("body", [

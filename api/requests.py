@@ -10,7 +10,7 @@ import pydantic_core
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from ports.errors import BlackboxError, InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
-from ports.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, PATTERN_WORDS, check_json
+from ports.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, PATTERN_WORDS, check_json, check_json_values
 
 # requests one `blackbox serve` API process holds in its handlers (running or waiting for a thread)
 # before it answers 503 with Retry-After instead of queueing: room for bursts of a few hundred
@@ -56,6 +56,7 @@ def parse_json_body(body: bytes, content_type: str | None, max_bytes: int = MAX_
     if len(body) > max_bytes:
         raise PayloadTooLarge(f"body is {len(body)} bytes; the limit is {max_bytes}")
     body = body.removeprefix(UTF8_BOM)
+    check_json_values(body)
     # strict JSON, as the consumers parse it again: UTF-8 only, no NaN or Infinity, no lone
     # surrogates (json.loads took all three, and a report then failed later or changed on the way)
     try:

@@ -25,7 +25,7 @@ next newline. Lines end with `\\n` alone; a header line ends with its object's `
 | items in an envelope | `MAX_ITEMS` = 100 (an SDK sends a handful) | 400 |
 | a header line | `MAX_HEADER_BYTES` = 64 KiB | 400 |
 | `event` items | one (as Relay) | 400 |
-| JSON | strict (UTF-8, no NaN; an escaped lone surrogate reads as U+FFFD), ≤ 32 levels, the event ≤ 31, ≤ 131,072 values | 400 |
+| JSON | strict (UTF-8, no NaN; an escaped lone surrogate is U+FFFD), ≤ 32 levels (event 31), ≤ 131,072 values | 400 |
 
 A `length` over an item's limit is 413, as a `Content-Length` over the body's is; within it, one longer
 than what is left, or not followed by a newline, is 400 naming the item.

@@ -23,6 +23,7 @@ from adapters.sql.schema import webhook_alerts
 from adapters.sql.statements import insert
 from ports import CrashIndex, IndexEntry
 from ports.issues import (
+    ALERT_KINDS,
     Alert,
     BuildReports,
     Change,
@@ -291,6 +292,24 @@ def test_a_run_takes_each_webhooks_oldest_due_deliveries_up_to_its_share(stores:
     taken = [(d.webhook, a.key) for d, a, _ in issues.due(1000, 4, per_webhook=2)]
     assert taken == [("slow", "regressed:g:aa:0"), ("slow", "regressed:g:aa:1"), ("fast", "regressed:g:aa:9")]
     assert len(issues.due(1000, 100)) == 8  # as many as due, without a share
+
+
+def test_a_storm_of_new_groups_holds_back_no_season_end_nor_a_storms_signals(
+        stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Left alone in notes, then mended: a webhook's due deliveries went oldest first, 5 a run (10 a
+    minute in AWS), so the thousands of new groups of a bad patch held back its season ends, and
+    the velocity alert of that very storm, for hours."""
+    _, issues = stores
+    issues.put_webhook(Webhook("ops", "https://hooks.example/o", "s1", ALERT_KINDS, 0))
+    for n in range(20):
+        issues.raise_alert(Alert(f"new-group:g:{n:04x}:0", "new-group", 100 + n, {"text": "new"}))
+    issues.raise_alert(Alert("regressed:g:aa:1", "regressed", 150, {"text": "again"}))
+    issues.raise_alert(Alert("crash-free-drop:g:1", "crash-free-drop", 190, {"text": "drop"}))
+    issues.raise_alert(Alert("velocity:g:1", "velocity", 180, {"text": "fast"}))
+    issues.raise_alert(Alert("season-end:b:1", "season-end", 200, {"text": "top 10"}))
+    taken = [a.key for _, a, _ in issues.due(1000, 100, per_webhook=5)]
+    assert taken == ["season-end:b:1", "velocity:g:1", "crash-free-drop:g:1", "regressed:g:aa:1",
+                     "new-group:g:0000:0"]
 
 
 def test_the_alert_history_is_a_skus_alerts_newest_first_with_their_deliveries(

@@ -30,6 +30,7 @@ from adapters.sql.schema import (
 )
 from adapters.sql.statements import Query, Statement, insert, listed, marks, padded
 from ports.issues import (
+    URGENCY,
     Alert,
     BuildReports,
     Change,
@@ -196,8 +197,11 @@ _FAN_OUT = Statement(sa.insert(webhook_deliveries).from_select(_DELIVERY, sa.sel
 _JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_from(
     webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
 # each due delivery's place among its webhook's, oldest first
+# a webhook's due deliveries in the order of ports.issues.URGENCY
+_IN_TURN = (sa.case(URGENCY, value=_a.kind, else_=len(URGENCY)), _d.next_attempt, _d.alert_key)
 _TURNS = (sa.select(_d.webhook, _d.alert_key, sa.func.row_number().over(
-    partition_by=_d.webhook, order_by=(_d.next_attempt, _d.alert_key)).label("turn"))
+    partition_by=_d.webhook, order_by=_IN_TURN).label("turn"))
+    .join(webhook_alerts, _d.alert_key == _a.alert_key)
     .where(_d.status == "pending", _d.next_attempt <= _bind("now")).subquery())
 _DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT), *(_w[c] for c in _WEBHOOK))
                  .join_from(webhook_deliveries, _TURNS, sa.and_(_d.webhook == _TURNS.c.webhook,
@@ -205,7 +209,7 @@ _DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)
                  .join(webhook_alerts, _d.alert_key == _a.alert_key)
                  .join(webhooks, _d.webhook == _w.name)
                  .where(_TURNS.c.turn <= _bind("per_webhook"))
-                 .order_by(_d.next_attempt, _d.alert_key).limit(_bind("limit")))
+                 .order_by(*_IN_TURN).limit(_bind("limit")))
 # the attempt the run claimed, unless another stored one since (the claim ran out): its outcome
 # stands, unless this one delivered the alert and that one did not; a delivery is never replaced
 _ATTEMPTED = Statement(sa.update(webhook_deliveries).where(

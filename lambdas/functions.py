@@ -130,7 +130,8 @@ BATCH_RECORDS = {"crash-consumer": 500, "session-counter": 5000, "ranking-worker
 # stores are and granted these alone (stacks/access.py): capture cannot read a database secret.
 FUNCTION_PORTS: dict[str, frozenset[Port]] = {
     "capture": frozenset({"log", "spill"}),
-    "reporter": frozenset({"index", "documents", "counters", "log"}),  # the log: /v1/health pings it
+    # the log: /v1/health pings it; issues: a sku's grouping rules, which make its groups' top frames
+    "reporter": frozenset({"index", "documents", "counters", "log", "issues"}),
     # issues: a new report makes or moves its group's issue (crashes.persistence)
     "crash-consumer": frozenset({"documents", "index", "log", "issues"}),
     "session-counter": frozenset({"counters", "log"}),

@@ -72,6 +72,9 @@ RETRY_AFTER_S = 1
 # within 640 MiB
 MAX_ARRIVING_BYTES = 128 << 20
 HEALTH_PATH = "/v1/health"
+# the places health has past the bound: a probe gets one however busy the process, and a flood of
+# them (open to anyone) is bounded too
+HEALTH_ROOM = 8
 # CoDel for the wait for a handler thread: a queue stands once even the shortest wait of an
 # interval exceeds the target. Ten times the figures of Facebook's thread pools (5 ms, 100 ms):
 # a burst of a few hundred requests, which drains within a second or two here, is served whole
@@ -254,12 +257,16 @@ class Gateway:
             if matched is None:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
             function = matched.function
-            caller = self._keys.authorize(_presented_key(scope, matched, path), matched.roles,
-                                          f"{matched.method} {matched.path}", KEY_PLACES[matched.credential])
-            # health is never shed: it tells an orchestrator the process lives, overloaded or not
-            sheds = matched.path != HEALTH_PATH
-            if sheds:
-                self._check_capacity()  # before the body is read: shedding is cheap only if it is quick
+            # an open route takes any key, or none
+            caller = None if matched.roles is None else self._keys.authorize(
+                _presented_key(scope, matched, path), matched.roles, f"{matched.method} {matched.path}",
+                KEY_PLACES[matched.credential])
+            # health has room of its own past the bound, and no standing queue sheds it: it tells an
+            # orchestrator that the process lives, overloaded or not
+            health = matched.path == HEALTH_PATH
+            # before the body is read: shedding is cheap only if it is quick
+            # a Content-Length over the limit is 413 as the body is read, not 503 for want of room
+            self._check_capacity(health, min(_content_length(scope), MAX_BODY_BYTES))
         except BlackboxError as error:
             # a shed request's client will be back, and the HTTP parser drops the rest unbuffered;
             # otherwise closing is what stops the rest coming
@@ -271,12 +278,18 @@ class Gateway:
             if isinstance(error, BlackboxError):  # answered before the body ended: the connection goes
                 await self._error(send, error, close=True)
             return
+        try:
+            # again once the body is in: others may have gone in while it arrived
+            self._check_capacity(health)
+        except Overloaded as error:
+            await self._error(send, error)
+            return
         self._in_flight += 1
         try:
             event = proxy_event(scope, body, caller.key_id if caller else None, path)
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(self._executor, self._run, self._handler(function), function, event,
-                                                time.monotonic(), sheds)
+                                                time.monotonic(), not health)
         except Overloaded as error:
             await self._error(send, error, close=False)
             return
@@ -285,20 +298,24 @@ class Gateway:
         await self._respond(send, result)
 
     def _run(self, handler: Handler, function: str, event: dict[str, Any], arrived: float, sheds: bool) -> Any:
-        """On a handler thread: the handler's answer, unless the request waited too long for it."""
+        """On a handler thread: the handler's answer, unless the request waited too long for it
+        (and `sheds`)."""
         now = time.monotonic()
         if not self._queue.admit(now - arrived, now) and sheds:
             raise Overloaded(f"this server's requests wait {(now - arrived) * 1000:.0f} ms for a handler; "
                              f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
         return handler(event, LocalContext(function_name=function))
 
-    def _check_capacity(self) -> None:
-        # while a queue stands, one more that would wait in it is shed before its body is read:
-        # the cheapest 503, and it cannot make the line longer
-        if self._in_flight >= self._max_in_flight or (self._queue.standing and self._in_flight >= self._workers):
+    def _check_capacity(self, health: bool, length: int = 0) -> None:
+        """503 past the bound (health's past its room beyond it), or while a queue stands for one
+        more that would wait in it (not health): the cheapest 503 comes before the body is read,
+        and cannot make the line longer; or for a body of `length` that the arriving bytes have
+        no room for."""
+        room = self._max_in_flight + (HEALTH_ROOM if health else 0)
+        if self._in_flight >= room or (not health and self._queue.standing and self._in_flight >= self._workers):
             raise Overloaded(f"this server has {self._in_flight} requests in hand; "
                              f"try again in {RETRY_AFTER_S} s, with the same Idempotency-Key")
-        self._check_arriving(0)
+        self._check_arriving(length)
 
     def _check_arriving(self, more: int) -> None:
         if self._arriving + more > self._max_arriving_bytes:
@@ -319,9 +336,8 @@ class Gateway:
         """The whole body, or PayloadTooLarge as soon as it is known to be over the contract's limit
         (from Content-Length, before a byte is read; or from the bytes of a streamed body), or
         RequestTimeout when it has not ended within the body timeout."""
-        length = _header(scope, "content-length")
-        # the HTTP parser has refused a Content-Length that is not digits
-        if length is not None and int(length) > MAX_BODY_BYTES:
+        length = _content_length(scope)
+        if length > MAX_BODY_BYTES:
             raise PayloadTooLarge(f"body is {length} bytes; the limit is {MAX_BODY_BYTES}")
         chunks: list[bytes] = []
         size = 0
@@ -418,6 +434,13 @@ def _text(value: bytes) -> str:
 def _values(scope: Scope, name: bytes) -> list[str]:
     """A request header's values (ASGI gives the names in lower case)."""
     return [_text(v) for k, v in scope["headers"] if k == name]
+
+
+def _content_length(scope: Scope) -> int:
+    """The body's length its head says, 0 when it says none (a streamed body); the HTTP parser has
+    refused one that is not digits."""
+    length = _header(scope, "content-length")
+    return 0 if length is None else int(length)
 
 
 def _header(scope: Scope, name: str) -> str | None:

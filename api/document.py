@@ -39,9 +39,11 @@ the connection). `blackbox serve` also gives a request's line and headers 10 s a
 `request_timeout`, 431 `headers_too_large`) and its body 30 s (408), and with no API keys
 configured it serves only requests addressed to localhost, 127.0.0.1 or [::1] (any port; else
 403), against DNS rebinding. Overloaded, it answers at once rather than queue: past
-`BLACKBOX_MAX_IN_FLIGHT` requests in its handlers (default {MAX_IN_FLIGHT}), any route is answered
-503 `unavailable` with `Retry-After` before a handler runs (as a rule before its body is read), so
-nothing of it was published; send it again after that many seconds with the same `Idempotency-Key`.
+`BLACKBOX_MAX_IN_FLIGHT` requests in its handlers (default {MAX_IN_FLIGHT}; `/v1/health` has a few
+places past it), or with 128 MiB of bodies still arriving, a route is answered 503 `unavailable`
+with `Retry-After` before a handler runs (as a rule before its body is read), so nothing of it was
+published; send it again after that many seconds with the same `Idempotency-Key`. A JSON body holds
+at most 131,072 values (400 `invalid_field`).
 
 A GET takes exactly the query parameters listed for it, each at most once: any other (say `sort`,
 or `Sku` for `sku`), or one given twice, is refused with 400 `invalid_field` naming it, never

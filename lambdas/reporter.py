@@ -152,8 +152,8 @@ def skus(limit: Annotated[int, Query(ge=1, le=MAX_SKUS), DIGITS] = 100, cursor: 
 
 
 @app.get("/v1/alerts", operation_id="getAlerts", summary="Minutes whose crashes spiked over the trailing baseline",
-         description="Each minute that starts in [from, to) (by default the last hour), its crashes counted whole: "
-                     "the minute to falls in counts those received after to too",
+         description="Each minute that overlaps [from, to) (by default the last hour), its crashes counted whole: "
+                     "the minutes from and to fall in count those received before from and after to too",
          responses={200: answer(Alerts, "the spikes")})
 def alerts(sku: Sku, from_: From = None, to: To = None) -> Response[str]:
     a = current()

@@ -104,8 +104,8 @@ from ports.limits import (
     MAX_ID_CHARS,
     MAX_JSON_DEPTH,
     AttachmentName,
+    JsonValues,
     check_json,
-    check_json_values,
     cut,
 )
 from ports.timeutil import FIRST_MS, LAST_MS, parse_epoch_ms
@@ -340,17 +340,20 @@ def check_protocol(auth: SentryAuth) -> None:
 # --- framing ----------------------------------------------------------------------------------
 
 
-def split_envelope(data: bytes, limits: EnvelopeLimits = LIMITS) -> tuple[dict[str, Any], list[Item]]:
-    """An envelope's header and items, framed as Relay frames them, payloads not yet read."""
+def split_envelope(data: bytes, limits: EnvelopeLimits = LIMITS,
+                   values: JsonValues | None = None) -> tuple[dict[str, Any], list[Item]]:
+    """An envelope's header and items, framed as Relay frames them, payloads not yet read; its
+    header lines count among the JSON `values` of the envelope."""
+    values = values or JsonValues()
     if len(data) > limits.max_bytes:
         raise ReporterError("too_large", f"the envelope is {len(data)} bytes; the limit is {limits.max_bytes}")
-    header, offset = _header_line(data, 0, "the envelope header", limits)
+    header, offset = _header_line(data, 0, "the envelope header", limits, values)
     items: list[Item] = []
     while offset < len(data):
         if len(items) == limits.max_items:
             raise ReporterError("invalid", f"an envelope holds at most {limits.max_items} items")
         what = f"item {len(items)}"
-        headers, start = _header_line(data, offset, f"{what}'s header", limits)
+        headers, start = _header_line(data, offset, f"{what}'s header", limits, values)
         if not isinstance(headers.get("type"), str) or not headers["type"]:
             raise ReporterError("invalid", f"{what}'s header has no type")
         end = _payload_end(data, start, headers.get("length"), what, limits)
@@ -359,7 +362,8 @@ def split_envelope(data: bytes, limits: EnvelopeLimits = LIMITS) -> tuple[dict[s
     return header, items
 
 
-def _header_line(data: bytes, offset: int, what: str, limits: EnvelopeLimits) -> tuple[dict[str, Any], int]:
+def _header_line(data: bytes, offset: int, what: str, limits: EnvelopeLimits,
+                 values: JsonValues) -> tuple[dict[str, Any], int]:
     """The JSON object on the line at `offset`, and where the next line starts (past the end of
     `data` when the line was the last)."""
     end = data.find(b"\n", offset, offset + limits.max_header_bytes + 1)
@@ -369,7 +373,7 @@ def _header_line(data: bytes, offset: int, what: str, limits: EnvelopeLimits) ->
             raise ReporterError("invalid", f"{what} is over {limits.max_header_bytes} bytes")
     line = data[offset:end]
     # Relay reads a header up to its closing brace and wants the newline right there
-    header = _json(line, what) if line.endswith(b"}") else None
+    header = _json(line, what, values) if line.endswith(b"}") else None
     if not isinstance(header, dict):
         raise ReporterError("invalid", f"{what} is not one line holding a JSON object")
     return header, end + 1
@@ -393,17 +397,18 @@ def _payload_end(data: bytes, start: int, length: Any, what: str, limits: Envelo
     return end
 
 
-def event_object(data: bytes, what: str) -> dict[str, Any]:
-    """JSON text that must be a Sentry event: a JSON object, strict, within `EVENT_DEPTH`."""
-    event = _json(data, what, EVENT_DEPTH)
+def event_object(data: bytes, what: str, values: JsonValues | None = None) -> dict[str, Any]:
+    """JSON text that must be a Sentry event: a JSON object, strict, within `EVENT_DEPTH`, its
+    values counted among the body's `values`."""
+    event = _json(data, what, values or JsonValues(), EVENT_DEPTH)
     if not isinstance(event, dict):
         raise ReporterError("invalid", f"{what} is not a JSON object")
     return event
 
 
-def _json(data: bytes, what: str, depth: int = MAX_JSON_DEPTH) -> Any:
+def _json(data: bytes, what: str, values: JsonValues, depth: int = MAX_JSON_DEPTH) -> Any:
     try:
-        check_json_values(data)
+        values.add(data)
         try:
             value = pydantic_core.from_json(data, allow_inf_nan=False)
         except ValueError:
@@ -459,9 +464,11 @@ def _with_lone_surrogates(data: bytes) -> Any:
 def parse_envelope(data: bytes, sku: str, limits: EnvelopeLimits = LIMITS) -> SentryEnvelope:
     """An envelope body (decoded) as the crash report, session updates and discarded item counts
     it carries for `sku`."""
-    header, items = split_envelope(data, limits)
+    # one bound on the JSON values of its header lines and items together, as of one JSON body
+    values = JsonValues()
+    header, items = split_envelope(data, limits, values)
     discarded = Counter(_counted_as(item.type) for item in items if item.type not in _READ)
-    sessions, aggregates = _release_health(items, discarded)
+    sessions, aggregates = _release_health(items, discarded, values)
     events = [item for item in items if item.type == "event"]
     attachments = [item for item in items if item.type == "attachment"]
     if len(events) > 1:
@@ -469,7 +476,7 @@ def parse_envelope(data: bytes, sku: str, limits: EnvelopeLimits = LIMITS) -> Se
     event_id = sentry_event_id(header.get("event_id"))
     crash = None
     if events:
-        event = event_object(events[0].payload, "the event")
+        event = event_object(events[0].payload, "the event", values)
         crash = _report(event, sku, event_id or sentry_event_id(event.get("event_id")), attachments, discarded)
     elif any(item.text("attachment_type") == MINIDUMP for item in attachments):
         crash = _report({}, sku, event_id, attachments, discarded)
@@ -483,15 +490,15 @@ def _counted_as(kind: str) -> str:
     return kind if _TYPE_NAME.fullmatch(kind) else "unknown"
 
 
-def _release_health(items: list[Item], discarded: Counter[str]) -> tuple[tuple[SessionUpdate, ...],
-                                                                          tuple[SessionAggregate, ...]]:
+def _release_health(items: list[Item], discarded: Counter[str],
+                    values: JsonValues) -> tuple[tuple[SessionUpdate, ...], tuple[SessionAggregate, ...]]:
     """The session and sessions items that read; those that do not are counted as discarded."""
     sessions: list[SessionUpdate] = []
     aggregates: list[SessionAggregate] = []
     for item in items:
         if item.type not in ("session", "sessions"):
             continue
-        read = _session(item.payload) if item.type == "session" else _aggregates(item.payload)
+        read = _session(item.payload, values) if item.type == "session" else _aggregates(item.payload, values)
         if read is None:
             discarded[item.type] += 1
         elif isinstance(read, SessionUpdate):
@@ -726,9 +733,9 @@ def _unique(name: str, taken: Mapping[str, bytes]) -> str:
 # --- sessions ---------------------------------------------------------------------------------
 
 
-def _session(payload: bytes) -> SessionUpdate | None:
+def _session(payload: bytes, values: JsonValues) -> SessionUpdate | None:
     try:
-        value = _json(payload, "the session")
+        value = _json(payload, "the session", values)
     except ReporterError:
         return None
     if not isinstance(value, dict):
@@ -744,9 +751,9 @@ def _session(payload: bytes) -> SessionUpdate | None:
                          environment=text_value(attrs.get("environment")))
 
 
-def _aggregates(payload: bytes) -> list[SessionAggregate] | None:
+def _aggregates(payload: bytes, values: JsonValues) -> list[SessionAggregate] | None:
     try:
-        value = _json(payload, "the sessions")
+        value = _json(payload, "the sessions", values)
     except ReporterError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("aggregates"), list):

@@ -294,6 +294,24 @@ def test_a_run_takes_each_webhooks_oldest_due_deliveries_up_to_its_share(stores:
     assert len(issues.due(1000, 100)) == 8  # as many as due, without a share
 
 
+def test_an_alert_raised_while_its_webhook_rests_waits_with_it(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found from outside: the rest moved only the deliveries there were, so each alert raised while
+    a receiver was down was tried at once, spending an attempt and a run's timeout on it."""
+    _, issues = stores
+    issues.put_webhook(Webhook("down", "https://hooks.example/d", "s1", ("new-group",), 0))
+    issues.put_webhook(Webhook("up", "https://hooks.example/u", "s2", ("new-group",), 0))
+    issues.raise_alert(Alert("new-group:g:aa:0", "new-group", 100, {"text": "new"}))
+    [due] = [d for d in issues.due(100, 10) if d[0].webhook == "down"]
+    assert issues.claim(due[0], 60_100, 100)
+    assert issues.attempted(replace(due[0], attempts=1, next_attempt=5000, last_error="refused", updated_at=100))
+    issues.rest("down", 5000)
+    issues.raise_alert(Alert("new-group:g:bb:0", "new-group", 200, {"text": "new"}))
+    assert {(d.webhook, a.key) for d, a, _ in issues.due(300, 10)} == {
+        ("up", "new-group:g:aa:0"), ("up", "new-group:g:bb:0")}
+    assert {a.key for d, a, _ in issues.due(5000, 10) if d.webhook == "down"} == {
+        "new-group:g:aa:0", "new-group:g:bb:0"}
+
+
 def test_a_storm_of_new_groups_holds_back_no_season_end_nor_a_storms_signals(
         stores: tuple[CrashIndex, IssueStore]) -> None:
     """Left alone in notes, then mended: a webhook's due deliveries went oldest first, 5 a run (10 a

@@ -199,10 +199,14 @@ _JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_
 # each due delivery's place among its webhook's, oldest first
 # a webhook's due deliveries in the order of ports.issues.URGENCY
 _IN_TURN = (sa.case(URGENCY, value=_a.kind, else_=len(URGENCY)), _d.next_attempt, _d.alert_key)
+# the webhooks resting after a failure (IssueStore.rest): the one that failed waits for its retry,
+# and so does every delivery of theirs, also one raised since the rest
+_RESTING = (sa.select(_d.webhook).where(_d.status == "pending", _d.attempts > 0, _d.next_attempt > _bind("now"))
+            .distinct())
 _TURNS = (sa.select(_d.webhook, _d.alert_key, sa.func.row_number().over(
     partition_by=_d.webhook, order_by=_IN_TURN).label("turn"))
     .join(webhook_alerts, _d.alert_key == _a.alert_key)
-    .where(_d.status == "pending", _d.next_attempt <= _bind("now")).subquery())
+    .where(_d.status == "pending", _d.next_attempt <= _bind("now"), _d.webhook.not_in(_RESTING)).subquery())
 _DUE = Statement(sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT), *(_w[c] for c in _WEBHOOK))
                  .join_from(webhook_deliveries, _TURNS, sa.and_(_d.webhook == _TURNS.c.webhook,
                                                                  _d.alert_key == _TURNS.c.alert_key))

@@ -34,6 +34,7 @@ from webhooks.delivery import (
     body_of,
     check_url,
     deliver_due,
+    post,
     sign,
 )
 from webhooks.endpoints import WebhookBody, deliveries
@@ -390,3 +391,61 @@ def test_a_deployment_holds_a_bounded_number_of_webhooks(issues: SqliteIssueStor
     assert endpoints.put(issues, LOCAL, "w1", body, 1)[0] is False  # replaced, at the bound
     endpoints.delete(issues, "w0")
     assert endpoints.put(issues, LOCAL, "w3", body, 2)[0]
+
+
+class _CutOff(threading.Thread):
+    """A receiver that sends the start of an answer's head, then closes the connection."""
+
+    def __init__(self, head: bytes) -> None:
+        super().__init__(daemon=True)
+        self.head = head
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/cut"
+
+    def run(self) -> None:
+        with suppress(OSError):
+            connection, _ = self.listener.accept()
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                head, _, body = request.partition(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                while len(body) < length:
+                    body += connection.recv(65536)
+                connection.sendall(self.head)
+
+
+ALERT = Alert("regressed:g:ab:1", "regressed", 1000, {"text": "ab regressed", "episode": 1})
+
+
+@pytest.mark.parametrize("head", [b"HTTP/1.1 200 OK\r\nContent-Le", b"HTTP/1.1 204", b"HTTP/1.1 200 OK\r\n"])
+def test_an_answer_whose_head_is_cut_off_is_no_delivery(head: bytes) -> None:
+    """Found from outside: a receiver that closed partway through its answer's head had delivered."""
+    cut = _CutOff(head)
+    cut.start()
+    answer = post(Webhook("cut", cut.url, SECRET, ("regressed",), 0), ALERT, LOCAL, 1000)
+    assert answer.code is None and "cut off" in (answer.error or ""), answer
+    cut.listener.close()
+
+
+def test_a_name_that_takes_long_to_resolve_has_the_timeout_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: the name's lookup came before the deadline, so a name whose DNS server
+    never answers held an attempt for the resolver's own timeout (up to 30 s)."""
+    receiver = Receiver([204])
+    resolve = socket.getaddrinfo
+
+    def slow(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow.example":
+            time.sleep(3)
+            host = "127.0.0.1"
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    url = receiver.url.replace("127.0.0.1", "slow.example")
+    started = time.monotonic()
+    answer = post(Webhook("slow", url, SECRET, ("regressed",), 0), ALERT, WebhookPolicy(allow_private=True,
+                                                                                        timeout_s=1), 1000)
+    assert time.monotonic() - started < 2 and answer.code is None and "timed out" in (answer.error or ""), answer
+    assert post(Webhook("ok", receiver.url, SECRET, ("regressed",), 0), ALERT, LOCAL, 1000).code == 204
+    receiver.server.shutdown()

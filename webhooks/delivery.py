@@ -233,11 +233,42 @@ class _Pinned:
             self._finished = True
 
 
+class _Lines:
+    """A response's stream, keeping the last line read: the head's blank line, when it came whole."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.last = b""
+
+    def readline(self, limit: int = -1) -> bytes:
+        self.last = self._stream.readline(limit)
+        return self.last
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _HeadRead(http.client.HTTPResponse):
+    """A response that tells whether its head ended as a head ends, with a blank line: http.client
+    takes the end of the stream for one, and a receiver cut off partway would have delivered."""
+
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self._lines = _Lines(self.fp)
+        self.fp = self._lines  # type: ignore[assignment]
+
+    @property
+    def head_whole(self) -> bool:
+        return self._lines.last in (b"\r\n", b"\n")
+
+
 class _PinnedHttp(_Pinned, http.client.HTTPConnection):
-    pass
+    response_class = _HeadRead
 
 
 class _PinnedHttps(_Pinned, http.client.HTTPSConnection):
+    response_class = _HeadRead
+
     def connect(self) -> None:
         super().connect()
         assert self.sock is not None
@@ -253,8 +284,14 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
     """One attempt, within the policy's timeout in all (a receiver that answers a byte at a time
     holds no run longer); any failure is the attempt's answer, never the run's."""
     body = body_of(alert)
+    started = time.monotonic()
     try:
-        addresses = check_url(webhook.url, policy, resolve=True)
+        # the name's lookup within the timeout too: a DNS server that never answers holds a thread
+        # of the pool for the resolver's own timeout, not the run
+        addresses = kept_pool("webhook-names", PARALLEL_WEBHOOKS).submit(
+            check_url, webhook.url, policy, resolve=True).result(timeout=policy.timeout_s)
+    except TimeoutError:
+        return Answer(None, f"timed out: the name did not resolve within {policy.timeout_s:g} s")
     except RefusedAddress as exc:  # it says what the URL must be, as a PUT's 400 does
         return Answer(None, f"refused: the URL must be {exc}")
     except Exception as exc:  # a resolver's odd failure (UnicodeError) is this delivery's
@@ -266,17 +303,22 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
         connection = _PinnedHttps(parts.hostname or "", parts.port or 443, context=ssl.create_default_context())
     else:
         connection = _PinnedHttp(parts.hostname or "", parts.port or 80)
-    connection.pin(addresses, time.monotonic() + policy.timeout_s)
-    deadline = threading.Timer(policy.timeout_s, connection.abort)
+    connection.pin(addresses, started + policy.timeout_s)
+    deadline = threading.Timer(started + policy.timeout_s - time.monotonic(), connection.abort)
     deadline.daemon = True  # a process that exits mid-attempt does not wait it out
     deadline.start()
+    code: int | None = None
     error = None
     try:
         connection.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body, {
             "Content-Type": "application/json", "User-Agent": "Blackbox-Webhooks/1",
             SIGNATURE_HEADER: sign(webhook.secret, now // 1000, body), ALERT_HEADER: alert.key})
-        code = connection.getresponse().status
+        response = connection.getresponse()
         connection.finish()
+        if isinstance(response, _HeadRead) and response.head_whole:
+            code = response.status
+        else:
+            error = "the answer's head was cut off"
     except Exception as exc:  # whatever the receiver does fails this attempt alone
         code, error = None, f"{type(exc).__name__}: {exc}"[:500]
     finally:

@@ -213,6 +213,9 @@ def test_a_pdbs_symbol_file_drops_the_pdb_and_the_id_is_upper_case():
         # found from outside: taken, and no DELETE route could name it again
         b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 ha#sh.so\n",
         b"MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 what?.so\n",
+        # found from outside: taken as .pdb/<id>/.sym, where a walk never awaits one
+        b"MODULE windows x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 .pdb\n",
+        b"MODULE windows x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 .PDB\n",
         b'MODULE Linux x86_64 3C597FD17C0A1BC0B2A03B414F0E44180 "game".so\n',
         "MODULE mac arm64 3C597FD17C0A1BC0B2A03B414F0E44180 Game\u0301.dSYM\n".encode(),
         b"\x7fELF\x02\x01\x01\x00",

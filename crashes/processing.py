@@ -200,7 +200,7 @@ def module_symbols(module: Module) -> str | None:
         return None
     path = symbol_path(module.debug_file, module.debug_id)
     # a file an upload could store: the others are never held, and the longest not even looked for
-    if len(path.parts) != 3 or path.parts[2] == ".sym" or not storable(path.parts[0]):
+    if len(path.parts) != 3 or not storable(path.parts[0]):
         return None
     return str(path)
 

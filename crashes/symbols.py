@@ -35,8 +35,10 @@ def storable(debug_file: str) -> bool:
     """Whether a debug file can name the directory and the file of the layout, and be named again
     by DELETE /v1/symbols/{debugFile}/{debugId}: a plain name of the characters a route takes,
     within a file name's bytes, whose symbol path a walk can await."""
+    path = symbol_path(debug_file, _LONGEST_ID)
+    # a `.pdb` alone would make a file `.sym`, of no name
     return (debug_file not in (".", "..") and len(debug_file.encode()) <= MAX_DEBUG_FILE_BYTES
-            and routed(debug_file) and len(str(symbol_path(debug_file, _LONGEST_ID))) <= MAX_SYMBOL_PATH_CHARS)
+            and routed(debug_file) and len(str(path)) <= MAX_SYMBOL_PATH_CHARS and path.name != ".sym")
 
 
 @dataclass(frozen=True)

@@ -196,22 +196,32 @@ def test_a_webhook_that_cannot_be_sent_fails_alone_and_says_why(issues: SqliteIs
         assert bad.last_error and (other.last_error or "").startswith("refused")
 
 
-class _Drip(threading.Thread):
-    """A receiver that sends its answer's head a line a second, never quite done."""
+class _RawReceiver(threading.Thread):
+    """A receiver of one connection, which `answer` answers on the bytes' level."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/drip"
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/raw"
 
     def run(self) -> None:
         with suppress(OSError):
             connection, _ = self.listener.accept()
             with connection:
-                connection.sendall(b"HTTP/1.1 200 OK\r\n")
-                for n in range(30):
-                    time.sleep(1)
-                    connection.sendall(f"X-{n}: drip\r\n".encode())
+                self.answer(connection)
+
+    def answer(self, connection: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class _Drip(_RawReceiver):
+    """A receiver that sends its answer's head a line a second, never quite done."""
+
+    def answer(self, connection: socket.socket) -> None:
+        connection.sendall(b"HTTP/1.1 200 OK\r\n")
+        for n in range(30):
+            time.sleep(1)
+            connection.sendall(f"X-{n}: drip\r\n".encode())
 
 
 def test_a_receiver_that_answers_a_byte_at_a_time_has_the_timeout_in_all(issues: SqliteIssueStore) -> None:
@@ -393,27 +403,22 @@ def test_a_deployment_holds_a_bounded_number_of_webhooks(issues: SqliteIssueStor
     assert endpoints.put(issues, LOCAL, "w3", body, 2)[0]
 
 
-class _CutOff(threading.Thread):
-    """A receiver that sends the start of an answer's head, then closes the connection."""
+class _CutOff(_RawReceiver):
+    """A receiver that reads the request whole, sends the start of an answer's head, and closes."""
 
     def __init__(self, head: bytes) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.head = head
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/cut"
 
-    def run(self) -> None:
-        with suppress(OSError):
-            connection, _ = self.listener.accept()
-            with connection:
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    request += connection.recv(65536)
-                head, _, body = request.partition(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-                while len(body) < length:
-                    body += connection.recv(65536)
-                connection.sendall(self.head)
+    def answer(self, connection: socket.socket) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += connection.recv(65536)
+        head, _, body = request.partition(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        while len(body) < length:
+            body += connection.recv(65536)
+        connection.sendall(self.head)
 
 
 ALERT = Alert("regressed:g:ab:1", "regressed", 1000, {"text": "ab regressed", "episode": 1})

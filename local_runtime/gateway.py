@@ -257,10 +257,12 @@ class Gateway:
             if matched is None:
                 raise NotFound(f"no route for {scope['method']} {scope['path']}")
             function = matched.function
-            # an open route takes any key, or none
-            caller = None if matched.roles is None else self._keys.authorize(
-                _presented_key(scope, matched, path), matched.roles, f"{matched.method} {matched.path}",
-                KEY_PLACES[matched.credential])
+            # an open route takes any key, or none, and so does any route where no keys are set
+            # (but a Sentry SDK's protocol is checked where it is read)
+            reads_key = matched.roles is not None and (self._keys.configured or matched.credential == "sentry")
+            caller = self._keys.authorize(_presented_key(scope, matched, path) if reads_key else None,
+                                          matched.roles, f"{matched.method} {matched.path}",
+                                          KEY_PLACES[matched.credential])
             # health has room of its own past the bound, and no standing queue sheds it: it tells an
             # orchestrator that the process lives, overloaded or not
             health = matched.path == HEALTH_PATH

@@ -294,6 +294,15 @@ def test_a_run_takes_each_webhooks_oldest_due_deliveries_up_to_its_share(stores:
     assert len(issues.due(1000, 100)) == 8  # as many as due, without a share
 
 
+def test_an_announcement_is_claimed_once_until_retention_purges_it(stores: tuple[CrashIndex, IssueStore]) -> None:
+    _, issues = stores
+    assert at_once(2, lambda i: issues.announce("crash-spike:g:60000", 100)) in ([True, False], [False, True])
+    assert not issues.announce("crash-spike:g:60000", 200)
+    assert issues.announce("crash-spike:g:120000", 200)
+    issues.purge(150)
+    assert issues.announce("crash-spike:g:60000", 300) and not issues.announce("crash-spike:g:120000", 300)
+
+
 def test_an_alert_raised_while_its_webhook_rests_waits_with_it(stores: tuple[CrashIndex, IssueStore]) -> None:
     """Found from outside: the rest moved only the deliveries there were, so each alert raised while
     a receiver was down was tried at once, spending an attempt and a run's timeout on it."""

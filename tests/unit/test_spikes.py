@@ -8,7 +8,7 @@ import pytest
 
 from adapters.factory import Adapters
 from adapters.settings import Settings
-from crashes.spikes import MAX_MINUTES, SpikePolicy, crossed, list_alerts
+from crashes.spikes import MAX_MINUTES, Spike, SpikePolicy, announced, list_alerts
 from lambdas import reporter
 from ports import IndexEntry
 from ports.errors import InvalidField
@@ -67,8 +67,28 @@ def test_a_spike_is_announced_once_by_the_batch_that_crosses_the_threshold(adapt
     announced = []
     for batch in (burst[:15], burst[15:25], burst[25:]):
         adapters.index.insert_many(batch)
-        announced.append([(s.sku, s.minute, s.crashes) for s in crossed(adapters.index, POLICY, batch)])
+        announced.append([(s.sku, s.minute, s.crashes) for s in to_announce(adapters, batch)])
     assert announced == [[], [("g", T0 + 30 * MINUTE_MS, 25)], []]
+
+
+def to_announce(adapters: Adapters, batch: list[IndexEntry]) -> list[Spike]:
+    return announced(adapters.index, adapters.issues, POLICY, batch, T0)
+
+
+@pytest.mark.parametrize("each", [20, 12])
+def test_consumers_indexing_one_minute_at_once_announce_its_spike_once(adapters: Adapters, each: int):
+    """Found from outside, with two consumers of one group: a batch announced a spike it found its
+    own reports had pushed over the threshold, read after both had written. With 20 each, each
+    found the other had crossed it (none announced); with 12 each, each found it had (two)."""
+    steady(adapters, "g", per_minute=2, minutes=30)
+    first, second = crashes("g", 30, each), crashes("g", 30, each)
+    adapters.index.insert_many(first)
+    adapters.index.insert_many(second)
+    told = to_announce(adapters, first) + to_announce(adapters, second)
+    assert [(s.sku, s.minute, s.crashes) for s in told] == [("g", T0 + 30 * MINUTE_MS, 2 * each)]
+    # and the next batch of that minute, of a consumer cut off before it announced, still would
+    adapters.index.insert_many(crashes("h", 30, 25))
+    assert [s.sku for s in to_announce(adapters, crashes("h", 30, 1))] == ["h"]
 
 
 def test_alerts_by_default_scan_the_last_hour_whole(adapters: Adapters):

@@ -1,12 +1,11 @@
 """Spike detection: crashes per minute per sku against a trailing baseline, the mean of the
 minutes before. `GET /v1/alerts` recomputes spikes from the index, so it is exact however often
-a batch was redelivered; the crash consumer announces (log line and metric) the minutes that
-crossed the threshold in the batch it just persisted."""
+a batch was redelivered; the crash consumer announces (log line and metric) each spiking minute
+once, whichever consumer's batch first finds it over the threshold."""
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from typing_extensions import TypedDict
 
 from ports import CrashIndex, IndexEntry
 from ports.errors import InvalidField
+from ports.issues import IssueStore
 from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, last_buckets, steps, time_range, to_rfc3339
 
 MAX_MINUTES = 10_080  # a week
@@ -94,16 +94,15 @@ def list_alerts(index: CrashIndex, policy: SpikePolicy, sku: str, *, from_ms: in
     return {"alerts": [spike.body() for spike in spikes]}
 
 
-def crossed(index: CrashIndex, policy: SpikePolicy, persisted: Sequence[IndexEntry]) -> list[Spike]:
-    """The spikes that these just-persisted entries pushed over the threshold, so each spike is
-    announced once as it starts rather than with every later batch of the same minute."""
-    added = Counter((entry.sku, floor_to(entry.received_at, MINUTE_MS)) for entry in persisted)
-    minutes_by_sku: dict[str, list[int]] = {}
-    for sku, minute in added:
-        minutes_by_sku.setdefault(sku, []).append(minute)
-    return [
-        spike
-        for sku, minutes in minutes_by_sku.items()
-        for spike in spikes_in(index, policy, sku, minutes)
-        if spike.crashes - added[(sku, spike.minute)] < spike.threshold
-    ]
+def announced(index: CrashIndex, issues: IssueStore, policy: SpikePolicy, persisted: Sequence[IndexEntry],
+              now: int) -> list[Spike]:
+    """The spikes of the minutes these just-persisted entries fall in, that this caller claims the
+    announcement of (IssueStore.announce): each is announced once, by the first batch of any
+    consumer to find its minute over the threshold once its own reports are in, rather than with
+    every later batch of the minute (and by a later one where a consumer cut off after its write
+    announced nothing)."""
+    minutes_by_sku: dict[str, set[int]] = {}
+    for entry in persisted:
+        minutes_by_sku.setdefault(entry.sku, set()).add(floor_to(entry.received_at, MINUTE_MS))
+    return [spike for sku, minutes in minutes_by_sku.items() for spike in spikes_in(index, policy, sku, minutes)
+            if issues.announce(f"crash-spike:{sku}:{spike.minute}", now)]

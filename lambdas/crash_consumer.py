@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from crashes.persistence import persist_crashes
-from crashes.spikes import crossed
+from crashes.spikes import announced
 from pipeline.collector import collect_for_batches
 from pipeline.msk import from_msk_event
 from ports import IndexEntry
@@ -27,7 +27,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
 
     def announce(indexed: list[IndexEntry]) -> None:
         try:
-            spikes = crossed(a.index, a.settings.spikes, indexed)
+            spikes = announced(a.index, a.issues, a.settings.spikes, indexed, now_ms())
         except Exception:
             # the rows are written: delivered again, the batch would have nothing new to tell
             logger.exception("crash spikes not checked", extra={"skus": sorted({e.sku for e in indexed})[:10]})

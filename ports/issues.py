@@ -327,9 +327,14 @@ class IssueStore(Protocol):
         a delivery stored is never replaced."""
         ...
 
+    def announce(self, key: str, at: int) -> bool:
+        """Claims the announcement of `key` (a crash spike's) at `at`: True for the one caller, of
+        every consumer, that claims it first, until retention purges it."""
+        ...
+
     def purge(self, before_ms: int) -> int:
-        """Drops the alerts raised before `before_ms` and their deliveries (retention); returns
-        how many rows went."""
+        """Drops the alerts raised before `before_ms`, their deliveries and the announcements made
+        before it (retention); returns how many rows went."""
         ...
 
     def rest(self, webhook: str, until: int) -> None:

@@ -19,6 +19,7 @@ from adapters.sql.reads import SqlDatabase, Transaction
 from adapters.sql.schema import (
     alert_episodes,
     alert_tellers,
+    announcements,
     crash_grouping_rules,
     crash_issue_history,
     crash_issues,
@@ -234,7 +235,9 @@ _PURGE_OUTBOX = (
     Statement(sa.delete(webhook_deliveries).where(_d.alert_key.in_(
         sa.select(_a.alert_key).where(_a.created_at < _bind("before")))).with_dialect_options(mysql_limit=PURGE_CHUNK)),
     purge(webhook_alerts, "created_at"),
+    purge(announcements, "announced_at"),
 )
+_ANNOUNCE = insert(announcements, ("announcement_key", "announced_at"), keys=("announcement_key",))
 _NEWEST = (_d.updated_at.desc(), _d.alert_key.desc())
 _DELIVERIES = Statement(_JOINED.where(_d.webhook == _bind("webhook")).order_by(*_NEWEST).limit(_bind("limit")))
 _DELIVERIES_BEFORE = Statement(_JOINED.where(
@@ -538,6 +541,10 @@ class SqlIssueStore:
     def attempted(self, delivery: Delivery) -> bool:
         with self._database.transaction() as t:
             return t.execute(_ATTEMPTED, vars(delivery)) == 1
+
+    def announce(self, key: str, at: int) -> bool:
+        with self._database.transaction() as t:
+            return t.execute(_ANNOUNCE, {"announcement_key": key, "announced_at": at}) == 1
 
     def purge(self, before_ms: int) -> int:
         return sum(self._database.delete_in_chunks(statement, {"before": before_ms}) for statement in _PURGE_OUTBOX)

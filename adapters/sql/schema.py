@@ -60,6 +60,7 @@ tournament_attempts = _table("tournament_attempts", "event_id", "board", "player
 webhook_alerts = _table("webhook_alerts", "alert_key", "kind", "created_at", "body", "sku", "closed_at")
 alert_episodes = _table("alert_episodes", "episode_key", "kind", "opened_at")
 alert_tellers = _table("alert_tellers", "id", "told_at")
+announcements = _table("announcements", "announcement_key", "announced_at")
 webhooks = _table("webhooks", "name", "url", "secret", "kinds", "updated_at")
 webhook_deliveries = _table("webhook_deliveries", "webhook", "alert_key", "status", "attempts", "next_attempt",
                             "last_code", "last_error", "updated_at")

@@ -206,7 +206,7 @@ def test_a_spike_check_that_fails_once_the_rows_are_written_fails_no_batch(adapt
     def unread(*args: Any) -> None:
         raise StoreUnavailable("index")
 
-    monkeypatch.setattr(crash_consumer, "crossed", unread)
+    monkeypatch.setattr(crash_consumer, "announced", unread)
     assert call(crash_consumer.handler, "crash-consumer.json") == {"persisted": 1}
     assert any(r.getMessage() == "crash spikes not checked" and r.levelname == "ERROR" for r in caplog.records)
 

@@ -15,7 +15,7 @@ from adapters.factory import Adapters
 from api.requests import Posted
 from crashes.model import ReportDocument, attachment_key
 from crashes.persistence import persist_crashes
-from crashes.spikes import Spike, SpikePolicy, crossed
+from crashes.spikes import Spike, SpikePolicy, announced
 from lambdas import capture
 from pipeline.idempotency import retriable
 from pipeline.msk import from_msk_event
@@ -64,13 +64,13 @@ def test_a_redelivered_batch_persists_nothing_new_and_announces_no_spike_again(a
     records = consume(adapters, "crashes")
     # two crashes a minute are a spike: the 25 may straddle a minute's end
     policy = SpikePolicy(factor=1.5, baseline_minutes=30, min_crashes=2)
-    announced = []
+    told = []
     for _ in range(2):
         persisted = persist_crashes(records, adapters.documents, adapters.index, adapters.log,
                                     adapters.retention_seconds)
-        announced.append((len(persisted), len(crossed(adapters.index, policy, persisted))))
-    assert announced[0][0] == 25 and announced[0][1] >= 1
-    assert announced[1] == (0, 0)
+        told.append((len(persisted), len(list(announced(adapters.index, adapters.issues, policy, persisted, 0)))))
+    assert told[0][0] == 25 and told[0][1] >= 1
+    assert told[1] == (0, 0)
 
 
 class _MinidumpsFailOnce:
@@ -98,20 +98,20 @@ def test_a_spike_is_announced_once_when_its_batch_fails_after_the_index_write(ad
         post_crash(adapters, {"sku": "g", "n": i, "attachments": {"crash.dmp": dump}})
     records = consume(adapters, "crashes")
     policy = SpikePolicy(factor=1.5, baseline_minutes=30, min_crashes=2)
-    announced: list[Spike] = []
+    told: list[Spike] = []
 
     def announce(indexed: list[IndexEntry]) -> None:
-        announced.extend(crossed(adapters.index, policy, indexed))
+        told.extend(announced(adapters.index, adapters.issues, policy, indexed, 0))
 
     failing = _MinidumpsFailOnce(adapters.log)
     with pytest.raises(StoreUnavailable):
         persist_crashes(records, adapters.documents, adapters.index, failing, adapters.retention_seconds,  # type: ignore[arg-type]
                         on_indexed=announce)
-    assert failing.failed and announced
-    told = list(announced)
+    assert failing.failed and told
+    before = list(told)
     assert persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds,
                            on_indexed=announce) == []
-    assert announced == told
+    assert told == before
     assert len(consume(adapters, MINIDUMPS)) == 25  # the walks asked again
 
 

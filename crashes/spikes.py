@@ -6,7 +6,7 @@ once, whichever consumer's batch first finds it over the threshold."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, with_config
@@ -95,14 +95,17 @@ def list_alerts(index: CrashIndex, policy: SpikePolicy, sku: str, *, from_ms: in
 
 
 def announced(index: CrashIndex, issues: IssueStore, policy: SpikePolicy, persisted: Sequence[IndexEntry],
-              now: int) -> list[Spike]:
+              now: int) -> Iterator[Spike]:
     """The spikes of the minutes these just-persisted entries fall in, that this caller claims the
-    announcement of (IssueStore.announce): each is announced once, by the first batch of any
-    consumer to find its minute over the threshold once its own reports are in, rather than with
-    every later batch of the minute (and by a later one where a consumer cut off after its write
-    announced nothing)."""
+    announcement of (IssueStore.announce), each as it is claimed, to be announced then: a store
+    failing at the next leaves none claimed and untold. Each is announced once, by the first batch
+    of any consumer to find its minute over the threshold once its own reports are in, rather than
+    with every later batch of the minute (and by a later one where a consumer cut off after its
+    write announced nothing)."""
     minutes_by_sku: dict[str, set[int]] = {}
     for entry in persisted:
         minutes_by_sku.setdefault(entry.sku, set()).add(floor_to(entry.received_at, MINUTE_MS))
-    return [spike for sku, minutes in minutes_by_sku.items() for spike in spikes_in(index, policy, sku, minutes)
-            if issues.announce(f"crash-spike:{sku}:{spike.minute}", now)]
+    for sku, minutes in minutes_by_sku.items():
+        for spike in spikes_in(index, policy, sku, minutes):
+            if issues.announce(f"crash-spike:{sku}:{spike.minute}", now):
+                yield spike

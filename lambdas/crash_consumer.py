@@ -27,14 +27,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
 
     def announce(indexed: list[IndexEntry]) -> None:
         try:
-            spikes = announced(a.index, a.issues, a.settings.spikes, indexed, now_ms())
+            # each as it is claimed: a failure at the next leaves none claimed and untold
+            for spike in announced(a.index, a.issues, a.settings.spikes, indexed, now_ms()):
+                logger.warning("crash spike", extra={"alert": spike.body()})
+                emit(CRASH_SPIKE, 1, sku=spike.sku)
         except Exception:
-            # the rows are written: delivered again, the batch would have nothing new to tell
+            # the rows are written: delivered again, the batch would have nothing new to tell; a
+            # later batch of the minute claims what this one did not
             logger.exception("crash spikes not checked", extra={"skus": sorted({e.sku for e in indexed})[:10]})
-            return
-        for spike in spikes:
-            logger.warning("crash spike", extra={"alert": spike.body()})
-            emit(CRASH_SPIKE, 1, sku=spike.sku)
 
     persisted = persist_crashes(records, a.documents, a.index, a.log, a.retention_seconds, issues=a.issues,
                                 groupings=a.groupings, on_indexed=announce)

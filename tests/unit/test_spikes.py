@@ -72,7 +72,7 @@ def test_a_spike_is_announced_once_by_the_batch_that_crosses_the_threshold(adapt
 
 
 def to_announce(adapters: Adapters, batch: list[IndexEntry]) -> list[Spike]:
-    return announced(adapters.index, adapters.issues, POLICY, batch, T0)
+    return list(announced(adapters.index, adapters.issues, POLICY, batch, T0))
 
 
 @pytest.mark.parametrize("each", [20, 12])

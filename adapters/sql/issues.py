@@ -198,8 +198,11 @@ _FAN_OUT = Statement(sa.insert(webhook_deliveries).from_select(_DELIVERY, sa.sel
 _JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_from(
     webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
 # each due delivery's place among its webhook's, oldest first
-# a webhook's due deliveries in the order of ports.issues.URGENCY
-_IN_TURN = (sa.case(URGENCY, value=_a.kind, else_=len(URGENCY)), _d.next_attempt, _d.alert_key)
+# a webhook's due deliveries: one tried before first, whose backoff the webhook's rest follows (one
+# not tried yet would fail first and rest it for the first backoff again); then in the order of
+# ports.issues.URGENCY, each kind by when it is due
+_IN_TURN = (sa.case((_d.attempts > 0, 0), else_=1), sa.case(URGENCY, value=_a.kind, else_=len(URGENCY)),
+            _d.next_attempt, _d.alert_key)
 # the webhooks resting after a failure (IssueStore.rest): the one that failed waits for its retry,
 # and so does every delivery of theirs, also one raised since the rest
 _RESTING = (sa.select(_d.webhook).where(_d.status == "pending", _d.attempts > 0, _d.next_attempt > _bind("now"))

@@ -374,3 +374,15 @@ def test_an_empty_sentry_native_part_is_no_file_of_the_report():
     crash = parse_minidump_upload(body, content_type, SKU).crash
     assert crash is not None and set(crash.attachments) == {f"{REPORT_UUID}.dmp"}
     assert crash.fields["sentryEvent"] == {"breadcrumbs": [{"message": "a"}]}
+
+
+def test_the_sentry_fields_json_values_are_bounded_together() -> None:
+    """Found in review: each `sentry` field (64 KiB at most) was bounded alone, so 1 MiB of them
+    held 330,000 values, none counted."""
+    objects = "[" + "{}," * 20_000 + "{}]"  # 40,001 values in 60 KB
+    body, content_type = crashpad_report()
+    boundary = content_type.partition("boundary=")[2]
+    fields = "".join(f'--{boundary}\r\nContent-Disposition: form-data; name="sentry"\r\n\r\n{{"x":{objects}}}\r\n'
+                     for _ in range(4)).encode()
+    refused = refusal(fields + body, content_type)
+    assert refused.status == 400 and "JSON values" in refused.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
@@ -130,28 +131,38 @@ def _outside_strings(data: bytes) -> bytes:
     return b"".join(unescaped.split(b'"')[::2])
 
 
+@dataclass
+class _Text:
+    data: bytes
+    # its commas, `[` and `{` over its strings too, and outside them, once counted
+    over_strings: int | None = None
+    outside_strings: int | None = None
+
+
 class JsonValues:
     """The values of JSON texts read as one body (an envelope's headers and items), at most
     MAX_JSON_VALUES in all, checked as each text is added, before it is parsed. Their length settles
-    almost every body (a byte is a value at most); past it, the count over a text, strings too, and
-    past that again the count without its strings."""
+    almost every body (a byte is a value at most); past it, the count over the texts, strings too,
+    and past that again the count without their strings (each text counted once each way)."""
 
     def __init__(self) -> None:
         self._bytes = 0
-        self._values = 0
-        self._uncounted: list[bytes] = []
+        self._texts: list[_Text] = []
 
     def add(self, data: bytes) -> None:
         self._bytes += len(data)
-        self._uncounted.append(data)
+        self._texts.append(_Text(data))
         if self._bytes <= MAX_JSON_VALUES:
             return
-        for text in self._uncounted:
-            counted = _structure(text)
-            self._values += counted if self._values + counted <= MAX_JSON_VALUES else _structure(
-                _outside_strings(text))
-        self._uncounted.clear()
-        if self._values > MAX_JSON_VALUES:
+        for text in self._texts:
+            if text.over_strings is None:
+                text.over_strings = _structure(text.data)
+        if sum(text.over_strings or 0 for text in self._texts) <= MAX_JSON_VALUES:
+            return
+        for text in self._texts:
+            if text.outside_strings is None:
+                text.outside_strings = _structure(_outside_strings(text.data))
+        if sum(text.outside_strings or 0 for text in self._texts) > MAX_JSON_VALUES:
             raise InvalidField(f"the JSON holds more than {MAX_JSON_VALUES:,} JSON values (counted as its commas, "
                                "[ and { outside strings)", "body")
 

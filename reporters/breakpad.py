@@ -92,7 +92,7 @@ from multipart import (  # type: ignore[import-untyped]
 )
 
 from crashes.model import MAX_INDEXED_CHARS, is_minidump
-from ports.limits import MAX_BODY_BYTES, ascii_int
+from ports.limits import MAX_BODY_BYTES, JsonValues, ascii_int
 from ports.timeutil import FIRST_MS, LAST_MS
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
@@ -224,7 +224,7 @@ MAX_ATTACHED_EVENT_BYTES = 100_000
 MAX_ATTACHED_BREADCRUMBS_BYTES = 50_000
 
 
-def _attached(part: str, data: bytes, limit: int, stream: bool) -> list[dict[str, Any]] | None:
+def _attached(part: str, data: bytes, limit: int, stream: bool, values: JsonValues) -> list[dict[str, Any]] | None:
     """A MessagePack part's objects (one, or a stream of them) as JSON's, else None: past `limit`,
     not MessagePack, or one not an object or holding what JSON cannot (a byte string, a key not text)."""
     if len(data) > limit:
@@ -232,9 +232,9 @@ def _attached(part: str, data: bytes, limit: int, stream: bool) -> list[dict[str
     if not data:  # one not written yet (Sentry passes over it too)
         return []
     try:
-        values = list(msgpack.Unpacker(BytesIO(data), raw=False)) if stream else [msgpack.unpackb(data, raw=False)]
+        unpacked = list(msgpack.Unpacker(BytesIO(data), raw=False)) if stream else [msgpack.unpackb(data, raw=False)]
         # each held to what a Sentry event in JSON is (an object; depth, numbers, text), as a sentry field is
-        return [event_object(json.dumps(value, allow_nan=False).encode(), part) for value in values]
+        return [event_object(json.dumps(value, allow_nan=False).encode(), part, values) for value in unpacked]
     # RecursionError: msgpack nests deeper than json.dumps recurses
     except (ValueError, TypeError, RecursionError, ReporterError, msgpack.UnpackException):
         return None
@@ -260,21 +260,24 @@ def _read_parts(parts: list[Part]) -> tuple[dict[str, str], dict[str, Any], list
     attached: dict[str, Any] = {}
     breadcrumbs: list[list[Any]] = []
     files: list[Part] = []
+    # the JSON of every field and part, bounded together as one body's (a field is at most 64 KiB)
+    values = JsonValues()
     for part in parts:
         if part.name == MINIDUMP_FIELD:
             continue
         if part.name == SENTRY_EVENT_PART and (read := _attached(part.name, part.data, MAX_ATTACHED_EVENT_BYTES,
-                                                                   False)) is not None:
+                                                                   False, values)) is not None:
             for value in read:
                 attached.update(value)
         elif part.name in BREADCRUMB_PARTS and (crumbs := _attached(part.name, part.data,
-                                                                    MAX_ATTACHED_BREADCRUMBS_BYTES, True)) is not None:
+                                                                    MAX_ATTACHED_BREADCRUMBS_BYTES, True,
+                                                                    values)) is not None:
             if crumbs:
                 breadcrumbs.append(crumbs)
         elif part.filename is not None:
             files.append(part)
         elif part.name == "sentry":
-            event.update(event_object(part.data, "the sentry field"))
+            event.update(event_object(part.data, "the sentry field", values))
         elif (path := _SENTRY_KEY.fullmatch(part.name)) is not None:
             _set_path(event, re.findall(r"\[([^\[\]]+)\]", path.group(1)), _text(part.data))
         else:

@@ -19,9 +19,9 @@ AlertKind = Literal["new-group", "regressed", "season-end", "velocity", "crash-f
 # velocity, crash-free-drop: a group's crashes per session on a build, a build's crash-free sessions
 # against the build before it, each once per episode (crashes.alerts)
 ALERT_KINDS: tuple[AlertKind, ...] = ("new-group", "regressed", "season-end", "velocity", "crash-free-drop")
-# the order a webhook's due deliveries are sent in, each kind's oldest first: a season's end (a
-# board's prizes) first, then a storm's signals, regressions, and last the groups a storm makes by
-# the thousand (10 a minute reach a webhook in AWS)
+# the order a webhook's due deliveries are sent in (after a retry), each kind by when it is due: a
+# season's end (a board's prizes) first, then a storm's signals, regressions, and last the groups a
+# storm makes by the thousand (10 a minute reach a webhook in AWS)
 URGENCY: dict[AlertKind, int] = {"season-end": 0, "velocity": 1, "crash-free-drop": 1, "regressed": 2, "new-group": 3}
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 # who changed a state when the consumer did
@@ -311,7 +311,8 @@ class IssueStore(Protocol):
         ...
 
     def due(self, now: int, limit: int, per_webhook: int | None = None) -> list[tuple[Delivery, Alert, Webhook]]:
-        """Pending deliveries whose next attempt is due, oldest first; of each webhook's, its oldest
+        """Pending deliveries whose next attempt is due, of a resting webhook none; of each
+        webhook's, a retry first, then by URGENCY, each kind by when it is due, its first
         `per_webhook` at most (None: no share)."""
         ...
 

@@ -36,7 +36,7 @@ SIGNATURE_HEADER = "X-Blackbox-Signature"
 ALERT_HEADER = "X-Blackbox-Alert"
 # how long a run holds a delivery it is sending: another run takes it up after this
 CLAIM_MS = 60_000
-# webhooks a run sends to at once, and each one's deliveries it takes at most (its oldest), of
+# webhooks a run sends to at once, and each one's deliveries it takes at most (its first in turn), of
 # RUN_LIMIT in all: a run reaches 200 webhooks with a backlog each. A receiver that fails one ends
 # its turn and rests with it (IssueStore.rest), so one that hangs holds a run one timeout at most
 PARALLEL_WEBHOOKS = 8

@@ -197,7 +197,7 @@ _FAN_OUT = Statement(sa.insert(webhook_deliveries).from_select(_DELIVERY, sa.sel
     _bind("now")).where(_w.kinds.contains(_bind("kind")))))
 _JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_from(
     webhook_deliveries, webhook_alerts, _d.alert_key == _a.alert_key)
-# each due delivery's place among its webhook's, oldest first
+# each due delivery's place among its webhook's, in turn
 # a webhook's due deliveries: one tried before first, whose backoff the webhook's rest follows (one
 # not tried yet would fail first and rest it for the first backoff again); then in the order of
 # ports.issues.URGENCY, each kind by when it is due

@@ -285,12 +285,13 @@ def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Ans
     holds no run longer); any failure is the attempt's answer, never the run's."""
     body = body_of(alert)
     started = time.monotonic()
+    # the name's lookup within the timeout too: a DNS server that never answers holds a thread of
+    # the pool for the resolver's own timeout, not the run
+    lookup = kept_pool("webhook-names", PARALLEL_WEBHOOKS).submit(check_url, webhook.url, policy, resolve=True)
     try:
-        # the name's lookup within the timeout too: a DNS server that never answers holds a thread
-        # of the pool for the resolver's own timeout, not the run
-        addresses = kept_pool("webhook-names", PARALLEL_WEBHOOKS).submit(
-            check_url, webhook.url, policy, resolve=True).result(timeout=policy.timeout_s)
+        addresses = lookup.result(timeout=policy.timeout_s)
     except TimeoutError:
+        lookup.cancel()  # one still waiting behind lookups that hang never runs
         return Answer(None, f"timed out: the name did not resolve within {policy.timeout_s:g} s")
     except RefusedAddress as exc:  # it says what the URL must be, as a PUT's 400 does
         return Answer(None, f"refused: the URL must be {exc}")

@@ -19,10 +19,11 @@ AlertKind = Literal["new-group", "regressed", "season-end", "velocity", "crash-f
 # velocity, crash-free-drop: a group's crashes per session on a build, a build's crash-free sessions
 # against the build before it, each once per episode (crashes.alerts)
 ALERT_KINDS: tuple[AlertKind, ...] = ("new-group", "regressed", "season-end", "velocity", "crash-free-drop")
-# the order a webhook's due deliveries are sent in (after a retry), each kind by when it is due: a
-# season's end (a board's prizes) first, then a storm's signals, regressions, and last the groups a
-# storm makes by the thousand (10 a minute reach a webhook in AWS)
-URGENCY: dict[AlertKind, int] = {"season-end": 0, "velocity": 1, "crash-free-drop": 1, "regressed": 2, "new-group": 3}
+# the order a webhook's due deliveries are sent in (after a retry), each rank by when it is due: a
+# season's end (a board's prizes) first, then a storm's signals, and last a group's alerts, which a
+# storm makes by the thousand (10 a minute reach a webhook in AWS), in the order they were raised (a
+# group's regression after its new group)
+URGENCY: dict[AlertKind, int] = {"season-end": 0, "velocity": 1, "crash-free-drop": 1, "regressed": 2, "new-group": 2}
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 # who changed a state when the consumer did
 CONSUMER = "blackbox"

@@ -303,6 +303,17 @@ def test_an_announcement_is_claimed_once_until_retention_purges_it(stores: tuple
     assert issues.announce("crash-spike:g:60000", 300) and not issues.announce("crash-spike:g:120000", 300)
 
 
+def test_a_groups_alerts_go_in_the_order_raised_also_after_a_rest(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found in review: a rest gives every delivery of a webhook one due time, and they then went by
+    key, every new group before every regression, whatever came first."""
+    _, issues = stores
+    issues.put_webhook(Webhook("ops", "https://hooks.example/o", "s1", ("new-group", "regressed"), 0))
+    issues.raise_alert(Alert("regressed:a:aa:1", "regressed", 100, {"text": "again"}))
+    issues.raise_alert(Alert("new-group:z:zz:0", "new-group", 200, {"text": "new"}))
+    issues.rest("ops", 5000)
+    assert [a.key for _, a, _ in issues.due(5000, 10)] == ["regressed:a:aa:1", "new-group:z:zz:0"]
+
+
 def test_an_alert_raised_while_its_webhook_rests_waits_with_it(stores: tuple[CrashIndex, IssueStore]) -> None:
     """Found from outside: the rest moved only the deliveries there were, so each alert raised while
     a receiver was down was tried at once, spending an attempt and a run's timeout on it."""

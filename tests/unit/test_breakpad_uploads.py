@@ -386,3 +386,17 @@ def test_the_sentry_fields_json_values_are_bounded_together() -> None:
                      for _ in range(4)).encode()
     refused = refusal(fields + body, content_type)
     assert refused.status == 400 and "JSON values" in refused.message
+
+
+def test_an_attached_part_past_the_forms_json_values_refuses_it_whole() -> None:
+    """Found in review: a breadcrumbs part that came to the bound was passed over, the form taken
+    without it, and what came after it refused or not by the parts' order."""
+    objects = "[" + "{}," * 20_000 + "{}]"
+    body, content_type = crashpad_report()
+    boundary = content_type.partition("boundary=")[2]
+    fields = "".join(f'--{boundary}\r\nContent-Disposition: form-data; name="sentry"\r\n\r\n{{"x":{objects}}}\r\n'
+                     for _ in range(3)).encode()
+    crumbs = (f'--{boundary}\r\nContent-Disposition: form-data; name="__sentry-breadcrumb1"; filename="b1"\r\n'
+              f"Content-Type: application/octet-stream\r\n\r\n").encode() + b"\x80" * 40_000 + b"\r\n"
+    refused = refusal(fields + crumbs + body, content_type)
+    assert refused.status == 400 and "JSON values" in refused.message

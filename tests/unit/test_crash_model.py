@@ -19,6 +19,7 @@ from crashes.model import (
     report_key,
 )
 from pipeline.idempotency import new_event_id
+from ports import limits
 from ports.errors import InvalidField, InvalidJson, MissingField, PayloadTooLarge, UnsupportedMediaType
 from ports.limits import JsonValues
 from ranking.model import Score
@@ -134,6 +135,21 @@ def test_a_body_of_more_json_values_than_its_bytes_could_ever_need_is_refused_be
         parse_json_body(body, "application/json")
     with pytest.raises(ReporterError, match="JSON values"):
         event_object(body, "the event")
+
+
+def test_json_values_count_each_text_twice_at_most(monkeypatch: pytest.MonkeyPatch):
+    """Each text is counted once with its strings and once without at most. (Found in review: past
+    the bound each add walked every text before it, 3 ms an add at 65,000, minutes for a form of
+    100,000 tiny MessagePack events; this counts the counting, not that walk.)"""
+    counted = []
+    structure = limits._structure
+    monkeypatch.setattr(limits, "_structure", lambda data: counted.append(1) or structure(data))
+    values = JsonValues()
+    texts = [b"{}"] * 100_000 + [b"[0,0]"] * 20_000
+    with pytest.raises(InvalidField, match="JSON values"):
+        for text in texts:
+            values.add(text)
+    assert len(counted) <= 2 * len(texts)
 
 
 def test_json_values_read_as_one_body_are_counted_alike_in_any_order():

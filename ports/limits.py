@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
@@ -131,40 +130,39 @@ def _outside_strings(data: bytes) -> bytes:
     return b"".join(unescaped.split(b'"')[::2])
 
 
-@dataclass
-class _Text:
-    data: bytes
-    # its commas, `[` and `{` over its strings too, and outside them, once counted
-    over_strings: int | None = None
-    outside_strings: int | None = None
+class TooManyJsonValues(InvalidField):
+    """A body past MAX_JSON_VALUES: refused whole, whichever of its texts came to the bound."""
 
 
 class JsonValues:
     """The values of JSON texts read as one body (an envelope's headers and items), at most
     MAX_JSON_VALUES in all, checked as each text is added, before it is parsed. Their length settles
     almost every body (a byte is a value at most); past it, the count over the texts, strings too,
-    and past that again the count without their strings (each text counted once each way)."""
+    and past that again the count without their strings: each text counted once each way at most."""
 
     def __init__(self) -> None:
         self._bytes = 0
-        self._texts: list[_Text] = []
+        self._over_strings = 0
+        self._outside_strings: int | None = None
+        # the texts not yet counted without their strings (all of them, until that count is needed)
+        self._held: list[bytes] = []
 
     def add(self, data: bytes) -> None:
+        before = self._bytes
         self._bytes += len(data)
-        self._texts.append(_Text(data))
+        self._held.append(data)
         if self._bytes <= MAX_JSON_VALUES:
             return
-        for text in self._texts:
-            if text.over_strings is None:
-                text.over_strings = _structure(text.data)
-        if sum(text.over_strings or 0 for text in self._texts) <= MAX_JSON_VALUES:
+        # the texts held while the length settled it are counted now, once; later ones as they come
+        self._over_strings += sum(map(_structure, self._held if before <= MAX_JSON_VALUES else [data]))
+        if self._over_strings <= MAX_JSON_VALUES:
             return
-        for text in self._texts:
-            if text.outside_strings is None:
-                text.outside_strings = _structure(_outside_strings(text.data))
-        if sum(text.outside_strings or 0 for text in self._texts) > MAX_JSON_VALUES:
-            raise InvalidField(f"the JSON holds more than {MAX_JSON_VALUES:,} JSON values (counted as its commas, "
-                               "[ and { outside strings)", "body")
+        self._outside_strings = (self._outside_strings or 0) + sum(_structure(_outside_strings(text))
+                                                                   for text in self._held)
+        self._held.clear()
+        if self._outside_strings > MAX_JSON_VALUES:
+            raise TooManyJsonValues(f"the JSON holds more than {MAX_JSON_VALUES:,} JSON values (counted as its "
+                                    "commas, [ and { outside strings)", "body")
 
 
 def check_json_values(data: bytes) -> None:

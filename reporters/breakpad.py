@@ -101,6 +101,7 @@ from reporters.sentry import (
     Attached,
     CrashReport,
     SentryEnvelope,
+    TooManyValues,
     event_object,
     sentry_event_id,
     sentry_time_ms,
@@ -235,6 +236,8 @@ def _attached(part: str, data: bytes, limit: int, stream: bool, values: JsonValu
         unpacked = list(msgpack.Unpacker(BytesIO(data), raw=False)) if stream else [msgpack.unpackb(data, raw=False)]
         # each held to what a Sentry event in JSON is (an object; depth, numbers, text), as a sentry field is
         return [event_object(json.dumps(value, allow_nan=False).encode(), part, values) for value in unpacked]
+    except TooManyValues:
+        raise  # the form's values together: refused whole, as a sentry field past them is
     # RecursionError: msgpack nests deeper than json.dumps recurses
     except (ValueError, TypeError, RecursionError, ReporterError, msgpack.UnpackException):
         return None

@@ -105,6 +105,7 @@ from ports.limits import (
     MAX_JSON_DEPTH,
     AttachmentName,
     JsonValues,
+    TooManyJsonValues,
     check_json,
     cut,
 )
@@ -406,9 +407,17 @@ def event_object(data: bytes, what: str, values: JsonValues | None = None) -> di
     return event
 
 
+class TooManyValues(ReporterError):
+    """A body past its JSON values' bound: refused whole (400), never passed over as one bad item,
+    whichever of its texts came to the bound."""
+
+
 def _json(data: bytes, what: str, values: JsonValues, depth: int = MAX_JSON_DEPTH) -> Any:
     try:
         values.add(data)
+    except TooManyJsonValues as exc:
+        raise TooManyValues("invalid", f"{what}: {exc.message}") from None
+    try:
         try:
             value = pydantic_core.from_json(data, allow_inf_nan=False)
         except ValueError:
@@ -736,6 +745,8 @@ def _unique(name: str, taken: Mapping[str, bytes]) -> str:
 def _session(payload: bytes, values: JsonValues) -> SessionUpdate | None:
     try:
         value = _json(payload, "the session", values)
+    except TooManyValues:
+        raise
     except ReporterError:
         return None
     if not isinstance(value, dict):
@@ -754,6 +765,8 @@ def _session(payload: bytes, values: JsonValues) -> SessionUpdate | None:
 def _aggregates(payload: bytes, values: JsonValues) -> list[SessionAggregate] | None:
     try:
         value = _json(payload, "the sessions", values)
+    except TooManyValues:
+        raise
     except ReporterError:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("aggregates"), list):

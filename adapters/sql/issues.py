@@ -200,9 +200,9 @@ _JOINED = sa.select(*(_d[c] for c in _DELIVERY), *(_a[c] for c in _ALERT)).join_
 # each due delivery's place among its webhook's, in turn
 # a webhook's due deliveries: one tried before first, whose backoff the webhook's rest follows (one
 # not tried yet would fail first and rest it for the first backoff again); then in the order of
-# ports.issues.URGENCY, each kind by when it is due
+# ports.issues.URGENCY, each rank in the order raised (a rest gives every delivery one due time)
 _IN_TURN = (sa.case((_d.attempts > 0, 0), else_=1), sa.case(URGENCY, value=_a.kind, else_=len(URGENCY)),
-            _d.next_attempt, _d.alert_key)
+            _a.created_at, _d.next_attempt, _d.alert_key)
 # the webhooks resting after a failure (IssueStore.rest): the one that failed waits for its retry,
 # and so does every delivery of theirs, also one raised since the rest
 _RESTING = (sa.select(_d.webhook).where(_d.status == "pending", _d.attempts > 0, _d.next_attempt > _bind("now"))

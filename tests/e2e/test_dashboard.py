@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import httpx
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from local_runtime.process import Serve
 from tests.e2e.conftest import eventually, running
@@ -85,8 +85,18 @@ def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(url)
-    expect(page.locator("body[data-ready]")).to_have_count(1)
+    wait_ready(page, errors)
     return page, errors
+
+
+def wait_ready(page: Page, errors: list[str]) -> None:
+    """Until the page has loaded its view; if it never does, what it told (an API error) says why.
+    A loaded machine serves a page's dozen requests in seconds, not the default 5."""
+    try:
+        expect(page.locator("body[data-ready]")).to_have_count(1, timeout=20_000)
+    except AssertionError as error:
+        told = page.locator("#status").text_content()
+        raise AssertionError(f"not ready: status {told!r}, errors {errors}") from error
 
 
 # a page that failed to render is a handful of colours; text, charts and tables, antialiased, hundreds
@@ -158,7 +168,7 @@ def state(page: Page) -> dict[str, str]:
 
 def reload(page: Page) -> None:
     page.goto(page.url)
-    expect(page.locator("body[data-ready]")).to_have_count(1)
+    wait_ready(page, [])
 
 
 @pytest.fixture(scope="module")
@@ -409,6 +419,35 @@ def test_a_link_to_a_build_older_than_the_newest_shows_that_build(serve: Serve, 
     page, errors = open_page(browser, f"{serve.url}/?{urlencode({'sku': sku, 'release': '1.9'})}")
     expect(page.locator("#releases tbody tr.selected")).to_have_attribute("data-build", "2.6")
     expect(page.locator("#releases tbody tr")).to_have_count(5)
+    page.close()
+
+
+def test_a_shed_request_is_sent_again_after_its_retry_after(serve: Serve, browser: Browser, screenshot_id: int):
+    # a crash storm is when the dashboard is looked at, and when the API sheds load: the first
+    # answer to each of its requests is a 503, as the gateway's, and the page waits and asks again
+    shed: list[str] = []
+
+    def once(route: Route) -> None:
+        path = urlsplit(route.request.url).path
+        if path.startswith("/v1/") and path not in shed:
+            shed.append(path)
+            route.fulfill(status=503, headers={"Retry-After": "1", "Content-Type": "application/json"},
+                          body=json.dumps({"error": "unavailable", "message": "try again in 1 s"}))
+        else:
+            route.continue_()
+
+    page: Page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.route("**/*", once)
+    started = time.monotonic()
+    page.goto(f"{serve.url}/?{urlencode({'sku': SKU, 'report': screenshot_id})}")
+    wait_ready(page, [])
+    assert time.monotonic() - started >= 1  # it waited as told
+    assert {"/v1/skus", "/v1/leaderboards", "/v1/stats", "/v1/crash-groups", f"/v1/crashes/{screenshot_id}"} \
+        <= set(shed)
+    assert any(path.startswith("/v1/leaderboards/") for path in shed)  # the first board, whichever it is
+    expect(page.locator("#status")).to_have_text("")
+    expect(page.locator("#groups tbody tr")).to_have_count(2)
+    expect(page.locator("#detail-attachments img")).to_have_count(1)
     page.close()
 
 

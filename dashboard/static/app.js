@@ -54,10 +54,23 @@ function headers() {
   return key ? { "x-api-key": key } : {};
 }
 
+// a crash storm is when the dashboard is looked at, and when the API sheds load (429, 503): a shed
+// request is sent again once its Retry-After (seconds or a date) has passed, a few times
+const RETRIES = 3, MOST_WAIT_S = 10;
+async function send(url, init) {
+  for (let attempt = 0; ; attempt++) {
+    const response = await fetch(url, init);
+    if (![429, 503].includes(response.status) || attempt === RETRIES) return response;
+    const after = response.headers.get("Retry-After") || "1";
+    const seconds = /^\s*\d+\s*$/.test(after) ? Number(after) : (Date.parse(after) - Date.now()) / 1000;
+    await new Promise((done) => setTimeout(done, 1000 * Math.min(MOST_WAIT_S, Math.max(0, Number.isFinite(seconds) ? seconds : 1))));
+  }
+}
+
 async function api(path, query = {}) {
   const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined && value !== "") url.searchParams.set(name, value);
-  const response = await fetch(url, { headers: headers() });
+  const response = await send(url, { headers: headers() });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw Object.assign(new Error(`${path}: ${response.status} ${body.message || body.error || ""}`), { status: response.status });
   return body;
@@ -184,7 +197,7 @@ async function setGroupState(event) {
   const body = { state: $("group-new-state").value };
   const build = $("group-in-build").value.trim();
   if (body.state === "resolved" && build) body.inBuild = build;
-  const response = await fetch(`/v1/crash-groups/${segment(state.group, "group")}/state?sku=${encodeURIComponent(state.sku)}`,
+  const response = await send(`/v1/crash-groups/${segment(state.group, "group")}/state?sku=${encodeURIComponent(state.sku)}`,
     { method: "PUT", headers: { ...headers(), "content-type": "application/json" }, body: JSON.stringify(body) });
   if (!response.ok) {
     const error = await response.json().catch(() => ({}));
@@ -296,7 +309,7 @@ async function showDetail(reportId) {
   // fetched, not linked: the request must carry the key, which an <a href> or <img src> cannot
   const attachments = await Promise.all(r.attachments.map(async (name) => {
     // bytes, not API Gateway's base64 text: an Accept of the API's binary types (stacks/api.py)
-    const response = await fetch(`/v1/crashes/${segment(r.reportId, "report")}/attachments/${segment(name, "attachment")}`,
+    const response = await send(`/v1/crashes/${segment(r.reportId, "report")}/attachments/${segment(name, "attachment")}`,
       { headers: { ...headers(), Accept: "application/octet-stream" } });
     if (!response.ok) return el("p", {}, `${name}: ${response.status}`);  // an error's JSON is no attachment
     const url = URL.createObjectURL(await response.blob());

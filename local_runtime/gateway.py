@@ -177,8 +177,9 @@ class QueueDelay:
     """CoDel (Nichols and Jacobson, "Controlling Queue Delay") on the wait between a request's
     arrival and a handler thread taking it. A burst queues and is served; a queue that stands
     (the shortest wait of an interval above the target) means more arrives than the handlers
-    finish, and then a request that waited past twice the target is shed as it comes out: 503 at
-    once instead of seconds more in line, and the line drains. Called from the handler threads."""
+    finish, and then a request that waited past twice the target behind others is shed as it comes
+    out: 503 at once instead of seconds more in line, and the line drains. Called from the handler
+    threads."""
 
     def __init__(self, target_s: float = QUEUE_TARGET_S, interval_s: float = QUEUE_INTERVAL_S) -> None:
         self._target_s, self._interval_s = target_s, interval_s
@@ -290,8 +291,11 @@ class Gateway:
         try:
             event = proxy_event(scope, body, caller.key_id if caller else None, path)
             loop = asyncio.get_running_loop()
+            # only a request that waits behind the others is in a line that shedding drains; one a
+            # thread is free for may still wait, for a CPU busy elsewhere, and its 503 drains nothing
+            queued = self._in_flight > self._workers
             result = await loop.run_in_executor(self._executor, self._run, self._handler(function), function, event,
-                                                time.monotonic(), not health)
+                                                time.monotonic(), queued and not health)
         except Overloaded as error:
             await self._error(send, error, close=False)
             return

@@ -5,10 +5,14 @@ that say when to retry. Every gateway answer is nosniff."""
 from __future__ import annotations
 
 import json
+import re
 
 from aws_cdk.assertions import Template
+from hypothesis import given
+from hypothesis import strategies as st
 
-from stacks.api import pascal_case
+from ports.limits import MAX_BODY_BYTES
+from stacks.api import decimal_above, pascal_case
 from stacks.config import DeployConfig, cdk_json_context
 from tests.infrastructure.conftest import blackbox, resources
 
@@ -44,7 +48,7 @@ def test_the_stage_has_a_web_acl_that_answers_429_with_retry_after_per_ip(templa
     api = templates["api"]
     [acl] = resources(api, "AWS::WAFv2::WebACL")
     assert acl["Scope"] == "REGIONAL" and acl["DefaultAction"] == {"Allow": {}}
-    [rule] = acl["Rules"]
+    [rule] = [r for r in acl["Rules"] if "RateBasedStatement" in r["Statement"]]
     assert rule["Statement"]["RateBasedStatement"] == {
         "AggregateKeyType": "IP", "Limit": DEV.waf.limit_per_ip, "EvaluationWindowSec": DEV.waf.window_s}
     response = rule["Action"]["Block"]["CustomResponse"]
@@ -64,6 +68,31 @@ def test_the_stage_has_a_web_acl_that_answers_429_with_retry_after_per_ip(templa
         assert "/stages/" in json.dumps(association["ResourceArn"])
         assert association["WebACLArn"] == {"Fn::GetAtt": [next(k for k, r in api.to_json()["Resources"].items()
                                                                 if r["Type"] == "AWS::WAFv2::WebACL"), "Arn"]}
+
+
+def test_a_body_past_the_limit_is_413_at_the_web_acl(templates: dict[str, Template]):
+    """Found in review: API Gateway lets 10 MB through, and a body past Lambda's 6 MB invoke (4.5 MB
+    once API Gateway base64s it) failed the integration, which the gateway answers as a 5xx: a 503
+    that clients retry, where the contract says 413."""
+    [acl] = resources(templates["api"], "AWS::WAFv2::WebACL")
+    [rule] = [r for r in acl["Rules"] if "RegexMatchStatement" in r["Statement"]]
+    match = rule["Statement"]["RegexMatchStatement"]
+    assert match["FieldToMatch"] == {"SingleHeader": {"Name": "content-length"}}
+    assert match["RegexString"] == decimal_above(MAX_BODY_BYTES)
+    response = rule["Action"]["Block"]["CustomResponse"]
+    assert response["ResponseCode"] == 413
+    assert {h["Name"]: h["Value"] for h in response["ResponseHeaders"]} == {
+        "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+    body = acl["CustomResponseBodies"][response["CustomResponseBodyKey"]]
+    assert json.loads(body["Content"])["error"] == "payload_too_large" and body["ContentType"] == "APPLICATION_JSON"
+
+
+@given(st.integers(0, 10 ** 12) | st.sampled_from([MAX_BODY_BYTES - 1, MAX_BODY_BYTES, MAX_BODY_BYTES + 1]),
+       st.integers(0, 3), st.integers(0, 5000))
+def test_the_pattern_of_a_limit_matches_the_numbers_past_it(n: int, zeros: int, limit: int):
+    # the web ACL reads the header's text: leading zeros are the same number
+    for bound in (limit, MAX_BODY_BYTES):
+        assert bool(re.fullmatch(decimal_above(bound), "0" * zeros + str(n))) == (n > bound), (n, bound)
 
 
 def test_gateway_429s_say_when_to_retry_and_every_gateway_answer_is_nosniff(templates: dict[str, Template]):
@@ -88,7 +117,8 @@ def test_prod_has_its_titles_and_limit():
     names = {p["UsagePlanName"] for p in resources(api, "AWS::ApiGateway::UsagePlan")}
     assert {f"{config.prefix}-title-{name}" for name in config.titles} < names
     [acl] = resources(api, "AWS::WAFv2::WebACL")
-    assert acl["Rules"][0]["Statement"]["RateBasedStatement"]["Limit"] == config.waf.limit_per_ip
+    [rate] = [r["Statement"]["RateBasedStatement"] for r in acl["Rules"] if "RateBasedStatement" in r["Statement"]]
+    assert rate["Limit"] == config.waf.limit_per_ip
 
 
 def test_a_function_is_allowed_to_the_api_once_a_method_and_not_to_its_console_test(templates: dict[str, Template]):

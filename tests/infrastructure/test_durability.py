@@ -141,6 +141,19 @@ def test_alarms_on_what_is_held_back_and_on_lag(dev: Blackbox, templates: dict[s
     assert alarm(observability, "Errors-replay")["MetricName"] == "Errors"
 
 
+def test_a_request_without_a_sentry_key_pages_no_one_and_a_failing_key_source_does(
+        dev: Blackbox, templates: dict[str, Template]):
+    """Found in review: the key source refuses a request without a key (a scanner, a misconfigured
+    SDK) by raising, as Lambda authorizers answer 401, and Lambda counts that an error: its Errors
+    alarm paged on the first day. Its failures are the native API's 5xx (500 from API Gateway)."""
+    observability = templates["observability"]
+    names = {a["AlarmName"] for a in resources(observability, "AWS::CloudWatch::Alarm")}
+    assert f"{DEV.prefix}-Errors-capture" in names and f"{DEV.prefix}-Errors-key-source" not in names
+    native = alarm(observability, "NativeApi5xx")
+    assert (native["Namespace"], native["MetricName"], native["Statistic"]) == ("AWS/ApiGateway", "5XXError", "Sum")
+    assert native["Dimensions"] == [{"Name": "ApiName", "Value": dev.api.native_api.rest_api_name}]
+
+
 def test_the_alarm_topic_uses_a_key_cloudwatch_may_use(templates: dict[str, Template]):
     observability = templates["observability"]
     [key] = resources(observability, "AWS::KMS::Key")

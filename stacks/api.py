@@ -19,6 +19,7 @@ from api.document import reached
 from api.resolver import EVERY_ANSWER
 from lambdas.contract import document
 from lambdas.functions import API_ROUTES
+from ports.limits import MAX_BODY_BYTES
 from stacks.access import ApplicationStack, Platform
 from stacks.config import Throttle, Waf
 from stacks.nag import acknowledge
@@ -249,34 +250,68 @@ class ApiStack(ApplicationStack):
     def _firewall(self, waf: Waf) -> wafv2.CfnWebACL:
         """A web ACL on the stage: past `limit_per_ip` requests in the window from one address, 429
         in the contract's error body, with Retry-After, until its rate falls below the limit. Usage
-        plans bound each key; this bounds one address, whatever keys it holds or makes up."""
+        plans bound each key; this bounds one address, whatever keys it holds or makes up. And a
+        Content-Length past the contract's limit is 413 before API Gateway takes the body."""
         metric = f"{self.api.rest_api_name}-per-ip"
         acl = wafv2.CfnWebACL(
             self, "WebAcl", scope="REGIONAL", default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
             visibility_config=_visibility(f"{self.api.rest_api_name}-web-acl"),
-            custom_response_bodies={"throttled": wafv2.CfnWebACL.CustomResponseBodyProperty(
-                content_type="APPLICATION_JSON", content=json.dumps({
+            custom_response_bodies={key: wafv2.CfnWebACL.CustomResponseBodyProperty(
+                content_type="APPLICATION_JSON", content=json.dumps(body)) for key, body in {
+                "throttled": {
                     "error": "throttled",
                     "message": f"more than {waf.limit_per_ip} requests from this address in {waf.window_s} s",
-                }))},
+                },
+                "too-large": {
+                    "error": "payload_too_large",
+                    "message": f"a body is at most {MAX_BODY_BYTES} bytes as sent (Content-Length)",
+                },
+            }.items()},
             rules=[wafv2.CfnWebACL.RuleProperty(
                 name="rate-per-ip", priority=0, visibility_config=_visibility(metric),
                 statement=wafv2.CfnWebACL.StatementProperty(rate_based_statement=(
                     wafv2.CfnWebACL.RateBasedStatementProperty(
                         aggregate_key_type="IP", limit=waf.limit_per_ip, evaluation_window_sec=waf.window_s))),
-                action=wafv2.CfnWebACL.RuleActionProperty(block=wafv2.CfnWebACL.BlockActionProperty(
-                    custom_response=wafv2.CfnWebACL.CustomResponseProperty(
-                        response_code=429, custom_response_body_key="throttled",
-                        response_headers=[
-                            wafv2.CfnWebACL.CustomHTTPHeaderProperty(name=name, value=value)
-                            for name, value in {"Retry-After": str(waf.window_s), **EVERY_ANSWER}.items()],
-                    ))),
+                action=_refusal(429, "throttled", {"Retry-After": str(waf.window_s)}),
+            ), wafv2.CfnWebACL.RuleProperty(
+                # API Gateway lets 10 MB through, and a body past Lambda's 6 MB invoke (4.5 MB once
+                # base64'd) would fail the integration: a 5xx, which clients retry
+                name="body-past-limit", priority=1,
+                visibility_config=_visibility(f"{self.api.rest_api_name}-body-past-limit"),
+                statement=wafv2.CfnWebACL.StatementProperty(regex_match_statement=(
+                    wafv2.CfnWebACL.RegexMatchStatementProperty(
+                        regex_string=decimal_above(MAX_BODY_BYTES),
+                        field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(single_header={"Name": "content-length"}),
+                        text_transformations=[wafv2.CfnWebACL.TextTransformationProperty(priority=0, type="NONE")]))),
+                action=_refusal(413, "too-large", {}),
             )],
         )
         for construct_id, api in (("WebAclAssociation", self.api), ("NativeWebAclAssociation", self.native_api)):
             wafv2.CfnWebACLAssociation(self, construct_id, resource_arn=api.deployment_stage.stage_arn,
                                        web_acl_arn=acl.attr_arn)
         return acl
+
+
+def _refusal(code: int, body_key: str, headers: dict[str, str]) -> wafv2.CfnWebACL.RuleActionProperty:
+    """A web ACL's block, answered as the contract's error: `code`, the body of `body_key`."""
+    return wafv2.CfnWebACL.RuleActionProperty(block=wafv2.CfnWebACL.BlockActionProperty(
+        custom_response=wafv2.CfnWebACL.CustomResponseProperty(
+            response_code=code, custom_response_body_key=body_key,
+            response_headers=[wafv2.CfnWebACL.CustomHTTPHeaderProperty(name=name, value=value)
+                              for name, value in {**headers, **EVERY_ANSWER}.items()])))
+
+
+def decimal_above(limit: int) -> str:
+    """A regular expression of the decimal numbers above `limit`, leading zeros allowed: a web ACL
+    compares a header's text, not its number. Longer than `limit`, or as long and above it at the
+    first digit where they differ."""
+    digits = str(limit)
+    above = [f"[1-9][0-9]{{{len(digits)},}}"]
+    for i, digit in enumerate(digits):
+        if digit != "9":
+            rest = len(digits) - i - 1
+            above.append(f"{digits[:i]}[{int(digit) + 1}-9]" + (f"[0-9]{{{rest}}}" if rest else ""))
+    return f"^0*({'|'.join(above)})$"
 
 
 def _visibility(metric: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:

@@ -27,7 +27,7 @@ from ports.telemetry import (
     SPILLS_SET_ASIDE,
     VISIBILITY_LATENCY,
 )
-from stacks.api import ApiStack
+from stacks.api import KEY_SOURCE, ApiStack
 from stacks.config import DeployConfig
 from stacks.processing import ProcessingStack
 
@@ -89,6 +89,8 @@ class ObservabilityStack(Stack):
         action = actions.SnsAction(self.topic)
         alarms: list[tuple[str, cloudwatch.Metric, float, int, str]] = [
             ("Api5xx", api.api.metric_server_error(period=PERIOD), 10, 3, "API answered 5xx"),
+            ("NativeApi5xx", api.native_api.metric_server_error(period=PERIOD), 10, 3,
+             "the Sentry SDKs' API answered 5xx (its key source failing among them)"),
             ("VisibilityP95", latency["p95"], LATENCY_P95_MS, 5, "reports take too long to become queryable"),
             ("DeadLetters", _blackbox(DEAD_LETTERS, "Sum"), 1, 1, "records went to the dead-letter topic"),
             ("SpilledEvents", _blackbox(SPILLED_EVENTS, "Sum"), 1, 1,
@@ -108,8 +110,10 @@ class ObservabilityStack(Stack):
         ]
         alarms += [(f"OffsetLag-{name}", _offset_lag(f), OFFSET_LAG, 5, f"{name} is falling behind")
                    for name, f in consumers.items()]
+        # the key source refuses a request without a key by raising, as Lambda authorizers answer
+        # 401, which Lambda counts an error: every scanner would page. Its failures are NativeApi5xx
         alarms += [(f"Errors-{name}", f.metric_errors(period=PERIOD), 1, 3, f"{name} fails")
-                   for name, f in all_functions.items()]
+                   for name, f in all_functions.items() if name != KEY_SOURCE]
         self.alarms: list[cloudwatch.Alarm] = []
         for name, metric, threshold, periods, description in alarms:
             alarm = metric.create_alarm(

@@ -56,6 +56,22 @@ def test_proxy_event_carries_query_headers_and_binary_bodies():
     assert proxy_event({**scope, "query_string": b""}, b"")["body"] is None
 
 
+def test_a_query_that_is_not_utf8_is_400_and_a_replacement_character_sent_is_itself(adapters: Adapters):
+    """Found from outside: `platform=%FF` was read as U+FFFD, so a filter said exact matched a
+    report whose platform was that character, while an escaped surrogate matched nothing."""
+    async def scenario() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=Gateway())
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            return [await client.get(f"/v1/crashes?sku=s&platform={value}")
+                    for value in ("%FF", "%ED%A0%80", "caf%C3", "%EF%BF%BD")]
+
+    *refused, taken = asyncio.run(scenario())
+    for answer in refused:
+        assert answer.status_code == 400 and answer.json()["error"] == "bad_request"
+        assert "UTF-8" in answer.json()["message"]
+    assert taken.status_code == 200 and taken.json()["reports"] == []
+
+
 def test_a_header_value_is_taken_without_the_whitespace_around_it():
     """RFC 9110 §5.5: whitespace around a field value is not part of it (httptools keeps what
     trails). A retry whose Idempotency-Key came with a trailing space is the same request."""

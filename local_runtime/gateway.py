@@ -133,14 +133,16 @@ def encoded_path(scope: Scope) -> str:
     return quote(scope.get("raw_path") or scope["path"].encode(), safe="/%!$&'()*+,;=:@-._~")
 
 
-def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None, path: str | None = None) -> dict[str, Any]:
-    """`path`: the encoded path, when the caller has it already (encoded_path)."""
+def proxy_event(scope: Scope, body: bytes, api_key_id: str | None = None, path: str | None = None,
+                query: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """`path`: the encoded path, and `query` its values, when the caller has them already
+    (encoded_path, query_values)."""
     headers: dict[str, list[str]] = {}
     for raw_name, raw_value in scope["headers"]:
         name = raw_name.decode("latin-1").lower()
         if name not in _KEY_HEADERS:  # checked by the gateway; no handler needs them, and none can leak them
             headers.setdefault(name, []).append(_text(raw_value))
-    query = query_values(scope)
+    query = query_values(scope) if query is None else query
     try:
         text, is_base64 = body.decode("utf-8"), False
     except UnicodeDecodeError:
@@ -245,6 +247,7 @@ class Gateway:
                 _check_loopback(scope)
             path = encoded_path(scope)
             matched = route(scope["method"], path)
+            query = query_values(scope)
             static = asset(scope["path"]) if matched is None and scope["method"] == "GET" else None
             if static is not None:
                 data, content_type = static
@@ -261,7 +264,7 @@ class Gateway:
             # an open route takes any key, or none, and so does any route where no keys are set
             # (but a Sentry SDK's protocol is checked where it is read)
             reads_key = matched.roles is not None and (self._keys.configured or matched.credential == "sentry")
-            caller = self._keys.authorize(_presented_key(scope, matched, path) if reads_key else None,
+            caller = self._keys.authorize(_presented_key(scope, matched, path, query) if reads_key else None,
                                           matched.roles, f"{matched.method} {matched.path}",
                                           KEY_PLACES[matched.credential])
             # health has room of its own past the bound, and no standing queue sheds it: it tells an
@@ -289,7 +292,7 @@ class Gateway:
             return
         self._in_flight += 1
         try:
-            event = proxy_event(scope, body, caller.key_id if caller else None, path)
+            event = proxy_event(scope, body, caller.key_id if caller else None, path, query)
             loop = asyncio.get_running_loop()
             # only a request that waits behind the others is in a line that shedding drains; one a
             # thread is free for may still wait, for a CPU busy elsewhere, and its 503 drains nothing
@@ -401,8 +404,8 @@ KEY_PLACES = {"api-key": f"the {API_KEY_HEADER} header", "sentry": "X-Sentry-Aut
               "path": "the path's last part"}
 
 
-def _presented_key(scope: Scope, route: ApiRoute, path: str) -> str | None:
-    """The key the caller presents, where its route's clients put it (`path` encoded), None for
+def _presented_key(scope: Scope, route: ApiRoute, path: str, query: dict[str, list[str]]) -> str | None:
+    """The key the caller presents, where its route's clients put it (`path` encoded, `query` read), None for
     none; a key given twice is 401, as one a proxy in front may read otherwise. A Sentry SDK's
     protocol is checked here, keys or none: the handler is not handed the headers that carry it."""
     if route.credential == "api-key":
@@ -416,7 +419,7 @@ def _presented_key(scope: Scope, route: ApiRoute, path: str) -> str | None:
     headers: dict[str, list[str]] = {}
     for name, value in scope["headers"]:
         headers.setdefault(name.decode("latin-1"), []).append(_text(value))
-    auth = find_auth(headers, query_values(scope))
+    auth = find_auth(headers, query)
     if auth is None:
         return None
     check_protocol(auth)
@@ -424,9 +427,15 @@ def _presented_key(scope: Scope, route: ApiRoute, path: str) -> str | None:
 
 
 def query_values(scope: Scope) -> dict[str, list[str]]:
-    """A request's query parameters, each with all of its values in order."""
+    """A request's query parameters, each with all of its values in order. Escapes that are not
+    UTF-8 are 400: read as U+FFFD, a filter said exact would match a value of that character."""
     query: dict[str, list[str]] = {}
-    for name, value in parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True):
+    try:
+        pairs = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError as exc:
+        raise MalformedRequest(f"the query's escapes are not UTF-8 ({exc.reason} at byte {exc.start} of "
+                               f"{exc.object[max(0, exc.start - 8):exc.end + 8]!r})") from None
+    for name, value in pairs:
         query.setdefault(name, []).append(value)
     return query
 

@@ -241,18 +241,33 @@ class KafkaEventLog:
         self._partitions = partitions
         self._prefix = topic_prefix
         self._timeout = publish_timeout_s
-        self._producer = Producer(producer_config(client_config, publish_timeout_s))
+        self._made: Producer | None = None
+        self._making = threading.Lock()
         self._admin = AdminClient(client_config)
         self._known_topics: set[str] = set()
         self._topics_lock = threading.Lock()
-        # delivery reports are served by this thread, so publishers only wait for their own
         self._running = True
-        self._poller = threading.Thread(target=self._serve_delivery_reports, name="kafka-delivery", daemon=True)
-        self._poller.start()
+        self._poller: threading.Thread | None = None
 
-    def _serve_delivery_reports(self) -> None:
+    @property
+    def _producer(self) -> Producer:
+        """Made at the first publish: an idempotent producer asks the cluster for its id as it is
+        made, which MSK refuses a role that may only read (the reporter's in AWS)."""
+        made = self._made
+        if made is not None:
+            return made
+        with self._making:
+            if self._made is None:
+                self._made = Producer(producer_config(self._config, self._timeout))
+                # delivery reports are served by this thread, so publishers only wait for their own
+                self._poller = threading.Thread(target=self._serve_delivery_reports, args=(self._made,),
+                                                name="kafka-delivery", daemon=True)
+                self._poller.start()
+            return self._made
+
+    def _serve_delivery_reports(self, producer: Producer) -> None:
         while self._running:
-            self._producer.poll(0.05)
+            producer.poll(0.05)
 
     def _name(self, topic: str) -> str:
         return self._prefix + topic
@@ -449,8 +464,10 @@ class KafkaEventLog:
 
     def close(self) -> None:
         self._running = False
-        self._poller.join()
-        self._producer.flush(self._timeout)
+        with self._making:
+            if self._poller is not None and self._made is not None:
+                self._poller.join()
+                self._made.flush(self._timeout)
 
 
 def consumer_config(client_config: dict[str, Any], group: str, topic: str) -> dict[str, Any]:

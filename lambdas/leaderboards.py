@@ -51,9 +51,10 @@ def list_boards(limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DI
 
 SETTINGS = JsonBody(BoardSettingsBody)
 _TOO_MANY_SEASONS: OpenAPIResponse = {
-    "description": f"too_many_seasons: the board started {MAX_EPOCHS} seasons by wipes and changes of schedule "
-                   f"within {REMEMBERED_MS // 3_600_000} hours, each remembered that long (to place late scores "
-                   "and tell the seasons' ends)",
+    "description": f"too_many_seasons: the board remembers the starts of its last {MAX_EPOCHS} seasons (its "
+                   "first, then each wipe and change of schedule), each for "
+                   f"{REMEMBERED_MS // 3_600_000} hours at least (to place late scores and tell the seasons' "
+                   "ends), and this would forget one younger",
     "headers": {"Retry-After": {"schema": RETRY_AFTER["schema"], "description": "when the oldest of them is "
                                                                                  "forgotten: seconds to wait"}},
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

@@ -147,8 +147,9 @@ def started(settings: BoardSettings, at_ms: int, schedule: str) -> tuple[tuple[i
     # the season of the last epoch forgotten ended at the first kept
     if len(kept) < len(epochs) and at_ms - kept[0][0] < REMEMBERED_MS:
         raise TooManySeasons(
-            f"leaderboard {settings.board} started {MAX_EPOCHS} seasons by wipes and changes of schedule within "
-            f"{REMEMBERED_MS // 3_600_000} hours, which it remembers to place late scores and tell the seasons' ends",
+            f"leaderboard {settings.board} remembers the starts of its last {MAX_EPOCHS} seasons (its first, then "
+            f"each wipe and change of schedule) for {REMEMBERED_MS // 3_600_000} hours at least, to place late scores "
+            "and tell the seasons' ends, and this would forget one younger",
             -(-(kept[0][0] + REMEMBERED_MS - at_ms) // 1000))
     return kept
 

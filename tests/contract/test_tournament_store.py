@@ -158,6 +158,10 @@ def test_a_tournament_takes_its_scores_only_as_attempts_within_its_limits(rankin
     with pytest.raises(AttemptsExhausted):
         t.attempt("a", 100)
     assert t.attempt("a", 5, "a-1")["attempt"] == 1  # a retry is still answered once exhausted
+    # the first answer, what it left counted against the limit now (found from outside: the
+    # contract had said the first answer, whole, which no row keeps once the limit changed)
+    leaderboard.configure(ranking_store, t.board, BoardSettingsBody(operator="incr", maxAttempts=10, maxPlayers=2))
+    assert (t.attempt("a", 5, "a-1")["attempt"], t.attempt("a", 5, "a-1")["attemptsLeft"]) == (1, 9)
     t.attempt("b", 1)
     with pytest.raises(TournamentFull):
         t.attempt("c", 1)

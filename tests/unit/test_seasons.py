@@ -203,6 +203,8 @@ def test_a_board_forgets_no_season_a_late_score_or_its_end_may_still_need():
     with pytest.raises(TooManySeasons) as refused:
         started(settings, later, "never")
     assert (refused.value.status, refused.value.code) == (409, "too_many_seasons")
+    # found from outside: it said 128 wipes had started seasons, after 127 and the board's first
+    assert f"starts of its last {MAX_EPOCHS} seasons (its first, then each wipe" in str(refused.value)
     assert refused.value.retry_after_s == -(-(T0 + REMEMBERED_MS - later) // 1000)
     assert started(settings, T0 + REMEMBERED_MS, "never")[0] == (T0, "never")  # the first season forgotten now
     assert REMEMBERED_MS >= LOOKING_MS + MAX_AFTER_S * 1000  # every end the teller may tell is remembered

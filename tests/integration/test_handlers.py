@@ -483,6 +483,28 @@ def test_a_regrouping_needs_no_stack_walker_where_no_minidump_is_walked(adapters
     assert after["signature"] not in (None, before["signature"])
 
 
+def test_in_aws_a_groups_state_is_changed_by_the_iam_caller_who_signed(adapters: Adapters):
+    """Found in a review of the stacks: AWS signs the reads and a group's changes with IAM (SigV4), no
+    API key, so every change was recorded as by `server`. The signer's ARN is who changed it, its
+    end kept where it is longer than the column."""
+    crash = {"sku": "skyrift:pc", "stackTrace": "#0 0x1 in Texture::Load() at t.cpp:9"}
+    assert call(capture.handler, "capture-crash.json", body=json.dumps(crash))["statusCode"] == 202
+    assert _consume(adapters, "crashes", crash_consumer.handler, "crash-consumer") == {"persisted": 1}
+    [report] = body(call(reporter.handler, "reporter-list-crashes.json"))["reports"]
+    role = "arn:aws:sts::123456789012:assumed-role/"
+    for signer, recorded in ((f"{role}triage/alice", f"{role}triage/alice"),
+                             (f"{role}{'r' * 120}/bob", f"…{(role + 'r' * 120 + '/bob')[-127:]}")):
+        event = load_event("issues-reprocess.json")
+        event["requestContext"]["identity"]["userArn"] = signer
+        path = f"/v1/crash-groups/{report['signature']}/state"
+        changed = issues.handler(event | {
+            "httpMethod": "PUT", "path": path, "pathParameters": {"proxy": path[1:]},
+            "body": json.dumps({"state": "resolved"}), "headers": {"content-type": "application/json"}},
+            LocalContext(function_name="issues"))
+        assert changed["statusCode"] == 200, changed["body"]
+        assert body(changed)["changedBy"] == recorded and len(recorded) <= 128
+
+
 def test_a_groups_top_frames_are_those_its_skus_rules_make_its_signature_of(adapters: Adapters):
     """Found from outside: they were the default grouping's, so a studio tuning its globs saw frames
     its rules skip, and no join."""

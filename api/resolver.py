@@ -248,6 +248,14 @@ def caller_key_id(event: APIGatewayProxyEvent) -> str | None:
     return key_id if isinstance(key_id, str) else None
 
 
+def caller_arn(event: APIGatewayProxyEvent) -> str | None:
+    """The IAM principal that signed the request (SigV4), as API Gateway names it; None for a
+    request no one signed."""
+    identity = (event.get("requestContext") or {}).get("identity") or {}
+    arn = identity.get("userArn")
+    return arn if isinstance(arn, str) and arn else None
+
+
 def posted(event: APIGatewayProxyEvent, *, decodes: bool = False) -> Posted:
     """The body as sent, within the contract's limit. A route that does not undo a Content-Encoding
     itself (`decodes`: reporters.encoding) refuses any but identity: 415, not bytes read as JSON."""

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from api.params import DIGITS, Cursor, From, Sku, To
 from api.requests import JsonBody
-from api.resolver import answer, caller_key_id, create_resolver, json_response, posted
+from api.resolver import answer, caller_arn, caller_key_id, create_resolver, json_response, posted
 from crashes.alert_history import DEFAULT_DAYS, MAX_HISTORY, AlertHistory, alert_history
 from crashes.grouping import (
     GROUPING_TTL_MS,
@@ -52,8 +52,11 @@ WEBHOOK = JsonBody(WebhookBody)
 Signature = Annotated[str, Path(pattern=SIGNATURE_PATTERN, description=(
     "the group's signature as GET /v1/crash-groups and the reports give it: a hex digest, safe in a path"))]
 Name = Annotated[str, Path(pattern=NAME_PATTERN, description="1 to 64 of A-Z a-z 0-9 . _ -, not . or ..")]
-# who set a state: the caller's key by its id (API Gateway's; a local key's), else the server itself
+# who set a state: the caller's key by its id (API Gateway's; a local key's), the IAM principal that
+# signed it (AWS signs these routes), else the server itself
 NO_KEY = "server"
+# what the changed_by and merged_by columns hold: a longer ARN keeps its end, the role and session
+BY_CHARS = 128
 
 
 @app.get("/v1/crash-groups/<signature>", operation_id="getCrashGroup", summary="A crash group as an issue",
@@ -81,7 +84,10 @@ def put_group_state(signature: Signature, sku: Sku) -> Response[str]:
 
 
 def _caller() -> str:
-    return caller_key_id(app.current_event) or NO_KEY
+    signer = caller_arn(app.current_event)
+    if signer is not None and len(signer) > BY_CHARS:
+        signer = "…" + signer[1 - BY_CHARS:]
+    return caller_key_id(app.current_event) or signer or NO_KEY
 
 
 @app.post("/v1/crash-groups/<signature>/merge", operation_id="mergeCrashGroup",

@@ -32,7 +32,8 @@ WALKS_TIMEOUT_S = 420
 # the purge deletes a day's worth of rows in chunks; the first run after a long pause has more
 PURGE_TIMEOUT_S = 900
 REPLAY_INTERVAL = Duration.minutes(5)
-# a run ends before the next begins, so two never publish the same objects side by side
+# a run ends before the next begins; EventBridge, which delivers at least once, may still start two at
+# once: each passes over what the other took since its listing, and a record both publish is one event
 REPLAY_TIMEOUT_S = 240
 # an alert reaches its webhooks within about a minute; a run (at most webhooks.delivery.RUN_LIMIT
 # deliveries) is done before the next begins

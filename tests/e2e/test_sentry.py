@@ -164,6 +164,12 @@ def test_an_envelope_sent_again_is_one_report_and_its_sessions_count_once(server
         time.sleep(2)  # what a second copy would take to be indexed
         assert len(before) == 1 and reports_of(client, crashType="SaveError") == before
         assert stats_sessions(client) == sessions_before == 1
+        # the event's id is its report's Idempotency-Key (found from outside, now in the contract): a
+        # reporter that sends the crash to /v1/crashes too, under that key, makes the same report
+        [event_id] = [json.loads(body.split(b"\n", 1)[0])["event_id"] for body in sent if b'"type":"event"' in body]
+        posted = httpx.post(f"{server.url}/v1/crashes", json={"sku": SKU, "crashType": "SaveError"},
+                            headers={"x-api-key": INGEST, "Idempotency-Key": event_id})
+        assert posted.status_code == 202 and posted.json()["eventId"] == before[0]["eventId"]
 
 
 def stats_sessions(client: httpx.Client, sku: str = SKU) -> int:

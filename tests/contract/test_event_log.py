@@ -4,6 +4,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 
+from adapters.kafka.log import KafkaEventLog
 from ports import EventLog, LogRecord, OutgoingRecord
 from ports.timeutil import now_ms
 
@@ -219,9 +220,10 @@ def test_a_groups_committed_offsets_are_the_next_ones_it_committed(event_log: Ev
 def test_a_backlog_on_one_partition_does_not_hold_back_the_others(event_log: EventLog):
     """Found in review: the SQLite log's consumer read its partitions in order, each batch from
     partition 0 first, so while partition 0 kept a batch's worth waiting the others got nothing.
-    Kafka's consumer fetches a partition at most MAX_MESSAGE_BYTES at a time, all partitions at
-    once: the others come before a backlog of several fetches' worth is read (within one fetch,
-    they may come after it, as they once did here)."""
+    Kafka's consumer fetches every partition, but prefetches one whose position it learns first up
+    to queued.max.messages.kbytes (64 MB): a backlog smaller than that may come whole before the
+    others (CI saw it, and 2 runs in 12 here), one larger cannot hold them back past it. A backlog
+    of that size is too slow a test: on Kafka this checks that the others come at all."""
     backlog = 1_500  # 3 MB: about three fetches of the busy partition
     event_log.publish("t", [OutgoingRecord(value=b"x" * 2048, key=b"busy") for _ in range(backlog)])
     event_log.publish("t", [OutgoingRecord(value=b"other", key=str(i).encode()) for i in range(30)])
@@ -233,4 +235,6 @@ def test_a_backlog_on_one_partition_does_not_hold_back_the_others(event_log: Eve
     while read[False] < others and (batch := first_batch(consumer, max_records=100, max_bytes=1 << 20)):
         read.update(r.partition == busy for r in batch)
     consumer.close()
-    assert others > 0 and read[False] == others and read[True] < backlog, read
+    assert others > 0 and read[False] == others, read
+    if not isinstance(event_log, KafkaEventLog):
+        assert read[True] < backlog, read  # the partitions taken in turn

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from adapters.factory import Adapters, build, install
 from adapters.settings import Settings
@@ -40,6 +41,7 @@ from pipeline.topics import MINIDUMPS as WALKS
 from ports import MAX_EPOCHS, BoardSettings
 from ports.errors import StoreUnavailable
 from ports.telemetry import CRASH_SPIKE
+from ranking.model import Score
 from ranking.seasons import REMEMBERED_MS
 from tests.conftest import EVENTS, load_event
 
@@ -265,6 +267,59 @@ def test_msk_event_shape_round_trips():
     records = from_msk_event(event)
     assert to_msk_event(records, event["eventSourceArn"], event["bootstrapServers"]) == event
     assert records[0].headers[0][0] == "eventId"
+
+
+# what Lambda's runtime answers at most, the proxy answer as it writes it (JSON, the body a string in it)
+LAMBDA_ANSWER_BYTES = 6 * 1024 * 1024
+
+
+def test_a_page_of_full_reports_fits_the_answer_lambda_carries(adapters: Adapters):
+    """Found from outside: a page stopped at 4 MB of its JSON, and Lambda writes that JSON again as a
+    string, each `"` and `\\` escaped once more: 4 reports of a megabyte of backslashes (kept as
+    sent) were an 8 MB answer, which Lambda refuses and API Gateway answers 502."""
+    for n in range(4):
+        crash = {"sku": "skyrift:pc", "crashType": f"AV{n}", "notes": "\\" * 520_000}
+        assert call(capture.handler, "capture-crash.json", body=json.dumps(crash),
+                    headers={"content-type": "application/json", "idempotency-key": f"big-{n}"})["statusCode"] == 202
+    assert _consume(adapters, "crashes", crash_consumer.handler, "crash-consumer") == {"persisted": 4}
+    answer = call(reporter.handler, "reporter-list-crashes.json",
+                  queryStringParameters={"sku": "skyrift:pc", "fields": "full", "limit": "10"},
+                  multiValueQueryStringParameters={"sku": ["skyrift:pc"], "fields": ["full"], "limit": ["10"]})
+    page = body(answer)
+    assert answer["statusCode"] == 200 and page["reports"] and page["nextCursor"]
+    assert len(json.dumps(answer)) <= LAMBDA_ANSWER_BYTES
+
+
+def test_a_thousand_entries_of_the_largest_metadata_fit_the_answer_lambda_carries(adapters: Adapters):
+    """Found from outside: metadata of `"`s within its bound, 1,000 entries of it (a top page, a
+    friends list) were a 6.4 MB answer as Lambda writes it, which API Gateway answers 502."""
+    metadata = next(m for n in range(128, 0, -1)
+                    if _takes(m := {chr(ord("a") + k): '"' * n for k in range(16)}))
+    board = "season-7:ranked"
+    for start in range(0, 1000, 250):  # a megabyte a batch at most
+        scores = [{"board": board, "playerId": f"p-{i:04}", "score": i, "metadata": metadata}
+                  for i in range(start, start + 250)]
+        assert call(capture.handler, "capture-scores.json", body=json.dumps(scores))["statusCode"] == 202
+    assert _consume(adapters, "scores", ranking_worker.handler, "ranking-worker") == {"applied": 1000}
+    ids = [f"p-{i:04}" for i in range(1000)]
+    friends = f"/v1/leaderboards/{board}/players:ranks"
+    for answer in (
+        call(leaderboards.handler, "leaderboards-top.json", queryStringParameters={"limit": "1000"},
+             multiValueQueryStringParameters={"limit": ["1000"]}),
+        call(leaderboards.handler, "leaderboards-top.json", httpMethod="POST", path=friends,
+             pathParameters={"proxy": friends[1:]}, queryStringParameters=None, multiValueQueryStringParameters=None,
+             headers={"content-type": "application/json"}, body=json.dumps({"playerIds": ids})),
+    ):
+        assert answer["statusCode"] == 200, answer["body"][:300]
+        assert len(body(answer)["entries"]) == 1000 and len(json.dumps(answer)) <= LAMBDA_ANSWER_BYTES
+
+
+def _takes(metadata: dict[str, str]) -> bool:
+    try:
+        Score.model_validate({"board": "b", "playerId": "p", "score": 1, "metadata": metadata})
+    except ValidationError:
+        return False
+    return True
 
 
 def test_score_samples_through_capture_worker_and_leaderboards(adapters: Adapters):

@@ -19,13 +19,14 @@ from crashes.processing import ProcessedReport, processed_key, read_processed
 from ports import CrashIndex, DocumentStore, IndexedReport, ProcessingState, ReportFilter
 from ports.cursors import Kind, decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
-from ports.limits import INT64_MAX, Sku, ascii_int
+from ports.limits import INT64_MAX, Sku, ascii_int, carried_bytes
 from ports.timeutil import Time, check_order, to_rfc3339
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
-# a page stops at about this many bytes as answered: API Gateway and Lambda answer at most 6 MB, and
-# a page of 1,000 full reports of 100 KB would be 130 MB (of summaries, their fields outside ASCII, 100)
+# a page stops at about this many bytes as Lambda carries it (ports.limits.carried_bytes), which
+# answers at most 6 MB: a page of 1,000 full reports of 100 KB would be 130 MB (of summaries, their
+# fields outside ASCII, 100)
 PAGE_BYTES = 4 * 1024 * 1024
 
 # a cursor says which way it pages, so one from an oldest-first listing never continues a newest-first one
@@ -207,7 +208,7 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
         reports = _full(page, documents)
     else:
         reports = [summary(r) for r in page]
-    reports = reports[:_within_bytes(len(json.dumps(r)) for r in reports)]
+    reports = reports[:_within_bytes(carried_bytes(json.dumps(r)) for r in reports)]
     page = page[:len(reports)]
     more = len(found) > len(page)
     next_cursor = encode_cursor(_CURSOR_KIND[q.order], str(page[-1].report_id)) if more else None

@@ -75,9 +75,10 @@ def crashes(
     order: Annotated[Order, Query(description=(
         "asc, oldest first; desc, newest first (by reportId, the order reports became readable)"))] = "asc",
     fields: Annotated[Fields, Query(description=(
-        "full adds each report's payload; a page, either way, stops at about 4 MB of reports as answered, "
-        "non-ASCII escaped (API Gateway and Lambda answer at most 6 MB), or at one, so it may hold fewer than "
-        "limit: follow nextCursor"))] = "summary",
+        "full adds each report's payload; a page, either way, stops at about 4 MB of reports as Lambda "
+        "carries the answer (its JSON, non-ASCII escaped, as a JSON string: \" and \\ escaped again; API "
+        "Gateway and Lambda answer at most 6 MB), or at one, so it may hold fewer than limit: follow "
+        "nextCursor"))] = "summary",
     narrowed: Annotated[ReportListFilters, Query()],
 ) -> Response[str]:
     a = current()

@@ -186,6 +186,13 @@ def check_json(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
             raise InvalidField("a number is beyond the range of a 64-bit float", "body")
 
 
+def carried_bytes(answered: str) -> int:
+    """What an answer's JSON text (ASCII: json.dumps escapes the rest) takes as Lambda's runtime
+    carries it, a string in the proxy answer's JSON: each `"` and `\\` escaped once more. Lambda
+    answers at most 6 MB of that."""
+    return len(answered) + answered.count('"') + answered.count("\\")
+
+
 def cut(text: str, limit: int) -> str:
     """At most `limit` characters of `text`, the last "…" where it was longer: for names a client
     sends that are shown, not matched."""

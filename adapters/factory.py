@@ -40,6 +40,8 @@ T = TypeVar("T")
 LOG_FILE = "log.sqlite"
 INDEX_FILE = "index.sqlite"
 DOCUMENTS_FILE = "documents.sqlite"
+# the longest a purge is waited for: the AWS one runs daily
+PURGE_WAIT_DAYS = 1
 
 
 class Once(Generic[T]):
@@ -134,8 +136,10 @@ class Adapters:
         return Skus(self.projects)
 
     @property
-    def retention_seconds(self) -> int:
-        return self.settings.retention_days * 86_400
+    def documents_ttl_seconds(self) -> int:
+        """A report's body is kept a day past its retention: its index row waits for the purge (daily
+        in AWS, hourly under serve), and a report listed is never one without its body."""
+        return (self.settings.retention_days + PURGE_WAIT_DAYS) * 86_400
 
     @property
     def built(self) -> list[Port]:

@@ -36,7 +36,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
             # later batch of the minute claims what this one did not
             logger.exception("crash spikes not checked", extra={"skus": sorted({e.sku for e in indexed})[:10]})
 
-    persisted = persist_crashes(records, a.documents, a.index, a.log, a.retention_seconds, issues=a.issues,
+    persisted = persist_crashes(records, a.documents, a.index, a.log, a.documents_ttl_seconds, issues=a.issues,
                                 groupings=a.groupings, on_indexed=announce)
     if persisted:
         # receive to queryable, for the oldest report of the batch

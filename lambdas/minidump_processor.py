@@ -40,7 +40,7 @@ class _Installed:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     processor = Processor(documents=a.documents, index=a.index, symbols=a.symbols, walker=_Installed(), log=a.log,
-                          issues=a.issues, ttl_seconds=a.retention_seconds)
+                          issues=a.issues, ttl_seconds=a.documents_ttl_seconds)
     results = processor.process(from_msk_event(event, a.settings.kafka_topic_prefix))
     for metric, state in ((MINIDUMPS_PROCESSED, "processed"), (MINIDUMPS_FAILED, "failed")):
         if count := sum(result.state == state for result in results):

@@ -29,7 +29,7 @@ def ingest(adapters: Adapters, payloads: list[dict[str, Any]]) -> None:
     for payload in payloads:
         capture.crash(adapters.log, adapters.spill, Posted(json.dumps(payload).encode()))
     records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
-    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.documents_ttl_seconds)
 
 
 def listing(adapters: Adapters, **params: Any) -> dict[str, Any]:

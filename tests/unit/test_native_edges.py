@@ -137,7 +137,7 @@ def test_a_full_page_of_compressed_uploads_fetches_about_a_page_not_every_report
     for _ in range(12):
         assert upload("/api/42/envelope/", gzip.compress(envelope), **{"content-encoding": "gzip"})["statusCode"] == 200
     persist_crashes(adapters.log.consumer("t", "crashes").poll(100, 1 << 30, 0.1), adapters.documents, adapters.index,
-                    adapters.log, adapters.retention_seconds)
+                    adapters.log, adapters.documents_ttl_seconds)
     fetched: list[int] = []
     get_many = adapters.documents.get_many
 

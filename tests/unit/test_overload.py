@@ -97,7 +97,7 @@ def test_past_the_bound_captures_are_shed_at_once_and_never_published(adapters: 
         assert answer.json()["eventId"] == new_event_id(f"crash\x00{SKU}", f"k{n}")
     records = adapters.log.consumer("overload-persist", "crashes").poll(1000, 1 << 30, timeout_s=0.1)
     assert len(records) == len(bodies)
-    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.documents_ttl_seconds)
     assert Counter(asyncio.run(listed(gateway))) == Counter(dict(r.headers)["eventId"].decode() for r in records)
 
 

@@ -43,7 +43,8 @@ def post_crash(adapters: Adapters, payload: dict, key: str | None = None) -> str
 
 
 def persist(adapters: Adapters, records: list[LogRecord]) -> int:
-    return len(persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds))
+    return len(persist_crashes(records, adapters.documents, adapters.index, adapters.log,
+                               adapters.documents_ttl_seconds))
 
 
 def test_a_redelivered_batch_changes_nothing(adapters: Adapters):
@@ -67,7 +68,7 @@ def test_a_redelivered_batch_persists_nothing_new_and_announces_no_spike_again(a
     told = []
     for _ in range(2):
         persisted = persist_crashes(records, adapters.documents, adapters.index, adapters.log,
-                                    adapters.retention_seconds)
+                                    adapters.documents_ttl_seconds)
         told.append((len(persisted), len(list(announced(adapters.index, adapters.issues, policy, persisted, 0)))))
     assert told[0][0] == 25 and told[0][1] >= 1
     assert told[1] == (0, 0)
@@ -105,11 +106,11 @@ def test_a_spike_is_announced_once_when_its_batch_fails_after_the_index_write(ad
 
     failing = _MinidumpsFailOnce(adapters.log)
     with pytest.raises(StoreUnavailable):
-        persist_crashes(records, adapters.documents, adapters.index, failing, adapters.retention_seconds,  # type: ignore[arg-type]
+        persist_crashes(records, adapters.documents, adapters.index, failing, adapters.documents_ttl_seconds,  # type: ignore[arg-type]
                         on_indexed=announce)
     assert failing.failed and told
     before = list(told)
-    assert persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds,
+    assert persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.documents_ttl_seconds,
                            on_indexed=announce) == []
     assert told == before
     assert len(consume(adapters, MINIDUMPS)) == 25  # the walks asked again
@@ -134,7 +135,7 @@ def test_a_redelivered_batch_counts_once_toward_an_ignore_for_a_number_of_report
 
     def persisted(records: list[LogRecord], log: EventLog) -> str:
         try:
-            persist_crashes(records, adapters.documents, adapters.index, log, adapters.retention_seconds,
+            persist_crashes(records, adapters.documents, adapters.index, log, adapters.documents_ttl_seconds,
                             issues=adapters.issues)
         except StoreUnavailable:
             assert fails_after_the_index
@@ -142,7 +143,7 @@ def test_a_redelivered_batch_counts_once_toward_an_ignore_for_a_number_of_report
         assert issue is not None
         return issue.state
 
-    persist_crashes(sent({}), adapters.documents, adapters.index, adapters.log, adapters.retention_seconds,
+    persist_crashes(sent({}), adapters.documents, adapters.index, adapters.log, adapters.documents_ttl_seconds,
                     issues=adapters.issues)
     [first] = adapters.index.find(ReportFilter(sku="g", limit=10))
     signature = first.entry.signature

@@ -26,7 +26,7 @@ def ingest(adapters: Adapters, payloads: list[dict]) -> None:
         # as a client writes JSON, UTF-8 unescaped
         capture.crash(adapters.log, adapters.spill, Posted(json.dumps(payload, ensure_ascii=False).encode()))
     records = adapters.log.consumer("t", "crashes").poll(10_000, 1 << 30, timeout_s=0.1)
-    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.retention_seconds)
+    persist_crashes(records, adapters.documents, adapters.index, adapters.log, adapters.documents_ttl_seconds)
 
 
 def listing(adapters: Adapters, **params) -> dict:

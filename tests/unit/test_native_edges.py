@@ -13,11 +13,10 @@ import pytest
 
 from adapters.factory import Adapters
 from crashes.persistence import persist_crashes
-from crashes.reporting import PAGE_BYTES
 from lambdas import native, projects, reporter
 from local_runtime.context import LocalContext
 from ports.errors import InvalidField
-from ports.limits import MAX_BODY_BYTES
+from ports.limits import MAX_BODY_BYTES, PAGE_BYTES
 from reporters import projects as project_listing
 from reporters.capture import capture_envelope
 from reporters.encoding import MAX_GZIP_MEMBERS, decode_body

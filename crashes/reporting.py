@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, NotRequired
@@ -19,15 +19,13 @@ from crashes.processing import ProcessedReport, processed_key, read_processed
 from ports import CrashIndex, DocumentStore, IndexedReport, ProcessingState, ReportFilter
 from ports.cursors import Kind, decode_cursor, encode_cursor
 from ports.errors import InvalidField, NotFound
-from ports.limits import INT64_MAX, Sku, ascii_int, carried_bytes
+from ports.limits import INT64_MAX, Sku, ascii_int, carried_bytes, within_bytes
 from ports.timeutil import Time, check_order, to_rfc3339
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 1_000_000
-# a page stops at about this many bytes as Lambda carries it (ports.limits.carried_bytes), which
-# answers at most 6 MB: a page of 1,000 full reports of 100 KB would be 130 MB (of summaries, their
-# fields outside ASCII, 100)
-PAGE_BYTES = 4 * 1024 * 1024
+# a page stops at ports.limits.PAGE_BYTES: one of 1,000 full reports of 100 KB would be 130 MB (of
+# summaries, their fields outside ASCII, 100)
 
 # a cursor says which way it pages, so one from an oldest-first listing never continues a newest-first one
 _CURSOR_KIND = {"asc": Kind.REPORTS_ASC, "desc": Kind.REPORTS_DESC}
@@ -171,17 +169,6 @@ def _payload(document: ReportDocument, found: Mapping[str, bytes]) -> dict[str, 
     return payload
 
 
-def _within_bytes(sizes: Iterable[int]) -> int:
-    """How many of the first of these sizes fit in PAGE_BYTES (always at least one)."""
-    total = count = 0
-    for size in sizes:
-        total += size
-        if total > PAGE_BYTES and count:
-            break
-        count += 1
-    return count
-
-
 def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) -> ReportPage:
     """Oldest first (`order=asc`, by reportId) or newest first (`order=desc`); the cursor pages on
     by reportId in that order, so a report indexed meanwhile is neither skipped nor repeated."""
@@ -204,11 +191,11 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
     if q.fields == "full":
         # the documents of those that fit as kept, then those that fit as answered: the answer
         # writes each non-ASCII character escaped (é, 2 bytes, as \u00e9: 3 times as many)
-        page = page[:_within_bytes(r.entry.size_bytes for r in page)]
+        page = page[:within_bytes(r.entry.size_bytes for r in page)]
         reports = _full(page, documents)
     else:
         reports = [summary(r) for r in page]
-    reports = reports[:_within_bytes(carried_bytes(json.dumps(r)) for r in reports)]
+    reports = reports[:within_bytes(carried_bytes(json.dumps(r)) for r in reports)]
     page = page[:len(reports)]
     more = len(found) > len(page)
     next_cursor = encode_cursor(_CURSOR_KIND[q.order], str(page[-1].report_id)) if more else None

@@ -148,7 +148,9 @@ def post_player_ranks(board: str, season: Season = None) -> Response[str]:
 
 
 @app.get("/v1/leaderboards/<board>/top", operation_id="getTop", responses={200: answer(Entries, _ENTRIES)})
-def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP), DIGITS] = 10,
+def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP, description=(
+                "the most entries: a page stops at about 4 MB as Lambda carries the answer, so it may hold "
+                "fewer (follow nextCursor)")), DIGITS] = 10,
             offset: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="entries to skip; not with cursor"),
                               DIGITS] = None,
             season: Season = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, WithJsonSchema
@@ -191,6 +192,22 @@ def carried_bytes(answered: str) -> int:
     carries it, a string in the proxy answer's JSON: each `"` and `\\` escaped once more. Lambda
     answers at most 6 MB of that."""
     return len(answered) + answered.count('"') + answered.count("\\")
+
+
+# a page of a listing stops at about this many bytes as Lambda carries it (carried_bytes), which
+# answers at most 6 MB
+PAGE_BYTES = 4 * 1024 * 1024
+
+
+def within_bytes(sizes: Iterable[int], budget: int = PAGE_BYTES) -> int:
+    """How many of the first of these sizes fit in `budget` (always at least one)."""
+    total = count = 0
+    for size in sizes:
+        total += size
+        if total > budget and count:
+            break
+        count += 1
+    return count
 
 
 def cut(text: str, limit: int) -> str:

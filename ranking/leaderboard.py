@@ -19,7 +19,7 @@ from ports import BoardSettings as Stored  # BoardSettings here is the answer
 from ports import Entry, NodeRange, Operator, Order, Position, RankingStore, Ties
 from ports.cursors import Kind, decode_cursor, encode_cursor, of_scope
 from ports.errors import InvalidField, NotFound, Unavailable
-from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int
+from ports.limits import INT64_MAX, INT64_MIN, Int64Answer, ascii_int, carried_bytes, within_bytes
 from ports.timeutil import Time, now_ms, parse_epoch_ms, to_rfc3339
 from ranking.model import BoardSettingsBody
 from ranking.queries import ahead_among_ties, rank_of, rank_of_entry, rank_of_score, ranks_of_scores, score_at
@@ -406,9 +406,11 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
         after = Position(first, best_tiebreak(settings.order), "")
         skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
     entries = store.following(key, settings.order, after, worse=True, limit=limit + 1, skip=skip)
-    page = entries[:limit]
-    return _page(_ranked(store, tree, settings, key, entries), page[-1] if page else None, limit, False,
-                 settings=settings, season=start)
+    ranked = _ranked(store, tree, settings, key, entries)
+    # as many as Lambda can carry: 1,000 entries of metadata made of " and \ would be 6.4 MB there
+    fits = within_bytes(carried_bytes(json.dumps(entry)) for entry in ranked[:limit])
+    page = entries[:fits]
+    return _page(ranked, page[-1] if page else None, fits, len(entries) > fits, settings=settings, season=start)
 
 
 @_one_state

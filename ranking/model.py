@@ -22,17 +22,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
 from ports import Operator, Order, Ties
-from ports.limits import (
-    ASCII_INT,
-    INT64_MAX,
-    INT64_MIN,
-    Identifier,
-    Int64,
-    PathSegment,
-    Whole,
-    carried_bytes,
-    name_pattern,
-)
+from ports.limits import ASCII_INT, INT64_MAX, INT64_MIN, Identifier, Int64, PathSegment, Whole, name_pattern
 from ports.timeutil import parse_epoch_ms
 from ranking.seasons import NEVER, Schedule
 
@@ -45,10 +35,10 @@ PlayerId = PathSegment
 # a record's metadata: a flat object, bounded by its schema (a name, a loadout, a replay id; not a
 # save game): at most 16 keys of 64 characters, each a string of 128, a number, true, false or null
 MAX_METADATA_KEYS = 16
-# and as Lambda carries it (ports.limits.carried_bytes of api.resolver's JSON: escaped, ", " and ": "
-# between), more than any metadata within those counts takes in printable ASCII but " and \: a page
-# or friends list of 1,000 entries stays near 5 MB, where Lambda answers at most 6
-MAX_METADATA_BYTES = 4800
+# and as answered (api.resolver's JSON: escaped, ", " and ": " between), what any metadata within those
+# counts takes in printable ASCII but " and \: a friends list of 1,000 entries stays near 3.5 MB, and
+# as Lambda carries it (ports.limits.carried_bytes) near 6.4 MB at most, which only " and \ reach
+MAX_METADATA_BYTES = 3200
 
 
 def _fractional(value: object) -> object:
@@ -76,12 +66,12 @@ MetadataValue = Annotated[_MetadataText | Int64 | Annotated[_Finite, BeforeValid
 
 
 def _answerable(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Within MAX_METADATA_BYTES as Lambda carries it, and sorted by key: a retry whose object lists
-    them in another order is the same body (its hash)."""
-    if carried_bytes(json.dumps(metadata)) > MAX_METADATA_BYTES:
-        raise PydanticCustomError("metadata_size", f"metadata is at most {MAX_METADATA_BYTES} bytes as answered in "
-                                  'JSON and carried again as a JSON string: a " or \\ takes 4 bytes, é 7, an '
-                                  "emoji 14")
+    """Within MAX_METADATA_BYTES as answered, and sorted by key: a retry whose object lists them in
+    another order is the same body (its hash)."""
+    if len(json.dumps(metadata)) > MAX_METADATA_BYTES:
+        raise PydanticCustomError("metadata_size", f"metadata is at most {MAX_METADATA_BYTES} bytes as answered, in "
+                                  'JSON: " and \\ take 2 bytes there, another control character or one outside '
+                                  "ASCII 6 (é), an emoji 12")
     return dict(sorted(metadata.items()))
 
 
@@ -100,8 +90,7 @@ Subscore = Annotated[Int64 | None, AfterValidator(lambda found: found or None), 
 CarriedMetadata = Annotated[Metadata | None, Field(description=(
     f"kept with the record: at most {MAX_METADATA_KEYS} keys, each a string of up to 128 characters, an "
     "integer within int64, a number with a fraction (a double), true, false or null, and at most "
-    f"{MAX_METADATA_BYTES} bytes as answered (JSON, non-ASCII escaped) and carried again as a JSON string "
-    "(each \" and \\ escaped once more); replaced by the next "
+    f"{MAX_METADATA_BYTES} bytes as answered (JSON, non-ASCII escaped); replaced by the next "
     "update that sets the score (for best, one at least as good), left by one that does not"))]
 
 

@@ -311,7 +311,8 @@ def decimal_above(limit: int) -> str:
         if digit != "9":
             rest = len(digits) - i - 1
             above.append(f"{digits[:i]}[{int(digit) + 1}-9]" + (f"[0-9]{{{rest}}}" if rest else ""))
-    return f"^0*({'|'.join(above)})$"
+    # AWS WAF's regular expressions take no capturing group
+    return f"^0*(?:{'|'.join(above)})$"
 
 
 def _visibility(metric: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:

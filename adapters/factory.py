@@ -40,8 +40,9 @@ T = TypeVar("T")
 LOG_FILE = "log.sqlite"
 INDEX_FILE = "index.sqlite"
 DOCUMENTS_FILE = "documents.sqlite"
-# the longest a purge is waited for: the AWS one runs daily
-PURGE_WAIT_DAYS = 1
+# what a report's body is kept past its retention, for its row's purge: the AWS one runs daily, and
+# a run that failed is the next day's
+PURGE_WAIT_DAYS = 2
 
 
 class Once(Generic[T]):
@@ -137,8 +138,8 @@ class Adapters:
 
     @property
     def documents_ttl_seconds(self) -> int:
-        """A report's body is kept a day past its retention: its index row waits for the purge (daily
-        in AWS, hourly under serve), and a report listed is never one without its body."""
+        """A report's body is kept PURGE_WAIT_DAYS past its retention: its index row waits for the
+        purge (daily in AWS, hourly under serve), and a report listed is never one without its body."""
         return (self.settings.retention_days + PURGE_WAIT_DAYS) * 86_400
 
     @property

@@ -19,7 +19,7 @@ from ports.timeutil import HOUR_MS, Time, time_range, to_rfc3339
 
 MAX_GROUPS = 100
 # the most of a top frame a group answers, ending in "…": a report may hold one line of 1 MiB, and a
-# listing of MAX_GROUPS groups stays within a few MB as answered, non-ASCII escaped
+# listing of MAX_GROUPS groups stays within a few MB as Lambda carries it (ports.limits.carried_bytes)
 MAX_FRAME_CHARS = 512
 DEFAULT_SPAN_MS = 24 * HOUR_MS
 

@@ -40,8 +40,9 @@ from ports.timeutil import Time, now_ms, to_rfc3339
 # reports that awaited a symbol file, asked to be walked again per request of the topic
 AWAITING_PAGE = 500
 REPORT_KEY = r"^[0-9a-f]{32}$"
-# a walk as the API answers it (non-ASCII escaped) is at most this, whatever the dump lists: with its
-# report (1 MiB as sent, 3 MiB as answered at most) under the 6 MB API Gateway and Lambda answer
+# a walk as the API answers it (non-ASCII escaped) is at most this, whatever the dump lists: twice
+# that as Lambda carries it at most (ports.limits.carried_bytes), which with its report (1 MiB as
+# sent, 3.5 MiB carried at most) stays under the 6 MB API Gateway and Lambda answer
 MAX_PROCESSED_BYTES = 1 << 20
 # the most of a name a walk keeps: one the dump gives (a module's file, debug file, ids), and one a
 # symbol file gives (a function, a source file); a longer one ends in "…"

@@ -62,8 +62,12 @@ async function send(url, init) {
     const response = await fetch(url, init);
     if (![429, 503].includes(response.status) || attempt === RETRIES) return response;
     const after = response.headers.get("Retry-After") || "1";
-    const seconds = /^\s*\d+\s*$/.test(after) ? Number(after) : (Date.parse(after) - Date.now()) / 1000;
-    await new Promise((done) => setTimeout(done, 1000 * Math.min(MOST_WAIT_S, Math.max(0, Number.isFinite(seconds) ? seconds : 1))));
+    const told = /^\s*\d+\s*$/.test(after) ? Number(after) : (Date.parse(after) - Date.now()) / 1000;
+    const seconds = Number.isFinite(told) ? Math.max(0, told) : 1;
+    // a wait longer than a person watches is told, not cut short
+    if (seconds > MOST_WAIT_S) return response;
+    // the page's requests were shed together: spread, they do not all come back at once
+    await new Promise((done) => setTimeout(done, 1000 * seconds + 500 * Math.random()));
   }
 }
 
@@ -391,7 +395,18 @@ async function loadPickers() {
   writeUrl();
 }
 
+// refreshes under way: a live tick starts none while one waits out a shed request
+let refreshing = 0;
 async function refresh() {
+  refreshing++;
+  try {
+    await draw();
+  } finally {
+    refreshing--;
+  }
+}
+
+async function draw() {
   // cleared as it begins, not once it is done: the board's and a report's errors, told meanwhile, stay
   $("status").textContent = "";
   $("empty").hidden = Boolean(state.sku);
@@ -431,7 +446,7 @@ async function load() {
 
 function schedule() {
   clearInterval(timer);
-  if ($("live").checked) timer = setInterval(() => refresh().catch(report), 5000);
+  if ($("live").checked) timer = setInterval(() => refreshing || refresh().catch(report), 5000);
 }
 
 function apply(names, then) {

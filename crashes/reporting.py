@@ -189,7 +189,7 @@ def list_reports(index: CrashIndex, documents: DocumentStore, q: ReportQuery) ->
     found = index.find(query)
     page = found[:q.limit]
     if q.fields == "full":
-        # the documents of those that fit as kept, then those that fit as answered: the answer
+        # the documents of those that fit as kept, then those that fit as carried: the answer
         # writes each non-ASCII character escaped (é, 2 bytes, as \u00e9: 3 times as many)
         page = page[:within_bytes(r.entry.size_bytes for r in page)]
         reports = _full(page, documents)

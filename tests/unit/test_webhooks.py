@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import suppress
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from adapters.embedded.issues import SqliteIssueStore
 from crashes.alert_history import alert_history
 from ports.errors import Conflict, InvalidField, StoreUnavailable
 from ports.issues import Alert, Webhook
+from ports.limits import PAGE_BYTES, carried_bytes
 from webhooks import endpoints
 from webhooks.delivery import (
     ALERT_HEADER,
@@ -375,6 +377,30 @@ def test_a_cursor_of_one_webhooks_deliveries_or_one_skus_alerts_is_refused_by_an
     assert alert_history(issues, "g", from_ms=0, to_ms=10_000, limit=1, cursor=cursor)["alerts"]
     with pytest.raises(InvalidField):
         alert_history(issues, "h", from_ms=0, to_ms=10_000, limit=1, cursor=cursor)
+
+
+def test_a_page_of_alert_history_fits_the_answer_lambda_carries(issues: SqliteIssueStore) -> None:
+    """From a review: each line carries its delivery to every webhook that took its kind, each with
+    up to 500 characters of the receiver's answer: 40 alerts to 200 failing webhooks were 17 MB as
+    Lambda carries the answer, past the 6 MB it answers. A page stops short, its cursor going on."""
+    for n in range(200):
+        issues.put_webhook(Webhook(f"w{n:03}", "https://hooks.example.com/x", SECRET, ("regressed",), 0))
+    keys = [f"regressed:g:ab:{n}" for n in range(40)]
+    for n, key in enumerate(keys):
+        issues.raise_alert(Alert(key, "regressed", 1000 + n, {"sku": "g", "text": "again"}))
+    for delivery, _, _ in issues.due(2000, 10_000):
+        assert issues.claim(delivery, 70_000, 2000)
+        assert issues.attempted(replace(delivery, status="failed", attempts=delivery.attempts + 1, last_code=500,
+                                        last_error='"' * 500, updated_at=2000))
+    listed: list[str] = []
+    cursor = None
+    while True:
+        page = alert_history(issues, "g", from_ms=0, to_ms=10_000, limit=100, cursor=cursor)
+        assert carried_bytes(json.dumps(page)) <= PAGE_BYTES + 512 * 1024
+        listed += [line["key"] for line in page["alerts"]]
+        if (cursor := page["nextCursor"]) is None:
+            break
+    assert listed == keys[::-1]
 
 
 def test_an_alert_s_text_carries_no_slack_formatting_a_client_sent() -> None:

@@ -7,6 +7,7 @@ its webhooks' deliveries, not here."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ConfigDict, with_config
@@ -14,6 +15,7 @@ from typing_extensions import TypedDict
 
 from ports.cursors import Kind, decode_ordered, of_scope, ordered_position, page_of
 from ports.issues import Delivery, DeliveryStatus, IssueStore, RaisedAlert, alert_body
+from ports.limits import carried_bytes, within_bytes
 from ports.releases import DAY_MS
 from ports.timeutil import Time, time_range, to_rfc3339
 
@@ -74,6 +76,9 @@ def alert_history(issues: IssueStore, sku: str, *, from_ms: int | None = None, t
     from_ms, to_ms = time_range(from_ms, to_ms, lambda to: to - DEFAULT_DAYS * DAY_MS)
     kind = of_scope(_CURSOR_KIND, sku)
     before = decode_ordered(cursor, kind)
-    page, after = page_of(issues.alert_history(sku, from_ms, to_ms, before, limit + 1), limit, kind,
-                          lambda last: ordered_position(last.alert.created_at, last.alert.key))
-    return {"alerts": [_line(raised) for raised in page], "nextCursor": after}
+    found = issues.alert_history(sku, from_ms, to_ms, before, limit + 1)
+    lines = [_line(raised) for raised in found[:limit]]
+    # as many as Lambda carries: a line holds a delivery to each webhook that took its kind
+    fits = within_bytes(carried_bytes(json.dumps(line)) for line in lines)
+    page, after = page_of(found, fits, kind, lambda last: ordered_position(last.alert.created_at, last.alert.key))
+    return {"alerts": lines[:len(page)], "nextCursor": after}

@@ -189,7 +189,8 @@ def list_deliveries(name: Name, limit: Annotated[int, Query(ge=1, le=MAX_DELIVER
              "board's, in its webhooks' deliveries), each with what it names (signature, build), when it opened "
              "and, for velocity and crash-free-drop episodes, closed (null while the condition holds, and for "
              "the other kinds), its delivery to each webhook that took its kind, and the alert as they got it. "
-             "GET /v1/alerts gives the crash spikes, recomputed from the index"),
+             "GET /v1/alerts gives the crash spikes, recomputed from the index. A page stops at about 4 MB as "
+             "Lambda carries the answer, so it may hold fewer than limit: follow nextCursor"),
          responses={200: answer(AlertHistory, "a page of alerts")})
 def get_alert_history(sku: Sku, from_: From = None, to: To = None,
                       limit: Annotated[int, Query(ge=1, le=MAX_HISTORY), DIGITS] = 20,

@@ -144,7 +144,7 @@ class JsonValues:
     def __init__(self) -> None:
         self._bytes = 0
         self._over_strings = 0
-        self._outside_strings: int | None = None
+        self._without_strings = 0
         # the texts not yet counted without their strings (all of them, until that count is needed)
         self._held: list[bytes] = []
 
@@ -158,10 +158,9 @@ class JsonValues:
         self._over_strings += sum(map(_structure, self._held if before <= MAX_JSON_VALUES else [data]))
         if self._over_strings <= MAX_JSON_VALUES:
             return
-        self._outside_strings = (self._outside_strings or 0) + sum(_structure(_outside_strings(text))
-                                                                   for text in self._held)
+        self._without_strings += sum(_structure(_outside_strings(text)) for text in self._held)
         self._held.clear()
-        if self._outside_strings > MAX_JSON_VALUES:
+        if self._without_strings > MAX_JSON_VALUES:
             raise TooManyJsonValues(f"the JSON holds more than {MAX_JSON_VALUES:,} JSON values (counted as its "
                                     "commas, [ and { outside strings)", "body")
 

@@ -67,13 +67,17 @@ def serve(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         yield server
 
 
+def browser_path() -> str:
+    executable = shutil.which("chromium")
+    assert executable, "chromium is installed by scripts/services start"
+    return executable
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Chromium through Playwright, for the dashboard's tests."""
-    executable = shutil.which("chromium")
-    assert executable, "chromium is installed by scripts/services start"
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        launched = playwright.chromium.launch(executable_path=browser_path(), args=["--no-sandbox"])
         yield launched
         launched.close()
 

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import suppress
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -24,7 +25,7 @@ from playwright.sync_api import Browser
 
 from local_runtime.process import Serve
 from ports.limits import MAX_BODY_BYTES
-from tests.e2e.conftest import running
+from tests.e2e.conftest import browser_path, running
 from tests.e2e.test_dashboard import png
 
 JSON = {"content-type": "application/json"}
@@ -135,6 +136,56 @@ def test_the_dashboard_never_sends_the_key_to_another_origin(serve: Serve, brows
     assert page.locator("#key").input_value() == "read-secret"
     assert set(origins) == {serve.url}
     page.close()
+
+
+def test_a_page_of_another_site_cannot_show_an_attachment(serve: Serve, browser: Browser):
+    """Found from outside: with no keys, a page of another site showed a report's screenshot in an
+    `<img>` (a no-cors GET says no Origin) and read its size: which reports have one, how large.
+    The other site resolves to this machine, as a rebinding one does, so that the browser's own
+    guard of private addresses lets the request through and the serve is what is tested."""
+    sku = "edges:embedded"
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        answer = client.post("/v1/crashes", json={
+            "sku": sku, "attachments": {"shot.png": base64.b64encode(ATTACHMENTS["shot.png"]).decode()}})
+        assert answer.status_code == 202, answer.text
+        report_id = wait_for_report(client, sku, answer.json()["eventId"])["reportId"]
+        source = f"{serve.url}/v1/crashes/{report_id}/attachments/shot.png"
+        refused = client.get(source, headers={"sec-fetch-site": "cross-site", "sec-fetch-dest": "image"})
+        assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
+    page_html = f'<img id="i" src="{source}">'.encode()
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(page_html)))
+            self.end_headers()
+            self.wfile.write(page_html)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    site = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    other = browser.browser_type.launch(executable_path=browser_path(), args=[
+        "--no-sandbox", "--host-resolver-rules=MAP evil.example 127.0.0.1"])
+    try:
+        page = other.new_page()
+        failed: list[str] = []
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        shown = "() => { const i = document.getElementById('i'); return i.complete && [i.naturalWidth] }"
+        page.goto(f"http://evil.example:{site.server_port}/page")
+        assert page.wait_for_function(shown).json_value() == [0]
+        # the browser does not show the serve's 403, which is JSON, and fails the request
+        assert failed == [source]
+        # the same page on the serve's own origin shows it
+        page.route(f"{serve.url}/page", lambda route: route.fulfill(status=200, content_type="text/html",
+                                                                     body=page_html))
+        page.goto(f"{serve.url}/page")
+        assert page.wait_for_function(shown).json_value() == [4]
+    finally:
+        other.close()
+        site.shutdown()
 
 
 def raw_request(serve: Serve, head: str) -> socket.socket:

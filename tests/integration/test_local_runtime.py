@@ -95,6 +95,24 @@ def test_open_mode_reads_the_host_and_origin_without_the_whitespace_around_them(
         _check_loopback(scope(b"localhost", b"https://evil.example "))
 
 
+def test_open_mode_refuses_what_a_page_of_another_site_sends_without_an_origin():
+    """A browser's no-cors GET (an `<img>`, a `<script>`) says no Origin, but says it is
+    cross-site: refused as a request with a foreign Origin is. A page of this machine on another
+    of its names (127.0.0.1 for localhost) says its Origin and is served, as are requests a browser
+    sends from the same site, and those of clients that say neither."""
+    def scope(*headers: tuple[bytes, bytes]) -> dict[str, Any]:
+        return {"headers": [(b"host", b"localhost:8080"), *headers]}
+
+    with pytest.raises(Forbidden):
+        _check_loopback(scope((b"sec-fetch-site", b"cross-site")))
+    with pytest.raises(Forbidden):
+        _check_loopback(scope((b"sec-fetch-site", b"Cross-Site ")))
+    _check_loopback(scope((b"sec-fetch-site", b"cross-site"), (b"origin", b"http://127.0.0.1:3000")))
+    for site in (b"same-origin", b"same-site", b"none"):
+        _check_loopback(scope((b"sec-fetch-site", site)))
+    _check_loopback(scope())
+
+
 def test_gateway_serves_through_the_handlers(adapters: Adapters):
     async def scenario() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=Gateway(workers=2))

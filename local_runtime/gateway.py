@@ -470,7 +470,9 @@ def _check_loopback(scope: Scope) -> None:
     # a browser says which page sent a request: one of another site may post a crash reporter's
     # form or text/plain body without asking first (no CORS preflight)
     origins = _values(scope, b"origin")
-    if any(_LOOPBACK_ORIGIN.fullmatch(origin) is None for origin in origins):
+    # and a GET it makes for an <img> or a <script> says no Origin, only that it is cross-site
+    cross_site = not origins and any(site.lower() == "cross-site" for site in _values(scope, b"sec-fetch-site"))
+    if cross_site or any(_LOOPBACK_ORIGIN.fullmatch(origin) is None for origin in origins):
         raise Forbidden("with no API keys configured, only pages of localhost, 127.0.0.1 or [::1] may send requests")
 
 

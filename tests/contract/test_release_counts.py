@@ -132,6 +132,26 @@ def test_the_sketch_merges_and_estimates_within_its_error() -> None:
     assert merge([sketch(a), sketch(b)]) == sketch(a + b)
 
 
+def test_the_sketch_keeps_its_error_where_its_estimator_used_to_switch() -> None:
+    """Found from outside: a build of 10,000 players a day was answered 2.5% to 4.4% high, as the
+    estimate went from linear counting to HyperLogLog's raw estimate at 2.5 registers a player,
+    which runs high there. At every count, over 64 sets of players, the estimates are unbiased and
+    95% of them within twice the standard error, as the contract says."""
+    checkpoints = (2_000, 5_000, 9_000, 10_000, 10_500, 11_000, 13_000, 20_000, 40_000)
+    errors: dict[int, list[float]] = {n: [] for n in checkpoints}
+    for trial in range(64):
+        registers = None
+        added = 0
+        for n in checkpoints:
+            registers = sketch((f"{trial}:{i}" for i in range(added, n)), registers)
+            added = n
+            errors[n].append(estimate(registers) / n - 1)
+    for n, got in errors.items():
+        within = sum(abs(e) <= 2 * SKETCH_ERROR for e in got) / len(got)
+        bias = sum(got) / len(got)
+        assert within >= 0.9 and abs(bias) <= SKETCH_ERROR / 2, (n, within, bias)
+
+
 def test_purge_drops_release_counts_of_the_days_before_it(stores: tuple[CrashIndex, SessionCounters]) -> None:
     _, counters = stores
     today = floor_to(now_ms(), DAY_MS)

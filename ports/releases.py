@@ -93,7 +93,9 @@ class ReleaseCounts(Protocol):
         ...
 
 
-# --- HyperLogLog (Flajolet et al. 2007, with its small-range correction; a 64-bit hash needs no large-range one)
+# --- HyperLogLog (Flajolet et al. 2007), estimated by Ertl's improved raw estimator (2017): unbiased
+# at every count, where Flajolet's switch from linear counting to its raw estimate at 2.5 registers
+# a player ran 2% high past it
 
 
 def _hash(player: str) -> int:
@@ -118,10 +120,38 @@ def merge(sketches: Sequence[bytes]) -> bytes:
 
 
 def estimate(registers: bytes) -> int:
+    """Ertl, "New cardinality estimation algorithms for HyperLogLog sketches", algorithm 6."""
     m = SKETCH_REGISTERS
-    alpha = 0.7213 / (1 + 1.079 / m)
-    raw = alpha * m * m / sum(2.0 ** -r for r in registers)
-    zeros = registers.count(0)
-    if raw <= 2.5 * m and zeros:
-        return round(m * math.log(m / zeros))
-    return round(raw)
+    q = 64 - SKETCH_BITS
+    counts = [0] * (q + 2)
+    for r in registers:
+        counts[r] += 1
+    z = m * _tau(1 - counts[q + 1] / m)
+    for k in range(q, 0, -1):
+        z = 0.5 * (z + counts[k])
+    z += m * _sigma(counts[0] / m)
+    return round(m * m / (2 * math.log(2) * z))
+
+
+def _sigma(x: float) -> float:
+    if x == 1:
+        return math.inf
+    y, z = 1.0, x
+    while True:
+        x *= x
+        before, z = z, z + x * y
+        y += y
+        if z == before:
+            return z
+
+
+def _tau(x: float) -> float:
+    if x in (0, 1):
+        return 0.0
+    y, z = 1.0, 1 - x
+    while True:
+        x = math.sqrt(x)
+        y *= 0.5
+        before, z = z, z - (1 - x) ** 2 * y
+        if z == before:
+            return z / 3

@@ -156,7 +156,11 @@ def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteI
                                  # IPv4 in SIIT's translated form (::ffff:0:0/96)
                                  "http://127.0.0.1./", "http://169.254.169.254./", "http://[::ffff:0:127.0.0.1]/",
                                  # found from outside: a label that begins or ends with a hyphen
-                                 "http://-bad-.com/", "https://hooks-.example.com/", "http://a.-b.com/"])
+                                 "http://-bad-.com/", "https://hooks-.example.com/", "http://a.-b.com/",
+                                 # found from outside: reserved IPv6 Python 3.11 calls global (site-local,
+                                 # documentation, SRv6)
+                                 "http://[fec0::1]/", "http://[fefe::a9fe:a9fe]/", "http://[3fff::1]/",
+                                 "http://[5f00::1]/"])
 def test_what_a_webhook_may_not_point_at(url: str) -> None:
     with pytest.raises(RefusedAddress):
         check_url(url, WebhookPolicy(), resolve=False)

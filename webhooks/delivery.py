@@ -69,6 +69,9 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 # DNS64 sends 64:ff9b::10.0.0.5 to 10.0.0.5) and the IPv4-compatible form
 _CARRYING_IPV4 = tuple(ipaddress.IPv6Network(net) for net in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96",
                                                                 "::ffff:0:0:0/96"))  # the last: SIIT's
+# reserved, which Python 3.11's is_global does not know: site-local (deprecated, RFC 3879, still
+# routed in some networks), documentation (RFC 9637), SRv6 segment ids (RFC 9602)
+_RESERVED_IPV6 = tuple(ipaddress.IPv6Network(net) for net in ("fec0::/10", "3fff::/20", "5f00::/16"))
 _NOT_PUBLIC = "a public address (set BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true for local receivers)"
 
 
@@ -97,7 +100,7 @@ def _public(address: Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address):
         carried = address.ipv4_mapped or address.sixtofour or (
             ipaddress.IPv4Address(int(address) & 0xFFFFFFFF) if any(address in n for n in _CARRYING_IPV4) else None)
-        if carried is not None and not _public(carried):
+        if (carried is not None and not _public(carried)) or any(address in n for n in _RESERVED_IPV6):
             return False
     return address.is_global and not address.is_multicast  # is_global holds multicast
 

@@ -484,3 +484,64 @@ def test_a_name_that_takes_long_to_resolve_has_the_timeout_too(monkeypatch: pyte
     assert time.monotonic() - started < 2 and answer.code is None and "timed out" in (answer.error or ""), answer
     assert post(Webhook("ok", receiver.url, SECRET, ("regressed",), 0), ALERT, LOCAL, 1000).code == 204
     receiver.server.shutdown()
+
+
+def test_names_whose_dns_hangs_hold_up_no_other_webhook(issues: SqliteIssueStore,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: every attempt's lookup, an address's too, waited for one of 8 threads,
+    and a lookup that hangs keeps its thread past the attempt's timeout: with 16 webhooks whose
+    DNS never answered, a webhook at an address and one whose name resolved at once timed out."""
+    resolve, answered = socket.getaddrinfo, threading.Event()
+
+    def hanging(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host.endswith(".slow.example"):
+            answered.wait(30)  # a resolver's timeout, till the test ends
+            raise socket.gaierror("no answer")
+        return resolve("127.0.0.1" if host == "fast.example" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    receiver = Receiver([204])
+    for n in range(16):
+        issues.put_webhook(Webhook(f"a{n:02}", f"http://h{n}.slow.example/hook", SECRET, ("regressed",), 0))
+    issues.put_webhook(Webhook("z-address", receiver.url, SECRET, ("regressed",), 0))
+    issues.put_webhook(Webhook("z-name", receiver.url.replace("127.0.0.1", "fast.example"), SECRET,
+                               ("regressed",), 0))
+    policy = LOCAL.model_copy(update={"timeout_s": 1})
+    try:
+        for n in (1, 2):
+            issues.raise_alert(Alert(f"regressed:g:ab:{n}", "regressed", n * 1000, {"text": "ab regressed"}))
+            # the second run tries the names that hang again first (retries go first), while the
+            # lookups of the first still hang
+            assert deliver_due(issues, policy, now=n * 60_000) == 2, n
+        assert len(receiver.got) == 4
+    finally:
+        answered.set()
+        receiver.server.shutdown()
+
+
+def test_receivers_that_hang_delay_no_webhook_whose_last_attempt_went_through(issues: SqliteIssueStore) -> None:
+    """Found from outside: a run takes the retries first, and 8 webhooks at once, so 16 receivers
+    that hang delayed every other webhook's alerts by two timeouts a run. A webhook whose last
+    attempt failed now goes after the others."""
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        refusing = f"http://127.0.0.1:{unused.getsockname()[1]}/hook"
+    held = _Held()
+    for receiver in receiving(issues, [204]):
+        for n in range(16):
+            issues.put_webhook(Webhook(f"a{n:02}", refusing, SECRET, ("regressed",), 0))
+        issues.raise_alert(Alert("regressed:g:ab:2", "regressed", 2_000, {"text": "again"}))
+        assert deliver_due(issues, LOCAL, now=5_000) == 2  # ops; the others failed, retried in 30 s
+        for n in range(16):
+            issues.put_webhook(Webhook(f"a{n:02}", held.url, SECRET, ("regressed",), 0))
+        issues.raise_alert(Alert("regressed:g:ab:3", "regressed", 6_000, {"text": "and again"}))
+        run = threading.Thread(target=deliver_due, args=(issues, LOCAL), kwargs={"now": 40_000})
+        run.start()
+        deadline = time.monotonic() + 4
+        while len(receiver.got) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        got = len(receiver.got)
+        held.release.set()
+        run.join()
+        assert got == 3  # ops's third, while the 16 still held their retries
+    held.server.shutdown()

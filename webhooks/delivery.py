@@ -42,6 +42,10 @@ CLAIM_MS = 60_000
 PARALLEL_WEBHOOKS = 8
 PER_WEBHOOK = 5
 RUN_LIMIT = 200 * PER_WEBHOOK
+# the names looked up at once: a run tries PARALLEL_WEBHOOKS at a time, each for the timeout at
+# most (5 s by default), and a lookup that hangs keeps its thread for the resolver's timeout, so
+# some 48 can hang at once without holding up a name that resolves
+NAME_LOOKUPS = 64
 
 
 class WebhookPolicy(BaseModel):
@@ -283,18 +287,32 @@ class _PinnedHttps(_Pinned, http.client.HTTPSConnection):
         tls.do_handshake()
 
 
+def _addresses(url: str, policy: WebhookPolicy) -> list[str]:
+    """check_url's addresses to connect to: an address's at once, as no resolver is asked; a name's
+    within the timeout, as a DNS server that never answers holds its lookup's thread for the
+    resolver's own timeout (glibc's: up to 30 s), not the run."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        host = None  # check_url says why
+    if host is None or _numeric(host) is not None:
+        return check_url(url, policy, resolve=True)
+    lookup = kept_pool("webhook-names", NAME_LOOKUPS).submit(check_url, url, policy, resolve=True)
+    try:
+        return lookup.result(timeout=policy.timeout_s)
+    except TimeoutError:
+        lookup.cancel()  # one still waiting behind lookups that hang never runs
+        raise
+
+
 def post(webhook: Webhook, alert: Alert, policy: WebhookPolicy, now: int) -> Answer:
     """One attempt, within the policy's timeout in all (a receiver that answers a byte at a time
     holds no run longer); any failure is the attempt's answer, never the run's."""
     body = body_of(alert)
     started = time.monotonic()
-    # the name's lookup within the timeout too: a DNS server that never answers holds a thread of
-    # the pool for the resolver's own timeout, not the run
-    lookup = kept_pool("webhook-names", PARALLEL_WEBHOOKS).submit(check_url, webhook.url, policy, resolve=True)
     try:
-        addresses = lookup.result(timeout=policy.timeout_s)
+        addresses = _addresses(webhook.url, policy)
     except TimeoutError:
-        lookup.cancel()  # one still waiting behind lookups that hang never runs
         return Answer(None, f"timed out: the name did not resolve within {policy.timeout_s:g} s")
     except RefusedAddress as exc:  # it says what the URL must be, as a PUT's 400 does
         return Answer(None, f"refused: the URL must be {exc}")
@@ -349,10 +367,13 @@ def deliver_due(issues: IssueStore, policy: WebhookPolicy, now: int | None = Non
     by_webhook: dict[str, list[Due]] = {}
     for due in issues.due(now_ms() if now is None else now, RUN_LIMIT, PER_WEBHOOK):
         by_webhook.setdefault(due[2].name, []).append(due)
-    if len(by_webhook) < 2:
-        return sum(_in_turn(issues, policy, dues, now, stopping) for dues in by_webhook.values())
+    # the webhooks whose last attempt failed (a retry is their first) go after the others: receivers
+    # that hang, more of them than run at once, delay none that answer
+    turns = sorted(by_webhook.values(), key=lambda dues: dues[0][0].attempts > 0)
+    if len(turns) < 2:
+        return sum(_in_turn(issues, policy, dues, now, stopping) for dues in turns)
     return sum(kept_pool("webhooks", PARALLEL_WEBHOOKS).map(
-        lambda dues: _in_turn(issues, policy, dues, now, stopping), by_webhook.values()))
+        lambda dues: _in_turn(issues, policy, dues, now, stopping), turns))
 
 
 def _in_turn(issues: IssueStore, policy: WebhookPolicy, dues: list[Due], now: int | None,

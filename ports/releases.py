@@ -20,10 +20,6 @@ SKETCH_BITS = 12
 SKETCH_REGISTERS = 1 << SKETCH_BITS
 # HyperLogLog's standard error with 2^12 registers, 1.04/sqrt(m): 1.6%
 SKETCH_ERROR = 1.04 / math.sqrt(SKETCH_REGISTERS)
-# the builds a sku holds (those with a session within retention): a read of its release health sorts
-# a minute's builds, and each alert check reads the last hour's, so a game's shipped key must not
-# make them without end; a session of a build past them counts with no build
-MAX_BUILDS = 5_000
 
 
 @dataclass(frozen=True)
@@ -80,14 +76,6 @@ class ReleaseCounts(Protocol):
         ...
 
     def build(self, sku: str, build: str) -> BuildSeen | None: ...
-
-    def build_count(self, sku: str) -> int:
-        """How many builds the sku holds."""
-        ...
-
-    def known_builds(self, sku: str, builds: Sequence[str]) -> set[str]:
-        """Those of `builds` the sku holds."""
-        ...
 
     def release_sessions(self, sku: str, build: str, from_ms: int, to_ms: int,
                          bucket_ms: int) -> dict[int, dict[Outcome, int]]:

@@ -12,9 +12,7 @@ from pipeline.failures import land_per_partition
 from pipeline.offsets import fresh_by_partition, pass_over
 from pipeline.topics import parse_each
 from ports import EventLog, LogRecord, SessionBucket, SessionCounters
-from ports.issues import build_order
-from ports.releases import DAY_MS, MAX_BUILDS, PlayerDay, ReleaseBucket, ReleaseCounts, ReleaseIncrements
-from ports.telemetry import logger
+from ports.releases import DAY_MS, PlayerDay, ReleaseBucket, ReleaseIncrements
 from ports.timeutil import MINUTE_MS, floor_to
 from sessions.model import SessionEnvelope
 
@@ -48,31 +46,6 @@ def release_increments(envelopes: Sequence[SessionEnvelope]) -> ReleaseIncrement
     return ReleaseIncrements(dict(sessions), {day: frozenset(ids) for day, ids in players.items()})
 
 
-def within_bound(releases: ReleaseIncrements, counts: ReleaseCounts) -> ReleaseIncrements:
-    """The release counts without those of the new builds a sku has no room for (MAX_BUILDS): of a
-    batch's new builds, the first in build order are taken, and the sessions of the others count
-    with no build. Read apart from the counter's transaction: a batch tried again may decide
-    otherwise, and counts once all the same."""
-    named: defaultdict[str, set[str]] = defaultdict(set)
-    for bucket in releases.sessions:
-        named[bucket.sku].add(bucket.build)
-    left_out: set[tuple[str, str]] = set()
-    for sku, builds in named.items():
-        held = counts.build_count(sku)
-        if held + len(builds) <= MAX_BUILDS:
-            continue
-        known = counts.known_builds(sku, sorted(builds))
-        new = sorted(builds - known, key=lambda build: (build_order(build), build))
-        left_out.update((sku, build) for build in new[max(0, MAX_BUILDS - held):])
-    if not left_out:
-        return releases
-    logger.warning("builds past a sku's bound counted with no build", extra={
-        "bound": MAX_BUILDS, "builds": sorted(left_out)[:10], "leftOut": len(left_out)})
-    return ReleaseIncrements(
-        {b: n for b, n in releases.sessions.items() if (b.sku, b.build) not in left_out},
-        {day: ids for day, ids in releases.players.items() if (day.sku, day.build) not in left_out})
-
-
 def _count(records: Sequence[LogRecord], counters: SessionCounters, log: EventLog) -> int:
     counted = 0
     for part in fresh_by_partition(records, counters, CONSUMER, log):
@@ -82,7 +55,6 @@ def _count(records: Sequence[LogRecord], counters: SessionCounters, log: EventLo
         for e in fresh:
             for s in e.sessions:
                 increments[SessionBucket(s.sku, floor_to(e.receivedAt, MINUTE_MS), s.kind)] += s.count
-        counters.apply(part.checkpoint(CONSUMER, fresh), increments,
-                       within_bound(release_increments(fresh), counters))
+        counters.apply(part.checkpoint(CONSUMER, fresh), increments, release_increments(fresh))
         counted += sum(increments.values())
     return counted

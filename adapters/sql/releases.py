@@ -3,8 +3,7 @@ its checkpoint transaction, and the reads."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from itertools import groupby
 from typing import Any, cast
 
@@ -14,7 +13,7 @@ from sqlalchemy.dialects import mysql, sqlite
 from adapters.sql.queries import purge
 from adapters.sql.reads import Checkpointed, Transaction
 from adapters.sql.schema import release_builds, release_players, release_sessions, release_sketches
-from adapters.sql.statements import Statement, insert, listed, marks, padded
+from adapters.sql.statements import Statement, insert
 from ports.releases import (
     DAY_MS,
     EXACT_PLAYERS,
@@ -123,14 +122,6 @@ _BUILDS_BEFORE = Statement(_SELECT_BUILDS.where(
                                                          _b.build < _bind("build"))),
 ).order_by(*_NEWEST).limit(_bind("limit")))
 _BUILD = Statement(_SELECT_BUILDS.where(_b.sku == _bind("sku"), _b.build == _bind("build")))
-_BUILD_COUNT = Statement(sa.select(sa.func.count()).select_from(release_builds).where(_b.sku == _bind("sku")))
-# the builds asked for a statement at most
-_KNOWN_AT_ONCE = 512
-
-
-@functools.cache
-def _known_builds(count: int) -> Statement:
-    return Statement(sa.select(_b.build).where(_b.sku == _bind("sku"), _b.build.in_(marks("build", count))))
 
 _s = release_sessions.c
 _bucket = (_s.minute - _s.minute % _bind("bucket_ms")).label("bucket")
@@ -169,17 +160,6 @@ class ReleaseReads(Checkpointed):
     def build(self, sku: str, build: str) -> BuildSeen | None:
         found = self._database.rows(_BUILD, {"sku": sku, "build": build})
         return next((BuildSeen(str(b), int(first), int(last)) for b, first, last in found), None)
-
-    def build_count(self, sku: str) -> int:
-        return int(self._database.rows(_BUILD_COUNT, {"sku": sku})[0][0])
-
-    def known_builds(self, sku: str, builds: Sequence[str]) -> set[str]:
-        known: set[str] = set()
-        for start in range(0, len(builds), _KNOWN_AT_ONCE):
-            chunk = builds[start : start + _KNOWN_AT_ONCE]
-            rows = self._database.rows(_known_builds(padded(len(chunk))), {"sku": sku, **listed("build", chunk)})
-            known.update(str(build) for (build,) in rows)
-        return known
 
     def release_sessions(self, sku: str, build: str, from_ms: int, to_ms: int,
                          bucket_ms: int) -> dict[int, dict[Outcome, int]]:

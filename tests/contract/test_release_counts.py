@@ -36,7 +36,6 @@ from ports.releases import (
     sketch,
 )
 from ports.timeutil import HOUR_MS, floor_to, now_ms, to_rfc3339
-from sessions import counting
 from sessions.counting import count_sessions
 from sessions.model import SessionCount, SessionEnvelope
 from tests.contract.conftest import index_with
@@ -213,37 +212,6 @@ def test_of_builds_first_seen_in_one_minute_the_previous_is_the_one_before_in_bu
     # found in review: a cursor at the last minute there is read on from the minute after it, past int64
     last = encode_cursor(of_scope(Kind.BUILDS, sku), f"{INT64_MAX}:zzz")
     assert [b["build"] for b in list_builds(counters, sku, limit=3, cursor=last)["builds"]] == listed[:3]
-
-
-def test_a_sku_holds_a_bounded_number_of_builds(stores: tuple[CrashIndex, SessionCounters], log: EventLog,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """Found from outside: a game's ingest key made 100,000 builds of a sku in a minute, and its
-    release health then took 1.2 to 1.7 s a read (each read sorts a minute's builds) for the 90 days
-    they were kept. A sku holds MAX_BUILDS; a session of a build past them counts with no build."""
-    monkeypatch.setattr(counting, "MAX_BUILDS", 4)
-    index, counters = stores
-    sku = f"g-{uuid.uuid4().hex[:12]}"
-    t0 = floor_to(now_ms(), DAY_MS) - DAY_MS
-    offsets = itertools.count()
-    count_sessions(_records(f"sessions.{sku}", sku, t0, [("1.0", 0, "ok", "p1", 1), ("1.1", 0, "ok", None, 1)],
-                            offsets), counters, log)
-    # two known builds and five new ones in one batch: the first two new ones in build order fit
-    batch = [("1.0", 1, "crashed", "p2", 1), ("1.1", 1, "ok", None, 2)] + [
-        (build, 1, "crashed", "p3", 1) for build in ("9.0", "2.0", "10.0", "3.0", "2.0")]
-    count_sessions(_records(f"sessions.{sku}", sku, t0, batch, offsets), counters, log)
-    count_sessions(_records(f"sessions.{sku}", sku, t0, [("4.0", 2, "ok", None, 1), ("3.0", 2, "ok", None, 1)],
-                            offsets), counters, log)
-    assert sorted(b["build"] for b in list_builds(counters, sku, limit=10)["builds"]) == ["1.0", "1.1", "2.0", "3.0"]
-    window = {"from_ms": t0, "to_ms": t0 + DAY_MS}
-    health = {b: release_health(index, counters, sku, b, **window) for b in ("1.0", "1.1", "2.0", "3.0")}
-    assert [health[b]["sessions"] for b in health] == [2, 3, 2, 2]
-    assert health["2.0"]["players"] == 1 and health["2.0"]["crashedPlayers"] == 1
-    # the sessions of the builds left out count for the sku all the same: adoption's whole
-    assert sum(counters.session_counts(sku, t0, t0 + DAY_MS, DAY_MS).values()) == 12
-    assert health["1.0"]["adoption"] == pytest.approx(2 / 12)
-    # asked many at once (more than one statement's)
-    assert counters.known_builds(sku, [f"x{i}" for i in range(1_200)] + ["3.0", "4.0"]) == {"3.0"}
-    assert counters.build_count(sku) == 4
 
 
 def _records(topic: str, sku: str, t0: int, sessions: list, offsets: Iterator[int]) -> list[LogRecord]:

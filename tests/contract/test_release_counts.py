@@ -9,6 +9,7 @@ import itertools
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from adapters.embedded.index import SqliteSessionCounters
 from adapters.embedded.log import SqliteEventLog
 from adapters.mysql.index import MysqlSessionCounters
+from crashes import releases
 from crashes.releases import list_builds, release_health
 from ports import Checkpoint, CrashIndex, EventLog, IndexEntry, LogRecord, SessionCounters
 from ports.cursors import Kind, encode_cursor, of_scope
@@ -212,6 +214,60 @@ def test_of_builds_first_seen_in_one_minute_the_previous_is_the_one_before_in_bu
     # found in review: a cursor at the last minute there is read on from the minute after it, past int64
     last = encode_cursor(of_scope(Kind.BUILDS, sku), f"{INT64_MAX}:zzz")
     assert [b["build"] for b in list_builds(counters, sku, limit=3, cursor=last)["builds"]] == listed[:3]
+
+
+class _Reading:
+    """Release counts that count the builds they read."""
+
+    def __init__(self, counts: SessionCounters) -> None:
+        self.counts, self.read = counts, 0
+
+    def builds(self, sku: str, before: tuple[int, str] | None, limit: int) -> list[BuildSeen]:
+        found = self.counts.builds(sku, before, limit)
+        self.read += len(found)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.counts, name)
+
+
+def test_a_minute_of_very_many_builds_is_listed_as_read(stores: tuple[CrashIndex, SessionCounters], log: EventLog,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: a game's ingest key made 100,000 builds of a sku in a minute, and each
+    read of its release health then sorted them all (1.2 to 1.7 s). A minute's builds are listed in
+    build order up to SORTED_BUILDS, and past them in text order, as read: every listing, page and
+    previous build reads a bounded number, and they still agree on one order."""
+    monkeypatch.setattr(releases, "SORTED_BUILDS", 4, raising=False)
+    monkeypatch.setattr(releases, "_PAGE", 3)
+    index, counters = stores
+    sku = f"g-{uuid.uuid4().hex[:12]}"
+    t0 = floor_to(now_ms(), DAY_MS) - DAY_MS
+    crowded = ["a1", "b10", "b9", "c", "1.2", "0.10"]
+    builds = [("1.0", 1), *((b, 3) for b in crowded), ("1.10", 5), ("1.9", 5), ("2.0", 5), ("3.0", 7)]
+    count_sessions(_records(f"sessions.{sku}", sku, t0, [(b, minute, "ok", None, 1) for b, minute in builds],
+                            itertools.count()), counters, log)
+    # minute 7; minute 5 in build order; minute 3 in text order, the greatest first; minute 1
+    order = ["3.0", "2.0", "1.10", "1.9", "c", "b9", "b10", "a1", "1.2", "0.10", "1.0"]
+    reading = _Reading(counters)
+    for limit in (1, 2, 3, 11):
+        listed, cursor = [], None
+        while True:
+            page = list_builds(reading, sku, limit=limit, cursor=cursor)  # type: ignore[arg-type]
+            listed += [b["build"] for b in page["builds"]]
+            if (cursor := page["nextCursor"]) is None:
+                break
+        assert listed == order, limit
+    for build, _ in builds:
+        previous = (release_health(index, reading, sku, build, from_ms=t0,  # type: ignore[arg-type]
+                                   to_ms=t0 + DAY_MS)["previous"] or {}).get("build")
+        assert previous == dict(itertools.pairwise([*order, None]))[build], build
+    assert releases.previous_builds(reading, sku, {b: t0 + minute * M for b, minute in builds}) == {  # type: ignore[arg-type]
+        build: None if before is None else BuildSeen(before, *[t0 + m * M for b, m in builds if b == before] * 2)
+        for build, before in itertools.pairwise([*order, None])}
+    # a read of the crowded minute's last build: its minute's first 5 and its successors, a page each
+    reading.read = 0
+    assert releases.previous_build(reading, sku, "1.2", t0 + 3 * M) == BuildSeen("0.10", t0 + 3 * M, t0 + 3 * M)
+    assert reading.read <= 5 + 2 * 3
 
 
 def _records(topic: str, sku: str, t0: int, sessions: list, offsets: Iterator[int]) -> list[LogRecord]:

@@ -158,9 +158,9 @@ def test_a_private_address_is_refused_at_delivery_unless_allowed(issues: SqliteI
                                  # found from outside: a label that begins or ends with a hyphen
                                  "http://-bad-.com/", "https://hooks-.example.com/", "http://a.-b.com/",
                                  # found from outside: reserved IPv6 Python 3.11 calls global (site-local,
-                                 # documentation, SRv6)
+                                 # documentation, SRv6, the dummy prefix)
                                  "http://[fec0::1]/", "http://[fefe::a9fe:a9fe]/", "http://[3fff::1]/",
-                                 "http://[5f00::1]/"])
+                                 "http://[5f00::1]/", "http://[100:0:0:1::1]/"])
 def test_what_a_webhook_may_not_point_at(url: str) -> None:
     with pytest.raises(RefusedAddress):
         check_url(url, WebhookPolicy(), resolve=False)
@@ -545,3 +545,21 @@ def test_receivers_that_hang_delay_no_webhook_whose_last_attempt_went_through(is
         run.join()
         assert got == 3  # ops's third, while the 16 still held their retries
     held.server.shutdown()
+
+
+def test_an_address_with_a_resolver_s_final_dot_is_not_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From review: `127.0.0.1.` is an address to the URL check, which then asked the resolver for
+    it as a name, at once (with no thread, as an address needs none) and past the timeout."""
+    asked: list[str] = []
+    resolve = socket.getaddrinfo
+
+    def recording(host: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(host)
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", recording)
+    receiver = Receiver([204])
+    url = receiver.url.replace("127.0.0.1", "127.0.0.1.")
+    assert post(Webhook("dot", url, SECRET, ("regressed",), 0), ALERT, LOCAL, 1000).code == 204
+    assert asked == ["127.0.0.1"]
+    receiver.server.shutdown()

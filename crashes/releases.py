@@ -105,8 +105,12 @@ class ReleaseHealth(ReleaseFigures):
     series: list[ReleasePoint]
 
 
-# builds read a page at a time: a minute's are sorted whole, so a page of them is one query
+# builds read a page at a time
 _PAGE = 1000
+# a minute's builds are listed in build order up to this many, and past them in text order, as read:
+# a game's shipped key can make any number of builds in a minute (100,000 took 1.2 to 1.7 s a read
+# to sort), and no studio's deploys make a thousand
+SORTED_BUILDS = 1000
 
 
 def _place(build: str) -> tuple[object, str]:
@@ -115,40 +119,56 @@ def _place(build: str) -> tuple[object, str]:
     return build_order(build), build
 
 
-def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None) -> Iterator[BuildSeen]:
-    """The sku's builds first seen in `minute` or before (None: from the newest), newest first, and
-    of a minute's the last in build order first. A studio that points its DSN at Blackbox sees its
-    live builds first all in one minute: as text, 1.10 came before 1.9."""
-    # from the minute after it: none after the last there is (a cursor may name it), so from the newest
-    cursor = None if minute is None or minute >= INT64_MAX else (minute + 1, "")
-    def last_first(group: list[BuildSeen]) -> list[BuildSeen]:
-        return sorted(group, key=lambda seen: _place(seen.build), reverse=True)
-
-    group: list[BuildSeen] = []
+def _read(counters: ReleaseCounts, sku: str, before: tuple[int, str] | None) -> Iterator[BuildSeen]:
+    """The sku's builds before `before` (None: from the newest), newest first by (first_seen, build
+    as text), a page at a time."""
     while True:
-        page = counters.builds(sku, cursor, _PAGE)
-        for seen in page:
-            if group and seen.first_seen != group[0].first_seen:
-                yield from last_first(group)
-                group = []
-            group.append(seen)
+        page = counters.builds(sku, before, _PAGE)
+        yield from page
         if len(page) < _PAGE:
-            yield from last_first(group)
             return
-        cursor = (page[-1].first_seen, page[-1].build)
+        before = (page[-1].first_seen, page[-1].build)
 
 
-def _after(builds: Iterator[BuildSeen], minute: int, build: str) -> Iterator[BuildSeen]:
-    """Those of `builds` (of _newest_first from `minute`) listed after `build`, first seen in `minute`."""
-    mine = _place(build)
-    return (seen for seen in builds if seen.first_seen < minute or _place(seen.build) < mine)
+def _crowded(counters: ReleaseCounts, sku: str, minute: int) -> bool:
+    """Whether more than SORTED_BUILDS builds were first seen in `minute`."""
+    held = itertools.takewhile(lambda seen: seen.first_seen == minute, _read(counters, sku, (minute + 1, "")))
+    return sum(1 for _ in itertools.islice(held, SORTED_BUILDS + 1)) > SORTED_BUILDS
+
+
+def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None,
+                  after: str | None = None) -> Iterator[BuildSeen]:
+    """The sku's builds first seen in `minute` or before (None: from the newest), newest first, and
+    those of `minute` listed after the build `after` only, where given. Of a minute's builds, the
+    last in build order first (a studio that points its DSN at Blackbox sees its live builds first
+    all in one minute: as text, 1.10 came before 1.9); of more than SORTED_BUILDS, the last as text
+    first, as read."""
+    if minute is not None and minute >= INT64_MAX:
+        # none after the last minute there is (a cursor may name it): from the newest
+        minute = after = None
+    before = None if minute is None else (minute + 1, "")
+    crowded = False
+    if minute is not None and after is not None and _crowded(counters, sku, minute):
+        crowded, before = True, (minute, after)  # as read, those after it are those before it as text
+    for at, group in itertools.groupby(_read(counters, sku, before), key=lambda seen: seen.first_seen):
+        rest = iter(group)
+        head = list(itertools.islice(rest, SORTED_BUILDS + 1))
+        if len(head) > SORTED_BUILDS or (crowded and at == minute):
+            yield from head
+            yield from rest
+            continue
+        ordered = sorted(head, key=lambda seen: _place(seen.build), reverse=True)
+        if after is not None and at == minute:
+            mine = _place(after)
+            ordered = [seen for seen in ordered if _place(seen.build) < mine]
+        yield from ordered
 
 
 def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: int) -> BuildSeen | None:
     """The build before `build` (first seen at `first_seen`): the one listed after it, newest first;
     of builds first seen in its minute, the one before it in build order, else the last in build
     order of those first seen in the latest minute before."""
-    return next(_after(_newest_first(counters, sku, first_seen), first_seen, build), None)
+    return next(_newest_first(counters, sku, first_seen, build), None)
 
 
 def previous_builds(counters: ReleaseCounts, sku: str, first_seen: Mapping[str, int]) -> dict[str, BuildSeen | None]:
@@ -170,8 +190,8 @@ def previous_builds(counters: ReleaseCounts, sku: str, first_seen: Mapping[str, 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:
     kind = of_scope(_CURSOR_KIND, sku)
     after = decode_ordered(cursor, kind)
-    builds = _newest_first(counters, sku, None if after is None else after[0])
-    listed = list(itertools.islice(builds if after is None else _after(builds, *after), limit + 1))
+    builds = _newest_first(counters, sku, None) if after is None else _newest_first(counters, sku, *after)
+    listed = list(itertools.islice(builds, limit + 1))
     page, more = page_of(listed, limit, kind, lambda last: ordered_position(last.first_seen, last.build))
     return {"builds": [_build(b) for b in page], "nextCursor": more}
 

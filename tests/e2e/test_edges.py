@@ -142,7 +142,8 @@ def test_a_page_of_another_site_cannot_show_an_attachment(serve: Serve, browser:
     """Found from outside: with no keys, a page of another site showed a report's screenshot in an
     `<img>` (a no-cors GET says no Origin) and read its size: which reports have one, how large.
     The other site resolves to this machine, as a rebinding one does, so that the browser's own
-    guard of private addresses lets the request through and the serve is what is tested."""
+    guard of private addresses lets the request through and the serve is what is tested. A link
+    on it to the dashboard is followed."""
     sku = "edges:embedded"
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         answer = client.post("/v1/crashes", json={
@@ -152,7 +153,7 @@ def test_a_page_of_another_site_cannot_show_an_attachment(serve: Serve, browser:
         source = f"{serve.url}/v1/crashes/{report_id}/attachments/shot.png"
         refused = client.get(source, headers={"sec-fetch-site": "cross-site", "sec-fetch-dest": "image"})
         assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
-    page_html = f'<img id="i" src="{source}">'.encode()
+    page_html = f'<img id="i" src="{source}"><a id="a" href="{serve.url}/">the dashboard</a>'.encode()
 
     class Page(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -178,6 +179,10 @@ def test_a_page_of_another_site_cannot_show_an_attachment(serve: Serve, browser:
         assert page.wait_for_function(shown).json_value() == [0]
         # the browser does not show the serve's 403, which is JSON, and fails the request
         assert failed == [source]
+        # from review: a link followed from that page is served (the dashboard cannot be framed)
+        with page.expect_navigation() as followed:
+            page.click("#a")
+        assert followed.value is not None and followed.value.status == 200
         # the same page on the serve's own origin shows it
         page.route(f"{serve.url}/page", lambda route: route.fulfill(status=200, content_type="text/html",
                                                                      body=page_html))

@@ -97,11 +97,21 @@ def test_open_mode_reads_the_host_and_origin_without_the_whitespace_around_them(
 
 def test_open_mode_refuses_what_a_page_of_another_site_sends_without_an_origin():
     """A browser's no-cors GET (an `<img>`, a `<script>`) says no Origin, but says it is
-    cross-site: refused as a request with a foreign Origin is. A page of this machine on another
-    of its names (127.0.0.1 for localhost) says its Origin and is served, as are requests a browser
-    sends from the same site, and those of clients that say neither."""
-    def scope(*headers: tuple[bytes, bytes]) -> dict[str, Any]:
-        return {"headers": [(b"host", b"localhost:8080"), *headers]}
+    cross-site: refused as a request with a foreign Origin is (also that of a page of this machine
+    on another of its names, 127.0.0.1 for localhost, which the browser tells apart from another
+    site's only by an Origin). A request that says a loopback Origin is served, as are those a
+    browser sends from the same site, a link followed to a page (from review: a link to the
+    dashboard in a chat or a doc), and those of clients that say neither."""
+    def scope(*headers: tuple[bytes, bytes], method: str = "GET") -> dict[str, Any]:
+        return {"method": method, "headers": [(b"host", b"localhost:8080"), *headers]}
+
+    navigation = ((b"sec-fetch-site", b"cross-site"), (b"sec-fetch-mode", b"navigate"),
+                  (b"sec-fetch-dest", b"document"))
+    _check_loopback(scope(*navigation))
+    with pytest.raises(Forbidden):
+        _check_loopback(scope(*navigation, method="POST"))
+    with pytest.raises(Forbidden):
+        _check_loopback(scope(*navigation[:2], (b"sec-fetch-dest", b"iframe")))
 
     with pytest.raises(Forbidden):
         _check_loopback(scope((b"sec-fetch-site", b"cross-site")))

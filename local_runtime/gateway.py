@@ -472,8 +472,15 @@ def _check_loopback(scope: Scope) -> None:
     origins = _values(scope, b"origin")
     # and a GET it makes for an <img> or a <script> says no Origin, only that it is cross-site
     cross_site = not origins and any(site.lower() == "cross-site" for site in _values(scope, b"sec-fetch-site"))
-    if cross_site or any(_LOOPBACK_ORIGIN.fullmatch(origin) is None for origin in origins):
+    if (cross_site and not _navigation(scope)) or any(_LOOPBACK_ORIGIN.fullmatch(origin) is None for origin in origins):
         raise Forbidden("with no API keys configured, only pages of localhost, 127.0.0.1 or [::1] may send requests")
+
+
+def _navigation(scope: Scope) -> bool:
+    """A link followed to a page: the browser shows the answer to its user alone (the dashboard
+    cannot be framed), whichever site the link was on."""
+    return (scope.get("method") in ("GET", "HEAD") and _values(scope, b"sec-fetch-mode") == ["navigate"]
+            and _values(scope, b"sec-fetch-dest") == ["document"])
 
 
 def _answer(error: BlackboxError) -> bytes:

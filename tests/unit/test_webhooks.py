@@ -561,5 +561,5 @@ def test_an_address_with_a_resolver_s_final_dot_is_not_looked_up(monkeypatch: py
     receiver = Receiver([204])
     url = receiver.url.replace("127.0.0.1", "127.0.0.1.")
     assert post(Webhook("dot", url, SECRET, ("regressed",), 0), ALERT, LOCAL, 1000).code == 204
-    assert asked == ["127.0.0.1"]
+    assert asked and "127.0.0.1." not in asked
     receiver.server.shutdown()

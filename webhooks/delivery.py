@@ -74,8 +74,10 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 _CARRYING_IPV4 = tuple(ipaddress.IPv6Network(net) for net in ("64:ff9b::/96", "64:ff9b:1::/48", "::/96",
                                                                 "::ffff:0:0:0/96"))  # the last: SIIT's
 # reserved, which Python 3.11's is_global does not know: site-local (deprecated, RFC 3879, still
-# routed in some networks), documentation (RFC 9637), SRv6 segment ids (RFC 9602)
-_RESERVED_IPV6 = tuple(ipaddress.IPv6Network(net) for net in ("fec0::/10", "3fff::/20", "5f00::/16"))
+# routed in some networks), documentation (RFC 9637), SRv6 segment ids (RFC 9602), the dummy prefix
+# (RFC 9780)
+_RESERVED_IPV6 = tuple(ipaddress.IPv6Network(net) for net in ("fec0::/10", "3fff::/20", "5f00::/16",
+                                                              "100:0:0:1::/64"))
 _NOT_PUBLIC = "a public address (set BLACKBOX_WEBHOOKS__ALLOW_PRIVATE=true for local receivers)"
 
 
@@ -139,8 +141,9 @@ def check_url(url: str, policy: WebhookPolicy, *, resolve: bool) -> list[str]:
             raise RefusedAddress(_NOT_PUBLIC)
         return []
     try:
-        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80),
-                                   proto=socket.IPPROTO_TCP)
+        # an address as the resolver takes it: with a final dot it would be looked up as a name
+        infos = socket.getaddrinfo(host if address is None else str(address),
+                                   parts.port or (443 if parts.scheme == "https" else 80), proto=socket.IPPROTO_TCP)
     except OSError as exc:
         raise RefusedAddress(f"a host that resolves ({exc})") from None
     addresses = [str(info[4][0]) for info in infos]

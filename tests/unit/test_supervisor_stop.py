@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.settings import Settings
-from local_runtime.server import Job, Supervisor, listen, stopped
+from local_runtime.server import Job, Supervisor, jobs, listen, stopped
 
 
 def _failing(ready: Any) -> None:
@@ -124,3 +124,19 @@ def test_the_port_is_free_while_a_consumers_worker_still_stops(tmp_path: Path) -
     finally:
         stopping.join()
         sock.close()
+
+
+def test_a_worker_told_to_stop_as_it_starts_stops_cleanly(tmp_path: Path) -> None:
+    """Found in CI (tests/e2e/test_stop_signals.py): a Ctrl-C soon after serve said it was up found
+    workers still importing, whom the supervisor's SIGTERM killed, and serve said that batches and
+    requests under way were cut, of workers that had none. A worker now takes SIGTERM only once its
+    handler is set, and stops as it would have later."""
+    sock = listen("127.0.0.1", 0)
+    supervisor = Supervisor(Settings(profile="embedded", data_dir=tmp_path), sock, [])
+    try:
+        for job in jobs("all", 1, "embedded"):
+            supervisor._start(job)
+        supervisor.stop_all(grace_s=60)  # at once: they are still starting their interpreters
+    finally:
+        sock.close()
+    assert supervisor.unfinished == {}

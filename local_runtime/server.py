@@ -93,12 +93,18 @@ class StopRequest:
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, requested: StopRequest) -> None:
+        super().__init__(config)
+        self._requested = requested
+
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
         """uvicorn re-raises the signal once it has stopped, which would kill the worker before
         its spill replay finishes; here SIGTERM only stops the server, and goes on doing only that
-        while the worker finishes (the process group's SIGTERM and the supervisor's both come)."""
+        while the worker finishes (the process group's SIGTERM and the supervisor's both come). One
+        that came as the worker started stops it before it serves."""
         signal.signal(signal.SIGTERM, self.handle_exit)
+        self.should_exit = self._requested.requested
         yield
 
 
@@ -256,8 +262,10 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
     # Ctrl-C reaches the whole process group: the supervisor answers it by sending SIGTERM
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stop, requested = threading.Event(), StopRequest()
+    signal.signal(signal.SIGTERM, requested)
+    # born with SIGTERM blocked (Supervisor._start): one sent while it started comes now, to the handler
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     if job.kind == "consumers":
-        signal.signal(signal.SIGTERM, requested)
         # before any thread starts: Linux keeps a niceness a thread, and new threads take their maker's
         os.nice(CONSUMER_NICENESS)
     threading.Thread(target=_die_with, args=(supervisor,), name="supervisor-watch", daemon=True).start()
@@ -274,7 +282,7 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
             # returns after SIGTERM, once in-flight requests are answered
             return_freed_buffers()  # process-wide: once, in the API worker
             gateway = Gateway(settings.api_keys, max_in_flight=settings.max_in_flight)
-            _Server(http_config(gateway, host, port)).run(sockets=[sock])
+            _Server(http_config(gateway, host, port), requested).run(sockets=[sock])
         else:
             threads += ([purger(adapters, stop), webhook_sender(adapters, stop), season_teller(adapters, stop),
                          alert_teller(adapters, stop)] if job.slot == 0 else [])
@@ -321,7 +329,13 @@ class Supervisor:
         sock = self._sock if job.kind == "api" else None
         process = self._spawn_context.Process(target=_work, args=(job, self._settings, sock, os.getpid()),
                                               name=f"blackbox {job}")
-        process.start()
+        # born with SIGTERM blocked (a mask outlives fork and exec), which _work takes once its handler
+        # is set: one that came while its interpreter started would kill it, as if cut mid-batch
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         self.running[job] = (process, time.monotonic())
         return process
 

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from multiprocessing.context import SpawnProcess
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -75,6 +76,10 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+# the signals that stop serve
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
+
+
 class StopRequest:
     """A signal handler's flag. Not a threading.Event: Event.set takes a lock, and a second signal
     arriving while the handler holds it (under `make serve` SIGTERM comes from the process group,
@@ -104,7 +109,8 @@ class _Server(uvicorn.Server):
         while the worker finishes (the process group's SIGTERM and the supervisor's both come). One
         that came as the worker started stops it before it serves."""
         signal.signal(signal.SIGTERM, self.handle_exit)
-        self.should_exit = self._requested.requested
+        if self._requested.requested:  # never False: one may have come to handle_exit just now
+            self.should_exit = True
         yield
 
 
@@ -263,8 +269,9 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stop, requested = threading.Event(), StopRequest()
     signal.signal(signal.SIGTERM, requested)
-    # born with SIGTERM blocked (Supervisor._start): one sent while it started comes now, to the handler
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    # born with both blocked (Supervisor._start): a SIGTERM sent while it started comes now, to the
+    # handler, and a SIGINT is dropped
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
     if job.kind == "consumers":
         # before any thread starts: Linux keeps a niceness a thread, and new threads take their maker's
         os.nice(CONSUMER_NICENESS)
@@ -329,9 +336,12 @@ class Supervisor:
         sock = self._sock if job.kind == "api" else None
         process = self._spawn_context.Process(target=_work, args=(job, self._settings, sock, os.getpid()),
                                               name=f"blackbox {job}")
-        # born with SIGTERM blocked (a mask outlives fork and exec), which _work takes once its handler
-        # is set: one that came while its interpreter started would kill it, as if cut mid-batch
-        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        # born with SIGINT and SIGTERM blocked (a mask outlives fork and exec), which _work takes once
+        # its handlers are set: one that came while its interpreter started (a Ctrl-C reaches the
+        # whole process group) would kill it, as if cut mid-batch. The resource tracker first: the
+        # first start makes it, and unblocks both in this thread as it does
+        resource_tracker.ensure_running()
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
         try:
             process.start()
         finally:

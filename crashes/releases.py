@@ -154,8 +154,10 @@ def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None,
         rest = iter(group)
         head = list(itertools.islice(rest, SORTED_BUILDS + 1))
         if len(head) > SORTED_BUILDS or (crowded and at == minute):
-            yield from head
-            yield from rest
+            as_read: Iterator[BuildSeen] = itertools.chain(head, rest)
+            if after is not None and at == minute:  # also where it filled past SORTED_BUILDS since _crowded
+                as_read = (seen for seen in as_read if seen.build < after)
+            yield from as_read
             continue
         ordered = sorted(head, key=lambda seen: _place(seen.build), reverse=True)
         if after is not None and at == minute:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import resource
+import struct
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -162,6 +163,54 @@ def test_a_walk_printing_past_its_cap_is_a_failure(walker):
     failed = chatty.walk((FIXTURES / "level-magic.dmp").read_bytes(), FIXTURES)
 
     assert failed == WalkFailed("blackbox-stackwalk printed more than 1000 bytes")
+
+
+def _threads_on_one_stack(threads: int) -> bytes:
+    """level-magic.dmp with `threads` threads that share one 64 KiB stack holding nothing but a
+    return address into libc (which has no symbols, so a scan takes every word), and one context."""
+    dump = bytearray((FIXTURES / "level-magic.dmp").read_bytes())
+    _, _, count, directory = struct.unpack_from("<4sIII", dump, 0)
+    streams = {kind: (i, rva) for i in range(count)
+               for kind, _, rva in [struct.unpack_from("<III", dump, directory + 12 * i)]}
+    thread_index, thread_rva = streams[3]  # ThreadListStream
+    thread = bytearray(dump[thread_rva + 4 : thread_rva + 4 + 48])
+    context_size, context_rva = struct.unpack_from("<II", thread, 40)
+    context = bytearray(dump[context_rva : context_rva + context_size])
+    _, modules_rva = streams[4]  # ModuleListStream: the second module is libc
+    in_libc = struct.unpack_from("<Q", dump, modules_rva + 4 + 108)[0] + 0x27249
+    stack_at = 0x7FFD00000000
+    struct.pack_into("<Q", context, 0x98, stack_at)  # rsp
+    struct.pack_into("<Q", context, 0xA0, 0)  # rbp
+    struct.pack_into("<Q", context, 0xF8, in_libc)  # rip
+    new_context = len(dump)
+    dump += context
+    stack = len(dump)
+    dump += struct.pack("<Q", in_libc) * (65536 // 8)
+    listed = bytearray(struct.pack("<I", threads))
+    for n in range(threads):
+        struct.pack_into("<I", thread, 0, 100_000 + n)
+        struct.pack_into("<QII", thread, 24, stack_at, 65536, stack)
+        struct.pack_into("<II", thread, 40, context_size, new_context)
+        listed += thread
+    struct.pack_into("<III", dump, directory + 12 * thread_index, 3, len(listed), len(dump))
+    dump += listed
+    _, exception_rva = streams[6]  # ExceptionStream: its thread's context
+    struct.pack_into("<II", dump, exception_rva + 8 + 152, context_size, new_context)
+    return bytes(dump)
+
+
+def test_a_walk_past_its_memory_is_the_dumps_failure(walker):
+    """Found from outside: a 92 KB dump of 40 threads on one stack of return addresses walked in
+    2.3 GB or so (20: 1.1 GB; 110: 6.4 GB in 96 KB, and the output cap came only after it), past
+    the walker Lambda's 1,769 MB and an OOM killer's patience on a serve."""
+    hostile = _threads_on_one_stack(40)
+    assert len(hostile) < 100_000
+
+    assert walker.walk(hostile, FIXTURES) == WalkFailed(
+        "blackbox-stackwalk used more than 1024 MiB of memory on this minidump")
+    # a game's dump and its symbols take tens of MB
+    assert isinstance(Stackwalker(walker.binary, memory_bytes=64 << 20).walk(
+        (FIXTURES / "level-magic.dmp").read_bytes(), FIXTURES), Walked)
 
 
 def test_a_symbol_files_identity_is_its_module_line():

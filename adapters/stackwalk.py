@@ -40,15 +40,20 @@ class WalkerBroken(RuntimeError):
 
 # a walk's deadline of wall time: past it the machine, not the dump, is at fault (ports.minidumps.WalkLate)
 WALL_S = 60.0
+# the memory a walk may take (RLIMIT_DATA: its heap and private mappings): a 96 KB dump whose 110
+# threads share one stack of return addresses took 6.4 GB, where a game's dump and its symbols take
+# tens of MB; the walker's Lambda has 1,769 MB for it and the Python beside it
+MEMORY_BYTES = 1 << 30
 
 
 class Stackwalker:
     """Runs the walker on one minidump at a time."""
 
     def __init__(self, binary: Path, *, cpu_s: int = 20, timeout_s: float = WALL_S,
-                 max_output_bytes: int = 32 << 20) -> None:
+                 max_output_bytes: int = 32 << 20, memory_bytes: int = MEMORY_BYTES) -> None:
         self.binary = binary
         self.cpu_s = cpu_s
+        self.memory_bytes = memory_bytes
         self.timeout_s = timeout_s
         self.max_output_bytes = max_output_bytes
 
@@ -80,6 +85,8 @@ class Stackwalker:
             return WalkFailed(_last_line(err) or f"{WALKER}: the minidump could not be read")
         if code == -signal.SIGXCPU:  # its soft limit of CPU time (RLIMIT_CPU), the dump's doing
             return WalkFailed(f"{WALKER} used more than {self.cpu_s} s of CPU on this minidump")
+        if code == -signal.SIGABRT and b"memory allocation" in err:  # Rust's abort past RLIMIT_DATA
+            return WalkFailed(f"{WALKER} used more than {self.memory_bytes >> 20} MiB of memory on this minidump")
         if code < 0:  # a signal: a panic (abort) or the kernel's, on this dump
             return WalkFailed(f"{WALKER} died on this minidump (signal {-code})")
         if code != 0:
@@ -140,11 +147,13 @@ class Stackwalker:
             return code, bytes(output[out]), bytes(output[err])
 
     def _limit(self, pid: int) -> None:
-        """The walker's budget of CPU time, and no core file when it is spent (SIGXCPU's default
-        action dumps one). Set from here, not in the child (preexec_fn is unsafe beside threads):
-        the limit counts the CPU the process has used since it started, so none escapes it."""
+        """The walker's budget of CPU time and memory, and no core file when one is spent (SIGXCPU's
+        and SIGABRT's default action dumps one). Set from here, not in the child (preexec_fn is
+        unsafe beside threads): the CPU limit counts what the process has used since it started,
+        and the memory one what it holds, so none escapes them."""
         with contextlib.suppress(ProcessLookupError):  # done already
             resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+            resource.prlimit(pid, resource.RLIMIT_DATA, (self.memory_bytes, self.memory_bytes))
             _, hard = resource.prlimit(pid, resource.RLIMIT_CPU)
             top = self.cpu_s + 1 if hard == resource.RLIM_INFINITY else min(self.cpu_s + 1, hard)
             resource.prlimit(pid, resource.RLIMIT_CPU, (min(self.cpu_s, top), top))

@@ -130,12 +130,6 @@ def _read(counters: ReleaseCounts, sku: str, before: tuple[int, str] | None) -> 
         before = (page[-1].first_seen, page[-1].build)
 
 
-def _crowded(counters: ReleaseCounts, sku: str, minute: int) -> bool:
-    """Whether more than SORTED_BUILDS builds were first seen in `minute`."""
-    held = itertools.takewhile(lambda seen: seen.first_seen == minute, _read(counters, sku, (minute + 1, "")))
-    return sum(1 for _ in itertools.islice(held, SORTED_BUILDS + 1)) > SORTED_BUILDS
-
-
 def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None,
                   after: str | None = None) -> Iterator[BuildSeen]:
     """The sku's builds first seen in `minute` or before (None: from the newest), newest first, and
@@ -146,24 +140,31 @@ def _newest_first(counters: ReleaseCounts, sku: str, minute: int | None,
     if minute is not None and minute >= INT64_MAX:
         # none after the last minute there is (a cursor may name it): from the newest
         minute = after = None
-    before = None if minute is None else (minute + 1, "")
-    crowded = False
-    if minute is not None and after is not None and _crowded(counters, sku, minute):
-        crowded, before = True, (minute, after)  # as read, those after it are those before it as text
-    for at, group in itertools.groupby(_read(counters, sku, before), key=lambda seen: seen.first_seen):
+    for at, group in itertools.groupby(_read(counters, sku, None if minute is None else (minute + 1, "")),
+                                       key=lambda seen: seen.first_seen):
         rest = iter(group)
         head = list(itertools.islice(rest, SORTED_BUILDS + 1))
-        if len(head) > SORTED_BUILDS or (crowded and at == minute):
-            as_read: Iterator[BuildSeen] = itertools.chain(head, rest)
-            if after is not None and at == minute:  # also where it filled past SORTED_BUILDS since _crowded
-                as_read = (seen for seen in as_read if seen.build < after)
-            yield from as_read
-            continue
-        ordered = sorted(head, key=lambda seen: _place(seen.build), reverse=True)
-        if after is not None and at == minute:
+        crowded = len(head) > SORTED_BUILDS
+        if after is None or at != minute:
+            yield from itertools.chain(head, rest) if crowded else _last_first(head)
+        elif not crowded:
             mine = _place(after)
-            ordered = [seen for seen in ordered if _place(seen.build) < mine]
-        yield from ordered
+            yield from (seen for seen in _last_first(head) if _place(seen.build) < mine)
+        else:
+            # as read, those after `after` are those before it as text: read from there, not the
+            # minute from its start, then the minutes before
+            yield from _of_minute(counters, sku, at, after)
+            yield from _newest_first(counters, sku, at - 1)
+            return
+
+
+def _last_first(builds: list[BuildSeen]) -> list[BuildSeen]:
+    return sorted(builds, key=lambda seen: _place(seen.build), reverse=True)
+
+
+def _of_minute(counters: ReleaseCounts, sku: str, minute: int, before: str) -> Iterator[BuildSeen]:
+    """The builds first seen in `minute` before `before` as text, the last first."""
+    return itertools.takewhile(lambda seen: seen.first_seen == minute, _read(counters, sku, (minute, before)))
 
 
 def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: int) -> BuildSeen | None:

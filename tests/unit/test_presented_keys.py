@@ -7,6 +7,7 @@ present, each listed once."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,22 @@ def test_a_sentry_key_given_once_still_passes(client: httpx.Client):
     answer = client.post("/api/7/envelope/?sentry_key=title-a-key", headers={"content-type": "text/plain"},
                          content=b"{}")
     assert answer.status_code == 200 and answer.json() == "ingest-0"
+
+
+@pytest.mark.parametrize("head, expected", [
+    ("", b"HTTP/1.1 401 "),  # a key in the trailer alone is none
+    ("x-api-key: read-key-1\r\n", b"HTTP/1.1 200 "),  # the header's key, given once
+])
+def test_a_trailer_field_is_no_header(client: httpx.Client, head: str, expected: bytes):
+    """Found from outside: the fields after a chunked body were read as the request's headers when
+    the request came in one read, so a key, a media type or an Idempotency-Key a proxy in front never
+    saw in the head it checked got through (RFC 9110 §6.5.1: a trailer never merges with the header)."""
+    request = (f"GET /v1/skus HTTP/1.1\r\nHost: localhost\r\n{head}Transfer-Encoding: chunked\r\n\r\n"
+               "0\r\nx-api-key: read-key-1\r\n\r\n").encode()
+    with socket.create_connection((client.base_url.host, client.base_url.port), timeout=5) as sock:
+        sock.sendall(request)
+        answer = sock.recv(65536)
+    assert answer.startswith(expected), answer
 
 
 def test_a_title_keys_refusal_names_no_other_sku_of_its_title():

@@ -600,6 +600,11 @@ class GuardedHttp(HttpToolsProtocol):
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._body_bytes is not None:
+            # a trailer field, after a chunked body: uvicorn would add it to the headers a proxy in
+            # front checked (a key, a media type), where RFC 9110 §6.5.1 never merges it. Dropped;
+            # its bytes count against the body's framing
+            return
         self._parsed(len(name) + len(value) + len(b": \r\n"))
         if name.lower() == b"transfer-encoding":
             # empty list elements are no codings (RFC 9110 §5.6.1)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crashes.model import CrashSubmission
-from ports.limits import MAX_BODY_BYTES
+from ports.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH, check_json
 from reporters.breakpad import MAX_PARTS, MAX_UPLOAD_BYTES, MAX_VALUE_BYTES, parse_minidump_upload, socorro_answer
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
@@ -348,6 +348,26 @@ def test_sentry_natives_crashpad_upload_brings_its_event_and_breadcrumbs():
     assert event["environment"] == "production" and event["tags"] == {"map": "ember-vale"} and "dist" not in event
     assert event["breadcrumbs"] == crumbs[1:]  # the latest, as many as the longer file holds (as Sentry keeps them)
     CrashSubmission.model_validate_json(crash.json_text())
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH - 3, MAX_JSON_DEPTH - 2])
+def test_breadcrumbs_are_bounded_as_deep_as_the_report_holds_them(depth: int):
+    """Found from outside: a breadcrumb was held to the depth of a Sentry event, at the report's
+    second level, where it lies two deeper (`sentryEvent.breadcrumbs[n]`): a report of 34 levels was
+    kept, which /v1/crashes refuses past 32. One that would be is kept as a file, as any part that
+    makes no event."""
+    crumb: object = "x"
+    for _ in range(depth - 2):
+        crumb = {"a": crumb}
+    part = msgpack.packb({"timestamp": 1700000000, "data": crumb})  # `depth` levels deep
+    body, content_type = crashpad({}, {"upload_file_minidump": (f"{REPORT_UUID}.dmp", DUMP),
+                                       "__sentry-breadcrumb1": ("__sentry-breadcrumb1", part)})
+    crash = parse_minidump_upload(body, content_type, SKU).crash
+    assert crash is not None
+    check_json(json.loads(crash.json_text()), MAX_JSON_DEPTH)
+    kept_as_file = depth > MAX_JSON_DEPTH - 3
+    assert ("__sentry-breadcrumb1" in crash.attachments) == kept_as_file
+    assert ("sentryEvent" in crash.fields) != kept_as_file
 
 
 @pytest.mark.parametrize("data", [b"\xc1", msgpack.packb([1, 2]), msgpack.packb({"a": b"\x00"}), b"\x91" * 100,

@@ -10,8 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from adapters.factory import Adapters
 from crashes.model import CrashSubmission
-from ports.limits import MAX_BODY_BYTES
+from pipeline.topics import CRASHES
+from ports.errors import InvalidField
+from ports.limits import MAX_BODY_BYTES, MAX_JSON_VALUES
+from reporters.capture import capture_envelope
 from reporters.errors import ReporterError
 from reporters.unreal import MAX_CRASH_BYTES, MAX_FILES, parse_unreal_crash
 
@@ -221,6 +225,30 @@ def test_an_upload_over_the_limit():
 def test_a_context_that_is_not_plain_xml(context: bytes):
     error = refusal(upload([("CrashContext.runtime-xml", context), ("UEMinidump.dmp", DUMP)]))
     assert (error.status, error.field) == (400, "CrashContext.runtime-xml")
+
+
+def _many(elements: int) -> bytes:
+    """A context of `elements` elements in all, the root's included, in some 4 bytes each."""
+    return b"<FGenericCrashContext>" + b"<a/>" * (elements - 1) + b"</FGenericCrashContext>"
+
+
+def test_a_context_past_the_json_values_of_a_body_is_refused():
+    """Found from outside: 1,218 bytes of zlib inflated to a context of 258,000 elements, a report of
+    as many JSON values, which /v1/crashes refuses past 131,072 for what parsing them costs: it was
+    kept, after 2.5 s of the API's CPU for one upload."""
+    error = refusal(upload([("CrashContext.runtime-xml", _many(MAX_JSON_VALUES + 1)), ("UEMinidump.dmp", DUMP)]))
+    assert (error.status, error.field) == (400, "CrashContext.runtime-xml")
+    assert f"{MAX_JSON_VALUES:,}" in error.message
+
+
+def test_a_report_past_the_json_values_of_a_body_is_refused_before_it_is_captured(adapters: Adapters):
+    """The context within its bound, the report it makes is past it with its other values: refused,
+    nothing published, as /v1/crashes would refuse that report."""
+    reading = parse_unreal_crash(upload([("CrashContext.runtime-xml", _many(MAX_JSON_VALUES - 10)),
+                                         ("UEMinidump.dmp", DUMP)]), SKU)
+    with pytest.raises(InvalidField):
+        capture_envelope(adapters.log, adapters.spill, reading, SKU)
+    assert not any(adapters.log.end_offsets(CRASHES).values())
 
 
 def test_a_crash_with_nothing_to_read():

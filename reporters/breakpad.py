@@ -97,6 +97,7 @@ from ports.timeutil import FIRST_MS, LAST_MS
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
 from reporters.sentry import (
+    EVENT_DEPTH,
     MINIDUMP,
     Attached,
     CrashReport,
@@ -225,17 +226,21 @@ MAX_ATTACHED_EVENT_BYTES = 100_000
 MAX_ATTACHED_BREADCRUMBS_BYTES = 50_000
 
 
-def _attached(part: str, data: bytes, limit: int, stream: bool, values: JsonValues) -> list[dict[str, Any]] | None:
-    """A MessagePack part's objects (one, or a stream of them) as JSON's, else None: past `limit`,
-    not MessagePack, or one not an object or holding what JSON cannot (a byte string, a key not text)."""
+def _attached(part: str, data: bytes, limit: int, breadcrumbs: bool, values: JsonValues) -> list[dict[str, Any]] | None:
+    """A MessagePack part's objects (the event, or a stream of breadcrumbs) as JSON's, else None: past `limit`,
+    not MessagePack, or one not an object, deeper than the report holds it, or holding what JSON
+    cannot (a byte string, a key not text)."""
     if len(data) > limit:
         return None
     if not data:  # one not written yet (Sentry passes over it too)
         return []
     try:
-        unpacked = list(msgpack.Unpacker(BytesIO(data), raw=False)) if stream else [msgpack.unpackb(data, raw=False)]
-        # each held to what a Sentry event in JSON is (an object; depth, numbers, text), as a sentry field is
-        return [event_object(json.dumps(value, allow_nan=False).encode(), part, values) for value in unpacked]
+        unpacked = (list(msgpack.Unpacker(BytesIO(data), raw=False)) if breadcrumbs
+                    else [msgpack.unpackb(data, raw=False)])
+        # each held to what a Sentry event in JSON is (an object; depth, numbers, text), as a sentry field
+        # is; a breadcrumb lies two levels below the event in the report (its list, then itself)
+        depth = EVENT_DEPTH - 2 if breadcrumbs else EVENT_DEPTH
+        return [event_object(json.dumps(value, allow_nan=False).encode(), part, values, depth) for value in unpacked]
     except TooManyValues:
         raise  # the form's values together: refused whole, as a sentry field past them is
     # RecursionError: msgpack nests deeper than json.dumps recurses

@@ -398,10 +398,10 @@ def _payload_end(data: bytes, start: int, length: Any, what: str, limits: Envelo
     return end
 
 
-def event_object(data: bytes, what: str, values: JsonValues | None = None) -> dict[str, Any]:
-    """JSON text that must be a Sentry event: a JSON object, strict, within `EVENT_DEPTH`, its
-    values counted among the body's `values`."""
-    event = _json(data, what, values or JsonValues(), EVENT_DEPTH)
+def event_object(data: bytes, what: str, values: JsonValues | None = None, depth: int = EVENT_DEPTH) -> dict[str, Any]:
+    """JSON text that must be a Sentry event (or an object the report keeps `depth` from its last
+    level): a JSON object, strict, within `depth`, its values counted among the body's `values`."""
+    event = _json(data, what, values or JsonValues(), depth)
     if not isinstance(event, dict):
         raise ReporterError("invalid", f"{what} is not a JSON object")
     return event

@@ -27,6 +27,7 @@ and nothing after it.
 | a string | `MAX_STRING_BYTES` = 1 KiB | 400 |
 | a length or count past what is left, negative, or bytes after the end | | 400 |
 | the context | XML with no DTD (so no entities), well formed | 400 |
+| the context's elements, a JSON value of the report each | `MAX_JSON_VALUES` = 131,072 | 400 |
 
 A crash with neither a context nor a minidump is refused (400): there is nothing to read.
 
@@ -59,15 +60,16 @@ from __future__ import annotations
 import struct
 import uuid
 from dataclasses import dataclass
+from io import BytesIO
 from typing import Any
 from xml.etree.ElementTree import Element, ParseError
 
 # defusedxml ships no type information
 from defusedxml import DefusedXmlException  # type: ignore[import-untyped]
-from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped]
+from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]
 
 from crashes.model import MAX_ATTACHMENTS, is_minidump
-from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS
+from ports.limits import MAX_BODY_BYTES, MAX_ID_CHARS, MAX_JSON_VALUES
 from reporters.encoding import decode_body
 from reporters.errors import ReporterError
 from reporters.sentry import (
@@ -241,9 +243,15 @@ def _attachment_type(file: UnrealFile, dump: UnrealFile | None) -> str:
 
 def context_values(data: bytes) -> dict[str, Any]:
     """`CrashContext.runtime-xml` (`<FGenericCrashContext>`) as element → text, read by defusedxml
-    with no DTD allowed, so no entity can expand."""
+    with no DTD allowed, so no entity can expand; an element is a JSON value of the report, so at
+    most MAX_JSON_VALUES of them, counted as they are read."""
     try:
-        root: Element = fromstring(data, forbid_dtd=True)
+        reading = iterparse(BytesIO(data), ("start",), forbid_dtd=True)
+        for elements, _ in enumerate(reading, 1):
+            if elements > MAX_JSON_VALUES:
+                raise ReporterError("invalid", f"{CONTEXT_FILE} holds more than {MAX_JSON_VALUES:,} elements, a JSON "
+                                    "value of the report each (the most a body holds)", CONTEXT_FILE)
+        root: Element = reading.root
     except (ParseError, DefusedXmlException, LookupError) as exc:  # LookupError: an encoding Python lacks
         raise ReporterError("invalid", f"{CONTEXT_FILE} is not plain XML: {exc}", CONTEXT_FILE) from None
     values = _element(root, 1)

@@ -479,6 +479,11 @@ class BoardUpdate:
     def stored_as(self) -> str:
         return self.key or self.settings.board
 
+    @property
+    def writes(self) -> bool:
+        """Whether it writes any row (a ban's recheck or a deletion of no record may write none)."""
+        return bool(self.scores or self.deltas or self.removed or self.metadata or self.tie_deltas or self.cleared)
+
 
 @dataclass(frozen=True)
 class Entry:

@@ -130,8 +130,8 @@ def post_minidump(project_id: ProjectId) -> Response[str]:
           summary="A Breakpad upload as Socorro takes it (200 once it is durable)",
           description="for Breakpad clients, which take any upload URL: `/submit?project=<project>&sentry_key="
                       "<ingest key>`, multipart as on the minidump route; "
-                      f"{_SENTRY_AUTH}; an unknown or missing project is 400 naming `project`. Answers "
-                      "`CrashID=bp-<event id>` as Socorro does",
+                      f"{_SENTRY_AUTH}; an unknown or missing project, or one given twice, is 400 naming "
+                      "`project`. Answers `CrashID=bp-<event id>` as Socorro does",
           openapi_extensions=_body(_MINIDUMP_FORM), responses=_text("`CrashID=bp-<uuid>`"))
 def post_submit(project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, description="the project")] = None,
                 ) -> Response[str]:

@@ -191,6 +191,9 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
      {"json": {"state": "ignored", "ignoreUntil": "soon"}}, 400, "invalid_field"),
     ("state of an unknown group", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
      {"json": {"state": "resolved"}}, 404, "not_found"),
+    # found from outside: a count written as JSON writes a whole number was 400, as a board's were
+    ("ignore for 7.0 reports", "PUT", "/v1/crash-groups/00000000000000ff/state?sku=g",
+     {"json": {"state": "ignored", "ignoreForReports": 7.0}}, 404, "not_found"),
     ("merge into itself", "POST", "/v1/crash-groups/00000000000000ff/merge?sku=g",
      {"json": {"into": "00000000000000ff"}}, 400, "invalid_field"),
     ("merge of an unknown group", "POST", "/v1/crash-groups/00000000000000ff/merge?sku=g",

@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 
 from ports.errors import InvalidField, NotFound
 from ports.issues import BuildReports, Change, Issue, IssueState, IssueStore, build_order
-from ports.limits import MAX_ID_CHARS
+from ports.limits import MAX_ID_CHARS, Whole
 from ports.timeutil import Time, parse_time, to_rfc3339
 
 # a signature is a hex digest (crashes.signature): the path carries it as it is
@@ -34,7 +34,7 @@ class StateBody(BaseModel):
     inBuild: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)] | None = None
     ignoreUntil: Annotated[str, Field(description="RFC 3339 with a zone", json_schema_extra={"format": "date-time"})
                            ] | None = None
-    ignoreForReports: Annotated[int, Field(ge=1, le=MAX_IGNORE_REPORTS)] | None = None
+    ignoreForReports: Annotated[Whole, Field(ge=1, le=MAX_IGNORE_REPORTS)] | None = None
 
     @model_validator(mode="after")
     def _fits_the_state(self) -> StateBody:

@@ -169,6 +169,20 @@ def test_a_count_of_reports_holds_across_redeliveries_and_two_consumers_at_once(
     issues.counted([Crash("g", f"m{n:03d}", "1.0", 800) for n in range(300)])
     assert issues.issue("g", "m299").state == "unresolved"  # type: ignore[union-attr]
 
+def test_an_ignore_for_a_count_counts_only_the_reports_received_after_it(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found from outside: the count was the group's reports in the index, so those received before the
+    ignore and indexed after it (a consumer behind in a crash storm, or a group merged in) counted among
+    the more it waits for, and the first report after the ignore ended it."""
+    index, issues = stores
+    batch(index, issues, "e1", [100])
+    issues.change("g", "e1", Change("ignored", 200, "server", ignore_for=2))
+    batch(index, issues, "e1", [150, 160, 170])  # received before the ignore, indexed after it
+    batch(index, issues, "e1", [300, 301])  # two more
+    assert issues.issue("g", "e1").state == "ignored"  # type: ignore[union-attr]
+    batch(index, issues, "e1", [302])  # the first after two more
+    assert issues.issue("g", "e1").state == "unresolved"  # type: ignore[union-attr]
+
+
 def test_puts_of_a_new_webhook_at_once_make_it_once(stores: tuple[CrashIndex, IssueStore]) -> None:
     """Found from outside: each PUT asked whether the webhook existed before its write, so of six at
     once up to five answered 201 (made); on MariaDB they could deadlock (503) too."""

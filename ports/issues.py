@@ -49,12 +49,15 @@ class Issue:
     ignore_until: int | None
     """ignored: until this time (ms)."""
     ignore_count: int | None
-    """ignored: until the group has this many reports in the index."""
+    """ignored: until the group has this many reports in the index, as counted when it was set."""
     episode: int
     """how many times it regressed: an alert is once per (group, episode)."""
     first_seen: int
     changed_at: int
     changed_by: str
+    ignore_for: int | None = None
+    """ignored: until this many reports received after `changed_at` (None with an ignore_count: one
+    set before it was kept, which counts the group's reports in the index)."""
 
 
 @dataclass(frozen=True)
@@ -386,8 +389,9 @@ def new_issue(crash: Crash) -> Issue:
 
 
 def moved(issue: Issue, crash: Crash, reports: int | None) -> Issue | None:
-    """The issue after the consumer saw `crash` (None: unchanged). `reports`: the group's reports in
-    the index, asked for only when an ignore waits for a count. Only reports received after the last
+    """The issue after the consumer saw `crash` (None: unchanged). `reports`: asked for only when an
+    ignore waits for a count, the group's reports received after the change and before `crash` (for
+    an ignore of no `ignore_for`: in the index before `crash`). Only reports received after the last
     change move it, so seeing one again (a redelivery) never moves it twice."""
     if crash.received_at <= issue.changed_at:
         return None
@@ -396,9 +400,10 @@ def moved(issue: Issue, crash: Crash, reports: int | None) -> Issue | None:
                        changed_by=CONSUMER)
     if issue.state == "ignored":
         over = (issue.ignore_until is not None and crash.received_at >= issue.ignore_until) or (
-            issue.ignore_count is not None and reports is not None and reports >= issue.ignore_count)
+            (wanted := issue.ignore_count if issue.ignore_for is None else issue.ignore_for) is not None
+            and reports is not None and reports >= wanted)
         if over:
-            return replace(issue, state="unresolved", build=None, ignore_until=None, ignore_count=None,
+            return replace(issue, state="unresolved", build=None, ignore_until=None, ignore_count=None, ignore_for=None,
                            changed_at=crash.received_at, changed_by=CONSUMER)
     return None
 

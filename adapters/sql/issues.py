@@ -90,6 +90,8 @@ _HISTORY = Statement(sa.select(_h.state, _h.build, _h.ignore_until, _h.ignore_co
 _r = reports.c
 _OF_REPORTS = (_r.sku == _bind("sku"), _r.signature == _bind("signature"))
 _REPORTS = Statement(sa.select(sa.func.count()).select_from(reports).where(*_OF_REPORTS))
+_REPORTS_SINCE = Statement(sa.select(sa.func.count()).select_from(reports).where(
+    *_OF_REPORTS, _r.received_at > _bind("since")))
 
 
 def _newest(t: Transaction, at: int) -> bool:
@@ -267,9 +269,9 @@ HISTORY_BEFORE = _history(sa.or_(_a.created_at < _bind("created_at"), sa.and_(
 
 
 def _issue(row: Sequence[Any]) -> Issue:
-    sku, signature, state, build, until, count, episode, first, at, by = row
+    sku, signature, state, build, until, count, episode, first, at, by, ignore_for = row
     return Issue(str(sku), str(signature), cast(IssueState, str(state)), build, _int(until), _int(count),
-                 int(episode), int(first), int(at), str(by))
+                 int(episode), int(first), int(at), str(by), _int(ignore_for))
 
 
 def _int(value: Any) -> int | None:
@@ -346,7 +348,9 @@ class SqlIssueStore:
                 if found.state != "ignored" or found.ignore_count is None:
                     continue  # changed since the read
                 # the reports before the latest: the batch's others among them
-                if (after := moved(found, latest[sku, signature], int(t.rows(_REPORTS, key)[0][0]) - 1)) is not None:
+                counting = (_REPORTS, key) if found.ignore_for is None else (
+                    _REPORTS_SINCE, {**key, "since": found.changed_at})
+                if (after := moved(found, latest[sku, signature], int(t.rows(*counting)[0][0]) - 1)) is not None:
                     _store(t, after)
 
         if due:
@@ -364,7 +368,7 @@ class SqlIssueStore:
             if change.ignore_for is not None:
                 count = int(t.rows(_REPORTS, key)[0][0]) + change.ignore_for
             after = Issue(sku, signature, change.state, change.build, change.ignore_until, count, issue.episode,
-                          issue.first_seen, change.at, change.by)
+                          issue.first_seen, change.at, change.by, change.ignore_for)
             _store(t, after)
             return after
 

@@ -159,6 +159,43 @@ def test_an_unknown_option_points_at_the_commands_help(capsys: pytest.CaptureFix
     assert "unrecognized arguments: --prot 9000" in line and line.endswith("see blackbox serve --help"), line
 
 
+@pytest.mark.parametrize("argv", [
+    ["serve", "--workers", "99999999999"], ["serve", "--workers", "\u00b2"], ["serve", "--port", "\u00b2"],
+    ["serve", "--data-dir", ""], ["invoke", "capture", "--data-dir", ""],
+    ["load", "--rate", "inf"], ["load", "--rate", "nan"], ["load", "--rate", "0"], ["load", "--rate", "-5"],
+    ["load", "--duration", "0"], ["load", "--duration", "-1"], ["load", "--duration", "1e400"],
+    ["load", "--crash-kb", "0"], ["load", "--batch", "0"], ["load", "--batch", "501"],
+    ["load", "--mix", "crashes=-1,sessions=2"], ["load", "--mix", "crashes=0,sessions=0,scores=0"],
+    ["load", "--mix", "crashs=1"], ["load", "--mix", "sessions=nan"], ["load", "--watch-pid", "-1"],
+    ["bench", "--soak", "0"], ["bench", "--soak", "nan"], ["smoke", "--timeout", "0"], ["smoke", "--timeout", "inf"],
+])
+def test_a_number_out_of_what_an_option_takes_is_one_line_before_anything_runs(
+        argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """Found from outside: `load --rate inf` ran until the kernel killed it at 20 GB, `serve --workers
+    99999999999` made a list of as many workers before starting any, `--data-dir ''` served from the
+    current directory, and a rate, duration, size or mix of nothing sent nothing and said all was well."""
+    monkeypatch.setattr("loadgen.run.run", lambda _config: pytest.fail("load ran"))
+    monkeypatch.setattr("cli.main.serve", lambda *_args: pytest.fail("serve ran"))
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    line = capsys.readouterr().err.strip()
+    assert exited.value.code == 2 and "\n" not in line and f"argument {argv[-2]}" in line, line
+    assert "invalid" not in line, line  # says what it takes, not a parser function's name
+
+
+@pytest.mark.parametrize("argv", [
+    ["--rate", "100000", "--duration", "86400"], ["--profile", "spike", "--rate", "10000", "--duration", "600"],
+    ["--watch-pid", "999999999"], ["--json", "/proc/no-such-dir/results.json"],
+])
+def test_load_refuses_what_it_cannot_do_before_it_sends(argv: list[str], monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]):
+    """Found from outside: a run of billions of requests was planned in memory first; a process to
+    watch that was not there, or a results file that could not be written, failed after the run."""
+    monkeypatch.setattr("loadgen.run.run", lambda _config: pytest.fail("load ran"))
+    assert main(["load", *argv]) == 2
+    assert "--" in one_line(capsys)
+
+
 def test_an_engine_not_started_is_named_with_how_to_start_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

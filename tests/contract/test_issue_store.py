@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,8 +20,8 @@ from adapters.embedded.issues import SqliteIssueStore
 from adapters.mysql.issues import MysqlIssueStore
 from adapters.sql import migrations
 from adapters.sql.reads import SqlDatabase
-from adapters.sql.schema import webhook_alerts
-from adapters.sql.statements import insert
+from adapters.sql.schema import crash_issues, webhook_alerts
+from adapters.sql.statements import Statement, insert
 from ports import CrashIndex, IndexEntry
 from ports.issues import (
     ALERT_KINDS,
@@ -181,6 +182,24 @@ def test_an_ignore_for_a_count_counts_only_the_reports_received_after_it(stores:
     assert issues.issue("g", "e1").state == "ignored"  # type: ignore[union-attr]
     batch(index, issues, "e1", [302])  # the first after two more
     assert issues.issue("g", "e1").state == "unresolved"  # type: ignore[union-attr]
+
+
+def test_an_ignore_an_earlier_release_set_counts_as_it_did_whatever_a_later_one_left(
+        stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found in review: a release before ignore_for rewrites an issue without it, so a count a later
+    release had set was read with the ignore that release set after (in a rolling upgrade, or after
+    a rollback): an ignore for 10 more ended after 3."""
+    index, issues = stores
+    batch(index, issues, "f1", [100])
+    issues.change("g", "f1", Change("ignored", 200, "server", ignore_for=2))
+    # the earlier release's ignore for 10 more: the group's count then and 10, every column it knows
+    known = {"state": "ignored", "build": None, "ignore_until": None, "ignore_count": 1 + 10, "changed_at": 300,
+             "changed_by": "server"}
+    earlier = Statement(sa.update(crash_issues).where(crash_issues.c.signature == "f1").values(
+        **{column: sa.bindparam(column) for column in known}))
+    issues._database.in_transaction(lambda t: t.execute(earlier, known))  # type: ignore[attr-defined]
+    batch(index, issues, "f1", [400, 401, 402])
+    assert issues.issue("g", "f1").state == "ignored"  # type: ignore[union-attr]
 
 
 def test_puts_of_a_new_webhook_at_once_make_it_once(stores: tuple[CrashIndex, IssueStore]) -> None:

@@ -56,11 +56,13 @@ from ports.issues import (
 
 _bind = sa.bindparam
 _ISSUE = tuple(f.name for f in fields(Issue))
+# and the change an ignore_for belongs to (adapters/sql/shared/0020_ignore_for.sql)
+_COLUMNS = (*_ISSUE, "ignore_for_at")
 _i = crash_issues.c
 _OF_GROUP = (_i.sku == _bind("sku"), _i.signature == _bind("signature"))
-_GET = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP))
+_GET = Statement(sa.select(*(_i[c] for c in _COLUMNS)).where(*_OF_GROUP))
 # MySQL locks the row: two consumers moving one group take turns (SQLite's write transaction holds the file)
-_GET_FOR_UPDATE = Statement(sa.select(*(_i[c] for c in _ISSUE)).where(*_OF_GROUP).with_for_update())
+_GET_FOR_UPDATE = Statement(sa.select(*(_i[c] for c in _COLUMNS)).where(*_OF_GROUP).with_for_update())
 
 
 def _add() -> Statement:
@@ -77,7 +79,7 @@ _ADD = _add()
 _EARLIER = Statement(sa.update(crash_issues).where(*_OF_GROUP, _i.first_seen > _bind("first_seen")).values(
     first_seen=_bind("first_seen")))
 _SET = Statement(sa.update(crash_issues).where(*_OF_GROUP).values(
-    **{c: _bind(f"new_{c}") for c in _ISSUE if c not in ("sku", "signature", "first_seen")}))
+    **{c: _bind(f"new_{c}") for c in _COLUMNS if c not in ("sku", "signature", "first_seen")}))
 _HISTORY_COLUMNS = ("sku", "signature", "seq", "state", "build", "ignore_until", "ignore_count", "changed_at",
                     "changed_by")
 _h = crash_issue_history.c
@@ -269,9 +271,10 @@ HISTORY_BEFORE = _history(sa.or_(_a.created_at < _bind("created_at"), sa.and_(
 
 
 def _issue(row: Sequence[Any]) -> Issue:
-    sku, signature, state, build, until, count, episode, first, at, by, ignore_for = row
+    sku, signature, state, build, until, count, episode, first, at, by, ignore_for, ignore_for_at = row
+    # one a release before ignore_for left is another change's: the issue's counts as that release's did
     return Issue(str(sku), str(signature), cast(IssueState, str(state)), build, _int(until), _int(count),
-                 int(episode), int(first), int(at), str(by), _int(ignore_for))
+                 int(episode), int(first), int(at), str(by), _int(ignore_for) if ignore_for_at == at else None)
 
 
 def _int(value: Any) -> int | None:
@@ -586,7 +589,8 @@ def _grouping(t: Transaction, sku: str) -> Grouping:
 
 def _store(t: Transaction, issue: Issue) -> None:
     t.execute(_SET, {"sku": issue.sku, "signature": issue.signature,
-                     **{f"new_{k}": v for k, v in vars(issue).items() if k not in ("sku", "signature", "first_seen")}})
+                     **{f"new_{k}": v for k, v in vars(issue).items() if k not in ("sku", "signature", "first_seen")},
+                     "new_ignore_for_at": None if issue.ignore_for is None else issue.changed_at})
     _remember(t, issue)
 
 

@@ -47,7 +47,7 @@ release_builds = _table("release_builds", "sku", "build", "first_seen", "last_se
 release_players = _table("release_players", "sku", "build", "day", "crashed", "player")
 release_sketches = _table("release_sketches", "sku", "build", "day", "crashed", "registers")
 crash_issues = _table("crash_issues", "sku", "signature", "state", "build", "ignore_until", "ignore_count", "episode",
-                      "first_seen", "changed_at", "changed_by", "ignore_for")
+                      "first_seen", "changed_at", "changed_by", "ignore_for", "ignore_for_at")
 crash_issue_history = _table("crash_issue_history", "sku", "signature", "seq", "state", "build", "ignore_until",
                              "ignore_count", "changed_at", "changed_by")
 crash_grouping_rules = _table("crash_grouping_rules", "sku", "skip_globs", "join_globs", "version", "updated_at",

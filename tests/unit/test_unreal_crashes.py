@@ -221,6 +221,8 @@ def test_an_upload_over_the_limit():
     b"not xml",
     # found by the mangled-container property: expat asks Python for the codec, which raises LookupError
     b'<?xml version="1.0" encoding="ATF-8"?><FGenericCrashContext></FGenericCrashContext>',
+    # found in review: one of several bytes a character, which expat reads none of, was a 500
+    b'<?xml version="1.0" encoding="shift_jis"?><FGenericCrashContext></FGenericCrashContext>',
 ])
 def test_a_context_that_is_not_plain_xml(context: bytes):
     error = refusal(upload([("CrashContext.runtime-xml", context), ("UEMinidump.dmp", DUMP)]))

@@ -252,7 +252,8 @@ def context_values(data: bytes) -> dict[str, Any]:
                 raise ReporterError("invalid", f"{CONTEXT_FILE} holds more than {MAX_JSON_VALUES:,} elements, a JSON "
                                     "value of the report each (the most a body holds)", CONTEXT_FILE)
         root: Element = reading.root
-    except (ParseError, DefusedXmlException, LookupError) as exc:  # LookupError: an encoding Python lacks
+    # LookupError: an encoding Python lacks; ValueError: one of several bytes a character, which expat reads not
+    except (ParseError, DefusedXmlException, LookupError, ValueError) as exc:
         raise ReporterError("invalid", f"{CONTEXT_FILE} is not plain XML: {exc}", CONTEXT_FILE) from None
     values = _element(root, 1)
     return values if isinstance(values, dict) else {}

@@ -28,6 +28,7 @@ from rich.status import Status
 from adapters.factory import LOG_FILE, Adapters, build, install, migrate
 from adapters.settings import SERVICES_ENV_FILE, Settings
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
+from local_runtime.arguments import bounded, data_dir, integer
 from local_runtime.context import LocalContext
 from local_runtime.poller import READERS
 from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
@@ -37,6 +38,7 @@ from pipeline.topics import DEADLETTER, IDLE_TIMEOUT_S, JOIN_TIMEOUT_S, replay_d
 from ports.errors import UserError
 from ports.telemetry import logger
 from ports.timeutil import now_ms
+from sessions.model import MAX_BATCH
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 
@@ -144,17 +146,11 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _workers(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
-    return int(text)
-
-
-def _port(text: str) -> int:
-    # here, not bind()'s OverflowError; 0 is left out too: serve would announce a URL with port 0
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port (1-65535)")
-    return int(text)
+# four a CPU: more only share the cores, and each is a process with its memory
+MAX_WORKERS = 4 * default_workers()
+_workers = bounded(integer, 1, MAX_WORKERS, f"a number of processes (1 to {MAX_WORKERS}, four a CPU here)")
+# here, not bind()'s OverflowError; 0 is left out too: serve would announce a URL with port 0
+_port = bounded(integer, 1, 65535, "a port (1-65535)")
 
 
 def _sample(function: str) -> str:
@@ -346,13 +342,19 @@ def _openapi(args: argparse.Namespace) -> int:
     return 0
 
 
+_KINDS = ("crashes", "sessions", "scores")
+
+
 def _mix(text: str) -> tuple[float, float, float]:
     """--mix crashes=0.2,sessions=0.6,scores=0.2 → the shares in that order."""
     try:
         shares = {kind: float(share) for kind, share in (part.split("=") for part in text.split(","))}
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not kind=share pairs, e.g. "
-                                         "crashes=0.2,sessions=0.6,scores=0.2") from None
+        shares = {}
+    if not shares or not set(shares) <= set(_KINDS) or not all(0 <= share < math.inf for share in shares.values()) \
+            or not sum(shares.values()) > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not shares of {', '.join(_KINDS)} (0 or more, not all 0), "
+                                         "e.g. crashes=0.2,sessions=0.6,scores=0.2")
     return shares.get("crashes", 0.0), shares.get("sessions", 0.0), shares.get("scores", 0.0)
 
 
@@ -360,9 +362,32 @@ def _mix(text: str) -> tuple[float, float, float]:
 LOAD_REFUSED = 3
 
 
+# the requests a run may plan (it plans them all before the first, some 32 bytes each: 160 MB), a day
+# at 50 a second: a rate and a duration each within its bounds could still ask billions
+MAX_REQUESTS = 5_000_000
+
+
+def _check_load(args: argparse.Namespace) -> None:
+    """What load cannot do, said before it sends (not after a run of hours)."""
+    import psutil  # the load extra's, which only this command needs
+
+    from loadgen.profiles import PROFILES
+
+    planned = args.rate * args.duration * PROFILES[args.profile].peak
+    if planned > MAX_REQUESTS:
+        raise UserError(f"--rate {args.rate:g} for --duration {args.duration:g} s ({args.profile}) is some "
+                        f"{planned:,.0f} requests; a run sends at most {MAX_REQUESTS:,}",
+                        "lower --rate or --duration")
+    if args.watch_pid is not None and not psutil.pid_exists(args.watch_pid):
+        raise UserError(f"--watch-pid {args.watch_pid}: no such process", "pass the pid of the serve to watch")
+    if args.json is not None and (args.json.is_dir() or not os.access(args.json.parent, os.W_OK)):
+        raise UserError(f"--json {args.json} cannot be written", "pass a file in a directory this user can write")
+
+
 def _load(args: argparse.Namespace) -> int:
     from loadgen.run import LoadConfig, run  # heavy imports only for this command
 
+    _check_load(args)
     config = LoadConfig(
         url=args.url, profile=args.profile, rate=args.rate, duration_s=args.duration, crash_kb=args.crash_kb,
         mix=args.mix, batch=args.batch, api_key=args.api_key, read_key=args.read_key, seed=args.seed,
@@ -411,20 +436,23 @@ def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
                           help="the serve or deployment, with its http:// or https:// (default http://127.0.0.1:8080)")
     load_cmd.add_argument("--profile", choices=["steady", "spike", "launch"], default="steady",
                           help="steady; spike: x10 in the middle 40%% of the run; launch: ramp to x5, hold")
-    load_cmd.add_argument("--rate", type=float, default=50, help="base requests/s (default 50)")
-    load_cmd.add_argument("--duration", type=float, default=30, help="seconds (default 30)")
-    load_cmd.add_argument("--crash-kb", type=int, default=100,
+    load_cmd.add_argument("--rate", type=bounded(float, 0.001, 100_000.0, "a rate (requests a second, 0.001 to "
+                                                 "100,000)"), default=50, help="base requests/s (default 50)")
+    load_cmd.add_argument("--duration", type=bounded(float, 0.001, 86_400.0, "a duration (seconds, 0.001 to "
+                                                     "86,400)"), default=30, help="seconds (default 30)")
+    load_cmd.add_argument("--crash-kb", type=bounded(integer, 1, 1024, "a size (KB, 1 to 1,024)"), default=100,
                           help="average crash report size in KB (default 100): bimodal, small 0.3-5 KB and "
                                "large 10-512 KB")
     load_cmd.add_argument("--mix", type=_mix, default="crashes=0.2,sessions=0.6,scores=0.2",
                           help="request shares (default crashes=0.2,sessions=0.6,scores=0.2)")
-    load_cmd.add_argument("--batch", type=int, default=10,
+    load_cmd.add_argument("--batch", type=bounded(integer, 1, MAX_BATCH, f"a batch (1 to {MAX_BATCH})"), default=10,
                           help="session events and scores per request (default 10)")
     load_cmd.add_argument("--api-key", default=None, help="a key that may post (a server key for scores)")
     load_cmd.add_argument("--read-key", default=None, help="a key that may read, for the final check")
     load_cmd.add_argument("--seed", type=int, default=1, help="the run's random choices (default 1)")
     load_cmd.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
-    load_cmd.add_argument("--watch-pid", type=int, default=None, metavar="PID",
+    load_cmd.add_argument("--watch-pid", type=bounded(integer, 1, 2**31 - 1, "a process id"), default=None,
+                          metavar="PID",
                           help="sample the memory of this server process and its workers through the run")
     load_cmd.set_defaults(run=_load)
 
@@ -433,7 +461,8 @@ def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
     bench_cmd.add_argument("--output", type=Path, default=Path("BENCHMARKS.md"),
                            help="the report to write (default BENCHMARKS.md); the plots go under benchmarks/ "
                                 "beside it")
-    bench_cmd.add_argument("--soak", type=float, metavar="MINUTES", default=None,
+    bench_cmd.add_argument("--soak", type=bounded(float, 0.1, 1440.0, "minutes (0.1 to 1,440)"), metavar="MINUTES",
+                           default=None,
                            help="instead: the soak alone, this long at the paper's baseline mix on services, "
                                 "then a minute past saturation; replaces its block of BENCHMARKS.md")
     bench_cmd.set_defaults(run=_bench)
@@ -453,7 +482,7 @@ def parser() -> argparse.ArgumentParser:
         return sub
 
     def storage_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--data-dir", type=Path, default=None,
+        p.add_argument("--data-dir", type=data_dir, default=None,
                        help="the serve's data directory (default ./blackbox-data): embedded's files, and on "
                             "services its spill (an API machine's, for replay)")
         p.add_argument("--profile", choices=["embedded", "services"], default=None,
@@ -543,4 +572,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from cli.entry import main as entry  # Ctrl-C as the blackbox script answers it
+
+    sys.exit(entry())

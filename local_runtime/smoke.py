@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from local_runtime.arguments import bounded
 from ports.timeutil import now_ms
 
 EXECUTE_API = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$")
@@ -265,5 +266,6 @@ def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
     smoke.add_argument("--region", default=None, help="the region to sign for (default: from the URL)")
     smoke.add_argument("--sku", default=None, help="the sku to post (default: one of the run's own)")
     smoke.add_argument("--board", default="smoke", help="the board to post the score to (default: smoke)")
-    smoke.add_argument("--timeout", type=float, default=60, help="seconds for everything to be readable (default: 60)")
+    smoke.add_argument("--timeout", type=bounded(float, 1.0, 3600.0, "a timeout (seconds, 1 to 3,600)"), default=60,
+                       help="seconds for everything to be readable (default: 60)")
     smoke.set_defaults(run=_main)

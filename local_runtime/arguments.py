@@ -1,0 +1,46 @@
+"""Numbers the command line's options take: each within what its command can do, said in one line
+when not (an infinite rate ran the load generator out of memory, a worker count of 11 digits made a
+list of as many before starting any)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+N = TypeVar("N", int, float)
+
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def integer(text: str) -> int:
+    """ASCII digits: int() would also take "1_000", spaces and other scripts' digits, but not "²"."""
+    if _INTEGER.fullmatch(text) is None:
+        raise ValueError(text)
+    return int(text)
+
+
+def bounded(parse: Callable[[str], N], low: N, high: N, what: str) -> Callable[[str], N]:
+    """An argparse type: the number `parse` reads, within [low, high] (never NaN nor infinite),
+    else "'text' is not `what`"."""
+
+    def number(text: str) -> N:
+        try:
+            value = parse(text)
+        except ValueError:
+            value = math.nan  # type: ignore[assignment]
+        if not low <= value <= high:  # NaN is within nothing
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    return number
+
+
+def data_dir(text: str) -> Path:
+    """A --data-dir: an empty one would be the current directory, a repository's or a home's."""
+    if not text:
+        raise argparse.ArgumentTypeError("'' is not a directory; pass one, e.g. --data-dir blackbox-data")
+    return Path(text)

@@ -96,6 +96,27 @@ def test_invoke_with_a_file_that_is_no_event_says_why(
     assert expected in invoke("capture", event, capsys)
 
 
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, "is a directory"), (b"\xff\xfe{}", "is not UTF-8"),
+    (b'{"httpMethod": "POST"}', "it has no path"),
+])
+def test_invoke_with_an_event_file_it_cannot_read_says_why(content: bytes | None, expected: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]):
+    """Found from outside: a directory, bytes not UTF-8, or an API event without its path were
+    IsADirectoryError, UnicodeDecodeError and KeyError: 'path' (exit 1)."""
+    event = tmp_path / "event.json"
+    event.mkdir() if content is None else event.write_bytes(content)
+    line = invoke("capture", event, capsys)
+    assert expected in line and "--event events/capture-crash.json" in line, line
+
+
+@pytest.mark.parametrize("output", ["/proc/no-such-dir/openapi.yaml", "."])
+def test_openapi_to_a_file_it_cannot_write_is_one_line(output: str, capsys: pytest.CaptureFixture[str]):
+    """Found from outside: FileNotFoundError and IsADirectoryError (exit 1)."""
+    assert main(["openapi", "--output", output]) == 2
+    assert f"{output} cannot be written" in one_line(capsys)
+
+
 def test_an_unknown_function_is_one_line_listing_the_known(capsys: pytest.CaptureFixture[str]):
     with pytest.raises(SystemExit) as exit_:
         main(["invoke", "capture-crash", "--event", "events/capture-crash.json"])

@@ -44,9 +44,10 @@ EVENTS = Path(__file__).resolve().parents[1] / "events"
 
 
 def _api_event_fault(event: dict[str, Any]) -> str | None:
-    """What is wrong with an API Gateway proxy event: only the key the handlers read first. Not
+    """What is wrong with an API Gateway proxy event: only the keys the handlers read first. Not
     Powertools' model, which requires request context fields the local server does not send."""
-    return None if "httpMethod" in event else "it has no httpMethod"
+    missing = [key for key in ("httpMethod", "path") if not isinstance(event.get(key), str)]
+    return f"it has no {', '.join(missing)}" if missing else None
 
 
 def _msk_event_fault(event: dict[str, Any]) -> str | None:
@@ -162,9 +163,13 @@ def _event(path: Path, function: str) -> dict[str, Any]:
     """The event file's JSON, of the shape the function's handler takes."""
     sample = _sample(function)
     try:
-        event = json.loads(path.read_text())
+        event = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"no event file {path}", f"pass a sample event, e.g. --event {sample}") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory", f"pass an event file, e.g. --event {sample}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not UTF-8, which JSON is", f"start from --event {sample}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
                         f"fix it, or start from {sample}") from None
@@ -336,9 +341,13 @@ def _openapi(args: argparse.Namespace) -> int:
     text = render()
     if args.output is None:
         sys.stdout.write(text)
-    else:
+        return 0
+    try:
         args.output.write_text(text)
-        print(f"wrote {args.output}")
+    except OSError as exc:
+        raise UserError(f"{args.output} cannot be written ({exc.strerror})",
+                        "pass --output a file in a directory this user can write") from None
+    print(f"wrote {args.output}")
     return 0
 
 

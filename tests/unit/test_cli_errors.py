@@ -54,7 +54,7 @@ def test_invoke_without_its_event_file_names_a_sample(capsys: pytest.CaptureFixt
      "is not an MSK event, which session-counter takes (it has no bootstrapServers, records, eventSource, "
      "eventSourceArn); try --event events/session-counter.json"),
     ("capture", EVENTS / "session-counter.json",
-     "is not an API Gateway proxy event, which capture takes (it has no httpMethod); "
+     "is not an API Gateway proxy event, which capture takes (it has no httpMethod, path); "
      "try --event events/capture-crash.json"),
 ])
 def test_invoke_with_an_event_of_another_shape_names_the_right_sample(

@@ -217,6 +217,19 @@ def test_load_refuses_what_it_cannot_do_before_it_sends(argv: list[str], monkeyp
     assert "--" in one_line(capsys)
 
 
+@pytest.mark.parametrize("command", [["serve"], ["lag"], ["migrate"],
+                                     ["invoke", "capture", "--event", str(EVENTS / "capture-crash.json")]])
+def test_the_aws_profile_is_the_deployments_not_a_commands(command: list[str], monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]):
+    """Found from outside: BLACKBOX_PROFILE=aws, which the settings take for the Lambda functions, made
+    serve a GetParameterError and lag wait 10 s for an OAuth token (exit 1)."""
+    monkeypatch.setenv("BLACKBOX_PROFILE", "aws")
+    monkeypatch.setattr("cli.main.serve", lambda *_args: pytest.fail("serve ran"))
+    assert main(command) == 2
+    line = one_line(capsys)
+    assert "BLACKBOX_PROFILE=aws" in line and "--profile" in line, line
+
+
 def test_an_engine_not_started_is_named_with_how_to_start_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

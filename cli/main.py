@@ -89,6 +89,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         field = str(exc).partition('field "')[2].partition('"')[0]
         raise UserError(f"{exc} (lists and objects are JSON, e.g. BLACKBOX_API_KEYS__READ='[\"a-key\"]')",
                         _fix_where(f"BLACKBOX_{field.upper()}")) from None
+    if settings.profile == "aws":  # the deployment's: its engines are reached from within the VPC
+        raise UserError("BLACKBOX_PROFILE=aws is the Lambda functions' profile; the commands run embedded or "
+                        "services", "pass --profile embedded or services (a deployment is reached by its URL: "
+                        "blackbox smoke or load --url)")
     return settings
 
 

@@ -17,8 +17,8 @@ class Profile:
     describe: str
     rate_at: Callable[[float, float, float], float]
     """(base rate, duration, t) → rate."""
-    peak: float
-    """The most rate_at gives, over the base rate."""
+    mean: float
+    """The rate over the run, on average, over the base rate: how many requests it plans."""
 
 
 def _steady(base: float, _duration: float, _t: float) -> float:
@@ -38,8 +38,9 @@ def _launch(base: float, duration: float, t: float) -> float:
 
 PROFILES = {p.name: p for p in (
     Profile("steady", "the base rate throughout", _steady, 1),
-    Profile("spike", f"x{SPIKE_FACTOR} in the middle 40% of the run", _spike, SPIKE_FACTOR),
-    Profile("launch", "ramps to x5 over the first half, then holds", _launch, 5),
+    Profile("spike", f"x{SPIKE_FACTOR} in the middle 40% of the run", _spike,
+            1 + (SPIKE_WINDOW[1] - SPIKE_WINDOW[0]) * (SPIKE_FACTOR - 1)),
+    Profile("launch", "ramps to x5 over the first half, then holds", _launch, 4),
 )}
 
 

@@ -21,6 +21,7 @@ import pytest
 from adapters.embedded.index import SqliteIndexDatabase
 from adapters.factory import Adapters
 from cli.main import main
+from loadgen.profiles import PROFILES, arrivals
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification
 from local_runtime.process import free_port
 from local_runtime.server import lock_data_dir
@@ -205,16 +206,25 @@ def test_a_number_out_of_what_an_option_takes_is_one_line_before_anything_runs(
 
 
 @pytest.mark.parametrize("argv", [
-    ["--rate", "100000", "--duration", "86400"], ["--profile", "spike", "--rate", "10000", "--duration", "600"],
+    ["--rate", "100000", "--duration", "10800"], ["--profile", "spike", "--rate", "2200", "--duration", "100"],
+    ["--rate", "0.001"], ["--duration", "0.001"],  # not one request
     ["--watch-pid", "999999999"], ["--json", "/proc/no-such-dir/results.json"],
 ])
 def test_load_refuses_what_it_cannot_do_before_it_sends(argv: list[str], monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]):
-    """Found from outside: a run of billions of requests was planned in memory first; a process to
-    watch that was not there, or a results file that could not be written, failed after the run."""
+    """Found from outside: a run of billions of requests was planned in memory first, one of none said
+    all was well; a process to watch that was not there, or a results file that could not be written,
+    failed after the run."""
     monkeypatch.setattr("loadgen.run.run", lambda _config: pytest.fail("load ran"))
     assert main(["load", *argv]) == 2
     assert "--" in one_line(capsys)
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_what_load_plans_is_its_profiles_mean_rate_times_its_duration(profile: str):
+    """The bound on what a run plans is checked on that product, before arrivals() makes the plan."""
+    planned = len(arrivals(PROFILES[profile], 100, 60))
+    assert planned == pytest.approx(100 * 60 * PROFILES[profile].mean, rel=0.01)
 
 
 @pytest.mark.parametrize("command", [["serve"], ["lag"], ["migrate"],

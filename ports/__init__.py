@@ -474,15 +474,20 @@ class BoardUpdate:
     """The scores whose tie tree goes: one player or none is left at them."""
     hidden: frozenset[str] = frozenset()
     """The players of `scores` whose records are written hidden: banned (ranking.bans)."""
+    scored: bool = False
+    """Its batch brought a score to this season, whatever it made of it (a score and its deletion in one
+    batch write nothing): the season holds scores, as it would had they come in two batches."""
 
     @property
     def stored_as(self) -> str:
         return self.key or self.settings.board
 
     @property
-    def writes(self) -> bool:
-        """Whether it writes any row (a ban's recheck or a deletion of no record may write none)."""
-        return bool(self.scores or self.deltas or self.removed or self.metadata or self.tie_deltas or self.cleared)
+    def lists(self) -> bool:
+        """Whether its season is listed: it came with a score or writes a row (a ban's recheck or a
+        deletion of no record may bring neither)."""
+        return self.scored or bool(self.scores or self.deltas or self.removed or self.metadata or self.tie_deltas
+                                   or self.cleared)
 
 
 @dataclass(frozen=True)

@@ -204,4 +204,5 @@ def _update(key: str, settings: BoardSettings, *, season: int | None, players: d
     tie_deltas, cleared = ({}, []) if settings.ties == "shared" else tie_changes(store, key, moves)
     return BoardUpdate(settings, {player: score for player, (score, _) in written.items()}, deltas, key, season,
                        removed, metadata, {player: t for player, (_, t) in written.items() if t}, tie_deltas,
-                       cleared, frozenset(player for player in written if player in banned))
+                       cleared, frozenset(player for player in written if player in banned),
+                       scored=any(value is not None for changes in players.values() for value, _, _ in changes))

@@ -207,9 +207,9 @@ def board_settings(row: Any) -> BoardSettings:
 
 
 def season_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, int]]:
-    """The values of ADD_SEASON: each season an update writes a row to (a board's first starts at 0).
-    A deletion of no record writes none: listed, its season would count among those retention keeps."""
-    return sorted({(u.settings.board, u.season or 0) for u in updates if u.writes})
+    """The values of ADD_SEASON: each season an update lists (a board's first starts at 0). A deletion
+    of no record does not: listed, its season would count among those retention keeps."""
+    return sorted({(u.settings.board, u.season or 0) for u in updates if u.lists})
 
 
 def removed_rows(updates: Sequence[BoardUpdate]) -> list[tuple[str, str]]:

@@ -305,7 +305,8 @@ def test_seasons_and_deletions_equal_brute_force(ranking_store: RankingStore, lo
     for part in in_cuts(stream, cuts):
         applied(timed_records(board, part, offsets), ranking_store, log, redeliver)
         for at, player, value, carried in part:
-            # a season is listed once a score is written to it: a deletion of no record writes none
+            # a season is listed once a score comes for it, however batched: a deletion of no record alone
+            # lists none
             if value is not None:
                 brutes.setdefault(season_of(at), BruteBoard(order, operator)).apply(player, value, carried)
             elif (brute := brutes.get(season_of(at))) is not None:

@@ -598,6 +598,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from cli.entry import main as entry  # Ctrl-C as the blackbox script answers it
-
-    sys.exit(entry())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # while the imports take, as the blackbox script (cli.entry) answers it
+        print("blackbox: interrupted", file=sys.stderr)
+        sys.exit(130)

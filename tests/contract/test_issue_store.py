@@ -202,6 +202,19 @@ def test_an_ignore_an_earlier_release_set_counts_as_it_did_whatever_a_later_one_
     assert issues.issue("g", "f1").state == "ignored"  # type: ignore[union-attr]
 
 
+def test_a_change_stamped_before_the_one_it_follows_is_told_after_it(stores: tuple[CrashIndex, IssueStore]) -> None:
+    """Found from outside: two PUTs at once were each stamped before their transaction, so the one that
+    committed last (and whose state the group kept) could be told older than the other: `history`,
+    newest first, was not by `changedAt`."""
+    index, issues = stores
+    batch(index, issues, "h1", [100])
+    issues.change("g", "h1", Change("resolved", 500, "server", build="9"))
+    after = issues.change("g", "h1", Change("resolved", 400, "server", build="2"))  # stamped first, committed last
+    assert after is not None and (after.build, after.changed_at) == ("2", 501)
+    told = [line.changed_at for line in issues.history("g", "h1", 10)]
+    assert told == sorted(told, reverse=True), told
+
+
 def test_puts_of_a_new_webhook_at_once_make_it_once(stores: tuple[CrashIndex, IssueStore]) -> None:
     """Found from outside: each PUT asked whether the webhook existed before its write, so of six at
     once up to five answered 201 (made); on MariaDB they could deadlock (503) too."""

@@ -370,8 +370,10 @@ class SqlIssueStore:
             count = None
             if change.ignore_for is not None:
                 count = int(t.rows(_REPORTS, key)[0][0]) + change.ignore_for
+            # stamped before its transaction: one that committed first with a later stamp is older still
+            at = max(change.at, issue.changed_at + 1)
             after = Issue(sku, signature, change.state, change.build, change.ignore_until, count, issue.episode,
-                          issue.first_seen, change.at, change.by, change.ignore_for)
+                          issue.first_seen, at, change.by, change.ignore_for)
             _store(t, after)
             return after
 

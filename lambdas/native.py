@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 
 from adapters.factory import current
 from api.requests import BODY_EXTENSION
-from api.resolver import answer, caller_key_id, create_resolver, json_response, posted, text_response
+from api.resolver import answer, caller_key_id, check_names, create_resolver, json_response, posted, text_response
 from ports.errors import InvalidField, NotFound
 from ports.limits import MAX_BODY_BYTES
 from ports.scopes import SkuScope
@@ -137,9 +137,9 @@ def post_submit(project: Annotated[str | None, Query(pattern=PROJECT_PATTERN, de
                 ) -> Response[str]:
     # untyped routes are handed their path alone: the query is read here; a project it does not name
     # is a value of the query, refused as one
-    given = (app.current_event.multi_value_query_string_parameters or {}).get("project") or []
-    if len(given) > 1:  # a proxy in front may read the first where the last would be read here
-        raise InvalidField(f"project is given {len(given)} times; send it once", "project")
+    # once, as a typed route's parameters: a proxy in front may read the first where the last is read here
+    check_names({"project": (app.current_event.multi_value_query_string_parameters or {}).get("project") or []},
+                frozenset({"project"}))
     try:
         captured = _capture(app.current_event.get_query_string_value("project"), parse_minidump_upload)
     except NotFound as missing:

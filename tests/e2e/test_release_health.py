@@ -81,11 +81,13 @@ def test_two_builds_give_exact_crash_free_figures_and_a_redelivered_batch_change
         redeliver(server, GROUP, "sessions")
         server.start()
         # sessions after the redelivered ones in every partition: once all are counted, so are those
-        markers = 40
+        # of a build after 1.1's in build order: one first seen in 1.1's minute but before it in that order
+        # (a word sorts before a number) is 1.1's previous build, when the run crosses a minute after 1.0
+        markers, marker = 40, "9.0-marker"
         for i in range(markers):
-            assert client.post("/v1/sessions", json={"sku": SKU, "kind": "client", "buildVersion": "marker",
+            assert client.post("/v1/sessions", json={"sku": SKU, "kind": "client", "buildVersion": marker,
                                                      "playerId": f"m{i}"}).status_code == 202
-        assert eventually(lambda: health(client, "marker").get("sessions"), lambda n: n == markers) == markers
+        assert eventually(lambda: health(client, marker).get("sessions"), lambda n: n == markers) == markers
         again = health(client, "1.1")
         assert counts(again) == counts(got) and counts(again["previous"]) == counts(got["previous"])
         stats = client.get("/v1/stats", params={"sku": SKU, "granularity": "hour"}).json()

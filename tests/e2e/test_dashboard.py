@@ -578,6 +578,6 @@ def test_a_link_naming_what_no_route_can_is_told_and_stays_told(serve: Serve, br
     page: Page = browser.new_page()
     page.goto(f"{serve.url}/?{urlencode({'sku': SKU, 'board': f'{BOARD}/top'})}")
     expect(page.locator("body[data-loaded]")).to_have_count(1)  # the crash panels are done
-    expect(page.locator("#status")).to_have_text(f"board {BOARD}/top cannot be named in a URL")
+    expect(page.locator("#board-info")).to_have_text(f"board {BOARD}/top cannot be named in a URL")
     expect(page.locator("#leaderboard tbody tr")).to_have_count(0)
     page.close()

@@ -39,13 +39,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
 
 
 def requested_paths(browser: Browser, url: str) -> tuple[list[str], str, str]:
-    """The API paths the page asked for, the board it shows and its status line, once it settled."""
+    """The API paths the page asked for, the board it shows and what its panel says, once it settled."""
     page = browser.new_page()
     paths: list[str] = []
     page.on("request", lambda request: paths.append(httpx.URL(request.url).path))
     page.goto(url)
     page.wait_for_load_state("networkidle")
-    shown, status = page.input_value("#board"), page.text_content("#status") or ""
+    shown, status = page.input_value("#board"), page.text_content("#board-info") or ""
     page.close()
     return [p for p in paths if p.startswith("/v1/")], shown, status
 

@@ -1,0 +1,190 @@
+"""The dashboard's leaderboard panel in a real browser (as test_dashboard) against `blackbox serve`
+on `embedded`: the panel reads the same routes on either profile, and test_dashboard opens it on
+both. Each test here is a defect found from outside, seen failing before its fix."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from local_runtime.process import Serve
+from tests.e2e.conftest import eventually, running
+from tests.e2e.test_dashboard import state, wait_ready
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    with running("embedded", tmp_path_factory.mktemp("boards")) as server:
+        yield server
+
+
+def scored(client: httpx.Client, board: str, scores: list[dict[str, Any]], headers: dict[str, str] | None = None,
+           ) -> None:
+    """Posts `scores` to `board` and waits until the board's current season counts their players."""
+    def players() -> int:  # a board is made by its first score
+        found = client.get(f"/v1/leaderboards/{board}", headers=headers)
+        return int(found.json()["players"]) if found.status_code == 200 else 0
+
+    expected = players() + len({s["playerId"] for s in scores})
+    posted = [{"board": board, **score} for score in scores]
+    assert client.post("/v1/scores", json=posted, headers=headers).status_code == 202
+    assert eventually(players, lambda n: n == expected) == expected
+
+
+def wiped(client: httpx.Client, board: str) -> None:
+    """Wipes `board` and waits for its new season to start (a second after the request)."""
+    response = client.delete(f"/v1/leaderboards/{board}")
+    assert response.status_code == 200, response.text
+    start = datetime.fromisoformat(response.json()["season"]).timestamp()
+    time.sleep(max(0.0, start - time.time()) + 0.05)
+
+
+def opened(browser: Browser, url: str, **options: Any) -> Page:
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, **options)
+    page.goto(url)
+    wait_ready(page, [])
+    return page
+
+
+def utc(start: str) -> str:
+    """A season's start as the panel labels it: UTC, to the millisecond where it has one."""
+    at = datetime.fromisoformat(start).astimezone(UTC)
+    text = at.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{text}.{at.microsecond // 1000:03d} UTC" if at.microsecond else f"{text} UTC"
+
+
+# found from outside: "from Dec 1, 01:08 AM" in the browser's zone, two wipes a second apart read
+# the same, and a daily season's 00:00 UTC read "Nov 30, 04:00 PM" in Los Angeles
+def test_seasons_are_told_apart_in_utc_whatever_the_browsers_zone(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        assert client.put("/v1/leaderboards/wiped-often", json={"reset": "daily"}).status_code == 201
+        scored(client, "wiped-often", [{"playerId": "w0", "score": 1}])
+        for n in (1, 2):
+            wiped(client, "wiped-often")
+            scored(client, "wiped-often", [{"playerId": f"w{n}", "score": n}])
+        seasons = client.get("/v1/leaderboards/wiped-often/seasons").json()["seasons"]
+        next_reset = client.get("/v1/leaderboards/wiped-often").json()["nextReset"]
+    assert len(seasons) == 3
+    page = opened(browser, f"{serve.url}/?board=wiped-often", timezone_id="America/Los_Angeles")
+    labels = page.locator("#season option").all_text_contents()
+    assert labels[1:] == [f"from {utc(s)}" for s in seasons]
+    expect(page.locator("#board-info")).to_contain_text(f"this season from {utc(seasons[0])}")
+    expect(page.locator("#board-info")).to_contain_text(f"next reset {utc(next_reset)}")
+    page.close()
+
+
+# found from outside: a season linked as the API's example spells it (…T00:00:00Z), or by its epoch
+# milliseconds, was shown but not picked, and looking up a player then asked the current season
+def test_a_linked_season_is_picked_however_it_is_spelt_and_kept_by_a_lookup(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        assert client.put("/v1/leaderboards/linked", json={"reset": "never"}).status_code == 201
+        scored(client, "linked", [{"playerId": "first", "score": 7}])
+        wiped(client, "linked")
+        scored(client, "linked", [{"playerId": "second", "score": 9}])
+    for spelt in ("1970-01-01T00:00:00Z", "0"):
+        page = opened(browser, f"{serve.url}/?{urlencode({'board': 'linked', 'season': spelt})}")
+        assert page.locator("#season").input_value() == "1970-01-01T00:00:00.000Z"
+        page.fill("#player", "first")
+        page.click("#board-form button[type=submit]")
+        expect(page.locator("#board-info")).to_contain_text("first: rank 1, score 7")
+        assert state(page)["season"] == "1970-01-01T00:00:00.000Z"
+        page.close()
+    # a season the listing does not hold (no score was written to it) is picked all the same
+    page = opened(browser, f"{serve.url}/?{urlencode({'board': 'linked', 'season': '1000'})}")
+    assert page.locator("#season").input_value() == "1970-01-01T00:00:01.000Z"
+    expect(page.locator("#board-info")).to_contain_text("0 players")
+    page.close()
+
+
+# found from outside: a board that failed to load left the board before on screen, under the new
+# board's name, and its error was cleared by the next live refresh
+def test_a_board_that_cannot_be_shown_clears_the_panel_and_says_why(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "shown-first", [{"playerId": "here", "score": 3}])
+    page = opened(browser, f"{serve.url}/?board=shown-first")
+    expect(page.locator("#leaderboard tbody")).to_contain_text("here")
+    page.fill("#board", "no-such-board")
+    page.click("#board-form button[type=submit]")
+    expect(page.locator("#board-info")).to_contain_text("404")
+    expect(page.locator("#leaderboard tbody")).not_to_contain_text("here")
+    assert page.locator("#season option").all_text_contents() == ["current"]
+    page.wait_for_timeout(6000)  # a live refresh (every 5 s) leaves it told
+    expect(page.locator("#board-info")).to_contain_text("404")
+    page.close()
+
+
+# found from outside: the live view refreshed the crash panels, never the board
+def test_the_live_view_refreshes_the_board(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "live-board", [{"playerId": "early", "score": 1}])
+        page = opened(browser, f"{serve.url}/?board=live-board")
+        expect(page.locator("#board-info")).to_contain_text("1 players")
+        scored(client, "live-board", [{"playerId": "late", "score": 2}])
+    expect(page.locator("#leaderboard tbody")).to_contain_text("late", timeout=15_000)
+    expect(page.locator("#board-info")).to_contain_text("2 players")
+    page.close()
+
+
+# found from outside: a tournament's limits, its window and its ties were never shown, nor that its
+# window had closed
+def test_a_tournaments_limits_window_and_ties_are_shown(serve: Serve, browser: Browser):
+    ends = round(time.time() * 1000) + 2000
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        settings = {"maxAttempts": 3, "maxPlayers": 50, "ties": "earliest", "endsAt": str(ends)}
+        assert client.put("/v1/leaderboards/cup", json=settings).status_code == 201
+        ends_at = client.get("/v1/leaderboards/cup").json()["endsAt"]
+    page = opened(browser, f"{serve.url}/?board=cup")
+    note = page.locator("#board-info")
+    for told in ("ties earliest", "3 attempts a player", "50 players", f"closes {utc(ends_at)}"):
+        expect(note).to_contain_text(told)
+    page.close()
+    time.sleep(max(0.0, ends / 1000 - time.time()) + 0.1)
+    page = opened(browser, f"{serve.url}/?board=cup")
+    expect(page.locator("#board-info")).to_contain_text(f"closed {utc(ends_at)}")
+    page.close()
+
+
+# found from outside: scores past 2^53 (the contract's int64) were shown rounded, two scores as one
+def test_scores_past_two_to_the_53_are_shown_exactly(serve: Serve, browser: Browser):
+    big = [2**63 - 1, 2**63 - 2, 2**53 + 1]
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "big-scores", [{"playerId": f"b{n}", "score": s} for n, s in enumerate(big)])
+    page = opened(browser, f"{serve.url}/?board=big-scores&player=b0")
+    rows = page.locator("#leaderboard tbody tr").all_text_contents()
+    assert [row.removeprefix(str(rank + 1)) for rank, row in enumerate(rows)] == [f"b{n}{s}" for n, s in enumerate(big)]
+    expect(page.locator("#board-info")).to_contain_text(f"b0: rank 1, score {2**63 - 1}")
+    page.close()
+
+
+# found from outside: a player whose id begins with a space was looked up without it
+def test_a_player_id_is_looked_up_as_typed(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "spaced", [{"playerId": " lead", "score": 10}, {"playerId": "lead", "score": 5}])
+    page = opened(browser, f"{serve.url}/?board=spaced")
+    page.fill("#player", " lead")
+    page.click("#board-form button[type=submit]")
+    expect(page.locator("#board-info")).to_contain_text(" lead: rank 1, score 10")
+    page.close()
+
+
+# found from outside: with a server key, which reads every leaderboard route, the page stopped at
+# its first call (/v1/skus, 403) and never showed the board
+def test_a_server_key_shows_the_board(browser: Browser, tmp_path_factory: pytest.TempPathFactory):
+    keys = {"BLACKBOX_API_KEYS__SERVER": '["boards-server"]', "BLACKBOX_API_KEYS__READ": '["boards-read"]'}
+    with running("embedded", tmp_path_factory.mktemp("keyed-boards"), keys) as keyed:
+        with httpx.Client(base_url=keyed.url, timeout=30) as client:
+            scored(client, "keyed", [{"playerId": "k1", "score": 5}], {"x-api-key": "boards-server"})
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{keyed.url}/?board=keyed")
+        page.fill("#key", "boards-server")
+        page.click("#controls button[type=submit]")
+        expect(page.locator("#leaderboard tbody")).to_contain_text("k1")
+        expect(page.locator("#status")).to_contain_text("403")  # the crash panels are the read key's
+        page.close()

@@ -6,6 +6,8 @@ const $ = (id) => document.getElementById(id);
 const SVG = "http://www.w3.org/2000/svg";
 const LATEST = 20;
 const RADIUS = 5;
+// the skus, boards and a board's seasons the pickers offer, newest seasons first
+const LISTED = 1000, SEASONS = 1000;
 const MINUTE = 60e3, HOUR = 3600e3;
 const RANGES = {
   "1h": { span: HOUR, granularity: "minute", step: MINUTE },
@@ -38,6 +40,7 @@ function readUrl() {
   for (const name of Object.keys(state)) state[name] = params.get(name) || "";
   // own names only: a link's "constructor" is every object's
   if (!Object.hasOwn(RANGES, state.range)) state.range = "1h";
+  state.season = seasonOf(state.season);
   for (const name of FIELDS) $(name).value = state[name];
 }
 
@@ -71,11 +74,17 @@ async function send(url, init) {
   }
 }
 
+// a score is an int64, past what a number holds exactly (2^53): such an integer is read from its digits
+const exact = (key, value, context) => typeof value === "number" && !Number.isSafeInteger(value) &&
+  /^-?\d+$/.test(context?.source ?? "") ? BigInt(context.source) : value;
+// and written as them
+const digits = (key, value) => typeof value === "bigint" ? JSON.rawJSON(String(value)) : value;
+
 async function api(path, query = {}) {
   const url = new URL(path, location.origin);
   for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined && value !== "") url.searchParams.set(name, value);
   const response = await send(url, { headers: headers() });
-  const body = await response.json().catch(() => ({}));
+  const body = await response.text().then((text) => JSON.parse(text, exact)).catch(() => ({}));
   if (!response.ok) throw Object.assign(new Error(`${path}: ${response.status} ${body.message || body.error || ""}`), { status: response.status });
   return body;
 }
@@ -86,6 +95,17 @@ const addressable = (name) => name !== "." && name !== ".." && !String(name).inc
 function segment(value, what) {
   if (!addressable(value)) throw new Error(`${what} ${value} cannot be named in a URL`);
   return encodeURIComponent(value);
+}
+// a board's times as its schedule is written, in UTC, to the millisecond where they have one
+function utc(iso) {
+  const text = new Date(iso).toISOString();
+  return `${text.slice(0, 19).replace("T", " ")}${text.endsWith(".000Z") ? "" : text.slice(19, 23)} UTC`;
+}
+// a season as the API answers it, however a link spells it (epoch milliseconds, another RFC 3339
+// form): one season, one option; a time without a zone is left for the API to refuse
+function seasonOf(text) {
+  const at = /^\d+$/.test(text) ? new Date(Number(text)) : /(Z|[+-]\d\d:?\d\d)$/i.test(text) ? new Date(text) : null;
+  return at && Number.isFinite(at.getTime()) ? at.toISOString() : text;
 }
 const time = (iso) => new Date(iso).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 function percent(rate) {
@@ -147,9 +167,9 @@ function drawChart(container, series, value, { kind, format, label, least = kind
   container.replaceChildren(svg);
 }
 
-function fill(tbody, rows, columns) {
+function fill(tbody, rows, columns, none = "nothing in this range") {
   tbody.replaceChildren(...rows);
-  if (!rows.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: columns }, "nothing in this range")));
+  if (!rows.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: columns }, none)));
 }
 
 function showGroups(groups) {
@@ -323,7 +343,7 @@ async function showDetail(reportId) {
   }));
   $("detail-attachments").replaceChildren(...attachments);
   if (!r.attachments.length) $("detail-attachments").textContent = "(none)";
-  $("detail-payload").textContent = shown(JSON.stringify(r.payload, null, 2));
+  $("detail-payload").textContent = shown(JSON.stringify(r.payload, digits, 2));
   $("detail").hidden = false;
   $("detail").scrollTop = 0;
 }
@@ -341,27 +361,55 @@ function boardRow(entry) {
     el("td", {}, entry.subscore === undefined ? entry.score : `${entry.score} (${entry.subscore})`));
 }
 
-// the board's latest seasons for the picker (the current one first), the chosen one kept
+// the board's latest seasons for the picker (the current one first), and the chosen one, listed or not
 async function showSeasons(board, info) {
   const picker = $("season");
   // a board that never resets has seasons too once wiped
-  const seasons = (await api(`/v1/leaderboards/${board}/seasons`, { limit: 100 })).seasons;
+  const seasons = (await api(`/v1/leaderboards/${board}/seasons`, { limit: SEASONS })).seasons;
+  if (state.season && !seasons.includes(state.season)) seasons.push(state.season);
   picker.disabled = seasons.length < 2 && info.reset === "never";
   picker.replaceChildren(el("option", { value: "" }, "current"),
-    ...seasons.map((s) => el("option", { value: s }, Date.parse(s) === 0 ? "the first" : `from ${time(s)}`)));
+    ...seasons.map((s) => el("option", { value: s }, Date.parse(s) === 0 ? "the first" : `from ${utc(s)}`)));
   picker.value = state.season;
+}
+
+// the board's settings, as a line: its schedule and season, its window, its limits
+function describe(info, past) {
+  let note = `${info.players} players, ${info.order}, ${info.operator}`;
+  if (info.reset !== "never") note += `; resets ${info.reset}`;
+  // a board that never resets has a season of its own once wiped
+  if (info.season) note += `${info.reset !== "never" ? ":" : ";"} ${past ? "season" : "this season"} from ${utc(info.season)}`;
+  if (!past && info.reset !== "never" && info.nextReset && info.nextReset !== info.endsAt) {
+    note += `, next reset ${utc(info.nextReset)}`;
+  }
+  if (info.ties !== "shared") note += `; ties ${info.ties}`;
+  const now = Date.now();
+  if (info.startsAt && Date.parse(info.startsAt) > now) note += `; opens ${utc(info.startsAt)}`;
+  if (info.endsAt) note += `; ${Date.parse(info.endsAt) > now ? "closes" : "closed"} ${utc(info.endsAt)}`;
+  if (info.maxAttempts) note += `; ${info.maxAttempts} attempts a player`;
+  if (info.maxPlayers) note += `; at most ${info.maxPlayers} players`;
+  return note;
 }
 
 async function showBoard() {
   if (!state.board) return;
+  try {
+    await drawBoard();
+  } catch (error) {
+    // told in the panel, where the next refresh of the crash panels leaves it, and nothing of the
+    // board shown before left under this one's name
+    $("board-info").textContent = told(error);
+    $("season").replaceChildren(el("option", { value: "" }, "current"));
+    $("season").disabled = true;
+    $("leaderboard").tBodies[0].replaceChildren();
+  }
+}
+
+async function drawBoard() {
   const board = segment(state.board, "board"), season = state.season;
   const info = await api(`/v1/leaderboards/${board}`, { season });
   await showSeasons(board, info);
-  let entries, note = `${info.players} players, ${info.order}, ${info.operator}`;
-  if (info.reset !== "never") {
-    note += `; resets ${info.reset}: ${season ? "season" : "this season"} from ${time(info.season)}`;
-    if (!season) note += `, next reset ${time(info.nextReset)}`;
-  }
+  let entries, note = describe(info, Boolean(season));
   if (state.player) {
     try {
       const me = await api(`/v1/leaderboards/${board}/players/${segment(state.player, "player")}`, { season });
@@ -370,29 +418,46 @@ async function showBoard() {
       note += `; ${me.playerId}: rank ${me.rank}, score ${me.score}`;
     } catch (error) {
       if (error.status !== 404) throw error;
-      note += `; no player ${state.player} on this board`;
+      note += `; no player ${state.player} ${season ? "in this season" : "on this board"}`;
     }
   }
   entries ??= (await api(`/v1/leaderboards/${board}/top`, { limit: LATEST, season })).entries;
   $("board-info").textContent = shown(note);
-  fill($("leaderboard").tBodies[0], entries.map(boardRow), 3);
+  fill($("leaderboard").tBodies[0], entries.map(boardRow), 3, "no scores in this season");
+}
+
+function told(error) {
+  // the server's words name a header, which the page's user does not set: the Key box is theirs
+  const hint = error.status === 401 ? " (enter a read key in the Key box above)" : "";
+  return shown(error.message) + hint;
 }
 
 function report(error) {
-  // the server's words name a header, which the page's user does not set: the Key box is theirs
-  const hint = error.status === 401 ? " (enter a read key in the Key box above)" : "";
-  $("status").textContent = shown(error.message) + hint;
+  $("status").textContent = told(error);
 }
 
-// the skus and boards there are, for the pickers; the first of each when none is chosen
+// the skus and boards there are, for the pickers; the first of each when none is chosen. Each on
+// its own: a key may read the boards and not the skus (a server key); a failure is raised after
 async function loadPickers() {
-  const [skus, boards] = await Promise.all([api("/v1/skus", { limit: 100 }), api("/v1/leaderboards", { limit: 100 })]);
-  $("skus").replaceChildren(...skus.skus.map((s) => el("option", { value: s.sku })));
-  $("boards").replaceChildren(...boards.boards.map((b) => el("option", { value: b.board })));
-  if (!state.sku && skus.skus.length) state.sku = $("sku").value = skus.skus[0].sku;
-  const first = boards.boards.find((b) => addressable(b.board));
-  if (!state.board && first) state.board = $("board").value = first.board;
+  const [skus, boards] = await Promise.allSettled([api("/v1/skus", { limit: LISTED }),
+    api("/v1/leaderboards", { limit: LISTED })]);
+  if (skus.status === "fulfilled") {
+    $("skus").replaceChildren(...skus.value.skus.map((s) => el("option", { value: s.sku })));
+    if (!state.sku && skus.value.skus.length) state.sku = $("sku").value = skus.value.skus[0].sku;
+  }
+  if (boards.status === "fulfilled") {
+    $("boards").replaceChildren(...boards.value.boards.map((b) => el("option", { value: b.board })));
+    const first = boards.value.boards.find((b) => addressable(b.board));
+    if (!state.board && first) state.board = $("board").value = first.board;
+  }
   writeUrl();
+  const failed = [skus, boards].find((result) => result.status === "rejected");
+  if (failed) throw failed.reason;
+}
+
+// the pickers, then every panel; the board also where the pickers failed (it may be the key's to read)
+function loadAll() {
+  return loadPickers().then(refresh, (error) => showBoard().then(() => { throw error; }));
 }
 
 // refreshes under way: a live tick starts none while one waits out a shed request
@@ -400,7 +465,7 @@ let refreshing = 0;
 async function refresh() {
   refreshing++;
   try {
-    await draw();
+    await Promise.all([draw(), showBoard()]);
   } finally {
     refreshing--;
   }
@@ -438,8 +503,7 @@ async function draw() {
 }
 
 async function load() {
-  await loadPickers();
-  await Promise.all([refresh(), showBoard()]);
+  await loadAll();
   if (state.report) await showDetail(state.report);
   document.body.dataset.ready = "true";
 }
@@ -450,7 +514,8 @@ function schedule() {
 }
 
 function apply(names, then) {
-  for (const name of names) state[name] = $(name).value.trim();
+  // a player's id is as the game sent it, spaces and all; the other names hold none
+  for (const name of names) state[name] = name === "player" ? $(name).value : $(name).value.trim();
   writeUrl();
   then().catch(report);
 }
@@ -461,7 +526,7 @@ $("controls").addEventListener("submit", (event) => {
   sessionStorage.setItem("blackbox-key", $("key").value);
   if ($("sku").value.trim() !== state.sku) state.group = state.release = "";
   // a key just entered may be what the pickers needed: the sku and board they pick are then shown
-  apply(VIEW, () => loadPickers().then(() => Promise.all([refresh(), showBoard()])));
+  apply(VIEW, loadAll);
 });
 $("range").addEventListener("change", () => apply(VIEW, refresh));
 $("live").addEventListener("change", schedule);

@@ -76,7 +76,8 @@ class Board(BoardSettings):
     """Settings, and the season asked for (the current one by default) with its player count."""
 
     players: Annotated[int, Field(ge=0)]
-    season: Annotated[Time | None, Field(description="the season's start; null for a board that never resets")]
+    season: Annotated[Time | None, Field(description=(
+        "the season's start; null for a board that never resets nor was wiped"))]
     nextReset: Annotated[Time | None, Field(description=(
         "when the current season ends: its next reset, a season a wipe or a change of schedule starts "
         "(a moment after the request), or endsAt, whichever comes first; null: never"))]

@@ -38,7 +38,8 @@ class AttemptReceipt(TypedDict):
 
     board: str
     playerId: str
-    season: Annotated[Time | None, Field(description="the season it counts in; null: a board that never resets")]
+    season: Annotated[Time | None, Field(description=(
+        "the season it counts in; null: a board that never resets nor was wiped"))]
     attempt: Annotated[int, Field(ge=1, le=MAX_ATTEMPTS, description="the player's attempts this season, this one "
                                                                      "included")]
     attemptsLeft: Annotated[int | None, Field(ge=0, description="the player's attempts left; null: unlimited")]

@@ -406,6 +406,38 @@ def test_a_walk_late_at_every_try_is_failed_after_its_last(adapters: Adapters):
     assert reason == f"the walk outlasted its deadline {WALK_TRIES} times (the machine was busy)"
 
 
+def test_a_report_the_invocation_has_no_time_left_for_is_asked_for_again_not_begun(adapters: Adapters,
+                                                                                   walker: Stackwalker):
+    """Found from outside: a batch of 5 reports, each walked up to 3 times within the walker's
+    deadlines, could outlast the function's timeout of 420 s; the timeout kills the walk with the
+    batch unkept, and its retry does it all again, holding back its partition for as long as the
+    topic keeps it. A report begun only with the time its walks may take (REPORT_MOST_S) left; the
+    others are asked for again, as a late walk is, and the first is always begun."""
+    first, second, third = indexed(adapters, 51), indexed(adapters, 52, dump="patch"), indexed(adapters, 53)
+    walks: list[bytes] = []
+
+    class Counted:
+        def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:
+            walks.append(minidump)
+            return walker.walk(minidump, symbols)
+
+    def time_left_s() -> float:  # enough for the second report, not for the third
+        return processing.REPORT_MOST_S if len(walks) < 2 else processing.REPORT_MOST_S - 1
+
+    published(adapters, "timed")
+    asked = [walk_request(first, "crash.dmp"), walk_request(second, "crash.dmp"),
+             walk_request(third, "crash.dmp", late=2)]
+    results = processor(adapters, Counted(), time_left_s=time_left_s).process(records(asked))
+    assert [(r.report_key, r.state) for r in results] == [(first, "processed"), (second, "processed")]
+    assert len(walks) == 2
+    [again] = [WalkRequest.model_validate_json(r.value) for r in published(adapters, "timed")]
+    assert again == WalkRequest(reportKey=third, attachment="crash.dmp", late=2)  # not late: no try counted
+    assert entries(adapters)[third].processing == "pending"
+    # an invocation with less than that left still begins its first
+    [done] = processor(adapters, walker, time_left_s=lambda: 0.0).process(records([walk_request(third, "crash.dmp")]))
+    assert (done.report_key, done.state) == (third, "processed")
+
+
 def test_each_walk_of_a_batch_is_grouped_by_its_own_reports_sku(adapters: Adapters, walker: Stackwalker):
     """Found in review: the walk's sku comes from each report's index row, and every test had one sku,
     so a batch handing one report another's sku would have passed."""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ports.minidumps import MAX_FRAMES, Walked, WalkerReport, WalkFailed, WalkLate
+from ports.minidumps import MAX_FRAMES, WALK_WALL_S, Walked, WalkerReport, WalkFailed, WalkLate
 
 WALKER = "blackbox-stackwalk"
 # `make test` builds it here (the Makefile's .tools/bin/blackbox-stackwalk)
@@ -38,8 +38,6 @@ class WalkerBroken(RuntimeError):
     """The walker could not run: no minidump's fault, so no report is marked failed for it."""
 
 
-# a walk's deadline of wall time: past it the machine, not the dump, is at fault (ports.minidumps.WalkLate)
-WALL_S = 60.0
 # the memory a walk may take (RLIMIT_DATA: its heap and private mappings): a 96 KB dump whose 110
 # threads share one stack of return addresses took 6.4 GB, where a game's dump and its symbols take
 # tens of MB; the walker's Lambda has 1,769 MB for it and the Python beside it
@@ -49,7 +47,7 @@ MEMORY_BYTES = 1 << 30
 class Stackwalker:
     """Runs the walker on one minidump at a time."""
 
-    def __init__(self, binary: Path, *, cpu_s: int = 20, timeout_s: float = WALL_S,
+    def __init__(self, binary: Path, *, cpu_s: int = 20, timeout_s: float = WALK_WALL_S,
                  max_output_bytes: int = 32 << 20, memory_bytes: int = MEMORY_BYTES) -> None:
         self.binary = binary
         self.cpu_s = cpu_s

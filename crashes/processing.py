@@ -15,9 +15,10 @@ reprocessing of a sku's groups (crashes.grouping)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -33,7 +34,7 @@ from pipeline.topics import MINIDUMPS, parse_each
 from ports import CrashIndex, DocumentStore, EventLog, LogRecord, OutgoingRecord, Processed, SymbolStore
 from ports.issues import Crash, Grouping, IssueStore
 from ports.limits import cut
-from ports.minidumps import Frame, Module, StackWalker, Walked, WalkFailed, WalkLate
+from ports.minidumps import WALK_WALL_S, Frame, Module, StackWalker, Walked, WalkFailed, WalkLate
 from ports.telemetry import logger
 from ports.timeutil import Time, now_ms, to_rfc3339
 
@@ -326,6 +327,15 @@ def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked |
     return walked
 
 
+# the longest a report's walks may take: WALKS, each within its deadline of wall time, and a minute
+# for the symbol files fetched between them
+REPORT_MOST_S = WALKS * WALK_WALL_S + 60.0
+
+
+def _unbounded() -> float:
+    return math.inf
+
+
 # a report's walk tried this many times, each past its deadline of wall time, is failed: a machine
 # that stays that busy would otherwise have it asked for again without end
 WALK_TRIES = 5
@@ -348,6 +358,9 @@ class Processor:
     issues: IssueStore
     """the skus' groupings, and the issues of the groups a reprocessing moves reports to"""
     ttl_seconds: int
+    time_left_s: Callable[[], float] = _unbounded
+    """the invocation's time left (Lambda's context): past the first, a report is begun only with
+    REPORT_MOST_S of it left, and else asked for again, where a timeout would lose the batch's walks"""
 
     def process(self, records: Sequence[LogRecord]) -> list[Processed]:
         """Walks the batch's requests; returns the reports' new states."""
@@ -381,23 +394,24 @@ class Processor:
         groupings: dict[str, Grouping] = {}
         documents: dict[str, bytes] = {}
         results: list[Processed] = []
-        late: list[str] = []
+        # each report asked for again, with its late walks
+        asked: dict[str, int] = {}
+        begun = False
         for key, name in walks.items():
             dump = found.get(attachment_key(key, name))
             if dump is None:  # expired or purged with its report: nothing left to walk
                 continue
+            if begun and self.time_left_s() < REPORT_MOST_S:
+                asked[key] = tried[key]
+                continue
+            begun = True
             sku = origins[key].sku
             if sku not in groupings:
                 groupings[sku] = self.issues.grouping(sku)
-            try:
-                walked = walk(self.walker, self.symbols, dump)
-            except WalkLate as busy:
-                if tried[key] + 1 < WALK_TRIES:
-                    late.append(key)
-                    logger.warning("a walk outlasted its deadline; its report is asked for again",
-                                   extra={"reportKey": key, "reason": str(busy)})
-                    continue
-                walked = WalkFailed(f"the walk outlasted its deadline {WALK_TRIES} times (the machine was busy)")
+            walked = self._walked(key, dump, tried[key])
+            if walked is None:
+                asked[key] = tried[key] + 1
+                continue
             document, result = _processed(key, name, walked, now_ms(), groupings[sku])
             documents[processed_key(key)] = _DOCUMENT.dump_json(document)
             results.append(result)
@@ -421,11 +435,23 @@ class Processor:
                 self.issues.regrouped(again)
             self.index.processed(results)
             self.issues.counted(first)
-        if late:  # after the batch's walks are kept: a failure to ask retries the batch, not them alone
+        if asked:  # after the batch's walks are kept: a failure to ask retries the batch, not them alone
             final = _final(requests)
-            self.log.publish(MINIDUMPS, [walk_request(key, walks[key], last=key in final, late=tried[key] + 1)
-                                         for key in late])
+            self.log.publish(MINIDUMPS, [walk_request(key, walks[key], last=key in final, late=late)
+                                         for key, late in asked.items()])
         return results
+
+    def _walked(self, key: str, dump: bytes, late: int) -> Walked | WalkFailed | None:
+        """The dump's walk; None where it outlasted its deadline and is to be asked for again (a
+        report `late` so many times before)."""
+        try:
+            return walk(self.walker, self.symbols, dump)
+        except WalkLate as busy:
+            if late + 1 < WALK_TRIES:
+                logger.warning("a walk outlasted its deadline; its report is asked for again",
+                               extra={"reportKey": key, "reason": str(busy)})
+                return None
+            return WalkFailed(f"the walk outlasted its deadline {WALK_TRIES} times (the machine was busy)")
 
     def _walk_again_if_raced(self, requests: Sequence[WalkRequest], results: Sequence[Processed]) -> None:
         """A symbol file uploaded while a report was walked without it may have had its reports

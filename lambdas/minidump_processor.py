@@ -40,7 +40,8 @@ class _Installed:
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     a = current()
     processor = Processor(documents=a.documents, index=a.index, symbols=a.symbols, walker=_Installed(), log=a.log,
-                          issues=a.issues, ttl_seconds=a.documents_ttl_seconds)
+                          issues=a.issues, ttl_seconds=a.documents_ttl_seconds,
+                          time_left_s=lambda: context.get_remaining_time_in_millis() / 1000)
     results = processor.process(from_msk_event(event, a.settings.kafka_topic_prefix))
     for metric, state in ((MINIDUMPS_PROCESSED, "processed"), (MINIDUMPS_FAILED, "failed")):
         if count := sum(result.state == state for result in results):

@@ -106,6 +106,10 @@ class WalkFailed:
     reason: str
 
 
+# a walk's deadline of wall time: past it the machine, not the dump, is at fault (WalkLate)
+WALK_WALL_S = 60.0
+
+
 class WalkLate(Exception):
     """The walk outlasted its deadline of wall time within its budget of CPU: a busy machine's doing,
     not the dump's, so the report is walked again later rather than marked failed."""

@@ -52,7 +52,7 @@ READ_TIMEOUT_S = 10.0
 # how long a member may take over a batch before the group hands its partitions to another (one that
 # hangs holds them that long; one that dies is found by its session timeout): librdkafka's default,
 # but for the minidump processor's, whose batch of 5 reports, each walked up to 3 times
-# (crashes.processing.WALKS) in 60 s of wall time at most (adapters.stackwalk.WALL_S) with the
+# (crashes.processing.WALKS) in 60 s of wall time at most (ports.minidumps.WALK_WALL_S) with the
 # symbol files' fetches, may take 900 s and more
 POLL_INTERVAL_MS = 300_000
 WALKS_POLL_INTERVAL_MS = 1_200_000

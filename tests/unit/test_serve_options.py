@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from adapters.kafka.log import consumer_config
-from adapters.stackwalk import WALL_S
 from cli.main import main
 from crashes.processing import WALKS
 from lambdas.functions import BATCH_RECORDS
 from local_runtime.server import Job, jobs
 from pipeline.topics import CRASHES, MINIDUMPS
+from ports.minidumps import WALK_WALL_S
 
 
 def test_on_embedded_the_api_and_the_consumers_are_not_split(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
@@ -75,7 +75,7 @@ def test_a_minidump_batch_at_its_worst_keeps_its_consumer_in_the_group():
     """Left alone in a note, then mended: librdkafka's max.poll.interval.ms (300 s) was below the
     longest batch serve's minidump poller may hand its handler, whose member would then be put out
     of the group and its batch walked again by another."""
-    worst_ms = BATCH_RECORDS["minidump-processor"] * WALKS * WALL_S * 1000
+    worst_ms = BATCH_RECORDS["minidump-processor"] * WALKS * WALK_WALL_S * 1000
     assert consumer_config({}, "blackbox-minidump-processor", MINIDUMPS)["max.poll.interval.ms"] > worst_ms
     # found in review: a consumer of another topic that hangs keeps its partitions 5 minutes, not 20
     assert consumer_config({}, "blackbox-crash-consumer", CRASHES)["max.poll.interval.ms"] == 300_000

@@ -14,7 +14,7 @@ from lambdas.functions import CONSUMERS
 from pipeline.topics import CONSUMED, READ_GROUP
 from ports.telemetry import DEAD_LETTERS, FAILED_BATCHES, NAMESPACE, SPILLED_EVENTS, SPILLS_SET_ASIDE
 from stacks.app import Blackbox
-from stacks.processing import REPLAY_TIMEOUT_S
+from stacks.processing import REPLAY_INTERVAL, REPLAY_TIMEOUT_S, WEBHOOKS_INTERVAL
 from tests.infrastructure.conftest import resources
 from tests.infrastructure.test_stacks import DEV
 
@@ -139,6 +139,24 @@ def test_alarms_on_what_is_held_back_and_on_lag(dev: Blackbox, templates: dict[s
         assert dimension["Name"] == "FunctionName"
         assert dev.processing.get_logical_id(function.node.default_child) in json.dumps(dimension["Value"])
     assert alarm(observability, "Errors-replay")["MetricName"] == "Errors"
+
+
+def test_a_scheduled_function_failing_at_every_run_alarms(templates: dict[str, Template]):
+    """Found from outside: each function's Errors alarm asked for errors in 3 minutes in a row, which
+    a run every 5 minutes (the replay) or a day (the purge, which also adds the MySQL day partitions)
+    never gives: either could fail every run and page no one. A scheduled function's alarm counts its
+    errors over periods that each hold one of its runs (the purge's, with its retries, within the hour
+    it starts in), and alarms on as many failed runs in a row as it asks for."""
+    observability = templates["observability"]
+    every_s = {"replay": REPLAY_INTERVAL.to_seconds(), "webhooks": WEBHOOKS_INTERVAL.to_seconds(), "purge": 86_400}
+    for name, interval_s in every_s.items():
+        found = alarm(observability, f"Errors-{name}")
+        runs = found.get("DatapointsToAlarm", found["EvaluationPeriods"])
+        assert found["Threshold"] == 1 and runs <= found["EvaluationPeriods"]
+        # each period holds a run: runs failing in a row breach as many periods in a row
+        assert found["Period"] >= min(interval_s, 3600), name
+    # a day's periods hold one run: its failure alone
+    assert alarm(observability, "Errors-purge")["EvaluationPeriods"] == 1
 
 
 def test_a_request_without_a_sentry_key_pages_no_one_and_a_failing_key_source_does(

@@ -29,12 +29,16 @@ from ports.telemetry import (
 )
 from stacks.api import KEY_SOURCE, ApiStack
 from stacks.config import DeployConfig
-from stacks.processing import ProcessingStack
+from stacks.processing import REPLAY_INTERVAL, WEBHOOKS_INTERVAL, ProcessingStack
 
 PERIOD = Duration.minutes(1)
 # the end-to-end targets (BENCHMARKS.md): p95 under 900 ms even inside a spike
 LATENCY_P95_MS = 900
 OFFSET_LAG = 100_000
+# a scheduled function's errors, over periods that each hold one of its runs (the daily purge's, with
+# its retries, the hour it starts in), and the failed runs in a row that alarm: a period of a minute
+# would see a run every 5 minutes or a day fail, and never 3 minutes in a row
+SCHEDULED = {"replay": (REPLAY_INTERVAL, 2), "webhooks": (WEBHOOKS_INTERVAL, 3), "purge": (Duration.hours(1), 1)}
 
 
 def _blackbox(name: str, statistic: str) -> cloudwatch.Metric:
@@ -112,8 +116,10 @@ class ObservabilityStack(Stack):
                    for name, f in consumers.items()]
         # the key source refuses a request without a key by raising, as Lambda authorizers answer
         # 401, which Lambda counts an error: every scanner would page. Its failures are NativeApi5xx
-        alarms += [(f"Errors-{name}", f.metric_errors(period=PERIOD), 1, 3, f"{name} fails")
-                   for name, f in all_functions.items() if name != KEY_SOURCE]
+        for name, f in all_functions.items():
+            if name != KEY_SOURCE:
+                period, runs = SCHEDULED.get(name, (PERIOD, 3))
+                alarms.append((f"Errors-{name}", f.metric_errors(period=period), 1, runs, f"{name} fails"))
         self.alarms: list[cloudwatch.Alarm] = []
         for name, metric, threshold, periods, description in alarms:
             alarm = metric.create_alarm(

@@ -34,12 +34,16 @@ STACKWALK_SOURCE = PROJECT_ROOT / "stackwalk"
 # layer puts it in /opt/bin, on the functions' PATH, where adapters/stackwalk.py finds it
 WALKER_BUILD = ".tools/lambda/stackwalk/bin/blackbox-stackwalk"
 
-# only the packages the handlers import go into the code asset
-CODE_EXCLUDES = [
-    ".*", "cdk.out", "tests", "events", "stacks", "app.py", "cdk.json", "*.md", "Makefile", "pyproject.toml",
-    "blackbox-data", "**/__pycache__", "*.egg-info", "build", "node_modules", "package*.json", "benchmarks",
-    "local_runtime", "cli", "scripts", "services", "test-artifacts", "docker-compose.yml", "stackwalk",
-]
+# the packages the handlers import: the code asset holds these alone, whatever else the checkout holds
+# (a synth's output inside it, a compose.env)
+CODE_PACKAGES = ("adapters", "api", "crashes", "lambdas", "pipeline", "ports", "ranking", "reporters", "retention",
+                 "sessions", "webhooks")
+
+
+def code_excludes() -> list[str]:
+    """Every other name at the checkout's top (the patterns match a name at any depth: none of these
+    packages holds one of them) and the bytecode caches."""
+    return [*(p.name for p in PROJECT_ROOT.iterdir() if p.name not in CODE_PACKAGES), "**/__pycache__", "*.md"]
 
 
 def pip_command(target: Path) -> list[str]:
@@ -85,7 +89,7 @@ def bundled(source: Path, build: Callable[[Path], None], exclude: list[str] | No
 
 
 def code() -> lambda_.Code:
-    return lambda_.Code.from_asset(str(PROJECT_ROOT), exclude=CODE_EXCLUDES)
+    return lambda_.Code.from_asset(str(PROJECT_ROOT), exclude=code_excludes())
 
 
 def dependencies() -> lambda_.Code:

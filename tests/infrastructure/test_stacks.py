@@ -42,6 +42,16 @@ def test_config_is_validated():
         blackbox("nope")
 
 
+def test_a_prefix_that_would_name_a_bucket_past_s3s_63_characters_is_refused():
+    """Found from outside: a prefix of 21 characters in a region of 14 named the failed-batch bucket
+    with 64, and the deploy failed at that bucket, minutes in."""
+    settings = {"region": "ap-southeast-2", "couchbase_ami": {"ap-southeast-2": "ami-0123456789abcdef0"}}
+    with pytest.raises(ValidationError, match="63"):
+        DeployConfig.model_validate({**settings, "prefix": "a" * 21})
+    config = DeployConfig.model_validate({**settings, "prefix": "a" * 20})
+    assert len(f"{config.prefix}-failed-batches-{'0' * 12}-{config.region}") == 63
+
+
 def test_network(templates: dict[str, Template]):
     network = templates["network"]
     network.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": DEV.vpc_cidr})

@@ -68,6 +68,12 @@ class Consumer(BaseModel):
         return self
 
 
+# the deployment's buckets, each named `{prefix}-{purpose}-{account}-{region}` (stacks.data), and S3's
+# bound on a bucket's name
+BUCKET_PURPOSES = ("spill", "failed-batches", "symbols")
+BUCKET_NAME_MOST = 63
+
+
 class DeployConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -119,6 +125,14 @@ class DeployConfig(BaseModel):
         """What a resource that holds data or logs does when its stack is deleted: it goes with a
         disposable environment (removal=destroy) and stays with any other."""
         return RemovalPolicy.DESTROY if self.removal == "destroy" else RemovalPolicy.RETAIN
+
+    @model_validator(mode="after")
+    def _buckets_named(self) -> DeployConfig:
+        longest = max(len(f"{self.prefix}-{purpose}-{'0' * 12}-{self.region}") for purpose in BUCKET_PURPOSES)
+        if longest > BUCKET_NAME_MOST:
+            raise ValueError(f"prefix {self.prefix} in {self.region} names a bucket of {longest} characters, where S3 "
+                             f"takes {BUCKET_NAME_MOST}: give a prefix {longest - BUCKET_NAME_MOST} shorter")
+        return self
 
     @model_validator(mode="after")
     def _placed_in_region(self) -> DeployConfig:

@@ -30,7 +30,7 @@ from constructs import Construct
 from adapters.mysql.database import CODE_MIGRATIONS
 from adapters.mysql.database import MIGRATIONS as MYSQL_MIGRATIONS
 from adapters.sql.migrations import index_migrations
-from stacks.config import DeployConfig
+from stacks.config import BUCKET_PURPOSES, DeployConfig
 from stacks.functions import LAMBDA_BASIC, LOGS_KEPT, Functions, Placement, invoke_versions, kept_logs, provider
 from stacks.nag import acknowledge
 from stacks.network import NetworkStack
@@ -297,7 +297,8 @@ class DataStack(Stack):
 
     def _bucket_name(self, purpose: str, account: str = Aws.ACCOUNT_ID) -> str:
         # named, so that other stacks' policies hold the name itself rather than an import, which
-        # keeps the ARNs (and cdk-nag's findings on them) predictable
+        # keeps the ARNs (and cdk-nag's findings on them) predictable; the config holds it to S3's bound
+        assert purpose in BUCKET_PURPOSES
         return f"{self._config.prefix}-{purpose}-{account}-{self._config.region}"
 
     @property

@@ -49,6 +49,17 @@ def by_type(template: Template, kind: str) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("env", ["dev", "prod"])
+def test_the_credentials_stay_with_the_data_they_open(env: str, dev: Blackbox, prod: Blackbox):
+    """Found from outside: with removal retain (prod) the database's snapshot and the Couchbase
+    volumes were kept while the secrets that sign in to them were deleted with the stack."""
+    config, data = stage(env, dev, prod)
+    secrets = by_type(data, "AWS::SecretsManager::Secret")
+    assert len(secrets) == 3  # MySQL's, Couchbase's administrator's and the application's
+    kept = "Retain" if config.removal == "retain" else "Delete"
+    assert {name: s.get("DeletionPolicy", "Delete") for name, s in secrets.items()} == dict.fromkeys(secrets, kept)
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
 def test_each_node_is_waited_for_on_its_pinned_image_in_its_own_zone(env: str, dev: Blackbox, prod: Blackbox):
     config, data = stage(env, dev, prod)
     nodes = by_type(data, "AWS::EC2::Instance")

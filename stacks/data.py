@@ -55,10 +55,11 @@ DATABASE = "blackbox"
 BUCKET = "blackbox"
 
 
-def _credentials(scope: Construct, name: str, username: str) -> secretsmanager.Secret:
+def _credentials(scope: Construct, name: str, username: str, removal: RemovalPolicy) -> secretsmanager.Secret:
+    # kept as the data they sign in to is (removal=retain)
     return secretsmanager.Secret(
         scope, name,
-        description=f"Blackbox Couchbase {username}",
+        description=f"Blackbox Couchbase {username}", removal_policy=removal,
         generate_secret_string=secretsmanager.SecretStringGenerator(
             secret_string_template=f'{{"username": "{username}"}}', generate_string_key="password",
             exclude_punctuation=True, password_length=32,
@@ -141,6 +142,11 @@ class DataStack(Stack):
             ["Resource::*"])
         assert self.database.secret is not None
         self.mysql_secret = self.database.secret
+        # the instance's snapshot is kept with removal=retain, and the credentials that open it with it
+        # (the instance's secret is the generated secret's attachment to it)
+        generated = self.database.node.find_child("Secret")
+        assert isinstance(generated, secretsmanager.Secret)
+        generated.apply_removal_policy(config.removal_policy)
         self.proxy = self.database.add_proxy(
             "Proxy", secrets=[self.mysql_secret], vpc=network.vpc, vpc_subnets=network.private,
             security_groups=[self.proxy_sg], require_tls=True, idle_client_timeout=Duration.minutes(30),
@@ -165,9 +171,9 @@ class DataStack(Stack):
         self.database.connections.allow_default_port_from(self.mysql_rotation, "secret rotation to MySQL")
 
     def _couchbase(self, config: DeployConfig, network: NetworkStack) -> None:
-        self.couchbase_admin = _credentials(self, "CouchbaseAdmin", "Administrator")
+        self.couchbase_admin = _credentials(self, "CouchbaseAdmin", "Administrator", config.removal_policy)
         # what the functions use: read and write on the bucket only
-        self.couchbase_app = _credentials(self, "CouchbaseApp", "blackbox-app")
+        self.couchbase_app = _credentials(self, "CouchbaseApp", "blackbox-app", config.removal_policy)
         role = iam.Role(self, "CouchbaseRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
                         managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
                             "AmazonSSMManagedInstanceCore")])

@@ -18,6 +18,7 @@ import psutil
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from adapters.kafka.log import SESSION_TIMEOUT_MS
 from local_runtime.process import Serve
 from pipeline.topics import SESSIONS
 from tests.e2e.test_faults import XP, Deployment, Ledger, burst, verify
@@ -75,10 +76,27 @@ def test_two_consumer_serves_of_one_group_lose_nothing_to_sigkill(tmp_path: Path
         assert sorted(p for partitions_held in held.values() for p in partitions_held) == partitions(prefix, SESSIONS)
 
         [worker] = consumers[0].pids("consumers")
-        burst(deployment, ledger, "worker", lambda: psutil.Process(worker).send_signal(signal.SIGKILL))
+
+        killed = []
+
+        def kill_worker() -> None:
+            psutil.Process(worker).send_signal(signal.SIGKILL)
+            killed.append(time.time())
+            # found from outside: started again at once, the worker joined its groups while they still
+            # counted it, and every member of every group stopped until its session timed out; started
+            # once they dropped it, the other serve holds all of its group's partitions meanwhile
+            every = partitions(prefix, SESSIONS)
+            wait_until(lambda: list(group_members(prefix, "session-counter").values()) == [every],
+                       "the other serve did not hold every partition before the killed worker came back")
+
+        burst(deployment, ledger, "worker", kill_worker)
         verify(deployment, ledger)
-        assert consumers[0].pids("consumers") != [worker]  # its supervisor started it again
-        assert f"(pid {worker}) was killed by SIGKILL; started it again" in consumers[0].log_path.read_text()
+        [again] = consumers[0].pids("consumers")
+        assert again != worker  # its supervisor started it again, once its groups had dropped it
+        assert psutil.Process(again).create_time() >= killed[0] + SESSION_TIMEOUT_MS / 1000
+        told = consumers[0].log_path.read_text()
+        assert f"consumers worker 0 (pid {worker}) was killed by SIGKILL; starting it again in " in told
+        assert f"started consumers worker 0 again as pid {again}, in place of pid {worker}" in told
 
         [orphan] = consumers[1].pids("consumers")
 

@@ -86,7 +86,7 @@ class Serve:
         text = self._log_since_start()
         announced = re.search(rf"^  processes .*?; {'API' if kind == 'api' else kind} ([\d, ]+)", text, re.M)
         pids = [int(pid) for pid in announced.group(1).split(", ")] if announced else []
-        for dead, again in re.findall(r"\(pid (\d+)\) .*; started it again as pid (\d+)", text):
+        for again, dead in re.findall(r" again as pid (\d+), in place of pid (\d+)", text):
             pids = [int(again) if pid == int(dead) else pid for pid in pids]
         return pids
 

@@ -7,7 +7,8 @@ poller per consumer function, each a member of that function's consumer group, s
 services profile any number of them, on any number of machines, share the partitions. On
 SIGINT/SIGTERM every worker finishes what it has in flight (requests answered, batches committed)
 and serve exits 0; one still running STOP_GRACE_S later is killed (what it had not committed is
-delivered again). A worker that dies is reported and started again; one that dies within
+delivered again). A worker that dies is reported and started again (a consumers worker killed on
+services once its groups have dropped it: Supervisor.restart_in); one that dies within
 QUICK_DEATH_S of starting, MAX_QUICK_DEATHS times in a row, stops serve with exit 2."""
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import uvicorn
 from setproctitle import setproctitle
 
 from adapters.factory import build, install, migrate
+from adapters.kafka.log import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS
 from adapters.settings import Settings
 from api.access import ApiKeys
 from lambdas.functions import CONSUMERS, load_handler
@@ -49,6 +51,9 @@ QUICK_DEATH_S = 10.0
 MAX_QUICK_DEATHS = 3
 # how often the supervisor looks for dead workers, and a worker for a dead supervisor
 WATCH_S = 0.2
+# a killed consumers worker's groups drop it this long after its death at the latest: its session
+# timeout after its last heartbeat, and a heartbeat for the rebalance that follows
+DROPPED_S = (SESSION_TIMEOUT_MS + 2 * HEARTBEAT_INTERVAL_MS) / 1000
 # how long a worker has after SIGTERM: a thread stuck in C holding the GIL (librdkafka's close of a
 # consumer its group put out) keeps its signal handler from ever running
 STOP_GRACE_S = 30.0
@@ -349,6 +354,15 @@ class Supervisor:
         self.running[job] = (process, time.monotonic())
         return process
 
+    def restart_in(self, job: Job, exitcode: int) -> float:
+        """How long after its death a worker is started again: at once, but a consumers worker
+        killed (by a signal: it left no group) on services once its groups have dropped it. Joining
+        while they still count it, it would start a rebalance that waits for the dead member's
+        session to time out, and librdkafka's eager rebalance stops every member meanwhile; joining
+        after, the other members have taken over its partitions by then."""
+        killed = exitcode < 0 and job.kind == "consumers" and self._settings.profile == "services"
+        return DROPPED_S if killed else 0.0
+
     def pids(self, kind: str) -> str:
         return ", ".join(str(process.pid) for job, (process, _) in self.running.items() if job.kind == kind)
 
@@ -359,13 +373,15 @@ class Supervisor:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._stop)
         quick_deaths: Counter[Job] = Counter()
+        # the dead workers: when each is started again, and the pid it had
+        due: dict[Job, tuple[float, int | None]] = {}
         try:
             for job in self._planned:
                 self._start(job)
             started(self)
             while not self._stop.wait(WATCH_S):
                 for job, (process, since) in list(self.running.items()):
-                    if process.exitcode is None:
+                    if process.exitcode is None or job in due:
                         continue
                     death = _death(process.exitcode)
                     quick_deaths[job] = quick_deaths[job] + 1 if time.monotonic() - since < QUICK_DEATH_S else 0
@@ -373,8 +389,15 @@ class Supervisor:
                         raise WorkerFailed(f"{job} died {MAX_QUICK_DEATHS} times within {QUICK_DEATH_S:g} s of "
                                            f"starting (the last {death}), so serve stopped",
                                            "the lines above say why")
+                    wait_s = self.restart_in(job, process.exitcode)
+                    due[job] = (time.monotonic() + wait_s, process.pid)
+                    later = f" in {wait_s:g} s, once its consumer groups have dropped it" if wait_s else ""
+                    print(f"blackbox: {job} (pid {process.pid}) {death}; starting it again{later}",
+                          file=sys.stderr, flush=True)
+                for job in [job for job, (at, _) in due.items() if at <= time.monotonic()]:
+                    _, dead = due.pop(job)
                     again = self._start(job)
-                    print(f"blackbox: {job} (pid {process.pid}) {death}; started it again as pid {again.pid}",
+                    print(f"blackbox: started {job} again as pid {again.pid}, in place of pid {dead}",
                           file=sys.stderr, flush=True)
         finally:
             self.stop_all()

@@ -130,3 +130,16 @@ def test_what_an_envelope_carried_and_was_not_kept_is_logged(adapters: Adapters)
         logger.removeHandler(lines)
     [line] = [line for line in lines.lines if line["message"] == "envelope items not kept"]
     assert line["discarded"] == {"session": 1, "transaction": 1, "attachment": 1} and line["sku"] == SKU
+
+
+def test_an_envelope_that_left_nothing_out_logs_nothing_left_out(adapters: Adapters) -> None:
+    """Found from outside: every event's envelope logged "envelope items not kept" with
+    `{"attachment": 0}`, one misleading line a crash in CloudWatch."""
+    body = b'{}\n{"type":"event"}\n{"message":"kept whole"}\n'
+    lines = Lines()
+    logger.addHandler(lines)
+    try:
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
+    finally:
+        logger.removeHandler(lines)
+    assert [line for line in lines.lines if line["message"] == "envelope items not kept"] == []

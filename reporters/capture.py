@@ -39,10 +39,11 @@ def capture_envelope(log: EventLog, spill: SpillStore, reading: SentryEnvelope, 
                      scope: SkuScope = ANY_SKU) -> Captured | None:
     """Captures what an envelope carried for `sku`; its crash report's ids, if it had one."""
     scope.check([sku])
-    if reading.discarded:
+    # the kinds of which some were left out (a count of 0 is none)
+    if discarded := +reading.discarded:
         # answered 200 as Relay does (an SDK would send them again otherwise), but not without a trace:
         # by type, the items not kept (unreadable, of a type not read, files without a crash)
-        logger.info("envelope items not kept", extra={"sku": sku, "discarded": dict(reading.discarded)})
+        logger.info("envelope items not kept", extra={"sku": sku, "discarded": dict(discarded)})
     # refused before anything is published: a 400 must mean nothing of the upload was kept
     if reading.sessions_ended > MAX_SESSIONS:
         raise InvalidField(f"an upload ends at most {MAX_SESSIONS} sessions, as /v1/sessions takes them; this one "

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from adapters.settings import Settings
@@ -159,16 +160,23 @@ def build(settings: Settings) -> Adapters:
     return Adapters(settings, _Engines(settings, _endpoints(settings)))
 
 
+def data_directory(path: Path) -> Path:
+    """`path`, made for this user alone where it is made here: it holds webhooks' signing secrets and
+    players' reports. One made before is left as it is."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
 def _spill_directory(settings: Settings) -> SpillStore:
     from adapters.spill.directory import DirectorySpillStore
 
-    return DirectorySpillStore(settings.data_dir / "spill")
+    return DirectorySpillStore(data_directory(settings.data_dir) / "spill")
 
 
 def _symbols_directory(settings: Settings) -> SymbolStore:
     from adapters.symbols.directory import DirectorySymbolStore
 
-    return DirectorySymbolStore(settings.data_dir / "symbols")
+    return DirectorySymbolStore(data_directory(settings.data_dir) / "symbols")
 
 
 # imports per port and profile: a Lambda package carries only the clients its profile needs, and a
@@ -182,17 +190,18 @@ class _Embedded:
     def _open_sql(self) -> SqliteIndexDatabase:
         from adapters.embedded.index import SqliteIndexDatabase
 
-        return SqliteIndexDatabase(self._settings.data_dir / INDEX_FILE)
+        return SqliteIndexDatabase(data_directory(self._settings.data_dir) / INDEX_FILE)
 
     def log(self) -> SqliteEventLog:
         from adapters.embedded.log import SqliteEventLog
 
-        return SqliteEventLog(self._settings.data_dir / LOG_FILE, partitions=self._settings.log_partitions)
+        return SqliteEventLog(data_directory(self._settings.data_dir) / LOG_FILE,
+                              partitions=self._settings.log_partitions)
 
     def documents(self) -> SqliteDocumentStore:
         from adapters.embedded.documents import SqliteDocumentStore
 
-        return SqliteDocumentStore(self._settings.data_dir / DOCUMENTS_FILE)
+        return SqliteDocumentStore(data_directory(self._settings.data_dir) / DOCUMENTS_FILE)
 
     def migrate(self) -> list[str]:
         """Opens each file of the data directory, which applies the migrations it lacks: those, by file."""

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import uvicorn
 from setproctitle import setproctitle
 
-from adapters.factory import build, install, migrate
+from adapters.factory import build, data_directory, install, migrate
 from adapters.kafka.log import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS
 from adapters.settings import Settings
 from api.access import ApiKeys
@@ -124,8 +124,7 @@ def lock_data_dir(data_dir: Path, fix: str = "stop that serve first, or pass ano
     """One serve per data directory on the embedded profile: two would both consume the same
     topics (and `blackbox invoke` takes it too, unless told to run beside a live serve)."""
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(data_dir / "serve.lock", os.O_CREAT | os.O_RDWR)
+        fd = os.open(data_directory(data_dir) / "serve.lock", os.O_CREAT | os.O_RDWR)
     except OSError as error:  # not writable by this user, or no place for files (/proc)
         raise UserError(f"{data_dir} cannot be written ({error.strerror})",
                         "pass --data-dir a directory this user can write, made if missing (with make: make serve "

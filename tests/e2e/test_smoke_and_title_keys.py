@@ -5,6 +5,7 @@ against it and fails in one line with a wrong key."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -62,9 +63,9 @@ def ember_reports(server: Serve) -> list[dict]:
     return reports
 
 
-def smoke(server: Serve, *options: str) -> subprocess.CompletedProcess[str]:
+def smoke(server: Serve, *options: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "cli.main", "smoke", "--url", server.url, *options],
-                          capture_output=True, text=True, timeout=120, check=False)
+                          capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **(env or {})})
 
 
 @pytest.mark.parametrize("options", [
@@ -80,6 +81,17 @@ def test_smoke_passes_against_serve(keyed: Serve, options: list[str]):
     for check in ("health", "retry crash", "crash readable", "sessions counted", "score ranked"):
         assert check in checks
     assert "payload and attachment as sent" in checks
+
+
+def test_smoke_takes_its_keys_from_the_environment(keyed: Serve):
+    """Found from outside: keys only on the command line, which every user of the machine reads in
+    `ps`, where the README had them passed right after a deploy."""
+    keys = {"BLACKBOX_KEY": PLAIN_KEY, "BLACKBOX_SERVER_KEY": SERVER_KEY, "BLACKBOX_READ_KEY": READ_KEY}
+    result = smoke(keyed, "--timeout", "30", env=keys)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # the command line's, where both are given
+    result = smoke(keyed, "--key", "not-a-key", env=keys)
+    assert result.returncode == 1 and "POST /v1/crashes answered 401" in result.stdout
 
 
 @pytest.mark.parametrize(("options", "said"), [

@@ -339,6 +339,18 @@ def test_load_whose_every_score_is_refused_says_so_and_fails(monkeypatch: pytest
     assert "crashes" not in warning and "sessions" not in warning, warning
 
 
+def test_load_takes_its_keys_from_the_environment(monkeypatch: pytest.MonkeyPatch):
+    """Found from outside: keys only on the command line, which every user of the machine reads in `ps`."""
+    told: list[LoadConfig] = []
+    report = LoadReport(LoadConfig(url="http://127.0.0.1:1"), "r", 0, 1.0, [], Verification(), 0)
+    monkeypatch.setattr("loadgen.run.run", lambda config: told.append(config) or report)
+    monkeypatch.setenv("BLACKBOX_KEY", "k-from-env")
+    monkeypatch.setenv("BLACKBOX_READ_KEY", "k-read-from-env")
+    main(["load"])
+    main(["load", "--api-key", "k-given", "--read-key", "k-read-given"])
+    assert [(c.api_key, c.read_key) for c in told] == [("k-from-env", "k-read-from-env"), ("k-given", "k-read-given")]
+
+
 @pytest.mark.parametrize("page", [None, b"<html>a page</html>", b'{"items": []}'])
 def test_load_against_a_server_that_is_not_blackbox_says_so_before_sending(
         page: bytes | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]):

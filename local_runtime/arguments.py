@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,18 @@ def bounded(parse: Callable[[str], N], low: N, high: N, what: str) -> Callable[[
         return value
 
     return number
+
+
+# the keys a command sends (not those serve takes: BLACKBOX_API_KEYS__*), from the environment where
+# the command line names none: an option's value is every local user's to read in `ps`
+KEY = "BLACKBOX_KEY"
+SERVER_KEY = "BLACKBOX_SERVER_KEY"
+READ_KEY = "BLACKBOX_READ_KEY"
+
+
+def key_option(parser: argparse.ArgumentParser, flag: str, variable: str, help: str) -> None:
+    parser.add_argument(flag, default=os.environ.get(variable) or None,
+                        help=f"{help}; default: ${variable} (an option's value shows in ps to every user)")
 
 
 def data_dir(text: str) -> Path:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from local_runtime.arguments import bounded
+from local_runtime.arguments import KEY, READ_KEY, SERVER_KEY, bounded, key_option
 from ports.timeutil import now_ms
 
 EXECUTE_API = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com$")
@@ -256,11 +256,11 @@ def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
                     "(exit 1 at the first check that fails)")
     smoke.add_argument("--url", required=True, type=http_url,
                        help="the API's base URL, with its http:// or https:// (the ApiUrl output, or a serve's)")
-    smoke.add_argument("--key", default=None, help="a key that may post crashes and sessions (a title's key "
-                       "needs --sku with one of its skus; none for a serve without keys)")
-    smoke.add_argument("--server-key", default=None, help="a server key for the score (default: --key)")
-    smoke.add_argument("--read-key", default=None, help="a read key (blackbox serve); without one, reads from an "
-                       "execute-api URL are signed with SigV4")
+    key_option(smoke, "--key", KEY, "a key that may post crashes and sessions (a title's key needs --sku with one "
+               "of its skus; none for a serve without keys)")
+    key_option(smoke, "--server-key", SERVER_KEY, "a server key for the score (else --key)")
+    key_option(smoke, "--read-key", READ_KEY, "a read key (blackbox serve); without one, reads from an execute-api "
+               "URL are signed with SigV4")
     smoke.add_argument("--sigv4", action="store_true", help="sign the reads with SigV4 whatever the URL "
                        "(a custom domain)")
     smoke.add_argument("--region", default=None, help="the region to sign for (default: from the URL)")

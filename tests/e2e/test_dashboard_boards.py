@@ -188,3 +188,21 @@ def test_a_server_key_shows_the_board(browser: Browser, tmp_path_factory: pytest
         expect(page.locator("#leaderboard tbody")).to_contain_text("k1")
         expect(page.locator("#status")).to_contain_text("403")  # the crash panels are the read key's
         page.close()
+
+
+# found from outside: the panel showed a board's top 20, with no way to see more nor sign of more
+def test_more_of_the_top_is_shown_as_asked_and_kept_by_the_live_view(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "long-board", [{"playerId": f"l{n:02d}", "score": n} for n in range(45)])
+    page = opened(browser, f"{serve.url}/?board=long-board")
+    rows = page.locator("#leaderboard tbody tr")
+    expect(rows).to_have_count(20)
+    page.click("#board-more")
+    expect(rows).to_have_count(40)
+    page.wait_for_timeout(6000)  # a live refresh (every 5 s) keeps them
+    expect(rows).to_have_count(40)
+    page.click("#board-more")
+    expect(rows).to_have_count(45)
+    expect(page.locator("#board-more")).to_be_hidden()  # the board's last is shown
+    assert rows.nth(44).text_content() == "45l000"
+    page.close()

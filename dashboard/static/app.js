@@ -8,6 +8,9 @@ const LATEST = 20;
 const RADIUS = 5;
 // the skus, boards and a board's seasons the pickers offer, newest seasons first
 const LISTED = 1000, SEASONS = 1000;
+// the board's top rows shown, LATEST more at each ask, MOST_ROWS at most (the route's limit)
+const MOST_ROWS = 1000;
+let boardRows = LATEST;
 const MINUTE = 60e3, HOUR = 3600e3;
 const RANGES = {
   "1h": { span: HOUR, granularity: "minute", step: MINUTE },
@@ -402,6 +405,7 @@ async function showBoard() {
     $("season").replaceChildren(el("option", { value: "" }, "current"));
     $("season").disabled = true;
     $("leaderboard").tBodies[0].replaceChildren();
+    $("board-more").hidden = true;
   }
 }
 
@@ -421,9 +425,16 @@ async function drawBoard() {
       note += `; no player ${state.player} ${season ? "in this season" : "on this board"}`;
     }
   }
-  entries ??= (await api(`/v1/leaderboards/${board}/top`, { limit: LATEST, season })).entries;
+  // the top as far down as asked (a live refresh keeps it); a player's neighbours alone
+  let more = false;
+  if (!entries) {
+    const top = await api(`/v1/leaderboards/${board}/top`, { limit: boardRows, season });
+    ({ entries } = top);
+    more = top.nextCursor !== null && boardRows < MOST_ROWS;
+  }
   $("board-info").textContent = shown(note);
   fill($("leaderboard").tBodies[0], entries.map(boardRow), 3, "no scores in this season");
+  $("board-more").hidden = !more;
 }
 
 function told(error) {
@@ -537,9 +548,17 @@ $("board-form").addEventListener("submit", (event) => {
   event.preventDefault();
   // another board's seasons are its own
   if ($("board").value.trim() !== state.board) $("season").value = "";
+  boardRows = LATEST;
   apply(["board", "player", "season"], showBoard);
 });
-$("season").addEventListener("change", () => apply(["season"], showBoard));
+$("season").addEventListener("change", () => {
+  boardRows = LATEST;
+  apply(["season"], showBoard);
+});
+$("board-more").addEventListener("click", () => {
+  boardRows = Math.min(boardRows + LATEST, MOST_ROWS);
+  showBoard();
+});
 
 $("key").value = sessionStorage.getItem("blackbox-key") || "";
 readUrl();

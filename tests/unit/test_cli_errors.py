@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from adapters.embedded.index import SqliteIndexDatabase
-from adapters.factory import Adapters
+from adapters.factory import Adapters, build
+from adapters.settings import Settings
 from cli.main import main
 from loadgen.profiles import PROFILES, arrivals
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification
@@ -139,6 +140,27 @@ def test_a_bad_setting_is_named_without_its_value(
     assert main(["migrate", "--data-dir", str(tmp_path)]) == 2
     line = one_line(capsys)
     assert named in line and value not in line
+
+
+def test_a_misspelt_setting_is_named_with_the_one_it_may_mean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]):
+    """Found from outside: BLACKBOX_MYSQL_URI (for _URL) was ignored, and migrate went to the default
+    database; BLACKBOX_KAFKA_BOOTSTRAP_SERVERS made lag read the local broker and say all was well."""
+    monkeypatch.setenv("BLACKBOX_MYSQL_URI", "mysql://u:secret-pw@db.example:3306/x")
+    monkeypatch.setenv("BLACKBOX_SPIKES__FACTORR", "5")
+    monkeypatch.setenv("BLACKBOX_NOTHING_LIKE_IT", "1")
+    for known in ("BLACKBOX_SPIKES__FACTOR", "BLACKBOX_API_KEYS__READ", "BLACKBOX_KEY", "BLACKBOX_STACKWALK"):
+        monkeypatch.setenv(known, "5" if known == "BLACKBOX_SPIKES__FACTOR" else '["k"]')
+    made = build(Settings(data_dir=tmp_path))
+    made.log.close()
+    assert main(["migrate", "--data-dir", str(tmp_path)]) == 0
+    told = capsys.readouterr().err.splitlines()
+    assert [line for line in told if "is no setting" in line] == [
+        "blackbox: BLACKBOX_MYSQL_URI is no setting, and is ignored (BLACKBOX_MYSQL_URL?)",
+        "blackbox: BLACKBOX_NOTHING_LIKE_IT is no setting, and is ignored",
+        "blackbox: BLACKBOX_SPIKES__FACTORR is no setting, and is ignored (BLACKBOX_SPIKES__FACTOR?)",
+    ]
+    assert "secret-pw" not in "\n".join(told)
 
 
 def test_a_title_key_among_server_keys_says_title_keys_are_for_ingest(

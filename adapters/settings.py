@@ -3,10 +3,12 @@ settings of the functions (retention, spikes, keys)."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, PositiveInt
+from pydantic import BaseModel, Field, PositiveInt
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from api.access import ApiKeys
@@ -79,3 +81,35 @@ class Settings(BaseSettings):
     # the local gateway's bound on requests in its handlers (running or waiting for a thread): past it,
     # 503 with Retry-After at once, rather than a queue of seconds
     max_in_flight: PositiveInt = MAX_IN_FLIGHT
+
+
+PREFIX = "BLACKBOX_"
+# the BLACKBOX_ variables read elsewhere than here: the walker's path (adapters.stackwalk), the keys
+# a command sends (local_runtime.arguments), where scripts/services keeps its engines, and the Redis
+# of the benchmarks' comparison
+OTHER_VARIABLES = frozenset({"BLACKBOX_STACKWALK", "BLACKBOX_KEY", "BLACKBOX_SERVER_KEY", "BLACKBOX_READ_KEY",
+                             "BLACKBOX_SERVICES_DIR", "BLACKBOX_REDIS_URL"})
+
+
+def _known_variables() -> set[str]:
+    known = set(OTHER_VARIABLES)
+    for name, field in Settings.model_fields.items():
+        known.add(f"{PREFIX}{name.upper()}")
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            known |= {f"{PREFIX}{name.upper()}__{part.upper()}" for part in field.annotation.model_fields}
+    return known
+
+
+def unknown_variables(names: Iterable[str]) -> dict[str, str | None]:
+    """The BLACKBOX_ names among `names` that nothing reads, each with the known name nearest it, if
+    one is near: the settings ignore what they do not know, so a misspelt one is not refused."""
+    known = _known_variables()
+    unknown = sorted(name for name in names if name.upper().startswith(PREFIX) and name.upper() not in known)
+    # judged without the prefix they all share
+    rests = {name.removeprefix(PREFIX): name for name in known}
+
+    def near(name: str) -> str | None:
+        found = difflib.get_close_matches(name.upper().removeprefix(PREFIX), rests, 1, cutoff=0.75)
+        return rests[found[0]] if found else None
+
+    return {name: near(name) for name in unknown}

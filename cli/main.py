@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.status import Status
 
 from adapters.factory import LOG_FILE, Adapters, build, install, migrate
-from adapters.settings import SERVICES_ENV_FILE, Settings
+from adapters.settings import SERVICES_ENV_FILE, Settings, unknown_variables
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
 from local_runtime.arguments import KEY, READ_KEY, bounded, data_dir, integer, key_option
 from local_runtime.context import LocalContext
@@ -89,6 +89,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         field = str(exc).partition('field "')[2].partition('"')[0]
         raise UserError(f"{exc} (lists and objects are JSON, e.g. BLACKBOX_API_KEYS__READ='[\"a-key\"]')",
                         _fix_where(f"BLACKBOX_{field.upper()}")) from None
+    for name, near in unknown_variables(os.environ).items():
+        print(f"blackbox: {name} is no setting, and is ignored" + (f" ({near}?)" if near else ""), file=sys.stderr)
     if settings.profile == "aws":  # the deployment's: its engines are reached from within the VPC
         raise UserError("BLACKBOX_PROFILE=aws is the Lambda functions' profile; the commands run embedded or "
                         "services", "pass --profile embedded or services (a deployment is reached by its URL: "

@@ -47,11 +47,16 @@ def running(profile: str, base: Path, env: dict[str, str] | None = None) -> Iter
     } if profile == "services" else {}
     server = Serve(base / "data", base / "serve.log", profile, {**own, **(env or {})})
     server.start()
-    yield server
-    if server.process is not None:
-        assert server.stop() == 0
-    if profile == "services":
-        drop_database(name)
+    failed = True
+    try:
+        yield server
+        failed = False
+    finally:  # a test that failed leaves no serve running either
+        if server.process is not None:
+            code = server.stop()
+            assert failed or code == 0
+        if profile == "services":
+            drop_database(name)
 
 
 def put_project(server: Serve, project: int, sku: str, server_key: str) -> None:

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from local_runtime.process import Serve
 from tests.e2e.conftest import eventually, running
@@ -187,6 +187,8 @@ def test_a_server_key_shows_the_board(browser: Browser, tmp_path_factory: pytest
         page.click("#controls button[type=submit]")
         expect(page.locator("#leaderboard tbody")).to_contain_text("k1")
         expect(page.locator("#status")).to_contain_text("403")  # the crash panels are the read key's
+        page.wait_for_timeout(6000)  # from a review: a live refresh cleared it, the sku box left empty
+        expect(page.locator("#status")).to_contain_text("/v1/skus: 403")
         page.close()
 
 
@@ -205,4 +207,72 @@ def test_more_of_the_top_is_shown_as_asked_and_kept_by_the_live_view(serve: Serv
     expect(rows).to_have_count(45)
     expect(page.locator("#board-more")).to_be_hidden()  # the board's last is shown
     assert rows.nth(44).text_content() == "45l000"
+    page.close()
+
+
+# from a review: a live refresh's load of the board chosen before, answered late, drew that board
+# under the name of the one chosen since
+def test_a_late_answer_for_the_board_chosen_before_is_not_drawn(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "before", [{"playerId": "a1", "score": 1}])
+        scored(client, "since", [{"playerId": "b1", "score": 2}])
+    page = opened(browser, f"{serve.url}/?board=before")
+    held: list[Route] = []
+    page.route("**/v1/leaderboards/before/top*", lambda route: route.continue_() if held else held.append(route))
+    page.wait_for_timeout(6000)  # a live refresh asks for its top, held
+    assert held
+    page.fill("#board", "since")
+    page.click("#board-form button[type=submit]")
+    expect(page.locator("#leaderboard tbody")).to_contain_text("b1")
+    held[0].continue_()
+    seen = []
+    for _ in range(20):  # until well after the late answer came, and before the next refresh redraws
+        seen.append(page.locator("#leaderboard tbody").text_content())
+        page.wait_for_timeout(100)
+    assert not [rows for rows in seen if "a1" in (rows or "")]
+    page.close()
+
+
+# from a review: a load that failed once emptied the season picker, and the next lookup asked the
+# current season
+def test_a_failed_load_keeps_the_season_chosen(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        assert client.put("/v1/leaderboards/kept-season", json={"reset": "never"}).status_code == 201
+        scored(client, "kept-season", [{"playerId": "old", "score": 7}])
+        wiped(client, "kept-season")
+        scored(client, "kept-season", [{"playerId": "new", "score": 9}])
+    page = opened(browser, f"{serve.url}/?board=kept-season&season=0")
+    failures = [1]
+
+    def once(route: Route) -> None:
+        if failures:
+            failures.pop()
+            route.fulfill(status=500, body='{"error": "internal", "message": "boom"}', content_type="application/json")
+        else:
+            route.continue_()
+
+    page.route("**/v1/leaderboards/kept-season/seasons*", once)
+    expect(page.locator("#board-info")).to_contain_text("500", timeout=10_000)
+    assert page.locator("#season").input_value() == "1970-01-01T00:00:00.000Z"
+    page.fill("#player", "old")
+    page.click("#board-form button[type=submit]")
+    expect(page.locator("#board-info")).to_contain_text("old: rank 1, score 7")
+    assert state(page)["season"] == "1970-01-01T00:00:00.000Z"
+    page.close()
+
+
+# from a review: with the crash panels failing at once, each live refresh ended while its board
+# still loaded, and the next began another: a load more every 5 s
+def test_board_loads_do_not_pile_up_behind_failing_crash_panels(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "slow-board", [{"playerId": "s1", "score": 1}])
+    page = opened(browser, f"{serve.url}/?board=slow-board&sku=some:pc")
+    held: list[Route] = []
+    page.route("**/v1/stats*", lambda route: route.fulfill(status=403, body='{"error": "forbidden"}',
+                                                          content_type="application/json"))
+    page.route("**/v1/leaderboards/slow-board/top*", lambda route: held.append(route))
+    page.wait_for_timeout(11_000)  # two live refreshes
+    assert len(held) == 1
+    for route in held:
+        route.abort()
     page.close()

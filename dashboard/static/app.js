@@ -101,13 +101,17 @@ function segment(value, what) {
 }
 // a board's times as its schedule is written, in UTC, to the millisecond where they have one
 function utc(iso) {
-  const text = new Date(iso).toISOString();
+  const at = new Date(iso);
+  if (!Number.isFinite(at.getTime())) return String(iso);
+  const text = at.toISOString();
   return `${text.slice(0, 19).replace("T", " ")}${text.endsWith(".000Z") ? "" : text.slice(19, 23)} UTC`;
 }
 // a season as the API answers it, however a link spells it (epoch milliseconds, another RFC 3339
 // form): one season, one option; a time without a zone is left for the API to refuse
 function seasonOf(text) {
-  const at = /^\d+$/.test(text) ? new Date(Number(text)) : /(Z|[+-]\d\d:?\d\d)$/i.test(text) ? new Date(text) : null;
+  const trimmed = text.trim();
+  const at = /^-?\d+$/.test(trimmed) ? new Date(Number(trimmed))
+    : /(Z|[+-]\d\d:?\d\d)$/i.test(trimmed) ? new Date(trimmed) : null;
   return at && Number.isFinite(at.getTime()) ? at.toISOString() : text;
 }
 const time = (iso) => new Date(iso).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
@@ -364,15 +368,18 @@ function boardRow(entry) {
     el("td", {}, entry.subscore === undefined ? entry.score : `${entry.score} (${entry.subscore})`));
 }
 
-// the board's latest seasons for the picker (the current one first), and the chosen one, listed or not
-async function showSeasons(board, info) {
+// the board's seasons for the picker (the current one first), and the chosen one, listed or not;
+// rebuilt only when they changed, and not while it is being used (a rebuilt list closes, or moves)
+function showSeasons(seasons, info) {
   const picker = $("season");
-  // a board that never resets has seasons too once wiped
-  const seasons = (await api(`/v1/leaderboards/${board}/seasons`, { limit: SEASONS })).seasons;
   if (state.season && !seasons.includes(state.season)) seasons.push(state.season);
   picker.disabled = seasons.length < 2 && info.reset === "never";
-  picker.replaceChildren(el("option", { value: "" }, "current"),
-    ...seasons.map((s) => el("option", { value: s }, Date.parse(s) === 0 ? "the first" : `from ${utc(s)}`)));
+  const values = ["", ...seasons];
+  const same = values.length === picker.options.length && values.every((v, i) => picker.options[i].value === v);
+  if (!same && document.activeElement !== picker) {
+    picker.replaceChildren(el("option", { value: "" }, "current"),
+      ...seasons.map((s) => el("option", { value: s }, Date.parse(s) === 0 ? "the first" : `from ${utc(s)}`)));
+  }
   picker.value = state.season;
 }
 
@@ -394,25 +401,40 @@ function describe(info, past) {
   return note;
 }
 
+// the board's loads begun: one drawn only while it is the latest, so that a slow one (a live
+// refresh's) never draws the board chosen before over the one chosen since
+let boardLoads = 0;
+
 async function showBoard() {
   if (!state.board) return;
+  const load = ++boardLoads;
+  let shownBoard;
   try {
-    await drawBoard();
+    shownBoard = await readBoard();
   } catch (error) {
+    if (load !== boardLoads) return;
     // told in the panel, where the next refresh of the crash panels leaves it, and nothing of the
-    // board shown before left under this one's name
+    // board shown before left under this one's name; the chosen season stays chosen
     $("board-info").textContent = told(error);
-    $("season").replaceChildren(el("option", { value: "" }, "current"));
-    $("season").disabled = true;
+    showSeasons([], { reset: "never" });
     $("leaderboard").tBodies[0].replaceChildren();
     $("board-more").hidden = true;
+    return;
   }
+  if (load !== boardLoads) return;
+  const { info, seasons, note, entries, more } = shownBoard;
+  showSeasons(seasons, info);
+  $("board-info").textContent = shown(note);
+  fill($("leaderboard").tBodies[0], entries.map(boardRow), 3, "no scores in this season");
+  $("board-more").hidden = !more;
 }
 
-async function drawBoard() {
+// what the panel shows of the chosen board, season and player
+async function readBoard() {
   const board = segment(state.board, "board"), season = state.season;
   const info = await api(`/v1/leaderboards/${board}`, { season });
-  await showSeasons(board, info);
+  // a board that never resets has seasons too once wiped
+  const { seasons } = await api(`/v1/leaderboards/${board}/seasons`, { limit: SEASONS });
   let entries, note = describe(info, Boolean(season));
   if (state.player) {
     try {
@@ -432,9 +454,7 @@ async function drawBoard() {
     ({ entries } = top);
     more = top.nextCursor !== null && boardRows < MOST_ROWS;
   }
-  $("board-info").textContent = shown(note);
-  fill($("leaderboard").tBodies[0], entries.map(boardRow), 3, "no scores in this season");
-  $("board-more").hidden = !more;
+  return { info, seasons, note, entries, more };
 }
 
 function told(error) {
@@ -446,6 +466,9 @@ function told(error) {
 function report(error) {
   $("status").textContent = told(error);
 }
+
+// what the pickers' last load could not list, if anything
+let pickersFailed = null;
 
 // the skus and boards there are, for the pickers; the first of each when none is chosen. Each on
 // its own: a key may read the boards and not the skus (a server key); a failure is raised after
@@ -462,8 +485,8 @@ async function loadPickers() {
     if (!state.board && first) state.board = $("board").value = first.board;
   }
   writeUrl();
-  const failed = [skus, boards].find((result) => result.status === "rejected");
-  if (failed) throw failed.reason;
+  pickersFailed = [skus, boards].find((result) => result.status === "rejected")?.reason ?? null;
+  if (pickersFailed) throw pickersFailed;
 }
 
 // the pickers, then every panel; the board also where the pickers failed (it may be the key's to read)
@@ -476,15 +499,18 @@ let refreshing = 0;
 async function refresh() {
   refreshing++;
   try {
-    await Promise.all([draw(), showBoard()]);
+    // done when both are: a crash panel that fails at once does not end a refresh whose board still loads
+    const [drawn] = await Promise.allSettled([draw(), showBoard()]);
+    if (drawn.status === "rejected") throw drawn.reason;
   } finally {
     refreshing--;
   }
 }
 
 async function draw() {
-  // cleared as it begins, not once it is done: the board's and a report's errors, told meanwhile, stay
-  $("status").textContent = "";
+  // cleared as it begins, not once it is done: a report's error, told meanwhile, stays; and what the
+  // pickers could not list (a server key's 403 on the skus) stays told
+  $("status").textContent = pickersFailed ? told(pickersFailed) : "";
   $("empty").hidden = Boolean(state.sku);
   if (!state.sku) return;
   const sku = state.sku, range = window_(), granularity = RANGES[state.range].granularity;

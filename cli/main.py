@@ -28,7 +28,7 @@ from rich.status import Status
 from adapters.factory import LOG_FILE, Adapters, build, install, migrate
 from adapters.settings import SERVICES_ENV_FILE, Settings, unknown_variables
 from lambdas.functions import API_ROUTES, CONSUMERS, FUNCTIONS, load_handler
-from local_runtime.arguments import KEY, READ_KEY, bounded, data_dir, integer, key_option
+from local_runtime.arguments import KEY, READ_KEY, SERVER_KEY, bounded, data_dir, integer, key_option
 from local_runtime.context import LocalContext
 from local_runtime.poller import READERS
 from local_runtime.server import ROLES, check_engines, default_workers, lock_data_dir, serve
@@ -475,8 +475,9 @@ def _measuring_commands(command: Callable[[str, str], argparse.ArgumentParser]) 
                           help="request shares (default crashes=0.2,sessions=0.6,scores=0.2)")
     load_cmd.add_argument("--batch", type=bounded(integer, 1, MAX_BATCH, f"a batch (1 to {MAX_BATCH})"), default=10,
                           help="session events and scores per request (default 10)")
-    key_option(load_cmd, "--api-key", KEY, "a key that may post (a server key for scores)")
-    key_option(load_cmd, "--read-key", READ_KEY, "a key that may read, for the final check")
+    # its scores need a server key: an ingest key gets 403 on every one
+    key_option(load_cmd, "--api-key", "a key that may post (a server key for scores)", SERVER_KEY, KEY)
+    key_option(load_cmd, "--read-key", "a key that may read, for the final check", READ_KEY)
     load_cmd.add_argument("--seed", type=int, default=1, help="the run's random choices (default 1)")
     load_cmd.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     load_cmd.add_argument("--watch-pid", type=bounded(integer, 1, 2**31 - 1, "a process id"), default=None,

@@ -47,9 +47,12 @@ SERVER_KEY = "BLACKBOX_SERVER_KEY"
 READ_KEY = "BLACKBOX_READ_KEY"
 
 
-def key_option(parser: argparse.ArgumentParser, flag: str, variable: str, help: str) -> None:
-    parser.add_argument(flag, default=os.environ.get(variable) or None,
-                        help=f"{help}; default: ${variable} (an option's value shows in ps to every user)")
+def key_option(parser: argparse.ArgumentParser, flag: str, help: str, *variables: str) -> None:
+    """`flag`, else the first of `variables` set."""
+    default = next((os.environ[v] for v in variables if os.environ.get(v)), None)
+    named = " or ".join(f"${v}" for v in variables)
+    parser.add_argument(flag, default=default, help=f"{help}; default: {named} (an option's value shows in ps to "
+                        "every user)")
 
 
 def data_dir(text: str) -> Path:

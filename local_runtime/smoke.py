@@ -256,11 +256,11 @@ def register(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
                     "(exit 1 at the first check that fails)")
     smoke.add_argument("--url", required=True, type=http_url,
                        help="the API's base URL, with its http:// or https:// (the ApiUrl output, or a serve's)")
-    key_option(smoke, "--key", KEY, "a key that may post crashes and sessions (a title's key needs --sku with one "
-               "of its skus; none for a serve without keys)")
-    key_option(smoke, "--server-key", SERVER_KEY, "a server key for the score (else --key)")
-    key_option(smoke, "--read-key", READ_KEY, "a read key (blackbox serve); without one, reads from an execute-api "
-               "URL are signed with SigV4")
+    key_option(smoke, "--key", "a key that may post crashes and sessions (a title's key needs --sku with one of "
+               "its skus; none for a serve without keys)", KEY)
+    key_option(smoke, "--server-key", "a server key for the score (else --key)", SERVER_KEY)
+    key_option(smoke, "--read-key", "a read key (blackbox serve); without one, reads from an execute-api URL are "
+               "signed with SigV4", READ_KEY)
     smoke.add_argument("--sigv4", action="store_true", help="sign the reads with SigV4 whatever the URL "
                        "(a custom domain)")
     smoke.add_argument("--region", default=None, help="the region to sign for (default: from the URL)")

@@ -111,7 +111,8 @@ class DeployConfig(BaseModel):
     ranking_worker: Consumer = Consumer(batch_size=BATCH_RECORDS["ranking-worker"], batching_window_s=1, retries=-1)
     # a walk takes milliseconds for a small program and seconds for a game's dump with large
     # symbol files, 20 s of CPU at most (adapters.stackwalk): 5 reports, each walked up to three
-    # times, stay inside the function's 420 s (stacks.processing) even at that bound
+    # times, stay inside the function's 420 s (stacks.processing) at that bound; past the first, a
+    # report the invocation has too little time left for is asked for again (crashes.processing)
     minidump_processor: Consumer = Consumer(batch_size=BATCH_RECORDS["minidump-processor"], batching_window_s=1,
                                             retries=-1)
     retention_days: int = Field(default=90, ge=1, le=MAX_RETENTION_DAYS)

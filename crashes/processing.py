@@ -330,6 +330,9 @@ def walk(walker: StackWalker, symbols: SymbolStore, minidump: bytes) -> Walked |
 # the longest a report's walks may take: WALKS, each within its deadline of wall time, and a minute
 # for the symbol files fetched between them
 REPORT_MOST_S = WALKS * WALK_WALL_S + 60.0
+# and what a report is begun with, past the first: its walks and a minute for the batch's writes
+# after them (documents, index, issues, the requests asked again)
+BEGIN_WITH_S = REPORT_MOST_S + 60.0
 
 
 def _unbounded() -> float:
@@ -360,7 +363,7 @@ class Processor:
     ttl_seconds: int
     time_left_s: Callable[[], float] = _unbounded
     """the invocation's time left (Lambda's context): past the first, a report is begun only with
-    REPORT_MOST_S of it left, and else asked for again, where a timeout would lose the batch's walks"""
+    BEGIN_WITH_S of it left, and else asked for again, where a timeout would lose the batch's walks"""
 
     def process(self, records: Sequence[LogRecord]) -> list[Processed]:
         """Walks the batch's requests; returns the reports' new states."""
@@ -401,7 +404,7 @@ class Processor:
             dump = found.get(attachment_key(key, name))
             if dump is None:  # expired or purged with its report: nothing left to walk
                 continue
-            if begun and self.time_left_s() < REPORT_MOST_S:
+            if begun and self.time_left_s() < BEGIN_WITH_S:
                 asked[key] = tried[key]
                 continue
             begun = True

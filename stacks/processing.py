@@ -28,7 +28,7 @@ TIMEOUT_S = 120
 # the minidump processor's: a batch of `minidump_processor.batch_size` reports, each walked up to
 # crashes.processing.WALKS times while a walk fetches symbols, each walk at most the walker's CPU
 # budget (as long on the whole vCPU it is given), and the fetches; at the walker's bounds of wall
-# time a report past the first is begun only with crashes.processing.REPORT_MOST_S left, and the rest
+# time a report past the first is begun only with crashes.processing.BEGIN_WITH_S left, and the rest
 # asked for again
 WALKS_TIMEOUT_S = 420
 # the purge deletes a day's worth of rows in chunks; the first run after a long pause has more

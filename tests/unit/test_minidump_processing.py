@@ -411,8 +411,9 @@ def test_a_report_the_invocation_has_no_time_left_for_is_asked_for_again_not_beg
     """Found from outside: a batch of 5 reports, each walked up to 3 times within the walker's
     deadlines, could outlast the function's timeout of 420 s; the timeout kills the walk with the
     batch unkept, and its retry does it all again, holding back its partition for as long as the
-    topic keeps it. A report begun only with the time its walks may take (REPORT_MOST_S) left; the
-    others are asked for again, as a late walk is, and the first is always begun."""
+    topic keeps it. A report begun only with the time its walks and the batch's writes may take
+    (BEGIN_WITH_S) left; the others are asked for again, as a late walk is, and the first is always
+    begun."""
     first, second, third = indexed(adapters, 51), indexed(adapters, 52, dump="patch"), indexed(adapters, 53)
     walks: list[bytes] = []
 
@@ -422,7 +423,7 @@ def test_a_report_the_invocation_has_no_time_left_for_is_asked_for_again_not_beg
             return walker.walk(minidump, symbols)
 
     def time_left_s() -> float:  # enough for the second report, not for the third
-        return processing.REPORT_MOST_S if len(walks) < 2 else processing.REPORT_MOST_S - 1
+        return processing.BEGIN_WITH_S if len(walks) < 2 else processing.BEGIN_WITH_S - 1
 
     published(adapters, "timed")
     asked = [walk_request(first, "crash.dmp"), walk_request(second, "crash.dmp"),

@@ -19,6 +19,7 @@ import pytest
 
 from adapters.factory import migrate
 from adapters.mysql.database import MysqlDatabase, MysqlTarget, with_database
+from ports.errors import UserError
 from tests.services import drop_database, mysql_url, namespace, settings
 
 pytestmark = pytest.mark.services  # on the engines of scripts/services
@@ -121,12 +122,36 @@ def test_a_server_certificate_that_does_not_verify_is_refused_with_a_clear_error
     ca_file = other_ca if trusted == "other CA" else None
     database = MysqlDatabase(url_with_ca(settings().mysql_url, ca_file))
     started = time.monotonic()
-    with pytest.raises(pymysql.err.OperationalError) as failed:
+    with pytest.raises(UserError) as failed:
         database.migrate(wait_s=30)  # not waited out: a certificate does not become valid
     assert time.monotonic() - started < 5
     message = str(failed.value)
     assert "certificate does not verify against" in message
     assert (other_ca if ca_file else "the system trust store") in message
+    # found from outside: the fix was not said
+    assert "in BLACKBOX_MYSQL_URL (…/database?ssl_ca=/path/ca.pem)" in message
+
+
+def test_a_ca_file_that_cannot_be_read_is_named() -> None:
+    """Found from outside: "FileNotFoundError: [Errno 2] No such file or directory", no path."""
+    with pytest.raises(UserError, match=r"the CA file /nowhere/ca.pem \(BLACKBOX_MYSQL_URL's ssl_ca\) cannot be read"):
+        MysqlDatabase(url_with_ca(settings().mysql_url, "/nowhere/ca.pem"))
+
+
+def test_a_refused_password_is_not_waited_out() -> None:
+    """Found from outside: a wrong password in BLACKBOX_MYSQL_URL was "MySQL not reachable yet,
+    trying again" for the migrations' 5 minutes. Given in the URL, credentials refused stay refused
+    (a provider's, in AWS, are fetched afresh once, and RDS Proxy's early refusals are waited out)."""
+    parts = urlsplit(settings().mysql_url)
+    wrong = parts._replace(netloc=f"{parts.username}:not-the-password@{parts.hostname}:{parts.port}").geturl()
+    database = MysqlDatabase(wrong)
+    started = time.monotonic()
+    with pytest.raises(UserError) as refused:
+        database.migrate(wait_s=30)
+    assert time.monotonic() - started < 5
+    message = str(refused.value)
+    assert f"MySQL at {parts.hostname}:{parts.port} refused user {parts.username}" in message
+    assert "BLACKBOX_MYSQL_URL" in message and "not-the-password" not in message
 
 
 def test_the_host_name_is_checked_against_the_certificate() -> None:

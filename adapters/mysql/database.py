@@ -28,6 +28,7 @@ from adapters.sql.connections import PerThread
 from adapters.sql.reads import Cursor as SqlCursor
 from adapters.sql.reads import Rows, SqlDatabase, Transaction
 from adapters.sql.statements import T
+from ports.errors import UserError
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
 ER_BAD_DB_ERROR = 1049  # unknown database
@@ -139,6 +140,15 @@ def tls_context(ca_file: str | None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file)
 
 
+def _refused(exc: pymysql.err.OperationalError, t: MysqlTarget) -> UserError:
+    """What to fix where MySQL refuses the credentials or the certificate of a URL (not waited out)."""
+    if exc.args[0] == ER.ACCESS_DENIED_ERROR:
+        return UserError(f"MySQL at {t.host}:{t.port} refused user {t.user} and its password",
+                         "fix them in BLACKBOX_MYSQL_URL (mysql://user:password@host:port/database)")
+    return UserError(str(exc.args[1]), f"name the CA that signed its certificate in BLACKBOX_MYSQL_URL "
+                     f"(…/database?{CA_PARAMETER}=/path/ca.pem)")
+
+
 class MysqlDatabase(SqlDatabase):
     """`target`: a mysql:// URL, or a provider asked for each new connection (adapters.aws reads it
     from a rotated secret). The database and the CA are its first answer's."""
@@ -147,9 +157,17 @@ class MysqlDatabase(SqlDatabase):
 
     def __init__(self, target: str | TargetProvider) -> None:
         self._provider = fixed(target) if isinstance(target, str) else target
+        # credentials given (a URL), not fetched: a refusal of them stands (with a provider, in AWS,
+        # RDS Proxy refuses clients until its target registers)
+        self._given = isinstance(target, str)
         first = self._provider()
         self.database = first.database
-        self._tls = tls_context(first.ca_file)
+        try:
+            self._tls = tls_context(first.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise UserError(f"the CA file {first.ca_file} (BLACKBOX_MYSQL_URL's {CA_PARAMETER}) cannot be read "
+                            f"({getattr(exc, 'strerror', None) or exc})",
+                            "name a PEM file this user can read, by its absolute path") from None
         self._connections = PerThread(lambda: self._connect(self.database))
 
     def _connect(self, database: str | None, migrating: bool = False) -> pymysql.connections.Connection[Cursor]:
@@ -196,6 +214,8 @@ class MysqlDatabase(SqlDatabase):
                 self._connect(None).close()
                 return
             except pymysql.err.OperationalError as exc:
+                if self._given and exc.args[0] in (CR.CR_SSL_CONNECTION_ERROR, ER.ACCESS_DENIED_ERROR):
+                    raise _refused(exc, self._provider()) from exc
                 if exc.args[0] == CR.CR_SSL_CONNECTION_ERROR:
                     raise
                 left = deadline - time.monotonic()

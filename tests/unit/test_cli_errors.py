@@ -25,7 +25,7 @@ from cli.main import main
 from loadgen.profiles import PROFILES, arrivals
 from loadgen.run import LoadConfig, LoadReport, Outcome, Verification
 from local_runtime.process import free_port
-from local_runtime.server import lock_data_dir
+from local_runtime.server import _address, lock_data_dir
 from pipeline.topics import SESSIONS, dead_letter
 from ports import LogRecord
 from ports.timeutil import now_ms
@@ -270,6 +270,15 @@ def test_an_engine_not_started_is_named_with_how_to_start_it(
     assert main(["replay", "--profile", "services", "--data-dir", str(tmp_path)]) == 2
     line = one_line(capsys)
     assert f"Kafka does not answer at {nowhere} (Connection refused)" in line and "scripts/services start" in line
+    # found from outside: a studio's own engines were told only to start the local ones
+    assert "or set BLACKBOX_KAFKA_BOOTSTRAP to where yours listens" in line, line
+
+
+def test_a_couchbase_over_tls_is_looked_for_on_its_tls_port():
+    """Found from outside: couchbases:// was probed on 11210, the plaintext port."""
+    assert _address("couchbases://cb.example.com", 11210, 11207) == ("cb.example.com", 11207)
+    assert _address("couchbase://cb.example.com", 11210, 11207) == ("cb.example.com", 11210)
+    assert _address("couchbases://u:p@cb-1:18207,cb-2", 11210, 11207) == ("cb-1", 18207)
 
 
 @pytest.mark.services

@@ -186,11 +186,14 @@ def listen(host: str, port: int) -> socket.socket:
         raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})",
                         "pass --host 127.0.0.1 (this machine only) or --host 0.0.0.0 (every interface)") from None
 
-def _address(where: str, default_port: int) -> tuple[str, int]:
-    """The first host and port of a bootstrap list or an engine's URL (credentials left out)."""
-    first = urlsplit(where if "://" in where else f"//{where}").netloc.rpartition("@")[2].split(",")[0]
+def _address(where: str, default_port: int, tls_port: int | None = None) -> tuple[str, int]:
+    """The first host and port of a bootstrap list or an engine's URL (credentials left out); with
+    no port, `tls_port` for a URL whose scheme ends in s (couchbases://), else `default_port`."""
+    url = urlsplit(where if "://" in where else f"//{where}")
+    first = url.netloc.rpartition("@")[2].split(",")[0]
     parsed = urlsplit(f"//{first}")
-    return parsed.hostname or "127.0.0.1", parsed.port or default_port
+    unstated = tls_port if tls_port is not None and url.scheme.endswith("s") else default_port
+    return parsed.hostname or "127.0.0.1", parsed.port or unstated
 
 
 def check_engines(settings: Settings, only: Collection[str] | None = None) -> None:
@@ -201,18 +204,19 @@ def check_engines(settings: Settings, only: Collection[str] | None = None) -> No
     can say what else is wrong."""
     if settings.profile != "services":
         return
-    engines = (("Kafka", settings.kafka_bootstrap, 9092), ("Couchbase", settings.couchbase_url, 11210),
-               ("MySQL", settings.mysql_url, 3306))
-    for engine, where, default_port in engines:
+    engines = (("Kafka", settings.kafka_bootstrap, "BLACKBOX_KAFKA_BOOTSTRAP", 9092, None),
+               ("Couchbase", settings.couchbase_url, "BLACKBOX_COUCHBASE_URL", 11210, 11207),
+               ("MySQL", settings.mysql_url, "BLACKBOX_MYSQL_URL", 3306, None))
+    for engine, where, variable, default_port, tls_port in engines:
         if only is not None and engine not in only:
             continue
-        host, port = _address(where, default_port)
+        host, port = _address(where, default_port, tls_port)
         try:
             socket.create_connection((host, port), timeout=3).close()
         except OSError as exc:
             raise UserError(f"{engine} does not answer at {host}:{port} ({exc.strerror or type(exc).__name__})",
-                            "start the engines with scripts/services start, or leave out --profile services "
-                            "to run on the embedded profile") from None
+                            f"start the engines with scripts/services start, or set {variable} to where yours "
+                            "listens, or leave out --profile services to run on the embedded profile") from None
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")

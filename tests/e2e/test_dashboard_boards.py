@@ -46,6 +46,15 @@ def wiped(client: httpx.Client, board: str) -> None:
     time.sleep(max(0.0, start - time.time()) + 0.05)
 
 
+def two_seasons(serve: Serve, board: str, first: str, second: str) -> None:
+    """A board that never resets, `first` scored 7 in its first season, wiped, `second` 9 in the next."""
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        assert client.put(f"/v1/leaderboards/{board}", json={"reset": "never"}).status_code == 201
+        scored(client, board, [{"playerId": first, "score": 7}])
+        wiped(client, board)
+        scored(client, board, [{"playerId": second, "score": 9}])
+
+
 def opened(browser: Browser, url: str, **options: Any) -> Page:
     page = browser.new_page(viewport={"width": 1400, "height": 1000}, **options)
     page.goto(url)
@@ -83,11 +92,7 @@ def test_seasons_are_told_apart_in_utc_whatever_the_browsers_zone(serve: Serve, 
 # found from outside: a season linked as the API's example spells it (…T00:00:00Z), or by its epoch
 # milliseconds, was shown but not picked, and looking up a player then asked the current season
 def test_a_linked_season_is_picked_however_it_is_spelt_and_kept_by_a_lookup(serve: Serve, browser: Browser):
-    with httpx.Client(base_url=serve.url, timeout=30) as client:
-        assert client.put("/v1/leaderboards/linked", json={"reset": "never"}).status_code == 201
-        scored(client, "linked", [{"playerId": "first", "score": 7}])
-        wiped(client, "linked")
-        scored(client, "linked", [{"playerId": "second", "score": 9}])
+    two_seasons(serve, "linked", "first", "second")
     for spelt in ("1970-01-01T00:00:00Z", "0"):
         page = opened(browser, f"{serve.url}/?{urlencode({'board': 'linked', 'season': spelt})}")
         assert page.locator("#season").input_value() == "1970-01-01T00:00:00.000Z"
@@ -236,11 +241,7 @@ def test_a_late_answer_for_the_board_chosen_before_is_not_drawn(serve: Serve, br
 # from a review: a load that failed once emptied the season picker, and the next lookup asked the
 # current season
 def test_a_failed_load_keeps_the_season_chosen(serve: Serve, browser: Browser):
-    with httpx.Client(base_url=serve.url, timeout=30) as client:
-        assert client.put("/v1/leaderboards/kept-season", json={"reset": "never"}).status_code == 201
-        scored(client, "kept-season", [{"playerId": "old", "score": 7}])
-        wiped(client, "kept-season")
-        scored(client, "kept-season", [{"playerId": "new", "score": 9}])
+    two_seasons(serve, "kept-season", "old", "new")
     page = opened(browser, f"{serve.url}/?board=kept-season&season=0")
     failures = [1]
 

@@ -4,6 +4,7 @@ counts; and records of sessions without a build stay as they were (their body ha
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from adapters.factory import Adapters
 from ports.releases import DAY_MS, Outcome
@@ -116,30 +117,28 @@ def test_an_upload_s_sessions_are_counted_by_sid_against_its_limit(adapters: Ada
     assert outcomes(adapters, "2.0") == {"ok": 451}
 
 
+def not_kept(adapters: Adapters, body: bytes) -> list[dict[str, Any]]:
+    """The "envelope items not kept" lines capturing `body` logged."""
+    lines = Lines()
+    logger.addHandler(lines)
+    try:
+        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
+    finally:
+        logger.removeHandler(lines)
+    return [line for line in lines.lines if line["message"] == "envelope items not kept"]
+
+
 def test_what_an_envelope_carried_and_was_not_kept_is_logged(adapters: Adapters) -> None:
     """Found from outside: an unreadable session, a transaction or a lone file was answered 200 and
     left no trace anywhere (rule 5: nothing is dropped silently)."""
     body = b"\n".join([b"{}", b'{"type":"session"}', b'{"sid":"abc","status":"crashed"}',
                        b'{"type":"transaction"}', b'{"spans":[]}',
                        b'{"type":"attachment","filename":"a.log"}', b"log", b""])
-    lines = Lines()
-    logger.addHandler(lines)
-    try:
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
-    finally:
-        logger.removeHandler(lines)
-    [line] = [line for line in lines.lines if line["message"] == "envelope items not kept"]
+    [line] = not_kept(adapters, body)
     assert line["discarded"] == {"session": 1, "transaction": 1, "attachment": 1} and line["sku"] == SKU
 
 
 def test_an_envelope_that_left_nothing_out_logs_nothing_left_out(adapters: Adapters) -> None:
     """Found from outside: every event's envelope logged "envelope items not kept" with
     `{"attachment": 0}`, one misleading line a crash in CloudWatch."""
-    body = b'{}\n{"type":"event"}\n{"message":"kept whole"}\n'
-    lines = Lines()
-    logger.addHandler(lines)
-    try:
-        capture_envelope(adapters.log, adapters.spill, parse_envelope(body, SKU), SKU)
-    finally:
-        logger.removeHandler(lines)
-    assert [line for line in lines.lines if line["message"] == "envelope items not kept"] == []
+    assert not_kept(adapters, b'{}\n{"type":"event"}\n{"message":"kept whole"}\n') == []

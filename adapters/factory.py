@@ -305,7 +305,7 @@ class _Engines:
     def _open_sql(self) -> MysqlDatabase:
         from adapters.mysql.database import MysqlDatabase
 
-        return MysqlDatabase(self._endpoints.mysql_target)
+        return MysqlDatabase(self._endpoints.mysql_target, given=self._settings.profile != "aws")
 
     def log(self) -> EventLog:
         from adapters.kafka.log import KafkaEventLog
@@ -363,7 +363,7 @@ def migrate(settings: Settings) -> list[str]:
         return _Embedded(settings).migrate()
     from adapters.mysql.database import MysqlDatabase
 
-    database = MysqlDatabase(_endpoints(settings).mysql_target)
+    database = MysqlDatabase(_endpoints(settings).mysql_target, given=settings.profile != "aws")
     try:
         return database.migrate(wait_s=settings.mysql_migrate_deadline_s)
     finally:

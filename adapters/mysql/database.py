@@ -48,6 +48,8 @@ DAYS_AHEAD = 7
 TURN_WAIT_S = 540
 # the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
 CA_PARAMETER = "ssl_ca"
+# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH: the certificate verifies, for another name
+X509_HOST_MISMATCH = 62
 URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/ca.pem]"
 # migrations wait for the server with backoff from this delay up to that one
 FIRST_RETRY_S = 0.5
@@ -140,11 +142,19 @@ def tls_context(ca_file: str | None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca_file)
 
 
-def _refused(exc: pymysql.err.OperationalError, t: MysqlTarget) -> UserError:
-    """What to fix where MySQL refuses the credentials or the certificate of a URL (not waited out)."""
+def _refused(exc: pymysql.err.OperationalError, t: MysqlTarget) -> UserError | None:
+    """What to fix where MySQL refuses the credentials of a URL, or its certificate does not verify
+    (neither waited out); None for another error."""
     if exc.args[0] == ER.ACCESS_DENIED_ERROR:
         return UserError(f"MySQL at {t.host}:{t.port} refused user {t.user} and its password",
                          "fix them in BLACKBOX_MYSQL_URL (mysql://user:password@host:port/database)")
+    verification: BaseException | None = exc
+    while verification is not None and not isinstance(verification, ssl.SSLCertVerificationError):
+        verification = verification.__cause__ or verification.__context__
+    if not isinstance(verification, ssl.SSLCertVerificationError):
+        return None
+    if verification.verify_code == X509_HOST_MISMATCH:
+        return UserError(str(exc.args[1]), "give BLACKBOX_MYSQL_URL a host name its certificate holds")
     return UserError(str(exc.args[1]), f"name the CA that signed its certificate in BLACKBOX_MYSQL_URL "
                      f"(…/database?{CA_PARAMETER}=/path/ca.pem)")
 
@@ -155,11 +165,11 @@ class MysqlDatabase(SqlDatabase):
 
     ENGINE = "mysql"
 
-    def __init__(self, target: str | TargetProvider) -> None:
+    def __init__(self, target: str | TargetProvider, *, given: bool | None = None) -> None:
         self._provider = fixed(target) if isinstance(target, str) else target
-        # credentials given (a URL), not fetched: a refusal of them stands (with a provider, in AWS,
-        # RDS Proxy refuses clients until its target registers)
-        self._given = isinstance(target, str)
+        # credentials given (a URL, the services profile's settings), not fetched from a secret: a
+        # refusal of them stands (in AWS, RDS Proxy refuses clients until its target registers)
+        self._given = isinstance(target, str) if given is None else given
         first = self._provider()
         self.database = first.database
         try:
@@ -214,8 +224,8 @@ class MysqlDatabase(SqlDatabase):
                 self._connect(None).close()
                 return
             except pymysql.err.OperationalError as exc:
-                if self._given and exc.args[0] in (CR.CR_SSL_CONNECTION_ERROR, ER.ACCESS_DENIED_ERROR):
-                    raise _refused(exc, self._provider()) from exc
+                if self._given and (refused := _refused(exc, self._provider())) is not None:
+                    raise refused from exc
                 if exc.args[0] == CR.CR_SSL_CONNECTION_ERROR:
                     raise
                 left = deadline - time.monotonic()

@@ -151,6 +151,8 @@ def test_a_misspelt_setting_is_named_with_the_one_it_may_mean(monkeypatch: pytes
     monkeypatch.setenv("BLACKBOX_NOTHING_LIKE_IT", "1")
     for known in ("BLACKBOX_SPIKES__FACTOR", "BLACKBOX_API_KEYS__READ", "BLACKBOX_KEY", "BLACKBOX_STACKWALK"):
         monkeypatch.setenv(known, "5" if known == "BLACKBOX_SPIKES__FACTOR" else '["k"]')
+    # from a review: a dict's entries are read from names of their own
+    monkeypatch.setenv("BLACKBOX_KEY_SKUS__abc", '["s:pc"]')
     made = build(Settings(data_dir=tmp_path))
     made.log.close()
     assert main(["migrate", "--data-dir", str(tmp_path)]) == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_origin
 
 from pydantic import BaseModel, Field, PositiveInt
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -85,26 +85,29 @@ class Settings(BaseSettings):
 
 PREFIX = "BLACKBOX_"
 # the BLACKBOX_ variables read elsewhere than here: the walker's path (adapters.stackwalk), the keys
-# a command sends (local_runtime.arguments), where scripts/services keeps its engines, and the Redis
-# of the benchmarks' comparison
+# a command sends (local_runtime.arguments) and where scripts/services keeps its engines
 OTHER_VARIABLES = frozenset({"BLACKBOX_STACKWALK", "BLACKBOX_KEY", "BLACKBOX_SERVER_KEY", "BLACKBOX_READ_KEY",
-                             "BLACKBOX_SERVICES_DIR", "BLACKBOX_REDIS_URL"})
+                             "BLACKBOX_SERVICES_DIR"})
 
 
-def _known_variables() -> set[str]:
-    known = set(OTHER_VARIABLES)
+def _known_variables() -> tuple[set[str], tuple[str, ...]]:
+    """The names read, and the prefixes of those read as a dict's entries (BLACKBOX_KEY_SKUS__<id>)."""
+    known, entries = set(OTHER_VARIABLES), []
     for name, field in Settings.model_fields.items():
         known.add(f"{PREFIX}{name.upper()}")
         if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
             known |= {f"{PREFIX}{name.upper()}__{part.upper()}" for part in field.annotation.model_fields}
-    return known
+        elif get_origin(field.annotation) is dict:
+            entries.append(f"{PREFIX}{name.upper()}__")
+    return known, tuple(entries)
 
 
 def unknown_variables(names: Iterable[str]) -> dict[str, str | None]:
     """The BLACKBOX_ names among `names` that nothing reads, each with the known name nearest it, if
     one is near: the settings ignore what they do not know, so a misspelt one is not refused."""
-    known = _known_variables()
-    unknown = sorted(name for name in names if name.upper().startswith(PREFIX) and name.upper() not in known)
+    known, entries = _known_variables()
+    unknown = sorted(name for name in names if name.upper().startswith(PREFIX) and name.upper() not in known
+                     and not name.upper().startswith(entries))
     # judged without the prefix they all share
     rests = {name.removeprefix(PREFIX): name for name in known}
 

@@ -278,3 +278,25 @@ def test_board_loads_do_not_pile_up_behind_failing_crash_panels(serve: Serve, br
     for route in held:
         route.abort()
     page.close()
+
+
+# from a review: the pickers' failure, kept told so that a server key's 403 stays, was told for as
+# long as the page stayed open after a failure that happened once
+def test_a_pickers_failure_that_happened_once_is_not_told_for_ever(serve: Serve, browser: Browser):
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "blip-board", [{"playerId": "p1", "score": 1}])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    failures = [1]
+
+    def once(route: Route) -> None:
+        if failures:
+            failures.pop()
+            route.fulfill(status=500, body='{"error": "internal", "message": "blip"}', content_type="application/json")
+        else:
+            route.continue_()
+
+    page.route("**/v1/skus*", once)
+    page.goto(f"{serve.url}/?board=blip-board")
+    expect(page.locator("#status")).to_contain_text("/v1/skus: 500")
+    expect(page.locator("#status")).to_have_text("", timeout=12_000)  # the next live refresh lists them
+    page.close()

@@ -369,14 +369,14 @@ function boardRow(entry) {
 }
 
 // the board's seasons for the picker (the current one first), and the chosen one, listed or not;
-// rebuilt only when they changed, and not while it is being used (a rebuilt list closes, or moves)
+// rebuilt only when they changed (a rebuilt list closes, or moves, under the pointer)
 function showSeasons(seasons, info) {
   const picker = $("season");
   if (state.season && !seasons.includes(state.season)) seasons.push(state.season);
   picker.disabled = seasons.length < 2 && info.reset === "never";
   const values = ["", ...seasons];
   const same = values.length === picker.options.length && values.every((v, i) => picker.options[i].value === v);
-  if (!same && document.activeElement !== picker) {
+  if (!same) {
     picker.replaceChildren(el("option", { value: "" }, "current"),
       ...seasons.map((s) => el("option", { value: s }, Date.parse(s) === 0 ? "the first" : `from ${utc(s)}`)));
   }
@@ -499,6 +499,9 @@ let refreshing = 0;
 async function refresh() {
   refreshing++;
   try {
+    // the pickers again where they failed: what failed once (a shed request, a blip) is not told for
+    // as long as the page stays open, and what the key may not read is told again
+    if (pickersFailed) await loadPickers().catch(() => {});
     // done when both are: a crash panel that fails at once does not end a refresh whose board still loads
     const [drawn] = await Promise.allSettled([draw(), showBoard()]);
     if (drawn.status === "rejected") throw drawn.reason;

@@ -7,6 +7,7 @@ import hmac
 import json
 import shutil
 import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,17 +47,29 @@ def running(profile: str, base: Path, env: dict[str, str] | None = None) -> Iter
         "BLACKBOX_COUCHBASE_KEY_PREFIX": f"{name}:",
     } if profile == "services" else {}
     server = Serve(base / "data", base / "serve.log", profile, {**own, **(env or {})})
-    server.start()
     failed = True
     try:
+        server.start()
         yield server
         failed = False
-    finally:  # a test that failed leaves no serve running either
-        if server.process is not None:
-            code = server.stop()
-            assert failed or code == 0
-        if profile == "services":
-            drop_database(name)
+    finally:  # a test that failed, or a serve that did not start, leaves no serve running either
+        try:
+            if server.process is not None:
+                code = stopped(server)
+                assert failed or code == 0
+        finally:
+            if profile == "services":
+                drop_database(name)
+
+
+def stopped(server: Serve) -> int:
+    """Its exit code once stopped; killed if it hangs."""
+    try:
+        return server.stop()
+    except subprocess.TimeoutExpired:
+        assert server.process is not None
+        server.process.kill()
+        return server.process.wait()
 
 
 def put_project(server: Serve, project: int, sku: str, server_key: str) -> None:

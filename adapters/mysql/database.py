@@ -48,8 +48,9 @@ DAYS_AHEAD = 7
 TURN_WAIT_S = 540
 # the one query parameter of a mysql:// URL: the CA bundle (PEM) the server's certificate must chain to
 CA_PARAMETER = "ssl_ca"
-# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH: the certificate verifies, for another name
-X509_HOST_MISMATCH = 62
+# OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and _IP_ADDRESS_MISMATCH: the certificate verifies, for
+# another name or address
+X509_HOST_MISMATCH = frozenset({62, 64})
 URL_FORM = f"mysql://user:password@host:port/database[?{CA_PARAMETER}=/path/to/ca.pem]"
 # migrations wait for the server with backoff from this delay up to that one
 FIRST_RETRY_S = 0.5
@@ -153,7 +154,7 @@ def _refused(exc: pymysql.err.OperationalError, t: MysqlTarget) -> UserError | N
         verification = verification.__cause__ or verification.__context__
     if not isinstance(verification, ssl.SSLCertVerificationError):
         return None
-    if verification.verify_code == X509_HOST_MISMATCH:
+    if verification.verify_code in X509_HOST_MISMATCH:
         return UserError(str(exc.args[1]), "give BLACKBOX_MYSQL_URL a host name its certificate holds")
     return UserError(str(exc.args[1]), f"name the CA that signed its certificate in BLACKBOX_MYSQL_URL "
                      f"(…/database?{CA_PARAMETER}=/path/ca.pem)")

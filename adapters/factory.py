@@ -293,6 +293,14 @@ def _endpoints(settings: Settings) -> Endpoints:
     return _LocalEndpoints(settings)
 
 
+def _mysql(settings: Settings, endpoints: Endpoints) -> MysqlDatabase:
+    """The database, at the endpoints' target: on services its URL's credentials, whose refusal
+    stands; in AWS a secret's, behind an RDS Proxy that refuses clients until its target registers."""
+    from adapters.mysql.database import MysqlDatabase
+
+    return MysqlDatabase(endpoints.mysql_target, given=settings.profile != "aws")
+
+
 class _Engines:
     """Kafka, MySQL and Couchbase: the services profile on one machine, MSK/RDS/EC2 in AWS."""
 
@@ -303,9 +311,7 @@ class _Engines:
         self._sql = Once(self._open_sql)
 
     def _open_sql(self) -> MysqlDatabase:
-        from adapters.mysql.database import MysqlDatabase
-
-        return MysqlDatabase(self._endpoints.mysql_target, given=self._settings.profile != "aws")
+        return _mysql(self._settings, self._endpoints)
 
     def log(self) -> EventLog:
         from adapters.kafka.log import KafkaEventLog
@@ -361,9 +367,7 @@ def migrate(settings: Settings) -> list[str]:
     (which serve also applies as it opens them)."""
     if settings.profile == "embedded":
         return _Embedded(settings).migrate()
-    from adapters.mysql.database import MysqlDatabase
-
-    database = MysqlDatabase(_endpoints(settings).mysql_target, given=settings.profile != "aws")
+    database = _mysql(settings, _endpoints(settings))
     try:
         return database.migrate(wait_s=settings.mysql_migrate_deadline_s)
     finally:

@@ -62,6 +62,12 @@ def opened(browser: Browser, url: str, **options: Any) -> Page:
     return page
 
 
+def asked(page: Page, field: str, value: str) -> None:
+    """`value` typed in the board form's `field` (board or player), and the form sent."""
+    page.fill(f"#{field}", value)
+    page.click("#board-form button[type=submit]")
+
+
 def utc(start: str) -> str:
     """A season's start as the panel labels it: UTC, to the millisecond where it has one."""
     at = datetime.fromisoformat(start).astimezone(UTC)
@@ -96,8 +102,7 @@ def test_a_linked_season_is_picked_however_it_is_spelt_and_kept_by_a_lookup(serv
     for spelt in ("1970-01-01T00:00:00Z", "0"):
         page = opened(browser, f"{serve.url}/?{urlencode({'board': 'linked', 'season': spelt})}")
         assert page.locator("#season").input_value() == "1970-01-01T00:00:00.000Z"
-        page.fill("#player", "first")
-        page.click("#board-form button[type=submit]")
+        asked(page, "player", "first")
         expect(page.locator("#board-info")).to_contain_text("first: rank 1, score 7")
         assert state(page)["season"] == "1970-01-01T00:00:00.000Z"
         page.close()
@@ -115,8 +120,7 @@ def test_a_board_that_cannot_be_shown_clears_the_panel_and_says_why(serve: Serve
         scored(client, "shown-first", [{"playerId": "here", "score": 3}])
     page = opened(browser, f"{serve.url}/?board=shown-first")
     expect(page.locator("#leaderboard tbody")).to_contain_text("here")
-    page.fill("#board", "no-such-board")
-    page.click("#board-form button[type=submit]")
+    asked(page, "board", "no-such-board")
     expect(page.locator("#board-info")).to_contain_text("404")
     expect(page.locator("#leaderboard tbody")).not_to_contain_text("here")
     assert page.locator("#season option").all_text_contents() == ["current"]
@@ -173,8 +177,7 @@ def test_a_player_id_is_looked_up_as_typed(serve: Serve, browser: Browser):
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         scored(client, "spaced", [{"playerId": " lead", "score": 10}, {"playerId": "lead", "score": 5}])
     page = opened(browser, f"{serve.url}/?board=spaced")
-    page.fill("#player", " lead")
-    page.click("#board-form button[type=submit]")
+    asked(page, "player", " lead")
     expect(page.locator("#board-info")).to_contain_text(" lead: rank 1, score 10")
     page.close()
 
@@ -226,8 +229,7 @@ def test_a_late_answer_for_the_board_chosen_before_is_not_drawn(serve: Serve, br
     page.route("**/v1/leaderboards/before/top*", lambda route: route.continue_() if held else held.append(route))
     page.wait_for_timeout(6000)  # a live refresh asks for its top, held
     assert held
-    page.fill("#board", "since")
-    page.click("#board-form button[type=submit]")
+    asked(page, "board", "since")
     expect(page.locator("#leaderboard tbody")).to_contain_text("b1")
     held[0].continue_()
     seen = []
@@ -255,8 +257,7 @@ def test_a_failed_load_keeps_the_season_chosen(serve: Serve, browser: Browser):
     page.route("**/v1/leaderboards/kept-season/seasons*", once)
     expect(page.locator("#board-info")).to_contain_text("500", timeout=10_000)
     assert page.locator("#season").input_value() == "1970-01-01T00:00:00.000Z"
-    page.fill("#player", "old")
-    page.click("#board-form button[type=submit]")
+    asked(page, "player", "old")
     expect(page.locator("#board-info")).to_contain_text("old: rank 1, score 7")
     assert state(page)["season"] == "1970-01-01T00:00:00.000Z"
     page.close()

@@ -29,7 +29,7 @@ def test_reads_and_health_make_no_producer_and_the_first_publish_does(monkeypatc
     log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=f"{namespace()}.")
     try:
         log.ping()
-        assert log.end_offsets("crashes") == {0: 0}
+        assert log.end_offsets("crashes") == {}  # no topic made by a read
         assert log.read("crashes", 0, 0) is None
         assert made == []
         log.publish("crashes", [OutgoingRecord(key=b"k", value=b"v")])

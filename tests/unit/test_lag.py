@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from adapters.factory import build
 from adapters.settings import Settings
@@ -19,6 +20,8 @@ from local_runtime.server import check_engines
 from pipeline.topics import DEADLETTER, SESSIONS
 from ports import OutgoingRecord
 from ports.errors import UserError
+from tests.services import namespace
+from tests.services import settings as services_settings
 
 
 def _lag(capsys: pytest.CaptureFixture[str], data_dir: Path) -> Any:
@@ -89,3 +92,40 @@ def test_lag_on_services_needs_only_kafka(tmp_path: Path, monkeypatch: pytest.Mo
         check_engines(Settings(profile="services", data_dir=tmp_path), only=LAG_ENGINES)
         with pytest.raises(UserError, match="Couchbase"):
             check_engines(Settings(profile="services", data_dir=tmp_path))
+
+
+def _topics(prefix: str) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": services_settings().kafka_bootstrap})
+    return {name for name in admin.list_topics(timeout=10).topics if name.startswith(prefix)}
+
+
+@pytest.mark.services
+def test_lag_on_a_prefix_no_serve_has_says_so_and_makes_no_topic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]):
+    """Found from outside: a mistyped BLACKBOX_KAFKA_TOPIC_PREFIX made the consumers' topics under
+    it, and lag reported every consumer caught up."""
+    prefix = f"{namespace()}-"
+    monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
+    assert main(["lag", "--profile", "services", "--data-dir", str(tmp_path)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert repr(prefix) in line and "BLACKBOX_KAFKA_TOPIC_PREFIX" in line
+    assert _topics(prefix) == set()
+
+
+@pytest.mark.services
+def test_lag_on_services_names_the_topics_as_kafka_does(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]):
+    prefix = f"{namespace()}-"
+    monkeypatch.setenv("BLACKBOX_KAFKA_TOPIC_PREFIX", prefix)
+    adapters = build(services_settings(kafka_topic_prefix=prefix))
+    try:
+        adapters.log.publish(SESSIONS, [OutgoingRecord(value=b"{}", key=b"k")])
+    finally:
+        adapters.close()
+    assert main(["lag", "--profile", "services", "--data-dir", str(tmp_path), "--json"]) == 0
+    consumers = {c["function"]: c for c in json.loads(capsys.readouterr().out)["consumers"]}
+    assert consumers["session-counter"]["topic"] == f"{prefix}sessions" and consumers["session-counter"]["behind"] == 1
+    assert consumers["crash-consumer"]["topic"] == f"{prefix}crashes"
+    assert _topics(prefix) == {f"{prefix}sessions"}
+    assert main(["lag", "--profile", "services", "--data-dir", str(tmp_path)]) == 0
+    assert f"{prefix}sessions" in capsys.readouterr().out.split()

@@ -326,17 +326,24 @@ def _lag(args: argparse.Namespace) -> int:
     with _adapters(settings, LAG_ENGINES) as adapters:
         found, now = lags(adapters.log), now_ms()
         dead_letters = sum(adapters.log.end_offsets(DEADLETTER).values())
+    # a serve makes its consumers' topics as it starts: with none, these settings name no serve's
+    prefix = settings.kafka_topic_prefix if settings.profile == "services" else ""
+    if settings.profile == "services" and not any(lag.partitions for lag in found):
+        raise UserError(f"Kafka at {settings.kafka_bootstrap} has no topic of a serve's consumers under the prefix "
+                        f"{prefix!r} (BLACKBOX_KAFKA_TOPIC_PREFIX)",
+                        "give BLACKBOX_KAFKA_BOOTSTRAP and BLACKBOX_KAFKA_TOPIC_PREFIX as the serve looked at has them")
     waited = {lag.function: None if lag.oldest_ms is None else max(0, now - lag.oldest_ms) / 1000 for lag in found}
     if args.json:
-        print(json.dumps({"consumers": [{"function": lag.function, "topic": lag.topic, "behind": lag.behind,
+        print(json.dumps({"consumers": [{"function": lag.function, "topic": prefix + lag.topic, "behind": lag.behind,
                                          "oldestWaitingS": waited[lag.function]} for lag in found],
                           "deadLetters": dead_letters}))
         return 0
-    width = max(len(lag.function) for lag in found)
-    print(f"{'consumer':<{width}}  {'topic':<9}  {'behind':>9}  oldest waiting")
+    width, topics = max(len(lag.function) for lag in found), max(len(prefix + lag.topic) for lag in found)
+    print(f"{'consumer':<{width}}  {'topic':<{topics}}  {'behind':>9}  oldest waiting")
     for lag in found:
         wait = waited[lag.function]
-        print(f"{lag.function:<{width}}  {lag.topic:<9}  {lag.behind:>9,}  {'-' if wait is None else f'{wait:,.1f} s'}")
+        print(f"{lag.function:<{width}}  {prefix + lag.topic:<{topics}}  {lag.behind:>9,}  "
+              f"{'-' if wait is None else f'{wait:,.1f} s'}")
     print(f"dead letters: {dead_letters:,} set aside ever (blackbox replay --dead-letters publishes them again)")
     return 0
 

@@ -89,6 +89,10 @@ def producer_config(client_config: dict[str, Any], publish_timeout_s: float) -> 
     }
 
 
+_NO_SUCH_PARTITION = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
+                                KafkaError.UNKNOWN_TOPIC_OR_PART})
+
+
 class PublishTimeout(TimeoutError):
     pass
 
@@ -377,7 +381,12 @@ class KafkaEventLog:
                            "fetch.message.max.bytes": MAX_MESSAGE_BYTES,
                            "max.partition.fetch.bytes": MAX_MESSAGE_BYTES})
         try:
-            low, high = reader.get_watermark_offsets(TopicPartition(name, partition), timeout=READ_TIMEOUT_S)
+            try:
+                low, high = reader.get_watermark_offsets(TopicPartition(name, partition), timeout=READ_TIMEOUT_S)
+            except KafkaException as exc:
+                if exc.args[0].code() in _NO_SUCH_PARTITION:  # no such topic (reads make none) or partition
+                    return None
+                raise
             if not low <= offset < high:
                 return None
             reader.assign([TopicPartition(name, partition, offset)])
@@ -429,7 +438,8 @@ class KafkaEventLog:
         return self._each_partitions(topic, OffsetSpec.earliest())  # type: ignore[no-untyped-call]
 
     def _each_partitions(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
-        self.ensure_topic(topic)
+        # a topic that does not exist is not made: none of its partitions has offsets (and a
+        # mistyped prefix would leave topics behind)
         name = self._name(topic)
         metadata = self._admin.list_topics(topic=name, timeout=10).topics.get(name)
         if metadata is None or metadata.error is not None or not metadata.partitions:

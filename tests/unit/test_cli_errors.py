@@ -165,6 +165,26 @@ def test_a_misspelt_setting_is_named_with_the_one_it_may_mean(monkeypatch: pytes
     assert "secret-pw" not in "\n".join(told)
 
 
+def test_a_misspelt_setting_in_the_services_env_file_is_named_with_where(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """Found from outside: the settings read the file as they read the environment, and a misspelt
+    name there was ignored without a word."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".services").mkdir()
+    (tmp_path / ".services/services.env").write_text(
+        "# the engines\nBLACKBOX_KAFKA_BOOTSTRAP=127.0.0.1:1\nexport BLACKBOX_KAFKA_TOPIC_PREFX=a-\n\n"
+        "BLACKBOX_BOTH_PLACES=1\n")
+    monkeypatch.setenv("BLACKBOX_BOTH_PLACES", "1")
+    build(Settings(data_dir=tmp_path / "data")).log.close()
+    assert main(["migrate", "--data-dir", str(tmp_path / "data")]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "is no setting" in line] == [
+        "blackbox: BLACKBOX_BOTH_PLACES is no setting, and is ignored",
+        "blackbox: BLACKBOX_KAFKA_TOPIC_PREFX (in .services/services.env) is no setting, and is ignored "
+        "(BLACKBOX_KAFKA_TOPIC_PREFIX?)",
+    ]
+
+
 def test_a_title_key_among_server_keys_says_title_keys_are_for_ingest(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ):

@@ -89,8 +89,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         field = str(exc).partition('field "')[2].partition('"')[0]
         raise UserError(f"{exc} (lists and objects are JSON, e.g. BLACKBOX_API_KEYS__READ='[\"a-key\"]')",
                         _fix_where(f"BLACKBOX_{field.upper()}")) from None
-    for name, near in unknown_variables(os.environ).items():
-        print(f"blackbox: {name} is no setting, and is ignored" + (f" ({near}?)" if near else ""), file=sys.stderr)
+    in_file = set(_env_file_names()) - set(os.environ)
+    for name, near in unknown_variables({*os.environ, *in_file}).items():
+        print(f"blackbox: {name}" + (f" (in {SERVICES_ENV_FILE})" if name in in_file else "")
+              + " is no setting, and is ignored" + (f" ({near}?)" if near else ""), file=sys.stderr)
     if settings.profile == "aws":  # the deployment's: its engines are reached from within the VPC
         raise UserError("BLACKBOX_PROFILE=aws is the Lambda functions' profile; the commands run embedded or "
                         "services", "pass --profile embedded or services (a deployment is reached by its URL: "
@@ -128,12 +130,20 @@ def _fix_where(name: str) -> str:
         variable = variable.upper()
         return variable == name or name.startswith(f"{variable}__") or variable.startswith(f"{name}__")
 
-    env_file = Path(SERVICES_ENV_FILE)
     places = ["the environment"] if any(sets(variable) for variable in os.environ) else []
-    if env_file.is_file() and any(sets(line.partition("=")[0].strip().removeprefix("export ").strip())
-                                  for line in env_file.read_text().splitlines()):
+    if any(sets(variable) for variable in _env_file_names()):
         places.append(SERVICES_ENV_FILE)
     return "fix it in " + " or in ".join(places or ["the environment"])
+
+
+def _env_file_names() -> list[str]:
+    """The names the services env file sets, when there is one (the settings read it from the
+    working directory whatever the profile)."""
+    env_file = Path(SERVICES_ENV_FILE)
+    if not env_file.is_file():
+        return []
+    return [line.partition("=")[0].strip().removeprefix("export ").strip()
+            for line in env_file.read_text().splitlines() if "=" in line and not line.lstrip().startswith("#")]
 
 
 @contextmanager

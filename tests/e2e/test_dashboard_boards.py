@@ -89,10 +89,26 @@ def test_seasons_are_told_apart_in_utc_whatever_the_browsers_zone(serve: Serve, 
     assert len(seasons) == 3
     page = opened(browser, f"{serve.url}/?board=wiped-often", timezone_id="America/Los_Angeles")
     labels = page.locator("#season option").all_text_contents()
-    assert labels[1:] == [f"from {utc(s)}" for s in seasons]
+    # found from outside: the current season was listed twice, as "current" and by its start
+    assert labels == [f"current, from {utc(seasons[0])}", *(f"from {utc(s)}" for s in seasons[1:])]
     expect(page.locator("#board-info")).to_contain_text(f"this season from {utc(seasons[0])}")
     expect(page.locator("#board-info")).to_contain_text(f"next reset {utc(next_reset)}")
     page.close()
+
+
+def test_the_current_season_is_listed_once_also_while_a_past_one_is_shown(serve: Serve, browser: Browser):
+    two_seasons(serve, "listed-once", "before", "now")
+    with httpx.Client(base_url=serve.url, timeout=30) as client:
+        scored(client, "never-wiped", [{"playerId": "only", "score": 1}])
+        current = client.get("/v1/leaderboards/listed-once").json()["season"]
+    page = opened(browser, f"{serve.url}/?board=never-wiped")
+    assert page.locator("#season option").all_text_contents() == ["current"]
+    assert page.locator("#season").is_disabled()
+    page.close()
+    for chosen in ("", "0"):
+        page = opened(browser, f"{serve.url}/?{urlencode({'board': 'listed-once', 'season': chosen})}")
+        assert page.locator("#season option").all_text_contents() == [f"current, from {utc(current)}", "the first"]
+        page.close()
 
 
 # found from outside: a season linked as the API's example spells it (…T00:00:00Z), or by its epoch

@@ -368,18 +368,22 @@ function boardRow(entry) {
     el("td", {}, entry.subscore === undefined ? entry.score : `${entry.score} (${entry.subscore})`));
 }
 
-// the board's seasons for the picker (the current one first), and the chosen one, listed or not;
-// rebuilt only when they changed (a rebuilt list closes, or moves, under the pointer)
-function showSeasons(seasons, info) {
+// a board that never reset nor was wiped is in its first season (its `season` null)
+const FIRST_SEASON = "1970-01-01T00:00:00.000Z";
+
+// the board's seasons for the picker: "current" (the season now, whichever that is), then the past
+// ones (the current one is not listed again), and the chosen one, listed or not; rebuilt only when
+// they changed (a rebuilt list closes, or moves, under the pointer)
+function showSeasons(seasons, info, current) {
   const picker = $("season");
-  if (state.season && !seasons.includes(state.season)) seasons.push(state.season);
-  picker.disabled = seasons.length < 2 && info.reset === "never";
-  const values = ["", ...seasons];
-  const same = values.length === picker.options.length && values.every((v, i) => picker.options[i].value === v);
-  if (!same) {
-    picker.replaceChildren(el("option", { value: "" }, "current"),
-      ...seasons.map((s) => el("option", { value: s }, Date.parse(s) === 0 ? "the first" : `from ${utc(s)}`)));
-  }
+  const past = seasons.filter((s) => s !== (current ?? FIRST_SEASON));
+  if (state.season && !past.includes(state.season)) past.push(state.season);
+  picker.disabled = past.length === 0 && info.reset === "never";
+  const label = (s) => (Date.parse(s) === 0 ? "the first" : `from ${utc(s)}`);
+  const values = ["", ...past], labels = [current ? `current, ${label(current)}` : "current", ...past.map(label)];
+  const same = values.length === picker.options.length
+    && values.every((v, i) => picker.options[i].value === v && picker.options[i].text === labels[i]);
+  if (!same) picker.replaceChildren(...values.map((v, i) => el("option", { value: v }, labels[i])));
   picker.value = state.season;
 }
 
@@ -422,8 +426,8 @@ async function showBoard() {
     return;
   }
   if (load !== boardLoads) return;
-  const { info, seasons, note, entries, more } = shownBoard;
-  showSeasons(seasons, info);
+  const { info, seasons, current, note, entries, more } = shownBoard;
+  showSeasons(seasons, info, current);
   $("board-info").textContent = shown(note);
   fill($("leaderboard").tBodies[0], entries.map(boardRow), 3, "no scores in this season");
   $("board-more").hidden = !more;
@@ -433,6 +437,8 @@ async function showBoard() {
 async function readBoard() {
   const board = segment(state.board, "board"), season = state.season;
   const info = await api(`/v1/leaderboards/${board}`, { season });
+  // the season now, which the picker's "current" names
+  const { season: current } = season ? await api(`/v1/leaderboards/${board}`) : info;
   // a board that never resets has seasons too once wiped
   const { seasons } = await api(`/v1/leaderboards/${board}/seasons`, { limit: SEASONS });
   let entries, note = describe(info, Boolean(season));
@@ -454,7 +460,7 @@ async function readBoard() {
     ({ entries } = top);
     more = top.nextCursor !== null && boardRows < MOST_ROWS;
   }
-  return { info, seasons, note, entries, more };
+  return { info, seasons, current, note, entries, more };
 }
 
 function told(error) {

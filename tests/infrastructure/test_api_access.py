@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -121,6 +122,23 @@ def test_prod_has_its_titles_and_limit():
     [acl] = resources(api, "AWS::WAFv2::WebACL")
     [rate] = [r["Statement"]["RateBasedStatement"] for r in acl["Rules"] if "RateBasedStatement" in r["Statement"]]
     assert rate["Limit"] == config.waf.limit_per_ip
+
+
+def _throttle_warnings(env: str, **overrides: Any) -> list[str]:
+    context = cdk_json_context()
+    stage = {**context["environments"][env], **overrides}
+    _, made = blackbox(env, environments={**context["environments"], env: stage})
+    warnings = Annotations.from_stack(made.api).find_warning("*", Match.string_like_regexp("throttle"))
+    return [str(w.entry.data) for w in warnings]
+
+
+def test_the_usage_plans_fit_the_accounts_own_throttle_or_synth_says_so():
+    """Found from outside: prod's server key allowed 20,000 requests a second (burst 40,000) where
+    API Gateway throttles an account's region at 10,000 (burst 5,000) before any plan, unsaid."""
+    assert _throttle_warnings("dev") == []
+    assert _throttle_warnings("prod") == []
+    [warning] = _throttle_warnings("prod", server_throttle={"rate": 9000, "burst": 9000})
+    assert "12,000 requests a second" in warning and "burst of 9,000" in warning and "Service Quotas" in warning
 
 
 def test_a_function_is_allowed_to_the_api_once_a_method_and_not_to_its_console_test(templates: dict[str, Template]):

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration
+from aws_cdk import Annotations, CfnOutput, Duration
 from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_wafv2 as wafv2
@@ -21,7 +21,7 @@ from lambdas.contract import document
 from lambdas.functions import API_ROUTES
 from ports.limits import MAX_BODY_BYTES
 from stacks.access import ApplicationStack, Platform
-from stacks.config import Throttle, Waf
+from stacks.config import DeployConfig, Throttle, Waf
 from stacks.nag import acknowledge
 
 # What API Gateway checks of a body before a function runs: a first gate, derived from the contract's
@@ -97,6 +97,8 @@ GATEWAY_ERRORS = {
     apigateway.ResponseType.DEFAULT_4_XX: ("400", "bad_request"),
     apigateway.ResponseType.DEFAULT_5_XX: ("503", "unavailable"),
 }
+# API Gateway's throttle of an account in a region, before any usage plan's: the default quota
+ACCOUNT_RATE, ACCOUNT_BURST = 10_000, 5_000
 # when a throttled client may try again: a usage plan's bucket refills every second; a quota (none
 # is set) would not before its period ends. By the type's name: jsii's objects for it differ
 RETRY_AFTER = {apigateway.ResponseType.THROTTLED.response_type: "1",
@@ -160,6 +162,7 @@ class ApiStack(ApplicationStack):
                 request_parameters={f"method.request.querystring.{name}": True
                                     for name in _required_query(operation)} or None,
             )
+        self._within_account(config)
         self.ingest_key = self._plan("Ingest", config.ingest_throttle)
         self.server_key = self._plan("Server", config.server_throttle)
         # a key and a usage plan per title: API Gateway throttles each key on its own
@@ -232,6 +235,19 @@ class ApiStack(ApplicationStack):
                            f'{{"error": "{code}", "message": $context.error.messageString}}'},
             )
         return api
+
+    def _within_account(self, config: DeployConfig) -> None:
+        """Says so at synth when the usage plans allow more than API Gateway's own throttle of the
+        account's region, which comes first: past it every key is 429, whatever its plan allows."""
+        throttles = [config.ingest_throttle, config.server_throttle, *(t.throttle for t in config.titles.values())]
+        rate, burst = sum(t.rate for t in throttles), max(t.burst for t in throttles)
+        if rate > ACCOUNT_RATE or burst > ACCOUNT_BURST:
+            Annotations.of(self).add_warning_v2(
+                "blackbox:throttle-past-account",
+                f"the usage plans allow {rate:,.0f} requests a second in all, with a burst of {burst:,} at most, "
+                f"where API Gateway throttles an account's region at {ACCOUNT_RATE:,} a second (burst "
+                f"{ACCOUNT_BURST:,}) by default, for every API there: ask for more in Service Quotas, or lower "
+                "ingest_throttle, server_throttle or the titles' throttle")
 
     def _plan(self, name: str, throttle: Throttle, plan_name: str | None = None) -> apigateway.IApiKey:
         # not bound to the stage itself (the usage plan does that): the capture function needs the

@@ -102,7 +102,8 @@ class DeployConfig(BaseModel):
     couchbase_backup_days: int = Field(default=30, ge=1, description="how long the daily backups are kept")
     lambda_memory_mb: int = Field(default=1024, ge=128, le=10_240)
     ingest_throttle: Throttle = Throttle(rate=2000, burst=4000)
-    server_throttle: Throttle = Throttle(rate=20000, burst=40000)
+    # with the others, within the account's default throttle (stacks.api.ACCOUNT_RATE): scores come in batches
+    server_throttle: Throttle = Throttle(rate=5000, burst=5000)
     # title name (its key's and usage plan's) → its skus and throttle
     titles: dict[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,31}$")], Title] = {}
     waf: Waf = Waf(limit_per_ip=30_000, window_s=60)

@@ -439,6 +439,33 @@ def test_a_report_the_invocation_has_no_time_left_for_is_asked_for_again_not_beg
     assert (done.report_key, done.state) == (third, "processed")
 
 
+def test_the_halves_of_a_batch_that_failed_begin_no_report_without_the_time_for_it(adapters: Adapters,
+                                                                                   walker: Stackwalker):
+    """Found in review: a batch a value failed is tried again in halves, and each half began its first
+    report whatever the invocation had left, so a poison walk after a long one led to the timeout
+    the time budget is there to avoid."""
+    first, second = indexed(adapters, 61), indexed(adapters, 62, dump="patch")
+    patch = (FIXTURES / "patch.dmp").read_bytes()
+    walks: list[bytes] = []
+
+    class Poisoned:
+        def walk(self, minidump: bytes, symbols: Path) -> Walked | WalkFailed:
+            walks.append(minidump)
+            if minidump == patch:
+                raise ValueError("a value no store takes")
+            return walker.walk(minidump, symbols)
+
+    def time_left_s() -> float:  # enough for the batch's two reports, then for no other
+        return processing.BEGIN_WITH_S if len(walks) < 2 else processing.BEGIN_WITH_S - 1
+
+    published(adapters, "halves")
+    asked = [walk_request(first, "crash.dmp"), walk_request(second, "crash.dmp")]
+    assert processor(adapters, Poisoned(), time_left_s=time_left_s).process(records(asked)) == []
+    assert len(walks) == 2  # neither half began its report again
+    again = [WalkRequest.model_validate_json(r.value) for r in published(adapters, "halves")]
+    assert sorted(r.reportKey or "" for r in again) == [first, second]
+
+
 def test_each_walk_of_a_batch_is_grouped_by_its_own_reports_sku(adapters: Adapters, walker: Stackwalker):
     """Found in review: the walk's sku comes from each report's index row, and every test had one sku,
     so a batch handing one report another's sku would have passed."""

@@ -349,6 +349,13 @@ def _final(requests: Sequence[WalkRequest]) -> set[str | None]:
     return {r.reportKey for r in requests if r.last} - {r.reportKey for r in requests if not r.last}
 
 
+@dataclass
+class _Invocation:
+    """Whether a call of Processor.process began a report yet: the first is begun whatever the time."""
+
+    begun: bool = False
+
+
 @dataclass(frozen=True, kw_only=True)
 class Processor:
     """The minidump processor's ports."""
@@ -367,12 +374,15 @@ class Processor:
 
     def process(self, records: Sequence[LogRecord]) -> list[Processed]:
         """Walks the batch's requests; returns the reports' new states."""
-        return [result for results in land(records, self._process, self.log) for result in results]
+        # one for the halves of a batch a value failed too: they begin no report without the time for it
+        invocation = _Invocation()
+        return [result for results in land(records, lambda part: self._process(part, invocation), self.log)
+                for result in results]
 
-    def _process(self, records: Sequence[LogRecord]) -> list[Processed]:
+    def _process(self, records: Sequence[LogRecord], invocation: _Invocation) -> list[Processed]:
         parsed = parse_each(records, _REQUEST.validate_json, "minidump request")
         requests = [r for r in parsed if isinstance(r, WalkRequest)]
-        results = self._walk([r for r in requests if r.reportKey is not None])
+        results = self._walk([r for r in requests if r.reportKey is not None], invocation)
         # what the batch asks for, once its walks are done: a walker that cannot run fails the batch
         # first, and each retry would ask again
         for regrouping in parsed:
@@ -385,7 +395,7 @@ class Processor:
             self._walk_again_if_raced(requests, results)
         return results
 
-    def _walk(self, requests: Sequence[WalkRequest]) -> list[Processed]:
+    def _walk(self, requests: Sequence[WalkRequest], invocation: _Invocation) -> list[Processed]:
         walks = self._attachments(requests)
         tried: dict[str | None, int] = defaultdict(int)
         for request in requests:
@@ -399,15 +409,14 @@ class Processor:
         results: list[Processed] = []
         # each report asked for again, with its late walks
         asked: dict[str, int] = {}
-        begun = False
         for key, name in walks.items():
             dump = found.get(attachment_key(key, name))
             if dump is None:  # expired or purged with its report: nothing left to walk
                 continue
-            if begun and self.time_left_s() < BEGIN_WITH_S:
+            if invocation.begun and self.time_left_s() < BEGIN_WITH_S:
                 asked[key] = tried[key]
                 continue
-            begun = True
+            invocation.begun = True
             sku = origins[key].sku
             if sku not in groupings:
                 groupings[sku] = self.issues.grouping(sku)

@@ -125,6 +125,10 @@ ERRORS = {
                      {"Retry-After": RETRY_AFTER}),
     431: ErrorAnswer("HeadersTooLarge", "headers_too_large (`blackbox serve`: a request's line and headers over "
                                         "64 KiB; the connection is closed)"),
+    500: ErrorAnswer("Internal", "internal: a fault of Blackbox's own, which its log tells with the request's "
+                                 "correlation id; retry with the same Idempotency-Key"),
+    501: ErrorAnswer("NotImplemented", "not_implemented (`blackbox serve`: a Transfer-Encoding other than chunked, "
+                                       "which it does not decode; the connection is closed)"),
     503: ErrorAnswer("Unavailable",
                      "unavailable: a store did not answer, or (with `Retry-After`) `blackbox serve` had as many "
                      "requests in hand as it takes and shed this one unread and unpublished; either way retry "
@@ -132,7 +136,7 @@ ERRORS = {
                      {"Retry-After": {**RETRY_AFTER, "description": "when shed: " + RETRY_AFTER["description"]}}),
 }
 # the gateways' answers come before any route's code: any route may get them
-ALWAYS = (400, 401, 403, 408, 413, 429, 431, 503)
+ALWAYS = (400, 401, 403, 408, 413, 429, 431, 500, 501, 503)
 WITH_PATH_PARAMETER = (404,)
 WITH_BODY = (415,)
 
@@ -141,10 +145,10 @@ def _codes(error: type[BlackboxError]) -> set[str]:
     return {error.code}.union(*(_codes(sub) for sub in error.__subclasses__()))
 
 
-# what `error` may say: each error's code, and API Gateway's own (stacks/api.py GATEWAY_ERRORS);
-# never internal (a 500 is a bug)
+# what `error` may say: each error's code (internal too: a fault is answered so), and API
+# Gateway's own (stacks/api.py GATEWAY_ERRORS)
 GATEWAY_CODES = frozenset({"throttled", "bad_request"})
-ERROR_CODES = sorted(_codes(BlackboxError) - {BlackboxError.code} | GATEWAY_CODES)
+ERROR_CODES = sorted(_codes(BlackboxError) | GATEWAY_CODES)
 ERROR_SCHEMA = {
     "type": "object", "required": ["error", "message"], "additionalProperties": False,
     "properties": {

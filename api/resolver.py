@@ -56,6 +56,15 @@ def answer(kind: object, description: str) -> OpenAPIResponse:
     return {"description": description, "content": {"application/json": {"model": kind}}}
 
 
+def error_answer(description: str, headers: dict[str, Any] | None = None) -> OpenAPIResponse:
+    """A route's own error answer for the OpenAPI document (the gateways' are api.document's)."""
+    response: OpenAPIResponse = {"description": description,
+                                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    if headers:
+        response["headers"] = headers
+    return response
+
+
 def download_response(data: bytes, content_type: str, filename: str) -> Response[bytes]:
     """Bytes a client sent, served as a file to save, never as a page of this origin."""
     return Response(status_code=200, content_type=content_type, body=data, headers={

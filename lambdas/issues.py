@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from adapters.factory import current
 from api.params import DIGITS, Cursor, From, Sku, To
 from api.requests import JsonBody
-from api.resolver import answer, caller_arn, caller_key_id, create_resolver, json_response, posted
+from api.resolver import answer, caller_arn, caller_key_id, create_resolver, error_answer, json_response, posted
 from crashes.alert_history import DEFAULT_DAYS, MAX_HISTORY, AlertHistory, alert_history
 from crashes.grouping import (
     GROUPING_TTL_MS,
@@ -99,7 +99,10 @@ def _caller() -> str:
               "Merging into a merged group merges into the group that one is counted in. Again: the same answer. "
               "400 into itself, 404 when either group has no issue, 409 when it is merged into another group "
               "already or `into` is counted in it (a cycle)"),
-          openapi_extensions=MERGE.openapi, responses={200: answer(CrashIssue, "the merged group")})
+          openapi_extensions=MERGE.openapi,
+          responses={200: answer(CrashIssue, "the merged group"),
+                     409: error_answer("conflict: the group is merged into another already, or `into` is counted "
+                                       "in it (a cycle)")})
 def merge_group(signature: Signature, sku: Sku) -> Response[str]:
     a = current()
     return json_response(200, merge_groups(a.issues, a.log, a.spill, sku, signature,
@@ -156,8 +159,7 @@ def list_webhooks() -> Response[str]:
              "public address"),
          openapi_extensions=WEBHOOK.openapi,
          responses={200: answer(WebhookView, "replaced"), 201: answer(WebhookView, "created"),
-                    409: {"description": f"conflict: a new webhook where {MAX_WEBHOOKS:,} are held",
-                          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}})
+                    409: error_answer(f"conflict: a new webhook where {MAX_WEBHOOKS:,} are held")})
 def put_webhook(name: Name) -> Response[str]:
     a = current()
     created, view = endpoints.put(a.issues, a.settings.webhooks, name, WEBHOOK.one(posted(app.current_event)),

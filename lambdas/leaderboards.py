@@ -8,14 +8,13 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from adapters.factory import current
 from api.document import RETRY_AFTER
 from api.params import DIGITS, Cursor, Season
 from api.requests import JsonBody
-from api.resolver import answer, create_resolver, idempotency_key, json_response, posted
+from api.resolver import answer, create_resolver, error_answer, idempotency_key, json_response, posted
 from ports import MAX_EPOCHS
 from ports.limits import INT64_MAX, INT64_MIN, SEGMENT_PATTERN
 from ports.telemetry import instrumented
@@ -50,14 +49,12 @@ def list_boards(limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_BOARDS), DI
 
 
 SETTINGS = JsonBody(BoardSettingsBody)
-_TOO_MANY_SEASONS: OpenAPIResponse = {
-    "description": f"too_many_seasons: the board remembers the starts of its last {MAX_EPOCHS} seasons (its "
-                   "first, then each wipe and change of schedule), each for "
-                   f"{REMEMBERED_MS // 3_600_000} hours at least (to place late scores and tell the seasons' "
-                   "ends), and this would forget one younger",
-    "headers": {"Retry-After": {"schema": RETRY_AFTER["schema"], "description": "when the oldest of them is "
-                                                                                 "forgotten: seconds to wait"}},
-    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_TOO_MANY_SEASONS = error_answer(
+    f"too_many_seasons: the board remembers the starts of its last {MAX_EPOCHS} seasons (its first, then each "
+    f"wipe and change of schedule), each for {REMEMBERED_MS // 3_600_000} hours at least (to place late scores "
+    "and tell the seasons' ends), and this would forget one younger",
+    {"Retry-After": {"schema": RETRY_AFTER["schema"], "description": "when the oldest of them is forgotten: seconds "
+                                                                     "to wait"}})
 
 
 @app.put("/v1/leaderboards/<board>", operation_id="putBoard", description="needs a server key",
@@ -112,12 +109,10 @@ def delete_player(board: str, player_id: PlayerIdParam) -> Response[str]:
 
 
 ATTEMPT = JsonBody(AttemptBody)
-_CONFLICT: OpenAPIResponse = {
-    "description": "not_a_tournament (a board without maxAttempts nor maxPlayers), tournament_closed (outside "
-                   "startsAt..endsAt), attempts_exhausted (the player made maxAttempts this season), tournament_full "
-                   "(a new player once the season has maxPlayers), idempotency_conflict (the Idempotency-Key was "
-                   "used with another body)",
-    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_CONFLICT = error_answer(
+    "not_a_tournament (a board without maxAttempts nor maxPlayers), tournament_closed (outside startsAt..endsAt), "
+    "attempts_exhausted (the player made maxAttempts this season), tournament_full (a new player once the season "
+    "has maxPlayers), idempotency_conflict (the Idempotency-Key was used with another body)")
 
 
 @app.post("/v1/leaderboards/<board>/attempts", operation_id="postAttempt",

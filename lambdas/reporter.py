@@ -42,7 +42,7 @@ from crashes.reporting import (
 from crashes.skus import MAX_LIMIT as MAX_SKUS
 from crashes.skus import SkuPage, list_skus
 from crashes.spikes import Alerts, list_alerts
-from crashes.stats import Granularity, Stats, crash_stats
+from crashes.stats import MAX_BUCKETS, Granularity, Stats, crash_stats
 from ports.releases import EXACT_PLAYERS, SKETCH_ERROR
 from ports.telemetry import instrumented
 
@@ -117,7 +117,8 @@ def attachment(report_id: str, name: str) -> Response[bytes]:
 
 @app.get("/v1/stats", operation_id="getStats", summary="Sessions, crashes and crash rate per minute or hour",
          description="The report filters given (all must match) narrow the crashes. Sessions carry no platform, "
-                     "build or crash type: they are the whole sku's, and with a filter crashRate is null",
+                     "build or crash type: they are the whole sku's, and with a filter crashRate is null. At most "
+                     f"{MAX_BUCKETS:,} buckets (400 past them)",
          responses={200: answer(Stats, "one bucket per minute or hour of the range")})
 def stats(
     *, sku: Sku, from_: From = None, to: To = None,

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -963,7 +964,8 @@ def test_a_board_s_end_at_its_ends_at_is_told_with_its_final_top(ranking_store: 
     season, but only resets and wipes were told."""
     board = f"b-{uuid.uuid4().hex[:12]}"
     ends = T0 + 3 * 60_000  # within the season that started at T0
-    leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=reset, endsAt=to_rfc3339(ends)))
+    with patch("ranking.leaderboard.now_ms", return_value=T0):  # set while it was still to come
+        leaderboard.configure(ranking_store, board, BoardSettingsBody(reset=reset, endsAt=to_rfc3339(ends)))
     apply_scores(timed_records(board, [(0, "a", 5, None), (1, "b", 7, None)], itertools.count()),
                  ranking_store, log, TREE)
 
@@ -985,7 +987,8 @@ def test_ends_are_told_whatever_newer_seasons_hold(ranking_store: RankingStore, 
     ten = PERIODS[EVERY_TEN_MINUTES]
     apply_scores(timed_records(board, [(n * ten, f"p{n}", n, None) for n in range(6)], itertools.count()),
                  ranking_store, log, TREE)
-    leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=to_rfc3339(T0 + 2 * ten)))
+    with patch("ranking.leaderboard.now_ms", return_value=T0 + 4 * ten):  # closed behind the seasons since
+        leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=to_rfc3339(T0 + 2 * ten)))
     told = ends_told(ranking_store, board, T0 + 6 * ten + TELL_AFTER_MS)
     assert sorted(a.key for a in told) == [f"season-end:{board}:{T0}", f"season-end:{board}:{T0 + ten}"]
 
@@ -1034,6 +1037,27 @@ def test_a_window_that_closed_is_not_opened_again(ranking_store: RankingStore):
         assert refused.value.field == "endsAt"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=closed, keepSeasons=2))  # as it is: taken
     assert ranking_store.get_board(board).keep_seasons == 2
+
+
+def test_an_end_set_too_far_back_to_be_told_is_refused(ranking_store: RankingStore):
+    """Found from outside: an endsAt three hours past was taken, and its season's end was never told
+    (the job looks at an end for an hour after its wait), where the contract tells each end once."""
+    board, now = f"b-{uuid.uuid4().hex[:12]}", now_ms()
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(keepSeasons=3))
+    # on a new board and on one made before
+    for named, ends in ((f"{board}-new", now - 3 * 3_600_000), (f"{board}-new", now - 31 * 60_000),
+                        (board, now - 3 * 3_600_000)):
+        with pytest.raises(InvalidField) as refused:
+            leaderboard.configure(ranking_store, named, BoardSettingsBody(endsAt=to_rfc3339(ends)))
+        assert refused.value.field == "endsAt" and "to close it now" in refused.value.message
+    assert ranking_store.get_board(f"{board}-new") is None
+    # a clock behind, or a board closed as of now: taken, and told (tests above)
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(endsAt=to_rfc3339(now - 29 * 60_000)))
+    # set while it was to come, the same end again is as it is, however far back it is now
+    with patch("ranking.leaderboard.now_ms", return_value=T0):
+        leaderboard.configure(ranking_store, f"{board}-old", BoardSettingsBody(endsAt=to_rfc3339(T0 + 60_000)))
+    assert leaderboard.configure(ranking_store, f"{board}-old", BoardSettingsBody(
+        endsAt=to_rfc3339(T0 + 60_000), keepSeasons=2))[1]["keepSeasons"] == 2
 
 
 def test_a_season_end_told_before_is_not_read_again(ranking_store: RankingStore, log):

@@ -23,7 +23,7 @@ from adapters.spill.directory import DirectorySpillStore
 from pipeline.topics import SCORES
 from ports import Attempt, Attempted, RankingStore
 from ports.errors import AttemptsExhausted, IdempotencyConflict, NotATournament, TournamentClosed, TournamentFull
-from ports.timeutil import now_ms, parse_epoch_ms
+from ports.timeutil import now_ms, parse_epoch_ms, to_rfc3339
 from ranking import leaderboard, tournaments
 from ranking.capture import capture_scores
 from ranking.model import AttemptBody, BoardSettingsBody, Score
@@ -178,7 +178,7 @@ def test_a_board_takes_no_score_outside_its_window(ranking_store: RankingStore, 
                    endsAt="2100-01-01T00:00:00Z")
     t.attempt("a", 5, "a-1")
     assert t.work() == {"a": 5}
-    leaderboard.configure(ranking_store, t.board, BoardSettingsBody(endsAt="2001-01-01T00:00:00Z"))
+    leaderboard.configure(ranking_store, t.board, BoardSettingsBody(endsAt=to_rfc3339(now_ms())))
     with pytest.raises(TournamentClosed):
         t.attempt("a", 9)
     assert t.attempt("a", 5, "a-1")["attempt"] == 1  # a retry of an attempt counted in the window

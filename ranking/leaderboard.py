@@ -221,7 +221,7 @@ def configure(store: RankingStore, board: str, body: BoardSettingsBody) -> tuple
     for _ in _changes():
         known = store.get_board(board)
         if known is None:
-            made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}))
+            made = _window(Stored(board, **{field: _value(body, name) for name, field in _FIELDS.items()}), None)
             # only if still missing: the board's first scores may make it meanwhile, as shared
             if store.add_board(made):
                 return True, _settings(made)
@@ -242,7 +242,7 @@ def _put(known: Stored, body: BoardSettingsBody) -> Stored:
     limits)."""
     board, named = known.board, body.model_fields_set
     settings = _window(replace(known, **{field: _value(body, name) for name, field in _FIELDS.items()
-                                         if name in named}))
+                                         if name in named}), known)
     if settings.ties != known.ties:
         raise InvalidField(f"leaderboard {board} ranks ties {known.ties}: that cannot change (make a new board)",
                            "ties")
@@ -284,10 +284,21 @@ def _value(body: BoardSettingsBody, name: str) -> Any:
     return parse_epoch_ms(value) if name in _TIMES and value is not None else value
 
 
-def _window(settings: Stored) -> Stored:
-    """The settings, if their window is one: it ends after it starts (also when a PUT names one end)."""
+# how long ago an endsAt a PUT sets may be (a clock behind, a board closed as of now): an end further
+# back is never told (ranking.season_ends looks at an end for LOOKING_MS after its wait)
+PAST_END_MOST_MS = 30 * 60_000
+
+
+def _window(settings: Stored, known: Stored | None) -> Stored:
+    """The settings, if their window is one: it ends after it starts (also when a PUT names one end),
+    and an end the PUT sets (not the one `known` has) is not long past."""
     if settings.starts_at is not None and settings.ends_at is not None and settings.ends_at <= settings.starts_at:
         raise InvalidField(f"leaderboard {settings.board}'s endsAt must be after its startsAt", "endsAt")
+    ends = settings.ends_at
+    if ends is not None and (known is None or ends != known.ends_at) and ends < now_ms() - PAST_END_MOST_MS:
+        raise InvalidField(f"leaderboard {settings.board}'s endsAt is {to_rfc3339(ends)}, more than "
+                           f"{PAST_END_MOST_MS // 60_000} minutes ago: a season's end is told with its final top, "
+                           "and one that far back no more (give a time to come, or now to close it now)", "endsAt")
     return settings
 
 

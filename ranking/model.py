@@ -250,7 +250,8 @@ class BoardSettingsBody(BaseModel):
     startsAt: BodyTime | None = Field(None, description=(
         "RFC 3339 or epoch ms: the board takes scores received from then on; null: from the start"))
     endsAt: BodyTime | None = Field(None, description=(
-        "RFC 3339 or epoch ms, after startsAt: the board takes no score received from then on; null: never ends"))
+        "RFC 3339 or epoch ms, after startsAt: the board takes no score received from then on; null: never ends. "
+        "An end set (not the board's already) is 30 minutes past at most"))
     maxAttempts: Whole | None = Field(None, ge=1, le=MAX_ATTEMPTS, description=(
         "a tournament: each player's attempts a season (POST .../attempts); null: unlimited"))
     maxPlayers: Whole | None = Field(None, ge=1, le=MAX_PLAYERS, description=(

@@ -3,11 +3,16 @@ that fire, metadata JSON can carry, a cursor within int64."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
+from cronsim import CronSim
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from api.requests import validate
@@ -50,7 +55,9 @@ def test_a_schedule_is_kept_in_one_spelling(sent: str, kept: str):
 
 @pytest.mark.parametrize(("one", "other"), [
     ("weekly", "0 0 * * MON"), ("daily", "00 00 * * *"), ("daily", "0 0 */1 * *"), ("0 0 * * 0", "0 0 * * 7"),
-    ("0 0 * * SUN", "0 0 * * 7"), ("monthly", "0 0 1 JAN-DEC *"), ("weekly", "0 0 * * 1"), ("daily", " 0  0 * * *")])
+    ("0 0 * * SUN", "0 0 * * 7"), ("monthly", "0 0 1 JAN-DEC *"), ("weekly", "0 0 * * 1"), ("daily", " 0  0 * * *"),
+    # found from outside: day fields that take every day were a change of the rule they combine by
+    ("daily", "0 0 1-31 * 1-7"), ("daily", "0 0 1-31 * 1"), ("daily", "0 0 1-31 * 0-7")])
 def test_the_same_schedule_spelt_otherwise_is_no_change(one: str, other: str):
     """Found from outside: the same schedule with a day's name, a leading zero or a step of one was a
     change, and a PUT of it started a new, empty season of a live board."""
@@ -62,6 +69,34 @@ def test_the_same_schedule_spelt_otherwise_is_no_change(one: str, other: str):
     ("0 0 L * *", "0 0 28-31 * *")])
 def test_another_schedule_is_a_change(one: str, other: str):
     assert not same_schedule(one, other) and not same_schedule(other, one)
+
+
+_DAYS = ["*", "1-31", "*/1", "1-15", "16-31", "1-31/2", "*/2", "L", "1,15"]
+_WEEKDAYS = ["*", "0-6", "1-7", "0-7", "1-5", "0,6", "MON-FRI", "SAT,SUN", "*/2", "1"]
+
+
+@given(st.sampled_from(_DAYS), st.sampled_from(_WEEKDAYS), st.sampled_from(_DAYS), st.sampled_from(_WEEKDAYS))
+def test_two_schedules_are_one_exactly_when_they_fire_on_the_same_days(days: str, weekdays: str, other_days: str,
+                                                                      other_weekdays: str):
+    """Against a brute force: the days each fires on over four years (a leap day, every weekday of
+    every month length)."""
+    one, other = f"0 0 {days} * {weekdays}", f"0 0 {other_days} * {other_weekdays}"
+
+    def fired(cron: str) -> list[datetime]:
+        firings = CronSim(cron, datetime(2027, 1, 1, tzinfo=UTC))
+        return list(itertools.takewhile(lambda at: at.year < 2031, firings))
+
+    assert same_schedule(one, other) == (fired(one) == fired(other))
+
+
+@pytest.mark.parametrize("schedule", ["0 0 5-5/7 * *", "0 0 * * 0-0/1", "0 0 * * MON-mon/2", "3-3/5 * * * *",
+                                      "0 0 1,5-5/2 * *"])
+def test_a_range_of_one_value_with_a_step_is_refused(schedule: str):
+    """Found from outside: cron reads 5-5/7 as 5, and cronsim as 5-31/7: a board reset on the 5th,
+    12th, 19th and 26th where its studio asked for the 5th."""
+    with pytest.raises(ValidationError, match="with a step is one value to cron"):
+        SCHEDULE.validate_python(schedule)
+    assert SCHEDULE.validate_python("0 0 5-12/7 * *") == "0 0 5-12/7 * *"
 
 
 def test_a_change_of_schedule_applies_from_then_on():

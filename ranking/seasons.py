@@ -12,6 +12,7 @@ from it, so an update received before it, applied later, still finds the season 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Annotated
@@ -62,13 +63,41 @@ def same_schedule(one: str, other: str) -> bool:
     return one == other or (NEVER not in (one, other) and _fields(_cron(one)) == _fields(_cron(other)))
 
 
+_EVERY_DAY = frozenset(range(1, 32))
+_EVERY_WEEKDAY = frozenset(range(7))
+
+
 def _fields(cron: str) -> tuple[object, ...]:
-    """What each field of a cron expression takes, as cronsim reads it, and whether day of month
-    and weekday both must hold (one of them `*`) or either may."""
+    """What each field of a cron expression takes, as cronsim reads it, with the days it fires on
+    as one rule: day of month and weekday both must hold (one of them `*`) or either may, and a
+    field that takes every day holds whatever (`1-31 * 1-7` fires daily, as `* * *` does)."""
     read = CronSim(cron, _EPOCH)
-    weekdays = {_SUNDAY.get(day, day) if isinstance(day, int) else (_SUNDAY.get(day[0], day[0]), *day[1:])
-                for day in read.weekdays}
-    return read.minutes, read.hours, read.days, read.months, weekdays, read.day_and
+    weekdays = frozenset(_SUNDAY.get(day, day) if isinstance(day, int) else (_SUNDAY.get(day[0], day[0]), *day[1:])
+                         for day in read.weekdays)
+    days = frozenset(read.days)
+    every_day, every_weekday = days >= _EVERY_DAY, weekdays >= _EVERY_WEEKDAY
+    if (every_day and every_weekday) or (not read.day_and and (every_day or every_weekday)):
+        rule: tuple[object, ...] = ("daily",)
+    elif every_day:
+        rule = ("weekdays", weekdays)
+    elif every_weekday:
+        rule = ("days", days)
+    else:
+        rule = ("both" if read.day_and else "either", days, weekdays)
+    return read.minutes, read.hours, read.months, rule
+
+
+# a range of one value with a step (`5-5/7`): cron reads the value alone, cronsim from it to the
+# field's last value
+_ONE_VALUE_STEPPED = re.compile(r"(?:^|,)(\w+)-(\w+)/\d+(?=,|$)")
+
+
+def _one_value_stepped(cron: str) -> str | None:
+    for field in cron.split():
+        for first, last in _ONE_VALUE_STEPPED.findall(field):
+            if first.lower() == last.lower():
+                return f"{first}-{last}"
+    return None
 
 
 def _checked(sent: str) -> str:
@@ -84,6 +113,9 @@ def _checked(sent: str) -> str:
     if len(cron.split()) != 5:
         raise ValueError(f"a reset is {NEVER}, {', '.join(ALIASES)} or a cron expression of five fields: minute "
                          "hour day month weekday (UTC)")
+    if (stepped := _one_value_stepped(cron)) is not None:
+        raise ValueError(f"{stepped} with a step is one value to cron, and would be read as from it to the field's "
+                         f"end: write {stepped.partition('-')[0]} alone, or the range meant")
     try:
         # and fires, both ways: a day that no month has (30 February) never does
         next(CronSim(cron, _EPOCH))

@@ -190,6 +190,24 @@ def test_stats_count_crashes_and_sessions_per_bucket(adapters: Adapters):
     assert len(hourly) == 24 and sum(b["crashes"] for b in hourly) == 2
 
 
+def test_stats_count_a_last_minute_s_crashes_as_far_as_its_sessions(adapters: Adapters):
+    """Found from outside: a `to` within a minute counted that minute's sessions whole (they are
+    counted by the minute) and its crashes only up to `to`: a minute of crashes read a rate of 0."""
+    for attempt in range(3):  # until the writes fall within the minute they began in
+        sku, before = f"m{attempt}", now_ms()
+        ingest(adapters, [{"sku": sku, "buildVersion": "1.0"}] * 2)
+        capture.sessions(adapters.log, adapters.spill, Posted(json.dumps(
+            [{"sku": sku, "kind": "client", "buildVersion": "1.0"}] * 4).encode()))
+        count_sessions(adapters.log.consumer(f"m{attempt}", "sessions").poll(100, 1 << 30, 0.1), adapters.counters,
+                       adapters.log)
+        if now_ms() // 60_000 == before // 60_000:
+            break
+    minute = before - before % 60_000
+    for path, key in (("/v1/stats", "series"), ("/v1/releases/1.0", "series")):
+        answer = ok(get(reporter.handler, path, sku=sku, **{"from": minute}, to=before))
+        assert [(b["sessions"], b["crashes"]) for b in answer[key]] == [(4, 2)], path
+
+
 @pytest.mark.parametrize(("granularity", "step", "buckets"), [("minute", 60_000, 60), ("hour", 3_600_000, 24)])
 @pytest.mark.parametrize("offset", [0, 1, -1])
 def test_stats_by_default_answer_the_last_hour_or_day_whole(adapters: Adapters, granularity, step, buckets, offset):

@@ -18,7 +18,7 @@ from ports.errors import InvalidField, NotFound
 from ports.issues import build_order
 from ports.limits import INT64_MAX
 from ports.releases import DAY_MS, OUTCOMES, BuildSeen, Outcome, ReleaseCounts
-from ports.timeutil import HOUR_MS, Time, floor_to, last_buckets, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, Time, counted_to, floor_to, last_buckets, time_range, to_rfc3339
 
 MAX_BUILDS = 100
 MAX_WINDOW_DAYS = 90
@@ -227,8 +227,9 @@ def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build
     seen = counters.build(sku, build)
     if seen is None:
         raise NotFound(f"no session of build {build!r} of {sku!r} within retention")
-    all_sessions = counters.session_counts(sku, start, to_ms, step)
-    sessions, crashes = _counts(index, counters, sku, build, start=start, end=to_ms, step=step)
+    end = counted_to(to_ms)
+    all_sessions = counters.session_counts(sku, start, end, step)
+    sessions, crashes = _counts(index, counters, sku, build, start=start, end=end, step=step)
     series: list[ReleasePoint] = []
     for bucket in range(start, to_ms, step):
         s = sum(sessions.get(bucket, {}).values())
@@ -237,13 +238,13 @@ def release_health(index: CrashIndex, counters: SessionCounters, sku: str, build
                        "adoption": _share(s, all_sessions.get(bucket, 0)), "crashFreeSessions": _free(crashed, s),
                        "crashes": c, "crashRate": c / s if s else None})
     everyone = sum(all_sessions.values())
-    figures = _figures(counters, sku, seen, (sessions, crashes), start=start, end=to_ms, all_sessions=everyone)
+    figures = _figures(counters, sku, seen, (sessions, crashes), start=start, end=end, all_sessions=everyone)
     before = previous_build(counters, sku, seen.build, seen.first_seen)
     previous: ReleaseFigures | None = None
     change: ReleaseChange | None = None
     if before is not None:
-        counts = _counts(index, counters, sku, before.build, start=start, end=to_ms, step=to_ms - start)
-        previous = _figures(counters, sku, before, counts, start=start, end=to_ms, all_sessions=everyone)
+        counts = _counts(index, counters, sku, before.build, start=start, end=end, step=end - start)
+        previous = _figures(counters, sku, before, counts, start=start, end=end, all_sessions=everyone)
         change = {"adoption": _less(figures["adoption"], previous["adoption"]),
                   "crashFreeSessions": _less(figures["crashFreeSessions"], previous["crashFreeSessions"]),
                   "crashFreePlayers": _less(figures["crashFreePlayers"], previous["crashFreePlayers"]),

@@ -10,7 +10,7 @@ from typing_extensions import TypedDict
 
 from ports import CrashIndex, SessionCounters
 from ports.errors import InvalidField
-from ports.timeutil import HOUR_MS, MINUTE_MS, Time, floor_to, last_buckets, steps, time_range, to_rfc3339
+from ports.timeutil import HOUR_MS, MINUTE_MS, Time, counted_to, floor_to, last_buckets, steps, time_range, to_rfc3339
 
 MAX_BUCKETS = 10_080  # a week of minutes
 Granularity = Literal["minute", "hour"]
@@ -45,8 +45,8 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_
     start = floor_to(from_ms, step)
     if steps(start, to_ms, step) > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
-    crashes = index.crash_counts(sku, start, to_ms, step, narrowed)
-    sessions = counters.session_counts(sku, start, to_ms, step)
+    crashes = index.crash_counts(sku, start, counted_to(to_ms), step, narrowed)
+    sessions = counters.session_counts(sku, start, counted_to(to_ms), step)
     series: list[Bucket] = []
     for bucket in range(start, to_ms, step):
         c, s = crashes.get(bucket, 0), sessions.get(bucket, 0)

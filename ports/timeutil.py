@@ -90,6 +90,13 @@ def check_order(from_ms: int, to_ms: int) -> None:
         raise InvalidField("to must be after from", "to")
 
 
+def counted_to(to_ms: int) -> int:
+    """The end of a range of session counts, which are by the minute, and of the crashes beside
+    them: `to` rounded up to its minute, so that a last minute's crashes are counted as far as its
+    sessions (and within the last time there is)."""
+    return min(to_ms - to_ms % -MINUTE_MS, LAST_MS + 1)
+
+
 def steps(start_ms: int, end_ms: int, step_ms: int) -> int:
     """How many steps from `start_ms` a series to `end_ms` (exclusive) has, the last one partial."""
     return -(-(end_ms - start_ms) // step_ms)

@@ -14,6 +14,10 @@ from ports.issues import GroupingRules
 
 TOP_FRAMES = 5
 DEFAULT_RULES = GroupingRules()
+# what of a trace its signature reads: the top frames are at its start, where a trace may be a
+# body's size of lines that are no frame, read again for each group a listing shows
+READS_CHARS = 16 * 1024
+READS_LINES = 1000
 
 # Each expression reads a line in time linear in its length: a frame line may be as long as a body
 # (1 MiB), and a pattern that can start again inside a run it has just read (`\s*` before a `+`,
@@ -59,7 +63,8 @@ def _trailing_numbers(frame: str) -> str:
 
 
 def top_frames(stack_trace: str, rules: GroupingRules = DEFAULT_RULES, count: int = TOP_FRAMES) -> list[str]:
-    return grouped(filter(None, map(normalise_frame, stack_trace.splitlines())), rules, count)
+    lines = stack_trace[:READS_CHARS].splitlines()[:READS_LINES]
+    return grouped(filter(None, map(normalise_frame, lines)), rules, count)
 
 
 def grouped(frames: Iterable[str], rules: GroupingRules = DEFAULT_RULES, count: int = TOP_FRAMES) -> list[str]:

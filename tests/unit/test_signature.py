@@ -124,6 +124,17 @@ def test_a_signature_reads_the_start_of_a_trace_alone():
     assert signature(TRACE + "\n" + "0x1\n" * 300_000) == signature(TRACE)
 
 
+def test_a_trace_s_top_frames_are_read_whole_however_long_its_lines():
+    """From a review: a first form cut the trace at a character, before the addresses and line
+    numbers went: two reports of one crash of long (templated) frames were cut in different places
+    and grouped apart."""
+    def trace(width: int, line: int) -> str:
+        return "\n".join(f"#{i} 0x{i:0{width}x} in std::vector<{'Game::Thing<int>, ' * 200}{i}>::f() at a.h:{line}"
+                         for i in range(6))
+    assert len(trace(16, 10)) > 6 * 3000
+    assert signature(trace(8, 10)) == signature(trace(16, 99_999)) != signature(trace(8, 10).replace("f()", "g()"))
+
+
 # the expressions frames were read with before they were linear, as the model of what they take away
 _QUADRATIC_OFFSET = re.compile(r"\s*\+\s*(?:0x)?[0-9a-f]+\b", re.IGNORECASE)
 _QUADRATIC_LINE = re.compile(r"(?::\d+)+(?=\)?\s*$)|\bline\s+\d+", re.IGNORECASE)

@@ -8,16 +8,18 @@ import fnmatch
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ports.issues import GroupingRules
 
 TOP_FRAMES = 5
 DEFAULT_RULES = GroupingRules()
-# what of a trace its signature reads: the top frames are at its start, where a trace may be a
-# body's size of lines that are no frame, read again for each group a listing shows
-READS_CHARS = 16 * 1024
+# what of a trace its signature reads at most: its top frames are among its first lines, where a
+# trace may be a body's size of lines that are no frame, read again for each group a listing shows
 READS_LINES = 1000
+READS_CHARS = 64 * 1024
+# what str.splitlines splits at
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 # Each expression reads a line in time linear in its length: a frame line may be as long as a body
 # (1 MiB), and a pattern that can start again inside a run it has just read (`\s*` before a `+`,
@@ -63,8 +65,22 @@ def _trailing_numbers(frame: str) -> str:
 
 
 def top_frames(stack_trace: str, rules: GroupingRules = DEFAULT_RULES, count: int = TOP_FRAMES) -> list[str]:
-    lines = stack_trace[:READS_CHARS].splitlines()[:READS_LINES]
-    return grouped(filter(None, map(normalise_frame, lines)), rules, count)
+    return grouped(filter(None, map(normalise_frame, _first_lines(stack_trace))), rules, count)
+
+
+def _first_lines(text: str) -> Iterator[str]:
+    """The trace's lines as splitlines gives them, read as they are asked for (the top frames are
+    found in the first few), READS_LINES and READS_CHARS at most: a line past the characters is cut."""
+    start, end = 0, min(len(text), READS_CHARS)
+    for _ in range(READS_LINES):
+        if start >= end:
+            return
+        found = _LINE_BREAK.search(text, start, end)
+        if found is None:
+            yield text[start:end]
+            return
+        yield text[start:found.start()]
+        start = found.end()
 
 
 def grouped(frames: Iterable[str], rules: GroupingRules = DEFAULT_RULES, count: int = TOP_FRAMES) -> list[str]:

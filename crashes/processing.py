@@ -19,7 +19,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator, with_config
@@ -349,11 +349,18 @@ def _final(requests: Sequence[WalkRequest]) -> set[str | None]:
     return {r.reportKey for r in requests if r.last} - {r.reportKey for r in requests if not r.last}
 
 
+class _NoTimeLeft(Exception):
+    """A report not begun for want of the invocation's time: asked for again."""
+
+
 @dataclass
 class _Invocation:
-    """Whether a call of Processor.process began a report yet: the first is begun whatever the time."""
+    """What a call of Processor.process did so far, for the halves of a batch a value failed:
+    whether it began a report (the first is begun whatever the time), and each walk it made or the
+    error that walk raised, so that a half neither walks a report again nor needs the time to."""
 
     begun: bool = False
+    walks: dict[tuple[str, str], Walked | WalkFailed | Exception | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -413,14 +420,14 @@ class Processor:
             dump = found.get(attachment_key(key, name))
             if dump is None:  # expired or purged with its report: nothing left to walk
                 continue
-            if invocation.begun and self.time_left_s() < BEGIN_WITH_S:
+            try:
+                walked = self._walked_once(invocation, key, name, dump, tried[key])
+            except _NoTimeLeft:
                 asked[key] = tried[key]
                 continue
-            invocation.begun = True
             sku = origins[key].sku
             if sku not in groupings:
                 groupings[sku] = self.issues.grouping(sku)
-            walked = self._walked(key, dump, tried[key])
             if walked is None:
                 asked[key] = tried[key] + 1
                 continue
@@ -452,6 +459,27 @@ class Processor:
             self.log.publish(MINIDUMPS, [walk_request(key, walks[key], last=key in final, late=late)
                                          for key, late in asked.items()])
         return results
+
+    def _walked_once(self, invocation: _Invocation, key: str, name: str, dump: bytes,
+                     late: int) -> Walked | WalkFailed | None:
+        """The dump's walk as _walked gives it, or as the invocation made it already (or the error
+        that walk raised: this half holds the value that failed the batch). _NoTimeLeft when it is
+        not the invocation's first and too little of its time is left to begin it."""
+        if (key, name) in invocation.walks:
+            walked = invocation.walks[key, name]
+            if isinstance(walked, Exception):
+                raise walked
+            return walked
+        if invocation.begun and self.time_left_s() < BEGIN_WITH_S:
+            raise _NoTimeLeft
+        invocation.begun = True
+        try:
+            walked = self._walked(key, dump, late)
+        except Exception as error:
+            invocation.walks[key, name] = error
+            raise
+        invocation.walks[key, name] = walked
+        return walked
 
     def _walked(self, key: str, dump: bytes, late: int) -> Walked | WalkFailed | None:
         """The dump's walk; None where it outlasted its deadline and is to be asked for again (a

@@ -311,11 +311,15 @@ def test_a_board_that_resets_shows_its_schedule_and_picks_a_season(serve: Serve,
         while client.get("/v1/leaderboards/daily-dash").json()["players"] < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         [today] = client.get("/v1/leaderboards/daily-dash/seasons").json()["seasons"]
+        # a wipe: today's season is a past one from a second on
+        assert client.delete("/v1/leaderboards/daily-dash").status_code == 200
+        while client.get("/v1/leaderboards/daily-dash").json()["season"] == today and time.monotonic() < deadline:
+            time.sleep(0.1)
     page, errors = open_page(browser, f"{serve.url}/?{urlencode({'sku': SKU, 'board': 'daily-dash'})}")
-    expect(page.locator("#board-info")).to_contain_text("3 players, desc, best; resets daily: this season from")
+    expect(page.locator("#board-info")).to_contain_text("0 players, desc, best; resets daily: this season from")
     expect(page.locator("#board-info")).to_contain_text("next reset")
     assert page.locator("#season").is_enabled()
-    expect(page.locator("#season option")).to_have_count(2)  # current, and today's by its start
+    expect(page.locator("#season option")).to_have_count(2)  # the current one, and today's before the wipe
     page.select_option("#season", today)
     expect(page.locator("#board-info")).to_contain_text("resets daily: season from")
     expect(page.locator("#leaderboard tbody tr")).to_have_count(3)

@@ -376,15 +376,18 @@ const FIRST_SEASON = "1970-01-01T00:00:00.000Z";
 // they changed (a rebuilt list closes, or moves, under the pointer)
 function showSeasons(seasons, info, current) {
   const picker = $("season");
-  const past = seasons.filter((s) => s !== (current ?? FIRST_SEASON));
-  if (state.season && !past.includes(state.season)) past.push(state.season);
+  // the season now (null: the board's first); not known while the board fails to load
+  const now = current === undefined ? undefined : current ?? FIRST_SEASON;
+  const past = seasons.filter((s) => s !== now);
+  // a link to the current season by its start shows as "current" (it stays the linked one's)
+  if (state.season && state.season !== now && !past.includes(state.season)) past.push(state.season);
   picker.disabled = past.length === 0 && info.reset === "never";
   const label = (s) => (Date.parse(s) === 0 ? "the first" : `from ${utc(s)}`);
   const values = ["", ...past], labels = [current ? `current, ${label(current)}` : "current", ...past.map(label)];
   const same = values.length === picker.options.length
     && values.every((v, i) => picker.options[i].value === v && picker.options[i].text === labels[i]);
   if (!same) picker.replaceChildren(...values.map((v, i) => el("option", { value: v }, labels[i])));
-  picker.value = state.season;
+  picker.value = state.season === now ? "" : state.season;
 }
 
 // the board's settings, as a line: its schedule and season, its window, its limits

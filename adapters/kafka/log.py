@@ -439,9 +439,10 @@ class KafkaEventLog:
 
     def _each_partitions(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
         # a topic that does not exist is not made: none of its partitions has offsets (and a
-        # mistyped prefix would leave topics behind)
+        # mistyped prefix would leave topics behind). Found among all: a broker that makes topics as
+        # they are named (auto.create.topics.enable) would make one asked for by name
         name = self._name(topic)
-        metadata = self._admin.list_topics(topic=name, timeout=10).topics.get(name)
+        metadata = self._admin.list_topics(timeout=10).topics.get(name)
         if metadata is None or metadata.error is not None or not metadata.partitions:
             return {}
         partitions = [(name, p) for p in metadata.partitions]

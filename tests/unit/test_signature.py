@@ -14,6 +14,7 @@ from crashes.signature import (
     _SPACE,
     READS_CHARS,
     READS_LINES,
+    _first_lines,
     normalise_frame,
     signature,
     top_frames,
@@ -122,6 +123,12 @@ def test_a_signature_reads_the_start_of_a_trace_alone():
     assert top_frames("0x1\n" * (READS_LINES - 1) + "in Game::Crash") == ["in Game::Crash"]
     assert top_frames("in a\n" + "x" * READS_CHARS + "\nin Game::Crash") == ["in a", "x" * (READS_CHARS - 5)]
     assert signature(TRACE + "\n" + "0x1\n" * 300_000) == signature(TRACE)
+
+
+@given(st.text(st.sampled_from([*"ab \t", *"\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029"]), max_size=60))
+def test_a_trace_s_first_lines_are_the_lines_splitlines_gives(text: str):
+    """The lines read as they are asked for are str.splitlines', for every line break it splits at."""
+    assert list(_first_lines(text)) == text.splitlines()
 
 
 def test_a_trace_s_top_frames_are_read_whole_however_long_its_lines():

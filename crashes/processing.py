@@ -355,11 +355,10 @@ class _NoTimeLeft(Exception):
 
 @dataclass
 class _Invocation:
-    """What a call of Processor.process did so far, for the halves of a batch a value failed:
-    whether it began a report (the first is begun whatever the time), and each walk it made or the
-    error that walk raised, so that a half neither walks a report again nor needs the time to."""
+    """What a call of Processor.process did so far, for the halves of a batch a value failed: each
+    walk it began (the first whatever the time) and what it gave or the error it raised, so that a
+    half neither walks a report again nor needs the time to."""
 
-    begun: bool = False
     walks: dict[tuple[str, str], Walked | WalkFailed | Exception | None] = field(default_factory=dict)
 
 
@@ -470,9 +469,8 @@ class Processor:
             if isinstance(walked, Exception):
                 raise walked
             return walked
-        if invocation.begun and self.time_left_s() < BEGIN_WITH_S:
+        if invocation.walks and self.time_left_s() < BEGIN_WITH_S:
             raise _NoTimeLeft
-        invocation.begun = True
         try:
             walked = self._walked(key, dump, late)
         except Exception as error:

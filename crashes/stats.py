@@ -45,8 +45,9 @@ def crash_stats(index: CrashIndex, counters: SessionCounters, sku: str, *, from_
     start = floor_to(from_ms, step)
     if steps(start, to_ms, step) > MAX_BUCKETS:
         raise InvalidField(f"at most {MAX_BUCKETS} buckets; use a shorter range or granularity=hour", "from")
-    crashes = index.crash_counts(sku, start, counted_to(to_ms), step, narrowed)
-    sessions = counters.session_counts(sku, start, counted_to(to_ms), step)
+    end = counted_to(to_ms)
+    crashes = index.crash_counts(sku, start, end, step, narrowed)
+    sessions = counters.session_counts(sku, start, end, step)
     series: list[Bucket] = []
     for bucket in range(start, to_ms, step):
         c, s = crashes.get(bucket, 0), sessions.get(bucket, 0)

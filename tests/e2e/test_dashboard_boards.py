@@ -62,6 +62,20 @@ def opened(browser: Browser, url: str, **options: Any) -> Page:
     return page
 
 
+def fails_once(page: Page, pattern: str) -> None:
+    """The first request to `pattern` answered 500, the ones after it served."""
+    failures = [1]
+
+    def once(route: Route) -> None:
+        if failures:
+            failures.pop()
+            route.fulfill(status=500, body='{"error": "internal", "message": "boom"}', content_type="application/json")
+        else:
+            route.continue_()
+
+    page.route(pattern, once)
+
+
 def asked(page: Page, field: str, value: str) -> None:
     """`value` typed in the board form's `field` (board or player), and the form sent."""
     page.fill(f"#{field}", value)
@@ -263,16 +277,7 @@ def test_a_late_answer_for_the_board_chosen_before_is_not_drawn(serve: Serve, br
 def test_a_failed_load_keeps_the_season_chosen(serve: Serve, browser: Browser):
     two_seasons(serve, "kept-season", "old", "new")
     page = opened(browser, f"{serve.url}/?board=kept-season&season=0")
-    failures = [1]
-
-    def once(route: Route) -> None:
-        if failures:
-            failures.pop()
-            route.fulfill(status=500, body='{"error": "internal", "message": "boom"}', content_type="application/json")
-        else:
-            route.continue_()
-
-    page.route("**/v1/leaderboards/kept-season/seasons*", once)
+    fails_once(page, "**/v1/leaderboards/kept-season/seasons*")
     expect(page.locator("#board-info")).to_contain_text("500", timeout=10_000)
     assert page.locator("#season").input_value() == "1970-01-01T00:00:00.000Z"
     asked(page, "player", "old")
@@ -305,16 +310,7 @@ def test_a_pickers_failure_that_happened_once_is_not_told_for_ever(serve: Serve,
     with httpx.Client(base_url=serve.url, timeout=30) as client:
         scored(client, "blip-board", [{"playerId": "p1", "score": 1}])
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    failures = [1]
-
-    def once(route: Route) -> None:
-        if failures:
-            failures.pop()
-            route.fulfill(status=500, body='{"error": "internal", "message": "blip"}', content_type="application/json")
-        else:
-            route.continue_()
-
-    page.route("**/v1/skus*", once)
+    fails_once(page, "**/v1/skus*")
     page.goto(f"{serve.url}/?board=blip-board")
     expect(page.locator("#status")).to_contain_text("/v1/skus: 500")
     expect(page.locator("#status")).to_have_text("", timeout=12_000)  # the next live refresh lists them

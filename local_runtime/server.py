@@ -14,6 +14,7 @@ QUICK_DEATH_S of starting, MAX_QUICK_DEATHS times in a row, stops serve with exi
 from __future__ import annotations
 
 import errno
+import faulthandler
 import fcntl
 import multiprocessing
 import os
@@ -24,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from multiprocessing.context import SpawnProcess
@@ -83,6 +84,10 @@ def default_workers() -> int:
 
 # the signals that stop serve
 _STOPPING = {signal.SIGINT, signal.SIGTERM}
+# writes each thread's stack to the log (a worker's own; serve's goes to every worker): where a
+# consumer that stopped moving waits. Its default action kills, so it is blocked until handled
+DUMP_STACKS = signal.SIGUSR1
+_HANDLED = {*_STOPPING, DUMP_STACKS}
 
 
 class StopRequest:
@@ -277,9 +282,12 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     stop, requested = threading.Event(), StopRequest()
     signal.signal(signal.SIGTERM, requested)
-    # born with both blocked (Supervisor._start): a SIGTERM sent while it started comes now, to the
+    # ignored under it: faulthandler.unregister at the stop puts back what was there before
+    signal.signal(DUMP_STACKS, signal.SIG_IGN)
+    faulthandler.register(DUMP_STACKS, all_threads=True)  # to stderr: the log
+    # born with these blocked (Supervisor._start): a SIGTERM sent while it started comes now, to the
     # handler, and a SIGINT is dropped
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HANDLED)
     if job.kind == "consumers":
         # before any thread starts: Linux keeps a niceness a thread, and new threads take their maker's
         os.nice(CONSUMER_NICENESS)
@@ -314,6 +322,7 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
             thread.join()
         install(None)
         adapters.close()
+        faulthandler.unregister(DUMP_STACKS)
         _ignore_late_signals()  # the process exits next: a late SIGTERM must not cut its exit short
 
 
@@ -344,12 +353,12 @@ class Supervisor:
         sock = self._sock if job.kind == "api" else None
         process = self._spawn_context.Process(target=_work, args=(job, self._settings, sock, os.getpid()),
                                               name=f"blackbox {job}")
-        # born with SIGINT and SIGTERM blocked (a mask outlives fork and exec), which _work takes once
-        # its handlers are set: one that came while its interpreter started (a Ctrl-C reaches the
-        # whole process group) would kill it, as if cut mid-batch. The resource tracker first: the
-        # first start makes it, and unblocks both in this thread as it does
+        # born with SIGINT, SIGTERM and DUMP_STACKS blocked (a mask outlives fork and exec), which
+        # _work takes once its handlers are set: one that came while its interpreter started (a
+        # Ctrl-C reaches the whole process group) would kill it, as if cut mid-batch. The resource
+        # tracker first: the first start makes it, and unblocks them in this thread as it does
         resource_tracker.ensure_running()
-        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
         try:
             process.start()
         finally:
@@ -375,6 +384,7 @@ class Supervisor:
         # kept while serve finishes: a second signal finds it stopping, and does not cut that short
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._stop)
+        signal.signal(DUMP_STACKS, self._dump_stacks)
         quick_deaths: Counter[Job] = Counter()
         # the dead workers: when each is started again, and the pid it had
         due: dict[Job, tuple[float, int | None]] = {}
@@ -405,6 +415,12 @@ class Supervisor:
         finally:
             self.stop_all()
 
+    def _dump_stacks(self, *_: object) -> None:
+        for process, _started in self.running.values():
+            if process.exitcode is None and process.pid is not None:
+                with suppress(ProcessLookupError):
+                    os.kill(process.pid, DUMP_STACKS)
+
     def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM to every worker; SIGKILL to those still running `grace_s` later. The listening
         socket is let go at once: the API workers close theirs as they stop accepting, and the port
@@ -433,6 +449,8 @@ def serve(settings: Settings, host: str, port: int, role: Role = "all", workers:
                         "consumers together (the SQLite log has no consumer groups)",
                         "leave out --role, or pass --profile services")
     planned = jobs(role, workers or default_workers(), settings.profile)
+    # until the supervisor answers it, once the engines are checked and migrated: it would kill serve
+    signal.signal(DUMP_STACKS, signal.SIG_IGN)
     keys = settings.api_keys
     if shared := keys.shared():
         first, second = (f"BLACKBOX_API_KEYS__{role.value.upper()}" for role in shared[0])
@@ -492,12 +510,12 @@ def stopped(role: Role, unfinished: Mapping[Job, str]) -> str:
 
 def _ignore_late_signals() -> None:
     """Once a process (serve, or one of its workers) has stopped, a late SIGINT/SIGTERM has nothing
-    left to stop; left to the handler, it would kill the process at exit, where Python puts back each
-    signal's default action. Blocked first, in this thread; one delivered to another thread (the
-    mask is a thread's) during the change trips Python's handler, which then finds it ignored and
-    reports that through sys.unraisablehook, a traceback in the log: a call of Python code within the
-    change makes Python run that report here, where it is dropped."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    left to stop (nor DUMP_STACKS anything to show); left to the handler, it would kill the process
+    at exit, where Python puts back each signal's default action. Blocked first, in this thread; one
+    delivered to another thread (the mask is a thread's) during the change trips Python's handler,
+    which then finds it ignored and reports that through sys.unraisablehook, a traceback in the log:
+    a call of Python code within the change makes Python run that report here, where it is dropped."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
     report = sys.unraisablehook
 
     def drop_ignored_signals(unraisable: Any) -> None:
@@ -506,7 +524,7 @@ def _ignore_late_signals() -> None:
 
     sys.unraisablehook = drop_ignored_signals
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in _HANDLED:
             signal.signal(sig, signal.SIG_IGN)
         signal.getsignal(signal.SIGTERM)
     finally:

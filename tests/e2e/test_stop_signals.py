@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from local_runtime.process import Serve
@@ -104,3 +105,34 @@ def test_each_worker_is_named_by_its_job_in_ps(tmp_path: Path) -> None:
             assert cmdline.read_bytes().rstrip(b"\0").decode() == f"blackbox serve: {job}"
     finally:
         server.stop()
+
+
+def test_sigusr1_writes_every_workers_threads_to_the_log_and_stops_nothing(tmp_path: Path) -> None:
+    """A consumer that stopped moving without an error (the fault suite once saw the ranking worker's
+    leaderboards short of accepted scores) says nothing in the log: SIGUSR1 to serve shows where
+    each thread of each worker waits, and every worker goes on."""
+    server = Serve(tmp_path / "data", tmp_path / "serve.log", workers=1)
+    server.start()
+    assert server.process is not None
+    workers = server.pids("api") + server.pids("consumers")
+    try:
+        deadline = time.monotonic() + 30
+        # a consumers worker's poller and the API worker's server (once the worker has made its
+        # pollers: until then its stack shows it making them)
+        while not all(f in server.log_path.read_text() for f in ("local_runtime/poller.py", "uvicorn/server.py")):
+            assert time.monotonic() < deadline, server.log_path.read_text()
+            os.kill(server.process.pid, signal.SIGUSR1)
+            time.sleep(1)
+        dumped = server.log_path.read_text().count("(most recent call first)")
+        assert dumped > len(workers)
+        os.kill(server.pids("consumers")[0], signal.SIGUSR1)  # a worker's own
+        while server.log_path.read_text().count("(most recent call first)") == dumped:
+            assert time.monotonic() < deadline, server.log_path.read_text()
+            time.sleep(0.1)
+        time.sleep(1)  # serve looks for dead workers every 0.2 s
+        assert httpx.get(f"{server.url}/v1/health", timeout=5).status_code == 200
+        assert server.pids("api") + server.pids("consumers") == workers
+        assert "starting it again" not in server.log_path.read_text()
+    finally:
+        assert server.stop() == 0
+    assert server.log_path.read_text().rstrip().endswith(STOPPED)

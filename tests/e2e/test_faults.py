@@ -9,6 +9,9 @@ topic holds every poison record and nothing else."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import re
 import signal
 import subprocess
 import threading
@@ -42,6 +45,8 @@ CONCURRENCY = 16
 class Deployment:
     serve: Serve
     topic_prefix: str
+    consumers: list[Serve] = field(default_factory=list)
+    """serves of --role consumers, if the one above does not run them"""
 
 
 @dataclass
@@ -159,10 +164,41 @@ def verify(deployment: Deployment, ledger: Ledger) -> None:
             if done or time.monotonic() > deadline:
                 break
             time.sleep(1)
+        if not done:  # printed after the failure's diff: CI keeps no serve.log to read afterwards
+            print("\n".join(told_of(serve) for serve in [deployment.serve, *deployment.consumers]))
         assert Counter(r["eventId"] for r in reports) == Counter(set(ledger.crash_event_ids.values()))
         assert sessions == ledger.sessions
         assert xp == ledger.xp.ordered()
         assert best == ledger.best.ordered()
+
+
+def told_of(serve: Serve, last: int = 20) -> str:
+    """Serve's warnings and errors (how often each kind came from each function, and the last few),
+    and where each of its threads is now (SIGUSR1): a consumer that stopped moving may say nothing."""
+    before = serve.log_path.stat().st_size
+    if serve.process is not None:
+        os.kill(serve.process.pid, signal.SIGUSR1)
+        time.sleep(2)
+    told, stacks = [], []
+    with serve.log_path.open("rb") as log:
+        lines = log.read().decode(errors="replace").splitlines()
+    at = 0
+    for line in lines:
+        at += len(line.encode()) + 1
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            if at > before:
+                stacks.append(line)
+            continue
+        if isinstance(entry, dict) and entry.get("level") in ("WARNING", "ERROR"):
+            told.append(entry)
+    kinds = Counter((entry.get("function") or entry.get("function_name", ""),
+                     re.sub(r"\d+", "N", str(entry.get("message", ""))[:100])) for entry in told)
+    return "\n".join([f"{serve.log_path.name}: serve's warnings and errors, by function and kind:",
+                      *(f"{n:6} {function}: {kind}" for (function, kind), n in kinds.most_common()),
+                      f"the last {last}:", *(json.dumps(entry)[:600] for entry in told[-last:]),
+                      "its threads now:", *stacks])
 
 
 class Unanswered(Exception):

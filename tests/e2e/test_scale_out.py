@@ -64,7 +64,7 @@ def test_two_consumer_serves_of_one_group_lose_nothing_to_sigkill(tmp_path: Path
         serve.start()
     try:
         prefix = services_env["BLACKBOX_KAFKA_TOPIC_PREFIX"]
-        deployment, ledger = Deployment(api, prefix), Ledger()
+        deployment, ledger = Deployment(api, prefix, consumers), Ledger()
         with httpx.Client(base_url=api.url) as client:
             assert client.put(f"/v1/leaderboards/{XP}", json={"order": "desc", "operator": "incr"}).status_code == 201
         burst(deployment, ledger, "calm", None, n=60)

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 
 from adapters.kafka import log as kafka_log
 from adapters.kafka.auth import plaintext
-from adapters.kafka.log import MAX_MESSAGE_BYTES, KafkaEventLog, producer_config, provision_topics
+from adapters.kafka.log import ADMIN_TIMEOUT_S, MAX_MESSAGE_BYTES, KafkaEventLog, producer_config, provision_topics
 from adapters.spill.directory import DirectorySpillStore
 from api.requests import Posted
 from lambdas import capture
@@ -101,8 +101,10 @@ def test_a_topic_ensure_topic_makes_has_the_retention_of_its_records():
     """Found in review: serve's log made the dead letters' topic with the log's 7 days, where the
     deployment's custom resource gives it the data's 90."""
     prefix = f"{namespace()}."
+    # ensure_topic's admin calls are bounded as a publish is (2 s): these tests are about the topics'
+    # settings, which a broker busy with the rest of the suite took longer than that to change once
     log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix, retention_days=7,
-                        data_retention_days=90)
+                        data_retention_days=90, publish_timeout_s=ADMIN_TIMEOUT_S)
     try:
         for topic in (CRASHES, DEADLETTER):
             log.ensure_topic(topic)
@@ -123,7 +125,7 @@ def test_ensure_topic_gives_a_topic_made_before_the_limits_it_makes_one_with():
                                                                    "retention.ms": RETENTION_MS})])[
             prefix + topic].result(timeout=15)
     log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix, retention_days=7,
-                        data_retention_days=90)
+                        data_retention_days=90, publish_timeout_s=ADMIN_TIMEOUT_S)
     try:
         for topic in (CRASHES, DEADLETTER):
             log.ensure_topic(topic)
@@ -144,7 +146,8 @@ def test_ensure_topic_never_shortens_what_a_topic_keeps():
     longer = str(30 * 86_400_000)
     client.create_topics([NewTopic(prefix + CRASHES, 1, config={"retention.ms": longer})])[
         prefix + CRASHES].result(timeout=15)
-    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix, retention_days=7)
+    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), partitions=1, topic_prefix=prefix, retention_days=7,
+                        publish_timeout_s=ADMIN_TIMEOUT_S)
     try:
         log.ensure_topic(CRASHES)
         found = topic_settings(prefix + CRASHES)

@@ -384,7 +384,9 @@ class KafkaEventLog:
             try:
                 low, high = reader.get_watermark_offsets(TopicPartition(name, partition), timeout=READ_TIMEOUT_S)
             except KafkaException as exc:
-                if exc.args[0].code() in _NO_SUCH_PARTITION:  # no such topic (reads make none) or partition
+                # no such topic (reads make none) or partition: so the cluster says, where a broker
+                # just started again answers as much of topics it has not loaded yet
+                if exc.args[0].code() in _NO_SUCH_PARTITION and not self._has_partition(name, partition):
                     return None
                 raise
             if not low <= offset < high:
@@ -403,7 +405,20 @@ class KafkaEventLog:
                 return _log_record(topic, message) if message.offset() == offset else None
             raise TimeoutError(f"{topic}-{partition}: offset {offset} not read within {READ_TIMEOUT_S} s")
         finally:
-            reader.close()
+            try:  # its close waits for the group's coordinator, without a timeout
+                _within(reader.close, CLOSE_TIMEOUT_S, f"kafka-read-close-{topic}")
+            except TimeoutError:
+                log.warning("%s: a reader did not close in %g s; left behind", topic, CLOSE_TIMEOUT_S)
+
+    def _has_partition(self, name: str, partition: int) -> bool:
+        """False only when the cluster has no such topic, or no such partition of it: a topic it
+        answers with another error (no leader yet) it has."""
+        metadata = self._admin.list_topics(timeout=10).topics.get(name)
+        if metadata is None:
+            return False
+        if metadata.error is not None:
+            return bool(metadata.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return partition in metadata.partitions
 
     def purge(self, topics: Sequence[str], before_ms: int, readers: Mapping[str, str] | None = None) -> int:
         """Deletes records up to the first at or after `before_ms` (DeleteRecords); the topics'

@@ -37,7 +37,9 @@ class LogRecord:
 
 class LogConsumer(Protocol):
     """A consumer-group member. Records come in offset order per partition; nothing is committed
-    unless `commit` is called, and `rewind` makes every uncommitted record come again."""
+    unless `commit` is called, and `rewind` makes every uncommitted record come again. A commit may
+    be the group's only some time after it returns (Kafka's is not waited for), by `close` at the
+    latest; one lost makes records come again, never skips one."""
 
     def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]: ...
 

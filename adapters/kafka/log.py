@@ -56,11 +56,10 @@ READ_TIMEOUT_S = 10.0
 # symbol files' fetches, may take 900 s and more
 POLL_INTERVAL_MS = 300_000
 WALKS_POLL_INTERVAL_MS = 1_200_000
-# librdkafka's synchronous commit and its close wait without a timeout, and a commit has been seen
-# never to return while the group rebalanced (CI; confluent-kafka-python#1801): these bound the
-# wait. librdkafka itself holds a commit back for up to a session timeout while the group has no
-# coordinator, and then fails it; a commit not answered well past that is not coming.
-COMMIT_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000 + 5
+# librdkafka's close waits without a timeout, for the group and the commits under way; a commit
+# has been seen never to return while the group rebalanced (CI; confluent-kafka-python#1801). This
+# bounds the wait: librdkafka holds a commit back for up to a session timeout while the group has
+# no coordinator, and then fails it; one not answered well past that is not coming.
 CLOSE_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000 + 5
 # The deploy's admin requests (provision_topics): the first from a cold SASL_SSL client signs an IAM
 # token, shakes hands and finds the controller, well past what a publish may wait; a cluster just
@@ -97,16 +96,13 @@ class PublishTimeout(TimeoutError):
     pass
 
 
-class CommitTimeout(TimeoutError):
-    pass
-
-
 T = TypeVar("T")
 
 
-def _started(call: Callable[[], T], name: str) -> Future[T]:
-    """`call` running on a daemon thread of its own: one that never returns is left behind there
-    and does not keep the process from exiting."""
+def _within(call: Callable[[], T], timeout_s: float, name: str) -> T:
+    """`call`'s result, waited for `timeout_s` at most (TimeoutError after), the call running on a
+    daemon thread of its own: one that never returns is left behind there and does not keep the
+    process from exiting."""
     future: Future[T] = Future()
 
     def run() -> None:
@@ -116,12 +112,7 @@ def _started(call: Callable[[], T], name: str) -> Future[T]:
             future.set_exception(error)
 
     threading.Thread(target=run, name=name, daemon=True).start()
-    return future
-
-
-def _within(call: Callable[[], T], timeout_s: float, name: str) -> T:
-    """`call`'s result, waited for `timeout_s` at most (concurrent.futures' TimeoutError after)."""
-    return _started(call, name).result(timeout_s)
+    return future.result(timeout_s)
 
 
 def topic_config(retention_days: int) -> dict[str, str]:
@@ -523,16 +514,21 @@ class KafkaLogConsumer:
     def __init__(self, config: dict[str, Any], group: str, topic: str, logical_topic: str) -> None:
         self._topic = topic
         self._logical_topic = logical_topic
-        self._consumer = Consumer(consumer_config(config, group, logical_topic))
+        self._consumer = Consumer({**consumer_config(config, group, logical_topic), "on_commit": self._on_commit})
         self._revoked = False
-        self._unconfirmed: Future[object] | None = None
+        # one commit asked for at a time (an older one retried could land after a newer one, and move
+        # the group back); what is committed meanwhile waits here, partition → next offset
+        self._asked: float | None = None  # when (monotonic)
+        self._waiting: dict[int, int] = {}
         # the library unassigns by itself after the callback; it gets lost partitions too
         self._consumer.subscribe([topic], on_revoke=self._on_revoke)
 
     def _on_revoke(self, _: Consumer, partitions: list[TopicPartition]) -> None:
         """Called from within consume(), so only while a batch fills, never while the caller
-        handles one: a batch it was handed is its own to finish and commit."""
+        handles one: a batch it was handed is its own to finish and commit (a commit still waiting
+        goes now, if it may: the group waits for the commits under way before it moves partitions)."""
         self._revoked = True
+        self._ask()
 
     def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:
         """A batch, or none when the group took partitions away while it filled: what was taken of
@@ -541,6 +537,7 @@ class KafkaLogConsumer:
         repeat what the batch holds. So the batch is dropped, and every partition held now goes back
         to its committed offset."""
         self._revoked = False
+        self._ask()
         batch = self._fill(max_records, max_bytes, timeout_s)
         if self._revoked:
             self.rewind()
@@ -586,28 +583,36 @@ class KafkaLogConsumer:
             self._consumer.seek(TopicPartition(self._topic, partition, offset))
 
     def commit(self, records: Sequence[LogRecord]) -> None:
-        """Returns once the group's coordinator stored the offsets; raises when it refused them
-        (KafkaException: partitions the group gave another member since) or did not answer within
-        COMMIT_TIMEOUT_S (CommitTimeout). Either way the caller goes back to the committed offsets,
-        and the batch comes again to whoever holds its partitions, which skip what was applied
-        (rules 3 and 4 of docs/architecture.md); a commit answered late only moves an offset to a batch
-        already handled."""
-        next_offsets: dict[int, int] = {}
+        """Asks the group's coordinator to store the offsets past `records`, and returns. Not waited
+        for: librdkafka's synchronous commit has been seen never to return (confluent-kafka-python#1801),
+        and since confluent-kafka 2.16 every other call on the consumer waits behind it, so that a
+        bound on another thread bounded nothing (the fault suite's Kafka outage left a worker waiting
+        for good to rewind, most likely so). While one commit is under way the next waits, merged
+        with any after it, and goes at the next poll once the first is answered. A commit refused or
+        lost is logged (_on_commit) and loses nothing: the partition's next owner starts before what
+        was applied, which the stored offsets skip (rules 3 and 4 of docs/architecture.md). close()
+        sends what waits and waits for the answers."""
         for record in records:
-            next_offsets[record.partition] = max(next_offsets.get(record.partition, 0), record.offset + 1)
-        if not next_offsets:
+            self._waiting[record.partition] = max(self._waiting.get(record.partition, 0), record.offset + 1)
+        self._ask()
+
+    def _ask(self) -> None:
+        # one not answered in CLOSE_TIMEOUT_S is not coming (librdkafka fails a commit held back for
+        # want of a coordinator within a session timeout)
+        if not self._waiting or (self._asked is not None and time.monotonic() - self._asked < CLOSE_TIMEOUT_S):
             return
-        if self._unconfirmed is not None and not self._unconfirmed.done():
-            # the client holds one commit at a time: another would be one more thread stuck behind it
-            raise CommitTimeout(f"{self._logical_topic}: an earlier commit is still not confirmed")
-        offsets = [TopicPartition(self._topic, p, o) for p, o in next_offsets.items()]
-        self._unconfirmed = _started(lambda: self._consumer.commit(offsets=offsets, asynchronous=False),
-                                     f"kafka-commit-{self._logical_topic}")
-        try:
-            self._unconfirmed.result(COMMIT_TIMEOUT_S)
-        except TimeoutError:
-            raise CommitTimeout(f"{self._logical_topic}: commit of {next_offsets} (partition: next offset) "
-                                f"not confirmed in {COMMIT_TIMEOUT_S:g} s") from None
+        offsets = [TopicPartition(self._topic, p, o) for p, o in self._waiting.items()]
+        self._consumer.commit(offsets=offsets, asynchronous=True)
+        self._asked, self._waiting = time.monotonic(), {}
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """A commit's answer, served within consume() and close()."""
+        self._asked = None
+        failed = [tp for tp in partitions if tp.error is not None]
+        if error is not None or failed:
+            log.warning("%s: offsets not committed (%s); whoever consumes the partitions next starts before "
+                        "them, and skips what was applied", self._logical_topic, error if error is not None else
+                        ", ".join(f"{tp.partition}: {tp.error}" for tp in failed))
 
     def rewind(self) -> None:
         assigned = self._consumer.assignment()
@@ -631,9 +636,12 @@ class KafkaLogConsumer:
         can hang for good (librdkafka#4884), holding the GIL, so no timeout of ours fires; served by
         consume() it does not (the workaround of librdkafka#4527)."""
         try:
-            self._consumer.unsubscribe()
             # half the bound on close: what is left of it is close()'s own
             deadline = time.monotonic() + CLOSE_TIMEOUT_S / 2
+            while (self._asked is not None or self._waiting) and time.monotonic() < deadline:
+                self._ask()  # what waits, once the commit under way is answered, served in consume()
+                self._consumer.consume(num_messages=CHUNK_RECORDS, timeout=0.1)  # not committed: dropped
+            self._consumer.unsubscribe()
             while self._consumer.assignment() and time.monotonic() < deadline:
                 self._consumer.consume(num_messages=CHUNK_RECORDS, timeout=0.1)  # not committed: dropped
         finally:

@@ -209,7 +209,11 @@ def test_a_groups_committed_offsets_are_the_next_ones_it_committed(event_log: Ev
     consumer = event_log.consumer("g", "t")
     records = drain(consumer, 12, close=False)
     consumer.commit(records[:1])
-    assert event_log.committed("g", "t") == {records[0].partition: records[0].offset + 1}
+    # the group's once the coordinator answers: Kafka's commit is asked for and not waited for
+    deadline = time.monotonic() + 30
+    while (committed := event_log.committed("g", "t")) != {records[0].partition: records[0].offset + 1}:
+        assert time.monotonic() < deadline, committed
+        time.sleep(0.1)
     consumer.commit(records)
     consumer.close()
     assert event_log.committed("g", "t") == event_log.end_offsets("t") != {}

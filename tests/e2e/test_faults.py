@@ -4,7 +4,8 @@ together for 10 s (capture must not notice), Kafka is stopped for 10 s, and pois
 or with a value MariaDB refuses, are put on the topics. Clients send an Idempotency-Key and retry what was not
 acknowledged, as real ones do. After each fault every accepted crash is queryable exactly once,
 session counters and leaderboards equal the brute-force totals, and at the end the dead-letter
-topic holds every poison record and nothing else."""
+topic holds every poison record and nothing else, and a stop leaves every consumer's group at
+its topic's end."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from adapters.kafka.auth import plaintext
+from adapters.kafka.log import KafkaEventLog
+from lambdas.functions import CONSUMERS
+from local_runtime.lag import lags
 from local_runtime.process import Serve
 from tests.brute import BruteBoard
 from tests.services import drop_database, mysql_url, namespace, settings
@@ -315,6 +320,22 @@ def test_poison_goes_to_the_dead_letters_and_only_poison(deployment: Deployment,
     # between setting a record aside and storing its offset sets it aside again when retried (a
     # dead letter is at least once, as it must be never lost), as this module's outages make likely
     assert set(dead_letters(deployment, len(ledger.poison))) == set(ledger.poison)
+
+
+def test_a_stop_after_the_faults_leaves_every_group_at_its_topics_end(deployment: Deployment, ledger: Ledger):
+    """Last: a consumer asks for its commits and waits for none (adapters.kafka.log); a stop sends
+    what waits and waits for the answers, so serve's last line that every consumed batch is
+    committed holds, Kafka's outage and the poison before it notwithstanding."""
+    verify(deployment, ledger)  # all of it applied, so all of it consumed
+    assert deployment.serve.stop() == 0
+    assert deployment.serve.log_path.read_text().rstrip().endswith("every consumed batch is committed")
+    log = KafkaEventLog(plaintext(settings().kafka_bootstrap), topic_prefix=deployment.topic_prefix,
+                        create_topics=False)
+    try:
+        behind = {lag.function: lag.behind for lag in lags(log)}
+    finally:
+        log.close()
+    assert behind == dict.fromkeys(CONSUMERS, 0)
 
 
 def dead_letters(deployment: Deployment, expected: int) -> list[bytes]:

@@ -40,6 +40,8 @@ class Poller(threading.Thread):
         self._handler = handler
         self._stop_event = stop
         self.batches = 0
+        # whether its consumer's commits were all the group's when it closed (a stop says when not)
+        self.committed = True
 
     def run(self) -> None:
         # made in the loop: a log away (Kafka restarting, its topic's creation timing out) is tried
@@ -77,4 +79,4 @@ class Poller(threading.Thread):
                     backoff = min(backoff * 2, MAX_BACKOFF_S)
         finally:
             if consumer is not None:
-                consumer.close()
+                self.committed = consumer.close()

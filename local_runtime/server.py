@@ -82,6 +82,9 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
+# a consumers worker's exit code when it stopped with a commit not confirmed: what it had consumed
+# since comes again at the next start
+UNCOMMITTED = 3
 # the signals that stop serve
 _STOPPING = {signal.SIGINT, signal.SIGTERM}
 # writes each thread's stack to the log (a worker's own; serve's goes to every worker): where a
@@ -324,9 +327,13 @@ def _work(job: Job, settings: Settings, sock: socket.socket | None, supervisor: 
         adapters.close()
         faulthandler.unregister(DUMP_STACKS)
         _ignore_late_signals()  # the process exits next: a late SIGTERM must not cut its exit short
+    if not all(thread.committed for thread in threads if isinstance(thread, Poller)):
+        sys.exit(UNCOMMITTED)
 
 
 def _death(exitcode: int) -> str:
+    if exitcode == UNCOMMITTED:
+        return "stopped with offsets not committed (the log says which)"
     if exitcode < 0:
         return f"was killed by {signal.Signals(-exitcode).name}"
     return f"exited with code {exitcode}"

@@ -47,7 +47,10 @@ class LogConsumer(Protocol):
 
     def rewind(self) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self) -> bool:
+        """Leaves the group; whether every commit asked for was the group's by then (a stop says
+        when one was not: its records come again)."""
+        ...
 
 
 # how long a publish may wait for the log before it fails, and capture spills instead (docs/architecture.md)

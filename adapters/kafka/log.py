@@ -520,6 +520,7 @@ class KafkaLogConsumer:
         # the group back); what is committed meanwhile waits here, partition → next offset
         self._asked: float | None = None  # when (monotonic)
         self._waiting: dict[int, int] = {}
+        self._refused = False  # the last answer
         # the library unassigns by itself after the callback; it gets lost partitions too
         self._consumer.subscribe([topic], on_revoke=self._on_revoke)
 
@@ -609,7 +610,8 @@ class KafkaLogConsumer:
         """A commit's answer, served within consume() and close()."""
         self._asked = None
         failed = [tp for tp in partitions if tp.error is not None]
-        if error is not None or failed:
+        self._refused = error is not None or bool(failed)
+        if self._refused:
             log.warning("%s: offsets not committed (%s); whoever consumes the partitions next starts before "
                         "them, and skips what was applied", self._logical_topic, error if error is not None else
                         ", ".join(f"{tp.partition}: {tp.error}" for tp in failed))
@@ -622,7 +624,7 @@ class KafkaLogConsumer:
             offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
             self._consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 
-    def close(self) -> None:
+    def close(self) -> bool:
         """Leaves the group, which librdkafka does only once no commit is outstanding: a member
         whose commit never returned is dropped by the group after its session timeout instead."""
         try:
@@ -630,6 +632,8 @@ class KafkaLogConsumer:
         except TimeoutError:
             log.warning("%s: the consumer did not leave its group in %g s; the group drops it after "
                         "its session timeout", self._logical_topic, CLOSE_TIMEOUT_S)
+            return False
+        return self._asked is None and not self._waiting and not self._refused
 
     def _leave(self) -> None:
         """Gives its partitions back in consume() before closing: the rebalance close() makes itself

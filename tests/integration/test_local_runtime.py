@@ -343,3 +343,30 @@ def test_a_failing_rewind_is_retried_not_fatal(adapters: Adapters):
     adapters.log.consumer = consumer  # type: ignore[method-assign]
     poller = run_poller(adapters, handler, lambda: len(calls) >= 2)
     assert len(calls) == 2 and poller.batches == 1 and not poller.is_alive()
+
+
+def test_a_poller_tells_whether_its_consumer_closed_with_every_commit_the_groups(adapters: Adapters):
+    """What a stop's last line rests on: a consumers worker exits non-zero when one is not."""
+
+    class Unconfirmed:
+        def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[Any]:
+            time.sleep(timeout_s)
+            return []
+
+        def close(self) -> bool:
+            return False
+
+    class Log:
+        def consumer(self, group: str, topic: str) -> Unconfirmed:
+            return Unconfirmed()
+
+    stop = threading.Event()
+    pollers = [Poller(log, "crash-consumer", "t", lambda event, context: None, stop)  # type: ignore[arg-type]
+               for log in (adapters.log, Log())]
+    for poller in pollers:
+        poller.start()
+    time.sleep(0.5)
+    stop.set()
+    for poller in pollers:
+        poller.join(timeout=10)
+    assert [poller.committed for poller in pollers] == [True, False]

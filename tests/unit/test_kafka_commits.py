@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 
 from adapters.kafka import log as kafka_log
 from adapters.kafka.log import KafkaLogConsumer
@@ -44,7 +44,7 @@ def record(partition: int, offset: int) -> LogRecord:
 
 @pytest.fixture
 def member() -> Any:
-    made = KafkaLogConsumer({"bootstrap.servers": "127.0.0.1:1"}, "g", "p.t", "t")  # no broker is asked
+    made = KafkaLogConsumer({"bootstrap.servers": "127.0.0.1:1", "log_level": 0}, "g", "p.t", "t")  # no broker
     real, client = made._consumer, Client()
     made._consumer = client  # type: ignore[assignment]
     yield made, client
@@ -88,3 +88,22 @@ def test_close_sends_what_waits(member: Any, monkeypatch: pytest.MonkeyPatch) ->
     client.consume = answered
     consumer.close()
     assert client.asked == [{0: 2}, {3: 9}]
+
+
+def test_close_says_whether_every_commit_was_the_groups(member: Any) -> None:
+    consumer, client = member
+    consumer.commit([record(0, 1)])
+    client.consume = lambda num_messages, timeout: consumer._on_commit(None, []) or []
+    assert consumer.close() is True
+
+
+@pytest.mark.parametrize("answer", ["refused", "none"])
+def test_close_says_so_when_the_last_commit_was_refused_or_never_answered(
+        member: Any, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    consumer, client = member
+    monkeypatch.setattr(kafka_log, "CLOSE_TIMEOUT_S", 0.5)
+    consumer.commit([record(0, 1)])
+    if answer == "refused":
+        refused = KafkaError(KafkaError.ILLEGAL_GENERATION)  # put out of the group meanwhile
+        client.consume = lambda num_messages, timeout: consumer._on_commit(refused, []) or []
+    assert consumer.close() is False

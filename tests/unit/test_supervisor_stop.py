@@ -12,20 +12,34 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from adapters.settings import Settings
-from local_runtime.server import Job, Supervisor, jobs, listen, stopped
+from local_runtime.server import UNCOMMITTED, Job, Supervisor, jobs, listen, stopped
 
 
-def _failing(ready: Any) -> None:
-    """Stops on SIGTERM, as a worker does, but with an error on the way out."""
-    def fail(*_: object) -> None:
-        raise SystemExit(1)
-    signal.signal(signal.SIGTERM, fail)
+def _exiting(code: int, ready: Any) -> None:
+    """Stops on SIGTERM, as a worker does, with this exit code (1: an error on the way out)."""
+    def stop(*_: object) -> None:
+        raise SystemExit(code)
+    signal.signal(signal.SIGTERM, stop)
     ready.set()
     time.sleep(60)
+
+
+def _one_worker(tmp_path: Path, target: Callable[..., None], *args: object, profile: str = "embedded",
+                sock: socket.socket | None = None) -> tuple[Supervisor, Any]:
+    """A supervisor of one consumers worker running `target`, once the worker has set its handler."""
+    spawn = multiprocessing.get_context("spawn")
+    supervisor = Supervisor(Settings(profile=profile, data_dir=tmp_path), sock, [])
+    ready = spawn.Event()
+    worker = spawn.Process(target=target, args=(*args, ready))
+    worker.start()
+    supervisor.running[Job("consumers", 0)] = (worker, time.monotonic())
+    assert ready.wait(60)
+    return supervisor, worker
 
 
 def _deaf(ready: Any) -> None:
@@ -40,7 +54,7 @@ def test_a_worker_that_does_not_stop_after_sigterm_is_killed_after_the_grace(tmp
     ready = [spawn.Event(), spawn.Event()]
     deaf = spawn.Process(target=_deaf, args=(ready[0],))
     polite = spawn.Process(target=time.sleep, args=(60,))
-    failing = spawn.Process(target=_failing, args=(ready[1],))
+    failing = spawn.Process(target=_exiting, args=(1, ready[1]))
     for slot, process in enumerate((deaf, polite, failing)):
         process.start()
         supervisor.running[Job("consumers", slot)] = (process, time.monotonic())
@@ -60,6 +74,17 @@ def test_a_worker_that_does_not_stop_after_sigterm_is_killed_after_the_grace(tmp
     line = stopped("all", supervisor.unfinished)
     assert "every consumed batch is committed" not in line
     assert "consumers worker 2 exited with code 1" in line
+
+
+def test_a_worker_that_stopped_with_offsets_not_committed_is_named(tmp_path: Path) -> None:
+    """Commits are asked for and not waited for (adapters.kafka.log): one refused or unanswered as a
+    worker stops leaves its records to come again, which serve's last line must not deny."""
+    supervisor, worker = _one_worker(tmp_path, _exiting, UNCOMMITTED, profile="services")
+    supervisor.stop_all(grace_s=30)
+    assert worker.exitcode == UNCOMMITTED
+    line = stopped("all", supervisor.unfinished)
+    assert "every consumed batch is committed" not in line
+    assert "consumers worker 0 stopped with offsets not committed" in line
 
 
 def test_serve_says_its_batches_are_committed_only_when_every_worker_stopped_cleanly() -> None:
@@ -107,15 +132,9 @@ def test_the_port_is_free_while_a_consumers_worker_still_stops(tmp_path: Path) -
     """Found in review: the supervisor kept its listening socket until every worker had stopped, so
     a consumers worker finishing its batch (30 s at most) kept the port from a serve started again,
     and let clients connect where nothing would accept."""
-    spawn = multiprocessing.get_context("spawn")
     sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    supervisor = Supervisor(Settings(profile="embedded", data_dir=tmp_path), sock, [])
-    ready = spawn.Event()
-    finishing = spawn.Process(target=_deaf, args=(ready,))
-    finishing.start()
-    supervisor.running[Job("consumers", 0)] = (finishing, time.monotonic())
-    assert ready.wait(60)
+    supervisor, finishing = _one_worker(tmp_path, _deaf, sock=sock)
     stopping = threading.Thread(target=supervisor.stop_all, kwargs={"grace_s": 5.0})
     stopping.start()
     try:

@@ -184,26 +184,24 @@ def told_of(serve: Serve, last: int = 20) -> str:
     if serve.process is not None:
         os.kill(serve.process.pid, signal.SIGUSR1)
         time.sleep(2)
-    told, stacks = [], []
-    with serve.log_path.open("rb") as log:
-        lines = log.read().decode(errors="replace").splitlines()
-    at = 0
-    for line in lines:
-        at += len(line.encode()) + 1
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            if at > before:
-                stacks.append(line)
-            continue
-        if isinstance(entry, dict) and entry.get("level") in ("WARNING", "ERROR"):
-            told.append(entry)
+    data = serve.log_path.read_bytes()
+    told = [entry for line in data.decode(errors="replace").splitlines()
+            if isinstance(entry := _json(line), dict) and entry.get("level") in ("WARNING", "ERROR")]
+    stacks = [line for line in data[before:].decode(errors="replace").splitlines() if _json(line) is None]
     kinds = Counter((entry.get("function") or entry.get("function_name", ""),
                      re.sub(r"\d+", "N", str(entry.get("message", ""))[:100])) for entry in told)
     return "\n".join([f"{serve.log_path.name}: serve's warnings and errors, by function and kind:",
                       *(f"{n:6} {function}: {kind}" for (function, kind), n in kinds.most_common()),
                       f"the last {last}:", *(json.dumps(entry)[:600] for entry in told[-last:]),
                       "its threads now:", *stacks])
+
+
+def _json(line: str) -> Any:
+    """The line's JSON (a log entry), or None."""
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 class Unanswered(Exception):

@@ -317,7 +317,8 @@ def raw_producer_section(settings: Settings, plan: Plan, results: Results, progr
 
 def baselines_section(settings: Settings, plan: Plan, results: Results, progress: Progress) -> None:
     """With each of WORKER_COUNTS processes: the Legacy CRS (insert before answering) on 100 KB
-    crash reports, and a bare ASGI endpoint on single session events."""
+    crash reports, a bare ASGI endpoint on single session events, and serve's gateway with handlers
+    that do nothing (benchmarks.floor) on both."""
     store = (["--mysql-url", settings.mysql_url] if settings.profile == "services"
              else ["--sqlite", str(settings.data_dir / "legacy.sqlite")])
     single = [json.dumps({"sku": CAPTURE_SKU, "kind": "client"}).encode()]
@@ -329,6 +330,11 @@ def baselines_section(settings: Settings, plan: Plan, results: Results, progress
         progress(f"{settings.profile}: bare ASGI endpoint with {workers} processes, single session events")
         with _server("benchmarks.bare", workers) as url:
             results.capture[f"bare@{workers}"] = closed_loop(url, "/v1/sessions", single, plan).rate
+        progress(f"{settings.profile}: serve's gateway, handlers that do nothing, with {workers} processes")
+        with _server("benchmarks.floor", workers) as url:
+            results.capture[f"floorSingle@{workers}"] = closed_loop(url, "/v1/sessions", single, plan).rate
+            results.capture[f"floorCrashes@{workers}"] = closed_loop(url, "/v1/crashes",
+                                                                     crash_bodies(16, CAPTURE_SKU), plan).rate
 
 
 @contextmanager

@@ -75,7 +75,8 @@ def test_crash_reporting_section_runs_on_both_profiles_on_a_tiny_plan(tmp_path: 
         assert heading in text
     assert all(r.spike is not None and r.spike.verification.lost == 0
                for r in results)
-    measured = {f"{name}@{workers}" for name in ("legacy", "bare", "crashes", "sessionsSingle", "sessionsBatched")
+    measured = {f"{name}@{workers}" for name in ("legacy", "bare", "floorSingle", "floorCrashes", "crashes",
+                                                 "sessionsSingle", "sessionsBatched")
                 for workers in crs.WORKER_COUNTS}
     alone = {f"{name}@{workers}:api" for name in ("crashes", "sessionsSingle", "sessionsBatched")
              for workers in crs.WORKER_COUNTS}
@@ -192,3 +193,19 @@ def test_the_overload_line_says_how_many_tries_waited_for_an_answer():
     assert "440 ms" in line and "88 tries waited" in line and "unread" not in line
     crowded = soak._overload_line(run | {"elapsedS": 0.1})  # 20,000 answers a second: 8,800 waiting
     assert "8,800 tries waited" in crowded and "hold 1,024 in their handlers at most" in crowded
+
+
+def test_the_single_events_line_says_what_the_gateway_alone_leaves_the_handlers():
+    """Serve's gateway with handlers that do nothing bounds what any handler behind it reaches:
+    below the target, the miss is the gateway's; above it, the handlers'."""
+    def rates(floor: float) -> dict[str, float]:
+        return {f"{name}@{w}": rate for w in crs.WORKER_COUNTS
+                for name, rate in (("floorSingle", floor), ("bare", 30_000.0))}
+
+    top = crs.WORKER_COUNTS[-1]
+    below = crs_tables._floor_line(rates(6_000.0), top, met=False)
+    assert "20% (1 process), 20% (2 processes)" in below and "whatever the handlers do" in below
+    above = crs_tables._floor_line(rates(15_000.0), top, met=False)
+    assert "50% (1 process)" in above and "the handlers' work is what misses it" in above
+    met = crs_tables._floor_line(rates(15_000.0), top, met=True)  # no miss to explain
+    assert "50% (1 process)" in met and "miss" not in met

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from moto import mock_aws
 from adapters.factory import Adapters, build, install
 from adapters.settings import Settings
 from local_runtime.context import LocalContext
+from tests.services import RUN_ENV, drop_what_the_run_made_on_kafka, run_prefix
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
 
@@ -24,6 +26,22 @@ hypothesis_settings.load_profile("blackbox")
 # fixtures only `make test` provides: Chromium for the dashboard's tests (scripts/services installs
 # it), the stack walker for the minidumps' (built from stackwalk/ with cargo)
 ENGINE_FIXTURES = {"browser", "walker"}
+
+
+# whether this process made the run's mark: xdist's workers, and a pytest run inside a test (one
+# collects), take it from the environment, and must not drop what the run still uses
+_MARKED_HERE = pytest.StashKey[bool]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_MARKED_HERE] = RUN_ENV not in os.environ
+    run_prefix()  # set before xdist starts its workers
+
+
+@pytest.hookimpl(trylast=True)  # after the session's fixtures (its serves) are torn down
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if session.config.stash.get(_MARKED_HERE, False):  # once every worker is done
+        drop_what_the_run_made_on_kafka()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

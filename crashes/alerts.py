@@ -32,6 +32,10 @@ from ports.timeutil import MINUTE_MS, floor_to, to_rfc3339
 VELOCITY: AlertKind = "velocity"
 CRASH_FREE_DROP: AlertKind = "crash-free-drop"
 KINDS = (VELOCITY, CRASH_FREE_DROP)
+# of a sku's builds, newest first, those a run lists to find its builds' previous ones: a game's live
+# builds are its newest few, and made-up builds posted between two of them leave the older one
+# without a previous (so without a drop) rather than every run reading all of them
+WALKED_BUILDS = 10_000
 
 
 class AlertPolicy(BaseModel):
@@ -41,7 +45,11 @@ class AlertPolicy(BaseModel):
     least `velocity_min_events` reports (so that a build with a handful of sessions does not page).
     crash-free drop: a build's crash-free sessions ≤ the previous build's - `crash_free_margin`
     (0.02: two percentage points), each build with at least `crash_free_min_sessions` sessions.
-    `look_every_s`: how often serve looks (in AWS, each run of the webhooks function)."""
+    `look_every_s`: how often serve looks (in AWS, each run of the webhooks function).
+    `watched_builds`: of each sku, the builds with the most sessions in the window that a run looks
+    at. A live game has a few builds out at once; its ingest key ships in its clients, and sessions
+    naming thousands of made-up builds would otherwise have every run read each of them, every
+    title's alerts waiting meanwhile."""
 
     look_every_s: float = Field(default=10.0, ge=0.1, le=3600)
     window_s: float = Field(default=3600.0, ge=60, le=7 * 86_400)
@@ -49,6 +57,7 @@ class AlertPolicy(BaseModel):
     velocity_min_events: int = Field(default=10, ge=1)
     crash_free_margin: float = Field(default=0.02, gt=0, le=1)
     crash_free_min_sessions: int = Field(default=100, ge=1)
+    watched_builds: int = Field(default=1000, ge=1, le=100_000)
 
 
 @dataclass(frozen=True)
@@ -76,13 +85,16 @@ def crossings(counters: ReleaseCounts, issues: IssueStore, policy: AlertPolicy, 
     counted by their minute, so reports (by receivedAt) are counted over the same minutes."""
     from_ms = floor_to(now_ms - round(policy.window_s * 1000), MINUTE_MS)
     by_sku: dict[str, dict[str, BuildWindow]] = defaultdict(dict)
-    for b in counters.window(from_ms, now_ms):  # one pass: a window may hold thousands of skus
+    # one pass: a window may hold thousands of skus
+    for b in counters.window(from_ms, now_ms, policy.watched_builds):
         by_sku[b.sku][b.build] = b
     found: list[Crossing] = []
     for sku, of_sku in sorted(by_sku.items()):
         found += _velocities(issues, policy, sku, of_sku, from_ms=from_ms, to_ms=now_ms)
-        previous_of = previous_builds(counters, sku, {b.build: b.first_seen for b in of_sku.values()})
-        for build in of_sku.values():
+        # a build of fewer sessions drops from none: its previous build is not looked for
+        enough = [b for b in of_sku.values() if b.sessions >= policy.crash_free_min_sessions]
+        previous_of = previous_builds(counters, sku, {b.build: b.first_seen for b in enough}, most=WALKED_BUILDS)
+        for build in enough:
             before = previous_of[build.build]
             previous = of_sku.get(before.build) if before is not None else None
             if previous is not None and (drop := _crash_free_drop(policy, build, previous)) is not None:

@@ -174,20 +174,29 @@ def previous_build(counters: ReleaseCounts, sku: str, build: str, first_seen: in
     return next(_newest_first(counters, sku, first_seen, build), None)
 
 
-def previous_builds(counters: ReleaseCounts, sku: str, first_seen: Mapping[str, int]) -> dict[str, BuildSeen | None]:
+def previous_builds(counters: ReleaseCounts, sku: str, first_seen: Mapping[str, int], *,
+                    most: int | None = None) -> dict[str, BuildSeen | None]:
     """previous_build of each of these builds (by when each was first seen), in one walk of the
-    sku's builds, newest first: a build's previous is the one listed after it."""
+    sku's builds, newest first: a build's previous is the one listed after it. The walk lists
+    `most` builds at most: one it did not reach then has None."""
     found: dict[str, BuildSeen | None] = {}
+    reached_end = True
     if first_seen:
         listed = _newest_first(counters, sku, max(first_seen.values()))
-        for seen, before in itertools.pairwise(itertools.chain(listed, [None])):
+        # one more than `most`: the last one's previous
+        pairs = itertools.pairwise(itertools.chain(itertools.islice(listed, None if most is None else most + 1),
+                                                   [None]))
+        for n, (seen, before) in enumerate(pairs):
+            if n == most:
+                reached_end = False
+                break
             if seen is not None and seen.build in first_seen:
                 found[seen.build] = before
                 if len(found) == len(first_seen):
                     break
     # a build the listing does not hold (not yet written there): the lookup of one build
-    return found | {build: previous_build(counters, sku, build, at) for build, at in first_seen.items()
-                    if build not in found}
+    return found | {build: previous_build(counters, sku, build, at) if reached_end else None
+                    for build, at in first_seen.items() if build not in found}
 
 
 def list_builds(counters: SessionCounters, sku: str, *, limit: int = 20, cursor: str | None = None) -> BuildPage:

@@ -82,8 +82,9 @@ class ReleaseCounts(Protocol):
         """The build's sessions by bucket start and outcome, of the minutes in [from_ms, to_ms)."""
         ...
 
-    def window(self, from_ms: int, to_ms: int) -> list[BuildWindow]:
-        """The builds with sessions in the minutes in [from_ms, to_ms), of every sku, by sku and build."""
+    def window(self, from_ms: int, to_ms: int, per_sku: int) -> list[BuildWindow]:
+        """The builds with sessions in the minutes in [from_ms, to_ms), of every sku, by sku and build:
+        of each sku the `per_sku` with the most sessions there (of as many, the first by build as text)."""
         ...
 
     def players(self, sku: str, build: str, from_day: int, to_day: int, crashed: bool) -> int:

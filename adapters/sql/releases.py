@@ -129,12 +129,18 @@ _SESSIONS = Statement(sa.select(_bucket, _s.status, sa.func.sum(_s.count)).where
     _s.sku == _bind("sku"), _s.build == _bind("build"), _s.minute >= _bind("from_ms"), _s.minute < _bind("to_ms"),
 ).group_by(_bucket, _s.status))
 
-_WINDOW = Statement(sa.select(
-    _s.sku, _s.build, _b.first_seen, sa.func.sum(_s.count),
-    sa.func.sum(sa.case((_s.status == "crashed", _s.count), else_=0)),
+_totals = sa.select(
+    _s.sku, _s.build, _b.first_seen, sa.func.sum(_s.count).label("sessions"),
+    sa.func.sum(sa.case((_s.status == "crashed", _s.count), else_=0)).label("crashed"),
 ).join_from(release_sessions, release_builds, sa.and_(_s.sku == _b.sku, _s.build == _b.build)).where(
     _s.minute >= _bind("from_ms"), _s.minute < _bind("to_ms"),
-).group_by(_s.sku, _s.build, _b.first_seen).order_by(_s.sku, _s.build))
+).group_by(_s.sku, _s.build, _b.first_seen).subquery()
+_t = _totals.c
+_placed = sa.select(_totals, sa.func.row_number().over(
+    partition_by=_t.sku, order_by=(_t.sessions.desc(), _t.build)).label("place")).subquery()
+_WINDOW = Statement(sa.select(_placed.c.sku, _placed.c.build, _placed.c.first_seen, _placed.c.sessions,
+                              _placed.c.crashed).where(_placed.c.place <= _bind("per_sku"))
+                    .order_by(_placed.c.sku, _placed.c.build))
 
 
 def _of_days(table: sa.Table) -> list[sa.ColumnElement[bool]]:
@@ -170,10 +176,10 @@ class ReleaseReads(Checkpointed):
             found[bucket] = {cast(Outcome, str(status)): int(n) for _, status, n in group}
         return found
 
-    def window(self, from_ms: int, to_ms: int) -> list[BuildWindow]:
+    def window(self, from_ms: int, to_ms: int, per_sku: int) -> list[BuildWindow]:
         return [BuildWindow(str(sku), str(build), int(first), int(sessions), int(crashed)) for
-                sku, build, first, sessions, crashed in self._database.rows(_WINDOW, {"from_ms": from_ms,
-                                                                                       "to_ms": to_ms})]
+                sku, build, first, sessions, crashed in self._database.rows(_WINDOW, {
+                    "from_ms": from_ms, "to_ms": to_ms, "per_sku": per_sku})]
 
     def players(self, sku: str, build: str, from_day: int, to_day: int, crashed: bool) -> int:
         values: dict[str, Any] = {"sku": sku, "build": build, "crashed": int(crashed), "from_day": from_day,

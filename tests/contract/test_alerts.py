@@ -22,6 +22,7 @@ from adapters.embedded.index import SqliteCrashIndex, SqliteIndexDatabase, Sqlit
 from adapters.embedded.issues import SqliteIssueStore
 from adapters.mysql.index import MysqlCrashIndex, MysqlSessionCounters
 from adapters.mysql.issues import MysqlIssueStore
+from crashes import alerts
 from crashes.alerts import CRASH_FREE_DROP, KINDS, VELOCITY, AlertPolicy, crossings, episode_key, tell_alerts
 from crashes.releases import previous_build, previous_builds
 from ports import Checkpoint, CrashIndex, IndexEntry, SessionCounters
@@ -54,8 +55,12 @@ class _Feed:
         self.offset = 0
 
     def sessions(self, sku: str, build: str, minute: int, status: Outcome, n: int) -> None:
+        self.builds_sessions(sku, [build], minute, status, n)
+
+    def builds_sessions(self, sku: str, builds: list[str], minute: int, status: Outcome, n: int) -> None:
+        """`n` sessions of each of `builds`, in one batch."""
         self.counters.apply(Checkpoint("c", self.partition, self.offset - 1, self.offset), {},
-                            ReleaseIncrements({ReleaseBucket(sku, build, minute, status): n}))
+                            ReleaseIncrements({ReleaseBucket(sku, build, minute, status): n for build in builds}))
         self.offset += 1
 
     def crashes(self, sku: str, build: str, signature: str, at: int, n: int = 1) -> None:
@@ -72,9 +77,15 @@ def test_a_window_reads_each_builds_sessions_and_each_groups_reports(stores: Sto
     feed.sessions("g", "1.1", 3 * M, "ok", 1)
     feed.sessions("h", "9", 2 * M, "abnormal", 4)
     feed.sessions("g", "1.1", 9 * M, "crashed", 1)  # after the window
-    assert counters.window(M, 9 * M) == [BuildWindow("g", "1.0", 0, 2, 2), BuildWindow("g", "1.1", 3 * M, 1, 0),
-                                         BuildWindow("h", "9", 2 * M, 4, 0)]
-    assert counters.window(10 * M, 20 * M) == []
+    assert counters.window(M, 9 * M, 10) == [BuildWindow("g", "1.0", 0, 2, 2),
+                                             BuildWindow("g", "1.1", 3 * M, 1, 0), BuildWindow("h", "9", 2 * M, 4, 0)]
+    assert counters.window(10 * M, 20 * M, 10) == []
+    # of each sku, those with the most sessions; of as many, the first as text
+    assert counters.window(M, 9 * M, 1) == [BuildWindow("g", "1.0", 0, 2, 2), BuildWindow("h", "9", 2 * M, 4, 0)]
+    feed.sessions("g", "1.1", 4 * M, "ok", 1)
+    feed.sessions("g", "0.9", 4 * M, "ok", 2)
+    assert counters.window(M, 9 * M, 2) == [BuildWindow("g", "0.9", 4 * M, 2, 0), BuildWindow("g", "1.0", 0, 2, 2),
+                                            BuildWindow("h", "9", 2 * M, 4, 0)]
     feed.crashes("g", "1.0", "aa", M, 3)
     feed.crashes("g", "1.1", "aa", M + 1)
     feed.crashes("g", "1.0", "bb", M - 1, 3)  # before the window
@@ -124,7 +135,7 @@ def test_a_run_reads_a_skus_builds_once_however_many_are_live(stores: Stores) ->
     feed = _Feed(stores)
     builds = [f"1.{n}" for n in range(1_100)]  # more than a page of the listing (1,000)
     for build in builds:
-        feed.sessions("g", build, M, "ok", 1)
+        feed.sessions("g", build, M, "ok", POLICY.crash_free_min_sessions)  # each may drop: each looked for
     counted = _CountedBuildReads(counters)
     assert crossings(counted, issues, POLICY, 2 * M) == []  # type: ignore[arg-type]
     assert counted.reads <= 3
@@ -148,12 +159,54 @@ def test_a_run_walks_the_windows_rows_once_however_many_skus_are_live(stores: St
     feed = _Feed(stores)
     for n in range(200):
         feed.sessions(f"g{n}", "1.0", M, "ok", 1)
-    rows = _Walked(counters.window(0, 2 * M))
+    rows = _Walked(counters.window(0, 2 * M, POLICY.watched_builds))
     assert len(rows) == 200
     windowed = _CountedBuildReads(counters)
     windowed.window = lambda *_: rows  # type: ignore[attr-defined]
     assert crossings(windowed, issues, POLICY, 2 * M) == []  # type: ignore[arg-type]
     assert rows.walks == 1
+
+
+class _CountedGroupReads:
+    """The issues, keeping the builds each read of a window's groups named."""
+
+    def __init__(self, issues: IssueStore) -> None:
+        self._issues = issues
+        self.named: list[list[str]] = []
+
+    def group_counts(self, sku: str, builds: list[str], *args: Any) -> Any:
+        self.named.append(list(builds))
+        return self._issues.group_counts(sku, builds, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._issues, name)
+
+
+def test_a_run_watches_a_bounded_number_of_a_skus_builds(stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: a title's ingest key (it ships in the game) posting sessions of 300,000
+    made-up builds had each run read every one, some 3.5 s of the consumers' CPU every 10 s, which
+    every title's alerts waited behind. A run watches the builds with the most sessions, and looks
+    for the previous build of those with enough sessions to drop only."""
+    _, counters, issues = stores
+    feed = _Feed(stores)
+    policy = POLICY.model_copy(update={"watched_builds": 5})
+    feed.sessions("g", "1.0", M, "ok", 10)
+    feed.sessions("g", "1.1", 2 * M, "ok", 5)
+    feed.sessions("g", "1.1", 2 * M, "crashed", 5)
+    feed.crashes("g", "1.1", "aa", 2 * M, 6)
+    feed.builds_sessions("g", [f"made-up-{n}" for n in range(1_100)], 3 * M, "ok", 1)  # newer than both, 1 each
+    counted, reads = _CountedBuildReads(counters), _CountedGroupReads(issues)
+    found = crossings(counted, reads, policy, 4 * M)  # type: ignore[arg-type]
+    assert sorted(c.kind for c in found) == [CRASH_FREE_DROP, VELOCITY]
+    assert [len(named) for named in reads.named] == [5]
+    assert counted.reads == 1  # from 1.1 down: none of the made-up builds is walked
+    # one made-up build that may drop, newest of all: the walk down from it stops at WALKED_BUILDS,
+    # short of 1.1 and 1.0, which then drop from nothing
+    monkeypatch.setattr(alerts, "WALKED_BUILDS", 100)
+    feed.sessions("g", "made-up-newest", 4 * M, "ok", POLICY.crash_free_min_sessions)
+    counted = _CountedBuildReads(counters)
+    assert [c.kind for c in crossings(counted, issues, policy, 5 * M)] == [VELOCITY]  # type: ignore[arg-type]
+    assert counted.reads <= 2  # a minute of more than SORTED_BUILDS is read past them to tell it is
 
 
 def test_the_previous_builds_of_many_are_each_ones_previous_build(stores: Stores) -> None:
@@ -165,6 +218,11 @@ def test_the_previous_builds_of_many_are_each_ones_previous_build(stores: Stores
     for wanted in (placed, {"2.0": M, "1.10": 0}, {"1.9": 0}, {"3": 5 * M, "0.1": 3 * M}):
         assert previous_builds(counters, "g", wanted) == {
             build: previous_build(counters, "g", build, minute) for build, minute in wanted.items()}
+    # a walk that lists 3 builds at most: the 3 newest have theirs, the others none
+    bounded = previous_builds(counters, "g", placed, most=3)
+    reached = {build for build, before in bounded.items() if before is not None}
+    assert len(reached) == 3 and max(placed[b] for b in placed.keys() - reached) <= min(placed[b] for b in reached)
+    assert all(bounded[b] == previous_build(counters, "g", b, placed[b]) for b in reached)
 
 
 def test_an_episode_opens_once_when_runs_race_and_again_after_it_closed(stores: Stores) -> None:
@@ -267,8 +325,8 @@ _bases = itertools.count(DAY_MS, DAY_MS)
 class _Model:
     """The streams as lists; each condition recomputed from them at each run."""
 
-    def __init__(self, sku: str) -> None:
-        self.sku = sku
+    def __init__(self, sku: str, watched: int) -> None:
+        self.sku, self.watched = sku, watched
         self.sessions: list[tuple[str, int, bool, int]] = []
         self.crashes: list[tuple[str, str, int]] = []
         self.true: set[str] = set()
@@ -292,17 +350,18 @@ class _Model:
     def run(self, t: int) -> int:
         """The episodes that start at a run at t."""
         true = set()
-        for build in BUILDS:
+        # the builds with the most sessions in the window, of as many the first as text
+        watched = sorted((b for b in BUILDS if self._window(b, t)[0]), key=lambda b: (-self._window(b, t)[0], b))
+        watched = watched[:self.watched]
+        for build in watched:
             sessions, crashed = self._window(build, t)
-            if not sessions:
-                continue
             for signature in SIGNATURES:
                 events = sum(1 for b, s, at in self.crashes
                              if (b, s) == (build, signature) and self._from(t) <= at < t)
                 if events >= 2 and Fraction(events, sessions) >= Fraction(1, 2):
                     true.add(episode_key(VELOCITY, self.sku, build, signature))
             previous = self._previous(build)
-            if previous is None:
+            if previous not in watched:
                 continue
             was, was_crashed = self._window(previous, t)
             if sessions >= 2 and was >= 2 and Fraction(crashed, sessions) - Fraction(was_crashed, was) >= Fraction(
@@ -325,16 +384,19 @@ _crash = st.tuples(st.just("crash"), st.sampled_from(BUILDS), st.sampled_from(SI
 _batch = st.tuples(st.lists(st.one_of(_session, _crash), max_size=10), st.integers(1, 6 * M))
 
 
+# runs that watch every build the streams name, and fewer
+@pytest.mark.parametrize("watched", [len(BUILDS), len(BUILDS) - 1])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batches=st.lists(_batch, min_size=1, max_size=10))
-def test_alerts_are_the_episode_starts_of_a_model(stores: Stores,
+def test_alerts_are_the_episode_starts_of_a_model(stores: Stores, watched: int,
                                                   batches: list[tuple[list[tuple[object, ...]], int]]) -> None:
     _, _, issues = stores
     feed = _Feed(stores)
     sku = f"m{uuid.uuid4().hex[:12]}"
     # each example a day of its own: the ones before are out of its windows
     clock = next(_bases)
-    model = _Model(sku)
+    model = _Model(sku, watched)
+    policy = POLICY.model_copy(update={"watched_builds": watched})
     for data, gap in batches:
         clock += gap
         for step in data:
@@ -346,8 +408,8 @@ def test_alerts_are_the_episode_starts_of_a_model(stores: Stores,
                 case ("crash", str(build), str(signature), int(back)):
                     feed.crashes(sku, build, signature, clock - back)
                     model.crashes.append((build, signature, clock - back))
-        assert tell_alerts(feed.counters, issues, POLICY, clock) == model.run(clock)
-        assert tell_alerts(feed.counters, issues, POLICY, clock) == 0  # a second run: nothing new
+        assert tell_alerts(feed.counters, issues, policy, clock) == model.run(clock)
+        assert tell_alerts(feed.counters, issues, policy, clock) == 0  # a second run: nothing new
         assert {e.key for kind in KINDS for e in issues.episodes(kind)} == model.true
     history = issues.alert_history(sku, 0, clock + 1, None, len(model.closed) + 1)
     assert {h.alert.key: h.closed_at for h in history} == model.closed

@@ -626,13 +626,15 @@ class KafkaLogConsumer:
 
     def close(self) -> bool:
         """Leaves the group, which librdkafka does only once no commit is outstanding: a member
-        whose commit never returned is dropped by the group after its session timeout instead."""
+        whose commit never returned is dropped by the group after its session timeout instead.
+        Whether every commit asked for was answered as the group's, left in time or not: a leave
+        that a coordinator still loading does not answer delays the partitions' next owner, and
+        moves no offset."""
         try:
             _within(self._leave, CLOSE_TIMEOUT_S, f"kafka-close-{self._logical_topic}")
         except TimeoutError:
             log.warning("%s: the consumer did not leave its group in %g s; the group drops it after "
                         "its session timeout", self._logical_topic, CLOSE_TIMEOUT_S)
-            return False
         return self._asked is None and not self._waiting and not self._refused
 
     def _leave(self) -> None:

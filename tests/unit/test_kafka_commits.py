@@ -5,6 +5,7 @@ close. The client here is a stand-in: a real broker's answers are the integratio
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -107,3 +108,18 @@ def test_close_says_so_when_the_last_commit_was_refused_or_never_answered(
         refused = KafkaError(KafkaError.ILLEGAL_GENERATION)  # put out of the group meanwhile
         client.consume = lambda num_messages, timeout: consumer._on_commit(refused, []) or []
     assert consumer.close() is False
+
+
+def test_a_member_whose_commits_were_answered_but_that_did_not_leave_in_time_says_they_are_the_groups(
+        member: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in CI: after the fault suite's Kafka outage, a member's leave outlasted its bound while
+    the group's coordinator loaded, and the stop said its offsets were not committed, where every
+    commit it had asked for was answered; the group only drops it later, after its session timeout."""
+    consumer, client = member
+    monkeypatch.setattr(kafka_log, "CLOSE_TIMEOUT_S", 0.5)
+    consumer.commit([record(0, 1)])
+    client.consume = lambda num_messages, timeout: consumer._on_commit(None, []) or []
+    left = threading.Event()
+    client.close = lambda: left.wait(5)  # a leave the coordinator does not answer in time
+    assert consumer.close() is True
+    left.set()

@@ -146,7 +146,9 @@ def post_player_ranks(board: str, season: Season = None) -> Response[str]:
 def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP, description=(
                 "the most entries: a page stops at about 4 MB as Lambda carries the answer, so it may hold "
                 "fewer (follow nextCursor)")), DIGITS] = 10,
-            offset: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="entries to skip; not with cursor"),
+            offset: Annotated[int | None, Query(ge=0, le=INT64_MAX, description=(
+                "entries to skip; not with cursor. One that lands more than "
+                f"{leaderboard.MAX_TIE_SKIP:,} players into those of one score is 400: page there with cursor")),
                               DIGITS] = None,
             season: Season = None,
             cursor: Annotated[str | None, Query(description=(

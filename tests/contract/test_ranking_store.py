@@ -775,7 +775,8 @@ class _Spy:
 
 
 @pytest.mark.parametrize("ties", ["shared", "earliest"])
-def test_top_at_an_offset_deep_in_a_tie_reads_a_page_not_the_rows_before_it(ranking_store: RankingStore, log, ties):
+def test_top_at_an_offset_deep_in_a_tie_asks_the_store_for_a_page_not_the_rows_before_it(ranking_store: RankingStore,
+                                                                                         log, ties):
     board = f"b-{uuid.uuid4().hex[:12]}"
     leaderboard.configure(ranking_store, board, BoardSettingsBody(ties=ties))
     apply_scores(records(board, [(f"q{i:03d}", 0) for i in range(300)], itertools.count()), ranking_store, log, TREE)
@@ -784,6 +785,31 @@ def test_top_at_an_offset_deep_in_a_tie_reads_a_page_not_the_rows_before_it(rank
     assert [e["playerId"] for e in page["entries"]] == [e["playerId"] for e in leaderboard.top(
         ranking_store, TREE, board, limit=300)["entries"]][250:253]
     assert max(spy.asked) <= 4
+
+
+@pytest.mark.parametrize("ties", ["shared", "earliest", "subscore"])
+def test_an_offset_further_into_one_score_than_a_page_may_skip_is_refused(ranking_store: RankingStore, log, ties,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    """Found from outside: a page at an offset deep into the players of one score read every one of
+    them before it (MariaDB 495 ms an answer 500,000 players into a tie of score 0): a reader's key
+    asking again and again held the database."""
+    monkeypatch.setattr(leaderboard, "MAX_TIE_SKIP", 10)
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    leaderboard.configure(ranking_store, board, BoardSettingsBody(ties=ties))
+    tied = [(f"q{i:03d}", 0) for i in range(30)]
+    apply_scores(records(board, [("a", 7), ("b", 6), ("c", 5), *tied], itertools.count()), ranking_store, log, TREE)
+    whole = [e["playerId"] for e in leaderboard.top(ranking_store, TREE, board, limit=100)["entries"]]
+    for offset in (2, 3, 13):  # in the score of one, at the tie's first, 10 into it
+        page = leaderboard.top(ranking_store, TREE, board, offset=offset, limit=3)
+        assert [e["playerId"] for e in page["entries"]] == whole[offset : offset + 3]
+    deepest = r"offset 14 is 11 players into those of score 0, .* \(here offset 13\)"
+    with pytest.raises(InvalidField, match=deepest) as refused:
+        leaderboard.top(ranking_store, TREE, board, offset=14, limit=3)
+    assert refused.value.field == "offset"
+    # a cursor pages on past it, a page a step
+    page = leaderboard.top(ranking_store, TREE, board, offset=13, limit=3)
+    after = leaderboard.top(ranking_store, TREE, board, cursor=page["nextCursor"], limit=3)
+    assert [e["playerId"] for e in after["entries"]] == whole[16:19]
 
 
 def test_lifting_a_ban_again_rechecks_what_a_cut_off_lifting_left_hidden(ranking_store: RankingStore, log,

@@ -300,15 +300,16 @@ the one-report summary took 29 ms and now takes 2).
   2026-11-30), and the consumers write it again.
 - **Single session events.** The bare endpoint (uvicorn, httptools and uvloop, a JSON parse)
   answers tens of thousands a second since the load generator's own client stopped bounding it,
-  fewer with two processes on cores the engines share (with aiohttp it measured 11,000 to 13,000,
+  no more, or fewer, with two processes on cores the engines share (with aiohttp it measured 11,000 to 13,000,
   and these ratios read 14-21%: the client's ceiling, not the endpoint's); Blackbox's gateway adds
   the API Gateway event, the Powertools resolver and its validation, a handler thread, and the
   log's acknowledgement for each event, some 500 µs of CPU against the bare endpoint's 30 (by hand
   on 2026-12-01, 172 of them its HTTP path's own). That path alone, with handlers that do nothing
   (the door's checks, the event, the handler thread and the way back to the event loop, the
-  answer), is the capture table's gateway row: with 2 processes it has reached about 40% of the
-  bare endpoint, which leaves a handler a few µs of CPU an event, less than Powertools' resolver
-  takes on a route that does nothing; the same handler serves Lambda and this gateway by design.
+  answer), is the capture table's gateway row: with 2 processes it has stayed near or below 40% of
+  the bare endpoint in every run, which leaves a handler a few µs of CPU an event at best, less
+  than Powertools' resolver takes on a route that does nothing; the same handler serves Lambda and
+  this gateway by design.
   Batches meet their target because that cost is paid once per 500 events; API Gateway and Lambda
   are the way past it for single events.
 - **Consumer against the raw engines.** Met on both profiles since a full Kafka batch stopped

@@ -5,6 +5,7 @@ that commit only what they are told to."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
 import time
@@ -61,6 +62,20 @@ WALKS_POLL_INTERVAL_MS = 1_200_000
 # bounds the wait: librdkafka holds a commit back for up to a session timeout while the group has
 # no coordinator, and then fails it; one not answered well past that is not coming.
 CLOSE_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000 + 5
+# A member whose group has had no coordinator this long joins it again with a new client: after a
+# broker's restart librdkafka 2.16 was seen to keep members without a broker to ask for one, for
+# good (the fault suite's Kafka outage). Well past a session timeout and a broker's restart; the
+# statistics that tell come this often.
+STALLED_S = 60.0
+STATS_INTERVAL_MS = 5_000
+# A commit refused for a passing cause (no coordinator yet, one still loading the group's offsets) is
+# asked for again after this; one refused for good (a topic deleted, a permission missing) then
+# costs a request and a warning this often, not a request a poll.
+ASK_AGAIN_S = 1.0
+# refusals that put the member out of the group: it joins again, and starts its partitions over
+# at their committed offsets, so those are not asked for again
+_PUT_OUT = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.FENCED_INSTANCE_ID,
+            KafkaError.REBALANCE_IN_PROGRESS}
 # The deploy's admin requests (provision_topics): the first from a cold SASL_SSL client signs an IAM
 # token, shakes hands and finds the controller, well past what a publish may wait; a cluster just
 # created may take minutes to answer at all.
@@ -506,6 +521,11 @@ def consumer_config(client_config: dict[str, Any], group: str, topic: str) -> di
     }
 
 
+def _later(some: Mapping[int, int], others: Mapping[int, int]) -> dict[int, int]:
+    """Each partition's furthest offset of the two."""
+    return {**some, **{p: max(o, some.get(p, o)) for p, o in others.items()}}
+
+
 class KafkaLogConsumer:
     """A member of the group: the group's coordinator hands it partitions and takes them away when
     members join, leave or die. Nothing is committed but what the caller commits, and a partition
@@ -514,15 +534,67 @@ class KafkaLogConsumer:
     def __init__(self, config: dict[str, Any], group: str, topic: str, logical_topic: str) -> None:
         self._topic = topic
         self._logical_topic = logical_topic
-        self._consumer = Consumer({**consumer_config(config, group, logical_topic), "on_commit": self._on_commit})
+        self._config = {**consumer_config(config, group, logical_topic), "statistics.interval.ms": STATS_INTERVAL_MS}
+        self._consumer = self._join()
+        # since when the statistics say the group has had no coordinator (librdkafka's clock, µs)
+        self._down_from: int | None = None
+        self._stalled = False
         self._revoked = False
         # one commit asked for at a time (an older one retried could land after a newer one, and move
         # the group back); what is committed meanwhile waits here, partition → next offset
         self._asked: float | None = None  # when (monotonic)
+        self._asking: dict[int, int] = {}  # what
         self._waiting: dict[int, int] = {}
-        self._refused = False  # the last answer
-        # the library unassigns by itself after the callback; it gets lost partitions too
-        self._consumer.subscribe([topic], on_revoke=self._on_revoke)
+        self._refused: set[int] = set()  # partitions whose last answer refused them for good
+        # partitions the group took for lost (this member put out): their next owner starts at the
+        # committed offsets, so what this member applied there is not its to commit any more
+        self._lost: set[int] = set()
+        self._dropped = False  # offsets left with a stalled client (_join_again) not committed
+        self._again_at = 0.0  # what a refusal gave back waits till then (monotonic)
+
+    def _join(self) -> Consumer:
+        """A client of its own in the group. The callbacks of one replaced (_join_again) go unheard:
+        its close serves them, on another thread."""
+        made: list[Consumer] = []
+
+        def mine(callback: Callable[..., None]) -> Callable[..., None]:
+            return lambda *args: callback(*args) if made[0] is self._consumer else None
+
+        consumer = Consumer({**self._config, "on_commit": mine(self._on_commit), "stats_cb": mine(self._on_stats)})
+        made.append(consumer)
+        # the library unassigns by itself after the callbacks
+        consumer.subscribe([self._topic], on_assign=mine(self._on_assign), on_revoke=mine(self._on_revoke),
+                           on_lost=mine(self._on_lost))
+        return consumer
+
+    def _on_stats(self, stats: str) -> None:
+        """librdkafka's statistics, served within consume(): timed by its own clock, so that those
+        served late, after a long batch, tell what was so when they were made."""
+        report = json.loads(stats)
+        group = report.get("cgrp", {})
+        if group.get("state", "up") == "up":
+            self._down_from = None
+        elif self._down_from is None:
+            self._down_from = report["ts"] - group["stateage"] * 1000
+        self._stalled = self._down_from is not None and report["ts"] - self._down_from > STALLED_S * 1e6
+
+    def _join_again(self) -> None:
+        """A new client in the group in place of one stalled, which the group took for gone and took
+        its partitions from: whoever holds them now starts at their committed offsets, and skips
+        what was applied."""
+        left = sorted(self._unanswered() | (self._refused - self._lost))
+        log.warning("%s: the group has had no coordinator for %g s; the consumer joins it again with a new "
+                    "client%s", self._logical_topic, STALLED_S,
+                    f" (offsets not committed of partitions {left}: consumed again, and skipped)" if left else "")
+        stalled, self._consumer = self._consumer, self._join()
+        self._dropped = self._dropped or bool(left)
+        self._down_from, self._stalled, self._lost = None, False, set()
+        self._asked, self._asking, self._waiting, self._refused = None, {}, {}, set()
+        # not waited for: the group lost it (poll() checks it holds nothing), so its close makes no
+        # rebalance to hang in (librdkafka#4884); a commit of it still waiting for a coordinator
+        # holds it a session timeout
+        threading.Thread(target=stalled.close, name=f"kafka-close-stalled-{self._logical_topic}",
+                         daemon=True).start()
 
     def _on_revoke(self, _: Consumer, partitions: list[TopicPartition]) -> None:
         """Called from within consume(), so only while a batch fills, never while the caller
@@ -531,6 +603,16 @@ class KafkaLogConsumer:
         self._revoked = True
         self._ask()
 
+    def _on_lost(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+        """As a revocation, but the group put this member out first: its commits are refused."""
+        self._revoked = True
+        self._lost |= {tp.partition for tp in partitions}
+        self._waiting = {p: o for p, o in self._waiting.items() if p not in self._lost}
+        self._refused -= self._lost
+
+    def _on_assign(self, _: Consumer, partitions: list[TopicPartition]) -> None:
+        self._lost -= {tp.partition for tp in partitions}
+
     def poll(self, max_records: int, max_bytes: int, timeout_s: float) -> list[LogRecord]:
         """A batch, or none when the group took partitions away while it filled: what was taken of
         them is another member's now, and handing it to the handler would commit offsets there; what
@@ -538,6 +620,9 @@ class KafkaLogConsumer:
         repeat what the batch holds. So the batch is dropped, and every partition held now goes back
         to its committed offset."""
         self._revoked = False
+        if self._stalled and not self._consumer.assignment():
+            self._join_again()
+            return []
         self._ask()
         batch = self._fill(max_records, max_bytes, timeout_s)
         if self._revoked:
@@ -590,31 +675,46 @@ class KafkaLogConsumer:
         bound on another thread bounded nothing (the fault suite's Kafka outage left a worker waiting
         for good to rewind, most likely so). While one commit is under way the next waits, merged
         with any after it, and goes at the next poll once the first is answered. A commit refused or
-        lost is logged (_on_commit) and loses nothing: the partition's next owner starts before what
-        was applied, which the stored offsets skip (rules 3 and 4 of docs/architecture.md). close()
-        sends what waits and waits for the answers."""
+        lost is logged (_on_commit) and asked for again (_ask), but for one refused because the group
+        put the member out: the partitions' next owner starts before what was applied, which the
+        stored offsets skip (rules 3 and 4 of docs/architecture.md). close() sends what waits and
+        waits for the answers."""
         for record in records:
             self._waiting[record.partition] = max(self._waiting.get(record.partition, 0), record.offset + 1)
         self._ask()
 
     def _ask(self) -> None:
-        # one not answered in CLOSE_TIMEOUT_S is not coming (librdkafka fails a commit held back for
-        # want of a coordinator within a session timeout)
-        if not self._waiting or (self._asked is not None and time.monotonic() - self._asked < CLOSE_TIMEOUT_S):
+        if self._asked is not None:
+            # one not answered in CLOSE_TIMEOUT_S is not coming (librdkafka fails a commit held back
+            # for want of a coordinator within a session timeout): its offsets are asked for again,
+            # with what came since, also when nothing did
+            if time.monotonic() - self._asked < CLOSE_TIMEOUT_S:
+                return
+            self._waiting = _later(self._asking, self._waiting)
+        self._waiting = {p: o for p, o in self._waiting.items() if p not in self._lost}
+        if not self._waiting or time.monotonic() < self._again_at:
             return
         offsets = [TopicPartition(self._topic, p, o) for p, o in self._waiting.items()]
         self._consumer.commit(offsets=offsets, asynchronous=True)
-        self._asked, self._waiting = time.monotonic(), {}
+        self._asked, self._asking, self._waiting = time.monotonic(), self._waiting, {}
 
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """A commit's answer, served within consume() and close()."""
-        self._asked = None
-        failed = [tp for tp in partitions if tp.error is not None]
-        self._refused = error is not None or bool(failed)
-        if self._refused:
-            log.warning("%s: offsets not committed (%s); whoever consumes the partitions next starts before "
-                        "them, and skips what was applied", self._logical_topic, error if error is not None else
-                        ", ".join(f"{tp.partition}: {tp.error}" for tp in failed))
+        if (answered := {tp.partition: tp.offset for tp in partitions}) and answered != self._asking:
+            return  # a late answer to one taken for lost: the one asked since carries its offsets on
+        asked, self._asked, self._asking = self._asking, None, {}
+        failed = {tp.partition: tp.error for tp in partitions if tp.error is not None}
+        if error is not None:
+            failed = dict.fromkeys(asked, error) | failed
+        again = {p: asked[p] for p, why in failed.items() if p in asked and why.code() not in _PUT_OUT}
+        self._refused = (self._refused - asked.keys()) | (failed.keys() - again.keys() - self._lost)
+        if not failed:
+            return
+        self._waiting, self._again_at = _later(again, self._waiting), time.monotonic() + ASK_AGAIN_S
+        log.warning("%s: offsets not committed (%s); %s", self._logical_topic,
+                    ", ".join(f"{p}: {why}" for p, why in sorted(failed.items())),
+                    "asked for again" if len(again) == len(failed) else "whoever consumes the partitions next "
+                    "starts before them, and skips what was applied")
 
     def rewind(self) -> None:
         assigned = self._consumer.assignment()
@@ -627,15 +727,22 @@ class KafkaLogConsumer:
     def close(self) -> bool:
         """Leaves the group, which librdkafka does only once no commit is outstanding: a member
         whose commit never returned is dropped by the group after its session timeout instead.
-        Whether every commit asked for was answered as the group's, left in time or not: a leave
-        that a coordinator still loading does not answer delays the partitions' next owner, and
-        moves no offset."""
+        Whether the offsets of what it consumed are the group's (but on partitions the group took
+        for lost), left in time or not: a leave that a coordinator still loading does not answer
+        delays the partitions' next owner, and moves no offset."""
         try:
             _within(self._leave, CLOSE_TIMEOUT_S, f"kafka-close-{self._logical_topic}")
         except TimeoutError:
+            asked = self._asked
             log.warning("%s: the consumer did not leave its group in %g s; the group drops it after "
-                        "its session timeout", self._logical_topic, CLOSE_TIMEOUT_S)
-        return self._asked is None and not self._waiting and not self._refused
+                        "its session timeout (%s)", self._logical_topic, CLOSE_TIMEOUT_S,
+                        "no commit was under way" if asked is None else
+                        f"a commit asked {time.monotonic() - asked:.1f} s before had no answer")
+        return not self._unanswered() and not self._refused - self._lost and not self._dropped
+
+    def _unanswered(self) -> set[int]:
+        """The partitions whose offsets this member has yet to ask for, or to hear of."""
+        return (self._asking.keys() | self._waiting.keys()) - self._lost
 
     def _leave(self) -> None:
         """Gives its partitions back in consume() before closing: the rebalance close() makes itself
@@ -644,7 +751,7 @@ class KafkaLogConsumer:
         try:
             # half the bound on close: what is left of it is close()'s own
             deadline = time.monotonic() + CLOSE_TIMEOUT_S / 2
-            while (self._asked is not None or self._waiting) and time.monotonic() < deadline:
+            while self._unanswered() and time.monotonic() < deadline:
                 self._ask()  # what waits, once the commit under way is answered, served in consume()
                 self._consumer.consume(num_messages=CHUNK_RECORDS, timeout=0.1)  # not committed: dropped
             self._consumer.unsubscribe()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
 
+from adapters.kafka import log as kafka_log
 from adapters.kafka.auth import plaintext
-from adapters.kafka.log import KafkaEventLog
+from adapters.kafka.log import KafkaEventLog, KafkaLogConsumer
 from adapters.spill.directory import DirectorySpillStore
 from api.requests import Posted
 from lambdas import capture
@@ -37,3 +39,22 @@ def test_capture_spills_when_the_broker_is_unreachable(tmp_path: Path):
     [spilled] = spill.list(10)
     assert spilled.topic == "crashes"
     assert json.loads(spilled.record.value)["eventId"] == receipt.event_id
+
+
+def test_a_member_with_no_coordinator_joins_again_with_a_new_client(monkeypatch: pytest.MonkeyPatch):
+    """librdkafka's own statistics of a member with no broker to ask for its group's coordinator (as
+    one was left after a broker restart) say so, and the member replaces its client; the old one
+    closes."""
+    monkeypatch.setattr(kafka_log, "STATS_INTERVAL_MS", 100)
+    monkeypatch.setattr(kafka_log, "STALLED_S", 1.0)
+    member = KafkaLogConsumer(plaintext(CLOSED_PORT), "g", "t", "t")
+    try:
+        first = member._consumer
+        deadline = time.monotonic() + 20
+        while member._consumer is first and time.monotonic() < deadline:
+            assert member.poll(max_records=10, max_bytes=1 << 20, timeout_s=0.2) == []
+        assert member._consumer is not first
+        with pytest.raises(RuntimeError):  # closed
+            first.assignment()
+    finally:
+        member.close()

@@ -220,3 +220,28 @@ def test_a_member_gives_its_partitions_back_before_it_closes(log: KafkaEventLog)
     member._consumer = client  # type: ignore[assignment]
     assert outcome_within(member.close, STOP_WITHIN_S) is None
     assert client.held_at_close == []
+
+
+def test_a_member_of_a_group_with_a_coordinator_is_never_taken_for_stalled(
+        log: KafkaEventLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A member whose group has had no coordinator for STALLED_S joins it again with a new client; the
+    statistics that tell say so of a member in its group, however long it takes over a batch (they
+    come only within consume(), so late)."""
+    monkeypatch.setattr(kafka_log, "STATS_INTERVAL_MS", 100)
+    monkeypatch.setattr(kafka_log, "STALLED_S", 2.0)
+    member = log.consumer("g", "t")
+    try:
+        consumed = 0
+        deadline = time.monotonic() + 60
+        while consumed < RECORDS and time.monotonic() < deadline:
+            batch = member.poll(max_records=10, max_bytes=1 << 20, timeout_s=0.2)
+            if consumed == 0 and batch:
+                time.sleep(3 * kafka_log.STALLED_S)  # a long first batch
+            member.commit(batch)
+            consumed += len(batch)
+            assert not member._stalled
+        member.poll(max_records=10, max_bytes=1 << 20, timeout_s=1.0)  # the statistics of the long batch
+        assert consumed == RECORDS and not member._stalled
+    finally:
+        committed = member.close()
+    assert committed

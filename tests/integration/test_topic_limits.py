@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from adapters.kafka import log as kafka_log
@@ -41,8 +42,16 @@ def admin() -> AdminClient:
 
 def topic_settings(name: str) -> dict[str, str]:
     client = admin()  # kept until the answer is in: a client collected earlier cancels its requests
-    [future] = client.describe_configs([ConfigResource(ResourceType.TOPIC, name)], request_timeout=10).values()
-    return {key: entry.value for key, entry in future.result(timeout=15).items()}
+    deadline = time.monotonic() + 15
+    while True:
+        [future] = client.describe_configs([ConfigResource(ResourceType.TOPIC, name)], request_timeout=10).values()
+        try:
+            return {key: entry.value for key, entry in future.result(timeout=15).items()}
+        except KafkaException as error:
+            # a topic just made may not be known yet to the broker that answers (CI, once)
+            if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 @pytest.mark.services

@@ -471,6 +471,9 @@ TREES_FROM = st.sampled_from([2, 3, ranking_ties.TIE_TREE_FROM])
 # trees built with their floors' nodes at most 1/room full: 1 gives these small ties floors, which
 # the default seldom does
 FLOOR_ROOMS = st.sampled_from([1, ranking_ties.FLOOR_ROOM])
+# players asked about from which the ban list is read whole, where it is no longer: 1 and 3 read
+# these tests' short lists so
+WHOLE_BAN_LISTS_FROM = st.sampled_from([1, 3, 256])
 tie_values = st.one_of(st.integers(-2, 2), st.sampled_from([INT64_MIN, INT64_MAX]))
 tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8]), st.none() | tie_values,
                                  st.none() | tie_values), min_size=1, max_size=40)
@@ -552,14 +555,15 @@ ban_ops = st.lists(st.one_of(
 @given(boards=st.lists(st.tuples(st.sampled_from(["desc", "asc"]), st.sampled_from(["best", "set", "incr"]),
                                  st.sampled_from(["shared", "earliest", "subscore"])), min_size=2, max_size=2),
        ops=ban_ops, cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5), redeliver=st.booleans(),
-       tree_from=TREES_FROM, floor_room=FLOOR_ROOMS)
+       tree_from=TREES_FROM, floor_room=FLOOR_ROOMS, whole_from=WHOLE_BAN_LISTS_FROM)
 def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingStore, log, monkeypatch, boards, ops,
-                                                        cuts, redeliver, tree_from, floor_room):
+                                                        cuts, redeliver, tree_from, floor_room, whole_from):
     """Scores, deletions, bans and their lifting, in random batches: once the workers applied
     what the bans asked, every board equals a brute-force board without the banned players, whose
     records took their updates meanwhile (a lifted ban shows the record they would have had)."""
     monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", tree_from)
     monkeypatch.setattr(ranking_ties, "FLOOR_ROOM", floor_room)
+    monkeypatch.setattr(ranking_store, "WHOLE_BAN_LIST_FROM", whole_from)
     names = [f"b-{uuid.uuid4().hex[:12]}" for _ in boards]
     brutes = []
     for name, (order, operator, ties) in zip(names, boards, strict=True):
@@ -1331,6 +1335,20 @@ def test_a_board_s_seasons_page_by_cursor_each_once(ranking_store: RankingStore,
         return page["seasons"], page["nextCursor"]
 
     assert _listed(page_of, 5) == [to_rfc3339(T0 + period * ten) for period in (2, 1, 0)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(listed=st.sets(st.integers(0, 11)), asked=st.lists(st.integers(0, 11), max_size=12),
+       whole_from=WHOLE_BAN_LISTS_FROM)
+def test_the_players_asked_about_are_found_on_the_ban_list_as_it_is(ranking_store: RankingStore, monkeypatch,
+                                                                      listed, asked, whole_from):
+    """Whether the list is read whole (it is no longer than the players asked about, and they are
+    many) or by the players' ids, the answer is those of them on it, with when they were banned."""
+    monkeypatch.setattr(ranking_store, "WHOLE_BAN_LIST_FROM", whole_from)
+    players = [f"listed-{i}" for i in range(12)]
+    for i, player in enumerate(players):
+        ranking_store.ban(player, T0 + i) if i in listed else ranking_store.unban(player)
+    assert ranking_store.banned([players[i] for i in asked]) == {players[i]: T0 + i for i in asked if i in listed}
 
 
 def test_the_ban_list_pages_by_cursor_each_player_once(ranking_store: RankingStore):

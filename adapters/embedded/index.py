@@ -19,10 +19,10 @@ from adapters.sql.queries import (
     first_of_each_key,
     report_ids,
 )
-from adapters.sql.reads import CrashIndexReads, Rows, SessionCounterReads, SqlDatabase, Transaction
+from adapters.sql.reads import CrashIndexReads, SessionCounterReads, SqlDatabase, Transaction
 from adapters.sql.releases import ReleaseReads, apply_releases, purge_statements
 from adapters.sql.schema import BODY_HASH, INSERT_COLUMNS, reports
-from adapters.sql.statements import Statement, insert, text
+from adapters.sql.statements import Rows, Statement, insert, text
 from ports import Checkpoint, IndexEntry, SessionBucket
 from ports.releases import NO_RELEASES, ReleaseIncrements
 from ports.timeutil import now_ms

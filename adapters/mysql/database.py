@@ -26,8 +26,8 @@ from adapters.errors import Meaning
 from adapters.sql import migrations
 from adapters.sql.connections import PerThread
 from adapters.sql.reads import Cursor as SqlCursor
-from adapters.sql.reads import Rows, SqlDatabase, Transaction
-from adapters.sql.statements import T
+from adapters.sql.reads import SqlDatabase, Transaction
+from adapters.sql.statements import Rows, T
 from ports.errors import UserError
 
 MIGRATIONS = resources.files("adapters.mysql") / "migrations"
@@ -279,8 +279,13 @@ class MysqlDatabase(SqlDatabase):
             conn.rollback()  # nothing to keep; and a connection that broke meanwhile raises its own error
 
     def run(self, sql: str, params: Sequence[Any]) -> Rows:
-        with self.connection().cursor() as cursor:
-            cursor.execute(sql, params)
+        conn = self.connection()
+        escape = conn.escape
+        # what PyMySQL's execute(sql, params) sends, with each int written here: its escape() takes
+        # three calls for one (1.2 against 0.3 ms for a read of a thousand numbers here)
+        text = sql % tuple(str(p) if type(p) is int else escape(p) for p in params)
+        with conn.cursor() as cursor:
+            cursor.execute(text)
             return list(cursor.fetchall())
 
     def drop_day_partitions(self, before_ms: int) -> int:

@@ -28,6 +28,7 @@ from adapters.sql.statements import (
     listed,
     marks,
     one_row_each,
+    packed,
     padded,
     repeated_last,
 )
@@ -252,8 +253,8 @@ CLEAR_TIES = Statement(sa.delete(rank_tie_nodes).where(rank_tie_nodes.c.board ==
 def _scores(count: int) -> Statement:
     # the primary key named: MariaDB weighed the three other indexes too, a quarter of the read's
     # time (3.6 against 4.5 ms for 250 players here)
-    return Statement(_entries.where(_board, rank_scores.c.player_id.in_(marks("player", count)))
-                     .with_hint(rank_scores, "FORCE INDEX (PRIMARY)", "mysql"))
+    return packed(_entries.where(_board, rank_scores.c.player_id.in_(marks("player", count)))
+                  .with_hint(rank_scores, "FORCE INDEX (PRIMARY)", "mysql"))
 
 
 def scores(board: str, player_ids: list[str]) -> Query:
@@ -263,8 +264,8 @@ def scores(board: str, player_ids: list[str]) -> Query:
 @functools.cache
 def _leaves(count: int) -> Statement:
     n = rank_nodes.c
-    return Statement(sa.select(n.prefix, n.count).where(n.board == _bind("board"), n.level == 0,
-                                                        n.prefix.in_(marks("score", count)), n.count > 0))
+    return packed(sa.select(n.prefix, n.count).where(n.board == _bind("board"), n.level == 0,
+                                                     n.prefix.in_(marks("score", count)), n.count > 0))
 
 
 def leaves(board: str, scores: list[int]) -> Query:
@@ -274,7 +275,7 @@ def leaves(board: str, scores: list[int]) -> Query:
 @functools.cache
 def _tie_nodes_at(count: int, levels: int) -> Statement:
     n = rank_tie_nodes.c
-    return Statement(sa.select(n.score, n.level, n.prefix, n.count).where(
+    return packed(sa.select(n.score, n.level, n.prefix, n.count).where(
         n.board == _bind("board"), n.score.in_(marks("score", count)), n.level.in_(marks("level", levels)),
         n.count > 0))
 
@@ -290,7 +291,7 @@ def _tie_counts(count: int) -> Statement:
     columns = sa.select(n.score, n.level, n.prefix, n.count)
     keys: list[tuple[sa.BindParameter[int], ...]] = [
         (_bind(f"score_{i}"), _bind(f"level_{i}"), _bind(f"prefix_{i}")) for i in range(count)]
-    return Statement({
+    return packed({
         # an OR of the whole primary key's equalities, a seek each (SQLite takes no list of row
         # values after IN, and seeks the board alone unless each term names it)
         "sqlite": columns.where(n.count > 0, sa.or_(*(sa.and_(n.board == _bind("board"), n.score == score,

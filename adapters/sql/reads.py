@@ -46,7 +46,7 @@ from adapters.sql.queries import (
     skus_seen,
     stored_offset,
 )
-from adapters.sql.statements import Engine, Query, Statement, T
+from adapters.sql.statements import Engine, Query, Rows, Statement, T, read_rows
 from ports import (
     Applied,
     BoardSettings,
@@ -67,8 +67,6 @@ from ports.errors import BansLifted
 from ports.limits import INT64_MAX
 from ports.timeutil import now_ms
 from ranking.seasons import season_key
-
-Rows = list[tuple[Any, ...]]
 
 
 class Cursor(Protocol):
@@ -96,8 +94,10 @@ class Transaction:
         return self.cursor.rowcount
 
     def rows(self, statement: Statement, values: Mapping[str, Any]) -> Rows:
-        self.execute(statement, values)
-        return list(self.cursor.fetchall())
+        def run(sql: str, params: tuple[Any, ...]) -> Rows:
+            self.cursor.execute(sql, params)
+            return list(self.cursor.fetchall())
+        return read_rows(statement, self._engine, values, run)
 
     def execute_rows(self, statement: Statement, rows: Sequence[tuple[Any, ...]]) -> None:
         """Runs it once for each row of values, in the order of its `in_order` (an insert's columns)."""
@@ -141,8 +141,7 @@ class SqlDatabase(ABC):
                 return deleted
 
     def rows(self, statement: Statement, values: Mapping[str, Any]) -> Rows:
-        compiled = statement.on(self.ENGINE)
-        return self.run(compiled.text, compiled.params(values))
+        return read_rows(statement, self.ENGINE, values, self.run)
 
     @contextmanager
     def checkpoint_transaction(self, checkpoint: Checkpoint) -> Iterator[Transaction]:

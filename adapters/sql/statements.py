@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -59,12 +60,15 @@ class Statement:
     """One statement for both engines (or one clause each, where they spell it differently),
     compiled on first use by each."""
 
-    def __init__(self, clause: ClauseElement | Mapping[Engine, ClauseElement], *, in_order: Sequence[str] = ()) -> None:
+    def __init__(self, clause: ClauseElement | Mapping[Engine, ClauseElement], *, in_order: Sequence[str] = (),
+                 plain: Statement | None = None) -> None:
         """`in_order`: the names its values must come in, checked when compiled, so that rows of
-        values (executemany) go in as tuples without a dictionary each."""
+        values (executemany) go in as tuples without a dictionary each. `plain`: a packed
+        statement's select as it is (packed)."""
         self._clauses = clause if isinstance(clause, Mapping) else dict.fromkeys(_DIALECTS, clause)
         self._in_order = tuple(in_order)
         self._compiled: dict[Engine, Compiled] = {}
+        self.plain = plain
 
     def on(self, engine: Engine) -> Compiled:
         found = self._compiled.get(engine)
@@ -82,6 +86,40 @@ class Statement:
 
 # a statement with the values it runs with
 Query = tuple[Statement, Mapping[str, Any]]
+Rows = list[tuple[Any, ...]]
+
+
+def packed(select: sa.Select[Any] | Mapping[Engine, sa.Select[Any]]) -> Statement:
+    """A select of many rows that MySQL answers in one: their count and a JSON array of them.
+    PyMySQL reads each row of an answer in Python, some 9 µs of CPU a row of four or five columns
+    here, where json.loads reads the array in C (250 records: 0.9 ms where they took 2.8). Read
+    with read_rows, whose rows hold what the JSON says: numbers and text as PyMySQL gives them, for
+    the integer and text columns these selects are of. SQLite, in the process, runs it as it is."""
+    clauses = select if isinstance(select, Mapping) else dict.fromkeys(_DIALECTS, select)
+    mysql_select = clauses["mysql"]
+    return Statement({**clauses, "mysql": mysql_select.with_only_columns(
+        sa.func.count(), sa.func.json_arrayagg(sa.func.json_array(*mysql_select.selected_columns)))},
+        plain=Statement(clauses))
+
+
+def read_rows(statement: Statement, engine: Engine, values: Mapping[str, Any],
+              run: Callable[[str, tuple[Any, ...]], Rows]) -> Rows:
+    """The rows of a select, through `run` (SQL text and its values → the rows): a packed one's
+    unpacked, and read again as it is where the array came back cut short (MariaDB cuts one at
+    group_concat_max_len, 1 MiB by default, with a warning, within a row or between two)."""
+    compiled = statement.on(engine)
+    found = run(compiled.text, compiled.params(values))
+    plain = statement.plain
+    if plain is None or plain.on(engine).text == compiled.text:
+        return found
+    [(count, array)] = found
+    try:
+        rows = [tuple(row) for row in json.loads(array)] if count else []
+    except ValueError:  # cut within a row
+        rows = []
+    if len(rows) == count:
+        return rows
+    return read_rows(plain, engine, values, run)
 
 
 def text(sql: str) -> Statement:

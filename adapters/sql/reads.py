@@ -4,6 +4,7 @@ transactions and the statements an engine plans its own way."""
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -250,6 +251,10 @@ class SessionCounterReads(Checkpointed):
         return skus_seen(self._database.rows(self.SKUS, {"after": after, "limit": limit}))
 
 
+# how long a ban list found longer than a batch's players is not read whole (RankingReads.banned)
+LONG_BAN_LIST_S = 60.0
+
+
 class RankingReads(Checkpointed):
     # players a lookup asks for at once: within each engine's limit of bound values a statement
     SCORES_AT_ONCE: ClassVar[int]
@@ -258,6 +263,8 @@ class RankingReads(Checkpointed):
     # asked about this many players or more (a ranking worker's batch), `banned` reads a ban list
     # no longer than that whole
     WHOLE_BAN_LIST_FROM = 256
+    # until when (monotonic) `banned` takes the ban list for longer than what it is asked about
+    _long_ban_list_until = 0.0
 
     def get_board(self, board: str) -> BoardSettings | None:
         return self.boards_named([board]).get(board)
@@ -369,11 +376,13 @@ class RankingReads(Checkpointed):
     def banned(self, player_ids: Sequence[str]) -> dict[str, int]:
         # most games ban few players: one read of the list, of no values, in place of a batch's
         # thousands of ids, whose IN lists took MariaDB 3 ms a thousand to parse and plan here, and
-        # PyMySQL 1 ms to write; a list longer than the ids costs this read more
+        # PyMySQL 1 ms to write; a list found longer than the ids is not read whole for a while
         many = len(player_ids)
-        if many >= self.WHOLE_BAN_LIST_FROM and len(listed := self.bans("", many + 1)) <= many:
-            wanted = set(player_ids)
-            return {player: at for player, at in listed if player in wanted}
+        if many >= self.WHOLE_BAN_LIST_FROM and time.monotonic() >= self._long_ban_list_until:
+            if len(listed := self.bans("", many + 1)) <= many:
+                wanted = set(player_ids)
+                return {player: at for player, at in listed if player in wanted}
+            self._long_ban_list_until = time.monotonic() + LONG_BAN_LIST_S
         return {str(player): int(at) for player, at in self._chunked(player_ids, ranking_sql.banned)}
 
     def bans(self, after: str, limit: int) -> list[tuple[str, int]]:

@@ -69,6 +69,9 @@ class Statement:
         self._in_order = tuple(in_order)
         self._compiled: dict[Engine, Compiled] = {}
         self.plain = plain
+        # the engines that answer it packed
+        self.packed_on = frozenset(engine for engine, clause in self._clauses.items()
+                                   if plain is not None and clause is not plain._clauses[engine])
 
     def on(self, engine: Engine) -> Compiled:
         found = self._compiled.get(engine)
@@ -94,9 +97,13 @@ def packed(select: sa.Select[Any] | Mapping[Engine, sa.Select[Any]]) -> Statemen
     PyMySQL reads each row of an answer in Python, some 9 µs of CPU a row of four or five columns
     here, where json.loads reads the array in C (250 records: 0.9 ms where they took 2.8). Read
     with read_rows, whose rows hold what the JSON says: numbers and text as PyMySQL gives them, for
-    the integer and text columns these selects are of. SQLite, in the process, runs it as it is."""
+    the integer and text columns these selects are of, in no order. SQLite, in the process, runs
+    it as it is."""
     clauses = select if isinstance(select, Mapping) else dict.fromkeys(_DIALECTS, select)
     mysql_select = clauses["mysql"]
+    # each would apply to the one row of the count and array, not to the rows in it
+    assert not (mysql_select._order_by_clauses or mysql_select._group_by_clauses or mysql_select._distinct
+                or mysql_select._limit_clause is not None or mysql_select._offset_clause is not None), mysql_select
     return Statement({**clauses, "mysql": mysql_select.with_only_columns(
         sa.func.count(), sa.func.json_arrayagg(sa.func.json_array(*mysql_select.selected_columns)))},
         plain=Statement(clauses))
@@ -105,21 +112,21 @@ def packed(select: sa.Select[Any] | Mapping[Engine, sa.Select[Any]]) -> Statemen
 def read_rows(statement: Statement, engine: Engine, values: Mapping[str, Any],
               run: Callable[[str, tuple[Any, ...]], Rows]) -> Rows:
     """The rows of a select, through `run` (SQL text and its values → the rows): a packed one's
-    unpacked, and read again as it is where the array came back cut short (MariaDB cuts one at
-    group_concat_max_len, 1 MiB by default, with a warning, within a row or between two)."""
+    unpacked, and read again as it is where the array came back cut short or not at all (MariaDB
+    cuts one at group_concat_max_len, 1 MiB by default, with a warning, within a row or between
+    two; MySQL answers NULL past max_allowed_packet, with a warning)."""
     compiled = statement.on(engine)
     found = run(compiled.text, compiled.params(values))
-    plain = statement.plain
-    if plain is None or plain.on(engine).text == compiled.text:
+    if engine not in statement.packed_on or statement.plain is None:
         return found
     [(count, array)] = found
     try:
         rows = [tuple(row) for row in json.loads(array)] if count else []
-    except ValueError:  # cut within a row
+    except (TypeError, ValueError):  # NULL, or cut within a row
         rows = []
     if len(rows) == count:
         return rows
-    return read_rows(plain, engine, values, run)
+    return read_rows(statement.plain, engine, values, run)
 
 
 def text(sql: str) -> Statement:

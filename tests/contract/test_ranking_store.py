@@ -1343,12 +1343,21 @@ def test_a_board_s_seasons_page_by_cursor_each_once(ranking_store: RankingStore,
 def test_the_players_asked_about_are_found_on_the_ban_list_as_it_is(ranking_store: RankingStore, monkeypatch,
                                                                       listed, asked, whole_from):
     """Whether the list is read whole (it is no longer than the players asked about, and they are
-    many) or by the players' ids, the answer is those of them on it, with when they were banned."""
+    many) or by the players' ids, the answer is those of them on it, with when they were banned;
+    a list found longer is then read by the ids for a while."""
     monkeypatch.setattr(ranking_store, "WHOLE_BAN_LIST_FROM", whole_from)
+    monkeypatch.setattr(ranking_store, "_long_ban_list_until", 0.0)
     players = [f"listed-{i}" for i in range(12)]
     for i, player in enumerate(players):
         ranking_store.ban(player, T0 + i) if i in listed else ranking_store.unban(player)
-    assert ranking_store.banned([players[i] for i in asked]) == {players[i]: T0 + i for i in asked if i in listed}
+    whole: list[int] = []
+    bans_of = ranking_store.bans
+    monkeypatch.setattr(ranking_store, "bans", lambda after, limit: whole.append(limit) or bans_of(after, limit))
+    expected = {players[i]: T0 + i for i in asked if i in listed}
+    for _ in range(2):
+        assert ranking_store.banned([players[i] for i in asked]) == expected
+    many = len(asked) >= whole_from
+    assert whole == ([len(asked) + 1] * (1 if len(listed) > len(asked) else 2) if many else [])
 
 
 def test_the_ban_list_pages_by_cursor_each_player_once(ranking_store: RankingStore):

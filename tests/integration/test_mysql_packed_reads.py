@@ -4,6 +4,7 @@ back cut short."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -58,8 +59,11 @@ def test_records_read_packed_are_those_written(database: MysqlDatabase, rows, un
         del database.run
         with database.connection().cursor() as cursor:
             cursor.execute("SET SESSION group_concat_max_len = DEFAULT")
-    if asked and (not cut or not rows):  # else read again row by row, where the array was cut
-        assert len(reads) == 1 and "json_arrayagg" in reads[0]
+    # MariaDB's array is no shorter than Python's most compact JSON of the rows
+    compact = [[player, score, tiebreak, int(hidden), metadata] for player, score, tiebreak, hidden, metadata in rows]
+    longer = len(json.dumps(compact, ensure_ascii=False, separators=(",", ":")).encode()) > 64
+    if asked:  # one read, packed, and again row by row where the array was cut
+        assert len(reads) == (2 if cut and longer else 1) and "json_arrayagg" in reads[0], reads
     assert found == {player: Entry(player, score, metadata, tiebreak, hidden)
                      for player, score, tiebreak, hidden, metadata in rows}
 
@@ -72,7 +76,12 @@ def test_tie_nodes_read_packed_are_those_written(database: MysqlDatabase) -> Non
         for board, rows in (("ties", nodes), ("tops", tops)):
             t.cursor.executemany("INSERT INTO rank_tie_nodes (board, score, level, prefix, count) "
                                  "VALUES (%s, %s, %s, %s, %s)", [(board, *row) for row in rows])
+    with database.transaction() as t:
+        t.cursor.executemany("INSERT INTO rank_nodes (board, level, prefix, count) VALUES (%s, %s, %s, %s)",
+                             [("leaves", 0, INT64_MIN, INT64_MAX), ("leaves", 0, 0, 5), ("leaves", 1, 3, 7),
+                              ("leaves", 0, 9, 0)])
     store = MysqlRankingStore(database)
+    assert store.leaves("leaves", [INT64_MIN, 0, 3, 9]) == {INT64_MIN: INT64_MAX, 0: 5}
     assert store.tie_counts("ties", [(s, level, p) for s, level, p, _ in nodes] + [(1, 1, 1)]) == {
         (s, level, p): c for s, level, p, c in nodes}
     assert store.tie_nodes_at("tops", [INT64_MIN + 10, 0, 7], [9, 10]) == {

@@ -471,8 +471,8 @@ TREES_FROM = st.sampled_from([2, 3, ranking_ties.TIE_TREE_FROM])
 # trees built with their floors' nodes at most 1/room full: 1 gives these small ties floors, which
 # the default seldom does
 FLOOR_ROOMS = st.sampled_from([1, ranking_ties.FLOOR_ROOM])
-# players asked about from which the ban list is read whole, where it is no longer: 1 and 3 read
-# these tests' short lists so
+# players asked about from which a ban list of a quarter as many is read whole: 1 and 3 read these
+# tests' short lists so
 WHOLE_BAN_LISTS_FROM = st.sampled_from([1, 3, 256])
 tie_values = st.one_of(st.integers(-2, 2), st.sampled_from([INT64_MIN, INT64_MAX]))
 tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8]), st.none() | tie_values,
@@ -1338,13 +1338,13 @@ def test_a_board_s_seasons_page_by_cursor_each_once(ranking_store: RankingStore,
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(listed=st.sets(st.integers(0, 11)), asked=st.lists(st.integers(0, 11), max_size=12),
+@given(listed=st.sets(st.integers(0, 11), max_size=4), asked=st.lists(st.integers(0, 11), max_size=24),
        whole_from=WHOLE_BAN_LISTS_FROM)
 def test_the_players_asked_about_are_found_on_the_ban_list_as_it_is(ranking_store: RankingStore, monkeypatch,
                                                                       listed, asked, whole_from):
-    """Whether the list is read whole (it is no longer than the players asked about, and they are
-    many) or by the players' ids, the answer is those of them on it, with when they were banned;
-    a list found longer is then read by the ids for a while."""
+    """Whether the list is read whole (it holds at most a quarter as many players as those asked
+    about, and they are many) or by the players' ids, the answer is those of them on it, with when
+    they were banned; a list found longer is then read by the ids for a while."""
     monkeypatch.setattr(ranking_store, "WHOLE_BAN_LIST_FROM", whole_from)
     monkeypatch.setattr(ranking_store, "_long_ban_list_until", 0.0)
     players = [f"listed-{i}" for i in range(12)]
@@ -1356,8 +1356,8 @@ def test_the_players_asked_about_are_found_on_the_ban_list_as_it_is(ranking_stor
     expected = {players[i]: T0 + i for i in asked if i in listed}
     for _ in range(2):
         assert ranking_store.banned([players[i] for i in asked]) == expected
-    many = len(asked) >= whole_from
-    assert whole == ([len(asked) + 1] * (1 if len(listed) > len(asked) else 2) if many else [])
+    many, room = len(asked) >= whole_from, len(asked) // 4
+    assert whole == ([room + 1] * (1 if len(listed) > room else 2) if many else [])
 
 
 def test_the_ban_list_pages_by_cursor_each_player_once(ranking_store: RankingStore):

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
 from local_runtime.process import Serve
 from tests.services import drop_database, mysql_url, namespace, settings
@@ -93,7 +93,10 @@ def browser_path() -> str:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Chromium through Playwright, for the dashboard's tests."""
+    """Chromium through Playwright, for the dashboard's tests. A page's view may wait on a dozen
+    requests, seconds on a loaded machine: its checks wait up to 15 s, not Playwright's 5 (those
+    that something does not show pass as soon as it does not)."""
+    expect.set_options(timeout=15_000)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=browser_path(), args=["--no-sandbox"])
         yield launched

@@ -262,7 +262,10 @@ def test_a_late_answer_for_the_board_chosen_before_is_not_drawn(serve: Serve, br
     page = opened(browser, f"{serve.url}/?board=before")
     held: list[Route] = []
     page.route("**/v1/leaderboards/before/top*", lambda route: route.continue_() if held else held.append(route))
-    page.wait_for_timeout(6000)  # a live refresh asks for its top, held
+    for _ in range(200):  # a live refresh (every 5 s) asks for its top, held
+        if held:
+            break
+        page.wait_for_timeout(100)
     assert held
     asked(page, "board", "since")
     expect(page.locator("#leaderboard tbody")).to_contain_text("b1")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -23,6 +24,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 Engine = Literal["sqlite", "mysql"]
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class _SqliteCompiler(SQLiteCompiler):
@@ -126,6 +128,9 @@ def read_rows(statement: Statement, engine: Engine, values: Mapping[str, Any],
         rows = []
     if len(rows) == count:
         return rows
+    # each such read costs a second one: the operator is told which setting to raise
+    log.warning("a packed read of %d rows came back cut short; reading them again row by row (raise "
+                "group_concat_max_len on MariaDB, max_allowed_packet on MySQL): %.200s", count, compiled.text)
     return read_rows(statement.plain, engine, values, run)
 
 

@@ -43,7 +43,8 @@ def put(database: MysqlDatabase, board: str, rows: list[tuple[str, int, int, boo
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=entries, unknown=st.lists(texts.map(lambda t: "q" + t), max_size=5), cut=st.booleans())
-def test_records_read_packed_are_those_written(database: MysqlDatabase, rows, unknown, cut) -> None:
+def test_records_read_packed_are_those_written(database: MysqlDatabase, caplog: pytest.LogCaptureFixture, rows,
+                                               unknown, cut) -> None:
     board = "b'\\\"é"
     put(database, board, rows)
     with database.connection().cursor() as cursor:
@@ -53,6 +54,7 @@ def test_records_read_packed_are_those_written(database: MysqlDatabase, rows, un
     reads: list[str] = []
     run = database.run
     database.run = lambda sql, params: reads.append(sql) or run(sql, params)  # type: ignore[method-assign]
+    caplog.clear()  # one fixture's, for every example
     try:
         found = MysqlRankingStore(database).records(board, asked := [player for player, *_ in rows] + unknown)
     finally:
@@ -64,6 +66,8 @@ def test_records_read_packed_are_those_written(database: MysqlDatabase, rows, un
     longer = len(json.dumps(compact, ensure_ascii=False, separators=(",", ":")).encode()) > 64
     if asked:  # one read, packed, and again row by row where the array was cut
         assert len(reads) == (2 if cut and longer else 1) and "json_arrayagg" in reads[0], reads
+        told = [r for r in caplog.records if "came back cut short" in r.getMessage()]
+        assert len(told) == len(reads) - 1  # the read again is logged
     assert found == {player: Entry(player, score, metadata, tiebreak, hidden)
                      for player, score, tiebreak, hidden, metadata in rows}
 

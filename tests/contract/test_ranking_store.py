@@ -616,6 +616,117 @@ def test_bans_hide_a_player_on_every_board_until_lifted(ranking_store: RankingSt
     assert {player for player, _ in ranking_store.bans("", 100)} & ours == banned
 
 
+# received at the same millisecond (ties at every level of an earliest key), at a reset's edges,
+# or anywhere in forty minutes (four resets every ten)
+moments = st.one_of(st.integers(0, 3), st.sampled_from([599_999, 600_000, 600_001, 1_200_000]),
+                    st.integers(0, 40 * 60_000 - 1))
+mixed_ops = st.lists(st.one_of(
+    st.tuples(st.just("score"), moments, st.sampled_from(PLAYERS[:4]), tie_values, st.none() | tie_values,
+              metadata),
+    st.tuples(st.just("delete"), moments, st.sampled_from(PLAYERS[:4]), st.none(), st.none(), st.none()),
+    st.tuples(st.sampled_from(["ban", "unban"]), st.none(), st.sampled_from(PLAYERS[:4]), st.none(), st.none(),
+              st.none()),
+), min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    order=st.sampled_from(["desc", "asc"]),
+    operator=st.sampled_from(["best", "set", "incr", "decr"]),
+    ties=st.sampled_from(["shared", "earliest", "subscore"]),
+    schedule=st.sampled_from(["never", EVERY_TEN_MINUTES]),
+    epochs=st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(["never", *PERIODS])), max_size=2),
+    ops=mixed_ops,
+    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5),
+    redeliver=st.booleans(),
+    probe=tie_values,
+    probe_subscore=st.none() | tie_values,
+    limit=st.integers(1, 3),
+    tree_from=TREES_FROM,
+    floor_room=FLOOR_ROOMS,
+    whole_from=WHOLE_BAN_LISTS_FROM,
+)
+def test_seasons_ties_bans_and_deletions_together_equal_brute_force(
+        ranking_store: RankingStore, log, monkeypatch, order, operator, ties, schedule, epochs, ops, cuts, redeliver,
+        probe, probe_subscore, limit, tree_from, floor_room, whole_from):
+    """The features of the tests above at once, as a live game mixes them: scores (with subscores
+    and metadata) and deletions received in time order across resets, wipes and changes of
+    schedule, bans and their lifting between them, in random batches, some redelivered. Every
+    season's every read equals a brute-force board of the changes received in it, without the
+    players banned at the end."""
+    monkeypatch.setattr(ranking_ties, "TIE_TREE_FROM", tree_from)
+    monkeypatch.setattr(ranking_ties, "FLOOR_ROOM", floor_room)
+    monkeypatch.setattr(ranking_store, "WHOLE_BAN_LIST_FROM", whole_from)
+    board = f"b-{uuid.uuid4().hex[:12]}"
+    history = ((0, schedule), *sorted((T0 + at, then) for at, then in epochs)) if epochs else ()
+    ranking_store.put_board(BoardSettings(board, order, operator, history[-1][1] if history else schedule, history,
+                                          ties=ties))
+
+    def season_of(at: int) -> int:
+        since, in_force = max(((s, e) for s, e in history if s <= T0 + at), default=(0, schedule))
+        return since if in_force == "never" else max(since, (T0 + at) // PERIODS[in_force] * PERIODS[in_force])
+
+    ours = set(PLAYERS[:6])
+    for player in ours:  # the ban list is the store's: these players' start off it
+        ranking_store.unban(player)
+    # scores and deletions in the order capture stamps them; bans where they fell among them
+    timed = iter(sorted((op for op in ops if op[1] is not None), key=lambda op: op[1]))
+    ops = [next(timed) if at is not None else (kind, at, player, *rest) for kind, at, player, *rest in ops]
+    brutes: dict[int, BruteBoard] = {}
+    banned: set[str] = set()
+    offsets = itertools.count()
+    pending: list[LogRecord] = []
+    for index, (kind, at, player, value, subscore, carried) in enumerate(ops):
+        if kind in ("ban", "unban"):
+            ranking_store.ban(player, T0) if kind == "ban" else ranking_store.unban(player)
+            (banned.add if kind == "ban" else banned.discard)(player)
+            outgoing, _ = bans.rechecks(ranking_store, player)
+            pending += [LogRecord(f"scores.{board}", 0, next(offsets), r.value, r.key, (), 0) for r in outgoing]
+        else:
+            pending += timed_records(board, [(at, player, None if kind == "delete" else value, carried, subscore)],
+                                     offsets)
+            # a season is listed once a score comes for it; a deletion of no record alone lists none
+            if kind == "score":
+                brutes.setdefault(season_of(at), BruteBoard(order, operator, ties)).apply(
+                    player, value, carried, at=T0 + at, subscore=subscore)
+            elif (brute := brutes.get(season_of(at))) is not None:
+                brute.remove(player)
+        if len(pending) >= cuts[index % len(cuts)]:
+            applied(pending, ranking_store, log, redeliver)
+            pending = []
+    applied(pending, ranking_store, log, redeliver)
+
+    assert ranking_store.seasons(board, None, 100) == sorted(brutes, reverse=True)
+    for season, brute in brutes.items():
+        brute.banned = banned
+        expected = brute.ordered()
+        assert leaderboard.describe(ranking_store, TREE, board, season)["players"] == len(expected)
+        for player in sorted(ours):
+            if player in banned or player not in brute.scores:
+                with pytest.raises(NotFound):
+                    leaderboard.player(ranking_store, TREE, board, player, season)
+        for index, entry in enumerate(expected):
+            assert leaderboard.player(ranking_store, TREE, board, entry["playerId"], season) == entry
+            got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], radius=1, season=season)
+            assert got["entries"] == expected[max(0, index - 1) : index + 2]
+        for offset in range(len(expected) + 1):
+            got = leaderboard.top(ranking_store, TREE, board, offset=offset, limit=limit, season=season)
+            assert got["entries"] == expected[offset : offset + limit]
+        pages, page = [], leaderboard.top(ranking_store, TREE, board, limit=limit, season=season)
+        while True:
+            pages += page["entries"]
+            if page["nextCursor"] is None:
+                break
+            page = leaderboard.top(ranking_store, TREE, board, limit=limit, season=season, cursor=page["nextCursor"])
+        assert pages == expected
+        friends = leaderboard.ranks_of(ranking_store, TREE, board, sorted(ours), season)
+        assert friends["entries"] == expected
+        assert set(friends["missing"]) == ours - {e["playerId"] for e in expected}
+        subscore = probe_subscore if ties == "subscore" else None
+        assert leaderboard.rank_for_score(ranking_store, TREE, board, probe, season, subscore=subscore)["rank"] == \
+            brute.rank(probe, subscore)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(keep=st.none() | st.integers(0, 3), written=st.sets(st.integers(0, 14), min_size=1), now=st.integers(0, 16))
 def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store: RankingStore, log, keep, written,

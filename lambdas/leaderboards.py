@@ -152,8 +152,9 @@ def get_top(board: str, limit: Annotated[int, Query(ge=1, le=leaderboard.MAX_TOP
                               DIGITS] = None,
             season: Season = None,
             cursor: Annotated[str | None, Query(description=(
-                "nextCursor of a top or around answer: the entries after its last, which neither skips nor repeats "
-                "a player whose score did not change meanwhile (offset counts positions, which move)"))] = None,
+                "nextCursor of a top or around answer: the entries after its last; its prevCursor: those before its "
+                "first. Neither skips nor repeats a player whose score did not change meanwhile (offset counts "
+                "positions, which move)"))] = None,
             ) -> Response[str]:
     return json_response(200, leaderboard.top(current().ranking, DEFAULT_TREE, board, limit=limit, offset=offset,
                                               season=season, cursor=cursor))

@@ -123,11 +123,12 @@ class RankedEntry(TypedDict):
 @with_config(ConfigDict(extra="forbid"))
 class Entries(TypedDict):
     """Best first; players of one score share a rank, listed by playerId, unless the board's ties
-    rank them (`ties`); `nextCursor` goes on below the last entry (GET .../top?cursor=), null past
-    the board's last."""
+    rank them (`ties`); `nextCursor` goes on below the last entry and `prevCursor` above the first
+    (GET .../top?cursor=), each null where the board ends that way."""
 
     entries: list[RankedEntry]
     nextCursor: str | None
+    prevCursor: str | None
 
 
 @with_config(ConfigDict(extra="forbid"))
@@ -371,29 +372,42 @@ def entries_kind(settings: Stored) -> str:
     return of_scope(_ENTRIES_CURSOR[settings.order], settings.board)
 
 
-def _after(cursor: str | None, settings: Stored) -> tuple[int, Position] | None:
-    """The season and the position a cursor of the board's entries goes on after."""
+# a cursor's position starts with this where it pages above its entry (prevCursor)
+_ABOVE = "^"
+
+
+def _at(cursor: str | None, settings: Stored) -> tuple[int, Position, bool] | None:
+    """The season and the position a cursor of the board's entries goes on from, and whether it
+    goes on above it (else below)."""
     position = decode_cursor(cursor, entries_kind(settings))
     if position is None:
         return None
-    season, score, tiebreak, player = [*position.split(":", 3), "", "", ""][:4]
+    above = position.startswith(_ABOVE)
+    season, score, tiebreak, player = [*position.removeprefix(_ABOVE).split(":", 3), "", "", ""][:4]
     # none: the board's first season (its start is None), not whichever is current when it is read
     at_season = ascii_int(season, 0, INT64_MAX) if season else FIRST_SEASON
     at_score, at_tiebreak = ascii_int(score, INT64_MIN, INT64_MAX), ascii_int(tiebreak, INT64_MIN, INT64_MAX)
     if at_season is None or at_score is None or at_tiebreak is None or not player:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
-    return at_season, Position(at_score, at_tiebreak, player)
+    return at_season, Position(at_score, at_tiebreak, player), above
 
 
-def _page(entries: list[RankedEntry], last: Entry | None, limit: int, more: bool, *, settings: Stored,
+def _page(ranked: list[RankedEntry], page: Sequence[Entry], *, above: bool, below: bool, settings: Stored,
           season: int | None) -> Entries:
-    """A page of at most `limit` entries, and a cursor after its last (`last`) when the board goes on."""
-    page = entries[:limit]
-    cursor = None
-    if last is not None and (more or len(entries) > limit):
-        cursor = encode_cursor(entries_kind(settings), f"{'' if season is None else season}:{last.score}:"
-                                                        f"{last.tiebreak}:{last.player_id}")
-    return {"entries": page, "nextCursor": cursor}
+    """The page's entries (`ranked`, one for each of `page`), with a cursor above its first where
+    the board has entries before it and below its last where it goes on."""
+
+    def cursor(entry: Entry, upward: bool) -> str:
+        return encode_cursor(entries_kind(settings), f"{_ABOVE if upward else ''}{'' if season is None else season}:"
+                                                     f"{entry.score}:{entry.tiebreak}:{entry.player_id}")
+
+    return {"entries": ranked, "nextCursor": cursor(page[-1], False) if page and below else None,
+            "prevCursor": cursor(page[0], True) if page and above else None}
+
+
+def _beyond(store: RankingStore, key: str, settings: Stored, entry: Entry, *, worse: bool) -> bool:
+    """Whether the board holds an entry worse (or better) than this one."""
+    return bool(store.following(key, settings.order, entry.position, worse=worse, limit=1))
 
 
 @_one_state
@@ -406,7 +420,7 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
         raise InvalidField("give cursor or offset, not both", "offset")
     offset = offset or 0
     key, start = _season(settings, season)
-    at = _after(cursor, settings)
+    at = _at(cursor, settings)
     after = None
     if at is not None:
         # the cursor's season, also after a reset since its first page; one asked for must be it
@@ -414,11 +428,13 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
         if season is not None and at_key != key:
             raise InvalidField("the cursor is of another season", "season")
         key, start, after = at_key, at_start, at[1]
+        if at[2]:
+            return _above(store, tree, settings, key, after, limit=limit, season=start)
     skip = 0
     if after is None:
         first = score_at(tree, store, key, settings.order, offset + 1)
         if first is None:
-            return {"entries": [], "nextCursor": None}
+            return {"entries": [], "nextCursor": None, "prevCursor": None}
         # before every player of that score, of whom `skip` are above the offset
         after = Position(first, best_tiebreak(settings.order), "")
         skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
@@ -432,7 +448,24 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
     # as many as Lambda can carry: 1,000 entries of metadata made of " and \ would be 6.4 MB there
     fits = within_bytes(carried_bytes(json.dumps(entry)) for entry in ranked[:limit])
     page = entries[:fits]
-    return _page(ranked, page[-1] if page else None, fits, len(entries) > fits, settings=settings, season=start)
+    # an offset's page has entries above it where it skipped some; a cursor's, where the board
+    # still holds one better than its first
+    above = bool(page) and (offset > 0 if at is None else _beyond(store, key, settings, page[0], worse=False))
+    return _page(ranked[:fits], page, above=above, below=len(entries) > fits, settings=settings, season=start)
+
+
+def _above(store: RankingStore, tree: Tree, settings: Stored, key: str, before: Position, *, limit: int,
+           season: int | None) -> Entries:
+    """The `limit` entries above `before`, best first: of those that do not all fit in an answer,
+    the nearest it."""
+    nearest = store.following(key, settings.order, before, worse=False, limit=limit + 1)
+    entries = nearest[:limit][::-1]
+    ranked = _ranked(store, tree, settings, key, entries)
+    fits = within_bytes(carried_bytes(json.dumps(entry)) for entry in reversed(ranked))
+    page = entries[len(entries) - fits:]
+    below = bool(page) and _beyond(store, key, settings, page[-1], worse=True)
+    return _page(ranked[len(ranked) - fits:], page, above=len(nearest) > fits, below=below, settings=settings,
+                 season=season)
 
 
 @_one_state
@@ -445,11 +478,12 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
         raise NotFound(f"player {player_id} has no score on {board}")
     above = store.following(key, settings.order, record.position, worse=False, limit=radius)
     below = store.following(key, settings.order, record.position, worse=True, limit=radius)
-    last = below[-1] if below else record
-    more = len(below) == radius and bool(store.following(key, settings.order, last.position, worse=True, limit=1))
     entries = [*reversed(above), record, *below]
-    return _page(_ranked(store, tree, settings, key, entries), last, len(entries), more, settings=settings,
-                 season=start)
+    # a side of fewer than `radius` entries is the board's end there
+    return _page(_ranked(store, tree, settings, key, entries), entries,
+                 above=len(above) == radius and _beyond(store, key, settings, entries[0], worse=False),
+                 below=len(below) == radius and _beyond(store, key, settings, entries[-1], worse=True),
+                 settings=settings, season=start)
 
 
 @with_config(ConfigDict(extra="forbid"))

@@ -420,12 +420,13 @@ def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: Ra
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(order=st.sampled_from(["desc", "asc"]), first=updates, meanwhile=updates, limit=st.integers(1, 4),
-       pages_before=st.integers(0, 3))
+       pages_before=st.integers(0, 3), down=st.booleans())
 def test_cursor_pages_neither_skip_nor_repeat_a_player_whose_score_stayed(ranking_store: RankingStore, log, order,
-                                                                          first, meanwhile, limit, pages_before):
-    """Keyset paging of top while scores change between pages: every player whose score did not
-    change is listed exactly once, at the rank its page read; with nothing changing, the pages are
-    the whole board in order."""
+                                                                          first, meanwhile, limit, pages_before,
+                                                                          down):
+    """Keyset paging of top while scores change between pages, down from the first page by
+    nextCursor or up from the last by prevCursor: every player whose score did not change is listed
+    exactly once; with nothing changing, the pages are the whole board in order."""
     board = f"b-{uuid.uuid4().hex[:12]}"
     ranking_store.put_board(BoardSettings(board, order, "set"))
     offsets = itertools.count()
@@ -433,20 +434,25 @@ def test_cursor_pages_neither_skip_nor_repeat_a_player_whose_score_stayed(rankin
     brute = BruteBoard(order, "set")
     for player, value in first:
         brute.apply(player, value)
+    onward = "nextCursor" if down else "prevCursor"
     seen: list[dict[str, Any]] = []
-    page = leaderboard.top(ranking_store, TREE, board, limit=limit)
+
+    def turned(page: Any) -> Any:
+        """`page` read, and the page it leads to (None past the board's end)."""
+        nonlocal seen
+        seen = seen + page["entries"] if down else page["entries"] + seen
+        return None if page[onward] is None else \
+            leaderboard.top(ranking_store, TREE, board, limit=limit, cursor=page[onward])
+
+    page = leaderboard.top(ranking_store, TREE, board, limit=limit, offset=0 if down else max(0, len(brute.scores) - 1))
     for _ in range(pages_before):
-        if page["nextCursor"] is None:
+        if page[onward] is None:
             break
-        seen += page["entries"]
-        page = leaderboard.top(ranking_store, TREE, board, limit=limit, cursor=page["nextCursor"])
+        page = turned(page)
     apply_scores(records(board, meanwhile, offsets), ranking_store, log, TREE)
     changed = {player for player, value in meanwhile if brute.scores.get(player) != value or player not in brute.scores}
-    while True:
-        seen += page["entries"]
-        if page["nextCursor"] is None:
-            break
-        page = leaderboard.top(ranking_store, TREE, board, limit=limit, cursor=page["nextCursor"])
+    while page is not None:
+        page = turned(page)
     listed = [entry["playerId"] for entry in seen]
     for player in brute.scores.keys() - changed:
         assert listed.count(player) == 1, player
@@ -463,6 +469,53 @@ def test_around_goes_on_below_its_last_entry(ranking_store: RankingStore, log):
     assert leaderboard.around(ranking_store, TREE, "ladder", "p1", radius=1)["nextCursor"] is None
     with pytest.raises(InvalidField):
         leaderboard.top(ranking_store, TREE, "ladder", offset=1, cursor=window["nextCursor"])
+
+    assert window["prevCursor"] is not None  # p5 is above
+    up = leaderboard.top(ranking_store, TREE, "ladder", limit=10, cursor=window["prevCursor"])
+    assert [e["playerId"] for e in up["entries"]] == ["p5"] and up["prevCursor"] is None
+    assert [e["playerId"] for e in leaderboard.top(ranking_store, TREE, "ladder", limit=10,
+                                                    cursor=up["nextCursor"])["entries"]] == ["p4", "p3", "p2", "p1",
+                                                                                               "p0"]
+
+
+def paged_both_ways(store: RankingStore, board: str, expected: list[dict[str, Any]], limit: int,
+                    season: int | None = None) -> None:
+    """Every page of the board, by offset, by cursor down from the first page and up from the last,
+    and around each player, equals `expected` (the board as brute force has it), each page's cursors
+    given exactly where the board goes on beyond it and leading to the entries there."""
+
+    def top(**asked: Any) -> Any:
+        return leaderboard.top(store, TREE, board, limit=limit, season=season, **asked)
+
+    def cursors_lead_on(page: Any, first: int, last: int) -> None:
+        """`page` lists expected[first:last]: its cursors lead to the `limit` entries either side."""
+        assert (page["prevCursor"] is not None) == (first > 0 and last > first)
+        assert (page["nextCursor"] is not None) == (last < len(expected) and last > first)
+        if page["prevCursor"] is not None:
+            assert top(cursor=page["prevCursor"])["entries"] == expected[max(0, first - limit) : first]
+        if page["nextCursor"] is not None:
+            assert top(cursor=page["nextCursor"])["entries"] == expected[last : last + limit]
+
+    for offset in range(len(expected) + 1):
+        page = top(offset=offset)
+        assert page["entries"] == expected[offset : offset + limit]
+        cursors_lead_on(page, offset, min(offset + limit, len(expected)))
+    down, page = [], top()
+    while True:
+        down += page["entries"]
+        if page["nextCursor"] is None:
+            break
+        page = top(cursor=page["nextCursor"])
+    assert down == expected
+    up = page["entries"]
+    while page["prevCursor"] is not None:
+        page = top(cursor=page["prevCursor"])
+        up = page["entries"] + up
+    assert up == expected
+    for index, entry in enumerate(expected):
+        window = leaderboard.around(store, TREE, board, entry["playerId"], radius=1, season=season)
+        assert window["entries"] == expected[max(0, index - 1) : index + 2]
+        cursors_lead_on(window, max(0, index - 1), min(index + 2, len(expected)))
 
 
 # few scores and subscores, many at the same millisecond: ties at every level of the key
@@ -515,16 +568,7 @@ def test_tie_modes_equal_brute_force(ranking_store: RankingStore, log, monkeypat
     assert leaderboard.describe(ranking_store, TREE, board)["players"] == len(expected)
     for entry in expected:
         assert leaderboard.player(ranking_store, TREE, board, entry["playerId"]) == entry
-    for offset in range(len(expected) + 1):
-        assert leaderboard.top(ranking_store, TREE, board, offset=offset, limit=limit)["entries"] == \
-            expected[offset : offset + limit]
-    pages, page = [], leaderboard.top(ranking_store, TREE, board, limit=limit)
-    while True:
-        pages += page["entries"]
-        if page["nextCursor"] is None:
-            break
-        page = leaderboard.top(ranking_store, TREE, board, limit=limit, cursor=page["nextCursor"])
-    assert pages == expected
+    paged_both_ways(ranking_store, board, expected, limit)
     for index, entry in enumerate(expected):
         got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], radius=2)
         assert got["entries"] == expected[max(0, index - 2) : index + 3]
@@ -705,20 +749,9 @@ def test_seasons_ties_bans_and_deletions_together_equal_brute_force(
             if player in banned or player not in brute.scores:
                 with pytest.raises(NotFound):
                     leaderboard.player(ranking_store, TREE, board, player, season)
-        for index, entry in enumerate(expected):
+        for entry in expected:
             assert leaderboard.player(ranking_store, TREE, board, entry["playerId"], season) == entry
-            got = leaderboard.around(ranking_store, TREE, board, entry["playerId"], radius=1, season=season)
-            assert got["entries"] == expected[max(0, index - 1) : index + 2]
-        for offset in range(len(expected) + 1):
-            got = leaderboard.top(ranking_store, TREE, board, offset=offset, limit=limit, season=season)
-            assert got["entries"] == expected[offset : offset + limit]
-        pages, page = [], leaderboard.top(ranking_store, TREE, board, limit=limit, season=season)
-        while True:
-            pages += page["entries"]
-            if page["nextCursor"] is None:
-                break
-            page = leaderboard.top(ranking_store, TREE, board, limit=limit, season=season, cursor=page["nextCursor"])
-        assert pages == expected
+        paged_both_ways(ranking_store, board, expected, limit, season)
         friends = leaderboard.ranks_of(ranking_store, TREE, board, sorted(ours), season)
         assert friends["entries"] == expected
         assert set(friends["missing"]) == ours - {e["playerId"] for e in expected}
@@ -753,7 +786,7 @@ def test_retention_keeps_the_newest_past_seasons_a_board_asks_for(ranking_store:
     assert ranking_store.seasons(board, None, 100) == [start for start in reversed(starts) if start not in gone]
     for start in starts:
         got = leaderboard.top(ranking_store, TREE, board, season=start)
-        assert got == ({"entries": [], "nextCursor": None} if start in gone else before[start])
+        assert got == ({"entries": [], "nextCursor": None, "prevCursor": None} if start in gone else before[start])
         assert leaderboard.describe(ranking_store, TREE, board, start)["players"] == (0 if start in gone else 3)
     assert purge_seasons(ranking_store, at) == 0
 

@@ -56,6 +56,10 @@ scores = st.one_of(
     st.integers(INT64_MIN, INT64_MAX),
 )
 updates = st.lists(st.tuples(st.sampled_from(PLAYERS), scores), min_size=1, max_size=40)
+ORDERS = st.sampled_from(["desc", "asc"])
+OPERATORS = st.sampled_from(["best", "set", "incr", "decr"])
+# the sizes of the worker's batches, taken in turn
+CUTS = st.lists(st.integers(1, 10), min_size=1, max_size=6)
 
 
 @pytest.fixture
@@ -96,7 +100,7 @@ def applied(batch: list[LogRecord], store: RankingStore, log: SqliteEventLog, re
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    order=st.sampled_from(["desc", "asc"]),
+    order=ORDERS,
     operator=st.sampled_from(["best", "set", "incr"]),
     sequence=updates,
     cuts=st.lists(st.integers(1, 10), min_size=1, max_size=8),
@@ -274,12 +278,12 @@ def timed_records(board: str, stream: list[Any], offsets: itertools.count) -> li
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    order=st.sampled_from(["desc", "asc"]),
-    operator=st.sampled_from(["best", "set", "incr", "decr"]),
+    order=ORDERS,
+    operator=OPERATORS,
     schedule=st.sampled_from(["never", EVERY_TEN_MINUTES]),
     stream=changes,
     epochs=st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(["never", *PERIODS])), max_size=3),
-    cuts=st.lists(st.integers(1, 10), min_size=1, max_size=6),
+    cuts=CUTS,
     redeliver=st.booleans(),
     probe=scores,
 )
@@ -419,7 +423,7 @@ def test_a_board_that_never_resets_has_one_season_until_a_wipe(ranking_store: Ra
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(order=st.sampled_from(["desc", "asc"]), first=updates, meanwhile=updates, limit=st.integers(1, 4),
+@given(order=ORDERS, first=updates, meanwhile=updates, limit=st.integers(1, 4),
        pages_before=st.integers(0, 3), down=st.booleans())
 def test_cursor_pages_neither_skip_nor_repeat_a_player_whose_score_stayed(ranking_store: RankingStore, log, order,
                                                                           first, meanwhile, limit, pages_before,
@@ -534,11 +538,11 @@ tie_changes = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(PLAYERS[:8])
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    order=st.sampled_from(["desc", "asc"]),
-    operator=st.sampled_from(["best", "set", "incr", "decr"]),
+    order=ORDERS,
+    operator=OPERATORS,
     ties=st.sampled_from(["earliest", "subscore"]),
     stream=tie_changes,
-    cuts=st.lists(st.integers(1, 10), min_size=1, max_size=6),
+    cuts=CUTS,
     redeliver=st.booleans(),
     probe=tie_values,
     probe_subscore=st.none() | tie_values,
@@ -675,13 +679,13 @@ mixed_ops = st.lists(st.one_of(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    order=st.sampled_from(["desc", "asc"]),
-    operator=st.sampled_from(["best", "set", "incr", "decr"]),
+    order=ORDERS,
+    operator=OPERATORS,
     ties=st.sampled_from(["shared", "earliest", "subscore"]),
     schedule=st.sampled_from(["never", EVERY_TEN_MINUTES]),
     epochs=st.lists(st.tuples(st.integers(0, 40 * 60_000 - 1), st.sampled_from(["never", *PERIODS])), max_size=2),
     ops=mixed_ops,
-    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=5),
+    cuts=CUTS,
     redeliver=st.booleans(),
     probe=tie_values,
     probe_subscore=st.none() | tie_values,

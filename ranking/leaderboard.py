@@ -10,7 +10,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, Concatenate, NotRequired, ParamSpec, TypeVar
+from typing import Annotated, Any, Concatenate, NamedTuple, NotRequired, ParamSpec, TypeVar
 
 from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
@@ -372,42 +372,71 @@ def entries_kind(settings: Stored) -> str:
     return of_scope(_ENTRIES_CURSOR[settings.order], settings.board)
 
 
-# a cursor's position starts with this where it pages above its entry (prevCursor)
-_ABOVE = "^"
+# a cursor's position starts with these: where it pages above its entry (prevCursor), and then
+# where its page takes that entry too (one given by a page a cursor led past what went meanwhile)
+_ABOVE, _FROM = "^", "="
 
 
-def _at(cursor: str | None, settings: Stored) -> tuple[int, Position, bool] | None:
-    """The season and the position a cursor of the board's entries goes on from, and whether it
-    goes on above it (else below)."""
+class _Cursor(NamedTuple):
+    season: int
+    position: Position
+    above: bool
+    inclusive: bool
+
+
+def _at(cursor: str | None, settings: Stored) -> _Cursor | None:
+    """Where a cursor of the board's entries goes on from."""
     position = decode_cursor(cursor, entries_kind(settings))
     if position is None:
         return None
     above = position.startswith(_ABOVE)
-    season, score, tiebreak, player = [*position.removeprefix(_ABOVE).split(":", 3), "", "", ""][:4]
+    inclusive = position.removeprefix(_ABOVE).startswith(_FROM)
+    season, score, tiebreak, player = [*position[above + inclusive:].split(":", 3), "", "", ""][:4]
     # none: the board's first season (its start is None), not whichever is current when it is read
     at_season = ascii_int(season, 0, INT64_MAX) if season else FIRST_SEASON
     at_score, at_tiebreak = ascii_int(score, INT64_MIN, INT64_MAX), ascii_int(tiebreak, INT64_MIN, INT64_MAX)
     if at_season is None or at_score is None or at_tiebreak is None or not player:
         raise InvalidField("cursor is not one this listing gave out", "cursor")
-    return at_season, Position(at_score, at_tiebreak, player), above
+    return _Cursor(at_season, Position(at_score, at_tiebreak, player), above, inclusive)
 
 
-def _page(ranked: list[RankedEntry], page: Sequence[Entry], *, above: bool, below: bool, settings: Stored,
-          season: int | None) -> Entries:
-    """The page's entries (`ranked`, one for each of `page`), with a cursor above its first where
-    the board has entries before it and below its last where it goes on."""
+def _page(ranked: list[RankedEntry], *, above: Position | None, below: Position | None, settings: Stored,
+          season: int | None, inclusive: bool = False) -> Entries:
+    """The page's entries, with a cursor to those above `above` and one to those below `below`
+    (None: the board ends there that way), each taking the entry at it too where `inclusive`."""
 
-    def cursor(entry: Entry, upward: bool) -> str:
-        return encode_cursor(entries_kind(settings), f"{_ABOVE if upward else ''}{'' if season is None else season}:"
-                                                     f"{entry.score}:{entry.tiebreak}:{entry.player_id}")
+    def cursor(position: Position, upward: bool) -> str:
+        return encode_cursor(entries_kind(settings), f"{_ABOVE if upward else ''}{_FROM if inclusive else ''}"
+                                                     f"{'' if season is None else season}:"
+                                                     f"{position.score}:{position.tiebreak}:{position.player_id}")
 
-    return {"entries": ranked, "nextCursor": cursor(page[-1], False) if page and below else None,
-            "prevCursor": cursor(page[0], True) if page and above else None}
+    return {"entries": ranked, "nextCursor": None if below is None else cursor(below, False),
+            "prevCursor": None if above is None else cursor(above, True)}
 
 
-def _beyond(store: RankingStore, key: str, settings: Stored, entry: Entry, *, worse: bool) -> bool:
-    """Whether the board holds an entry worse (or better) than this one."""
-    return bool(store.following(key, settings.order, entry.position, worse=worse, limit=1))
+def _beyond(store: RankingStore, key: str, settings: Stored, position: Position, *, worse: bool) -> Position | None:
+    """The position, where the board holds an entry worse (or better) than it; else None."""
+    return position if store.following(key, settings.order, position, worse=worse, limit=1) else None
+
+
+def _following(store: RankingStore, key: str, settings: Stored, at: Position, *, worse: bool, limit: int,
+               skip: int = 0, inclusive: bool = False) -> list[Entry]:
+    """Up to `limit` entries worse (or better) than `at`, nearest first, after `skip` of them; the
+    entry at `at` first where `inclusive` and the board still holds it there."""
+    found = _shown(store, key, [at.player_id]).get(at.player_id) if inclusive else None
+    there = [found] if found is not None and found.position == at else []
+    return there + store.following(key, settings.order, at, worse=worse, limit=limit - len(there), skip=skip)
+
+
+def _led_past(store: RankingStore, key: str, settings: Stored, at: Position, *, worse: bool,
+              season: int | None) -> Entries:
+    """The empty page a cursor at `at` led to, what was beyond it gone meanwhile: its one cursor
+    leads back the other way, the entry at `at` included, where the board goes on."""
+    held = _shown(store, key, [at.player_id]).get(at.player_id)
+    there = held is not None and held.position == at
+    back = at if there else _beyond(store, key, settings, at, worse=not worse)
+    return _page([], above=back if worse else None, below=None if worse else back, settings=settings, season=season,
+                 inclusive=there)
 
 
 @_one_state
@@ -421,51 +450,60 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
     offset = offset or 0
     key, start = _season(settings, season)
     at = _at(cursor, settings)
-    after = None
     if at is not None:
         # the cursor's season, also after a reset since its first page; one asked for must be it
-        at_key, at_start = _season(settings, at[0])
+        at_key, at_start = _season(settings, at.season)
         if season is not None and at_key != key:
             raise InvalidField("the cursor is of another season", "season")
-        key, start, after = at_key, at_start, at[1]
-        if at[2]:
-            return _above(store, tree, settings, key, after, limit=limit, season=start)
-    skip = 0
-    if after is None:
-        first = score_at(tree, store, key, settings.order, offset + 1)
-        if first is None:
-            return {"entries": [], "nextCursor": None, "prevCursor": None}
-        # before every player of that score, of whom `skip` are above the offset
-        after = Position(first, best_tiebreak(settings.order), "")
-        skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
-        if skip > MAX_TIE_SKIP:
-            raise InvalidField(f"offset {offset:,} is {skip:,} players into those of score {first}, where an offset "
-                               f"may go {MAX_TIE_SKIP:,} players into a score at most (here offset "
-                               f"{offset - skip + MAX_TIE_SKIP:,}): from there on, follow each page's nextCursor",
-                               "offset")
-    entries = store.following(key, settings.order, after, worse=True, limit=limit + 1, skip=skip)
+        if at.above:
+            return _above(store, tree, settings, at_key, at, limit=limit, season=at_start)
+        return _below(store, tree, settings, at_key, at.position, limit=limit, season=at_start,
+                      inclusive=at.inclusive, cursor=True)
+    first = score_at(tree, store, key, settings.order, offset + 1)
+    if first is None:
+        return {"entries": [], "nextCursor": None, "prevCursor": None}
+    # before every player of that score, of whom `skip` are above the offset
+    skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
+    if skip > MAX_TIE_SKIP:
+        raise InvalidField(f"offset {offset:,} is {skip:,} players into those of score {first}, where an offset "
+                           f"may go {MAX_TIE_SKIP:,} players into a score at most (here offset "
+                           f"{offset - skip + MAX_TIE_SKIP:,}): from there on, follow each page's nextCursor",
+                           "offset")
+    return _below(store, tree, settings, key, Position(first, best_tiebreak(settings.order), ""), limit=limit,
+                  season=start, skip=skip, cursor=False, offset=offset)
+
+
+def _below(store: RankingStore, tree: Tree, settings: Stored, key: str, after: Position, *, limit: int,
+           season: int | None, cursor: bool, inclusive: bool = False, skip: int = 0, offset: int = 0) -> Entries:
+    """The `limit` entries below `after` (a cursor's, or the offset's score), after `skip` of them."""
+    entries = _following(store, key, settings, after, worse=True, limit=limit + 1, skip=skip, inclusive=inclusive)
     ranked = _ranked(store, tree, settings, key, entries)
     # as many as Lambda can carry: 1,000 entries of metadata made of " and \ would be 6.4 MB there
     fits = within_bytes(carried_bytes(json.dumps(entry)) for entry in ranked[:limit])
     page = entries[:fits]
+    if not page:
+        return _led_past(store, key, settings, after, worse=True, season=season)
     # an offset's page has entries above it where it skipped some; a cursor's, where the board
     # still holds one better than its first
-    above = bool(page) and (offset > 0 if at is None else _beyond(store, key, settings, page[0], worse=False))
-    return _page(ranked[:fits], page, above=above, below=len(entries) > fits, settings=settings, season=start)
+    above = _beyond(store, key, settings, page[0].position, worse=False) if cursor else \
+        page[0].position if offset else None
+    return _page(ranked[:fits], above=above, below=page[-1].position if len(entries) > fits else None,
+                 settings=settings, season=season)
 
 
-def _above(store: RankingStore, tree: Tree, settings: Stored, key: str, before: Position, *, limit: int,
+def _above(store: RankingStore, tree: Tree, settings: Stored, key: str, at: _Cursor, *, limit: int,
            season: int | None) -> Entries:
-    """The `limit` entries above `before`, best first: of those that do not all fit in an answer,
-    the nearest it."""
-    nearest = store.following(key, settings.order, before, worse=False, limit=limit + 1)
+    """The `limit` entries above a cursor's position, best first: of those that do not all fit in an
+    answer, the nearest it."""
+    nearest = _following(store, key, settings, at.position, worse=False, limit=limit + 1, inclusive=at.inclusive)
     entries = nearest[:limit][::-1]
     ranked = _ranked(store, tree, settings, key, entries)
     fits = within_bytes(carried_bytes(json.dumps(entry)) for entry in reversed(ranked))
     page = entries[len(entries) - fits:]
-    below = bool(page) and _beyond(store, key, settings, page[-1], worse=True)
-    return _page(ranked[len(ranked) - fits:], page, above=len(nearest) > fits, below=below, settings=settings,
-                 season=season)
+    if not page:
+        return _led_past(store, key, settings, at.position, worse=False, season=season)
+    return _page(ranked[len(ranked) - fits:], above=page[0].position if len(nearest) > fits else None,
+                 below=_beyond(store, key, settings, page[-1].position, worse=True), settings=settings, season=season)
 
 
 @_one_state
@@ -480,9 +518,10 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
     below = store.following(key, settings.order, record.position, worse=True, limit=radius)
     entries = [*reversed(above), record, *below]
     # a side of fewer than `radius` entries is the board's end there
-    return _page(_ranked(store, tree, settings, key, entries), entries,
-                 above=len(above) == radius and _beyond(store, key, settings, entries[0], worse=False),
-                 below=len(below) == radius and _beyond(store, key, settings, entries[-1], worse=True),
+    first, last = entries[0].position, entries[-1].position
+    return _page(_ranked(store, tree, settings, key, entries),
+                 above=_beyond(store, key, settings, first, worse=False) if len(above) == radius else None,
+                 below=_beyond(store, key, settings, last, worse=True) if len(below) == radius else None,
                  settings=settings, season=start)
 
 

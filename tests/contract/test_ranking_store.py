@@ -482,6 +482,31 @@ def test_around_goes_on_below_its_last_entry(ranking_store: RankingStore, log):
                                                                                                "p0"]
 
 
+def test_a_page_past_what_went_meanwhile_leads_back_where_the_board_goes_on(ranking_store: RankingStore, log):
+    """Found in review: a cursor whose entries beyond it had all gone meanwhile led to an empty page
+    without cursors, and its reader had to start again from the first page."""
+    ladder = [(f"p{i}", i) for i in range(6)]
+
+    def removed(board: str, players: list[str], offsets: itertools.count) -> None:
+        apply_scores(timed_records(board, [(0, player, None, None) for player in players], offsets), ranking_store,
+                     log, TREE)
+
+    for board, gone, onward, back, kept in [("thinned-below", 4, "nextCursor", "prevCursor", ["p5", "p4"]),
+                                            ("thinned-above", -4, "prevCursor", "nextCursor", ["p1", "p0"])]:
+        offsets = itertools.count()
+        apply_scores(records(board, ladder, offsets), ranking_store, log, TREE)
+        page = leaderboard.top(ranking_store, TREE, board, limit=2, offset=0 if onward == "nextCursor" else 4)
+        removed(board, [player for player, _ in (ladder[:gone] if gone > 0 else ladder[gone:])], offsets)
+        empty = leaderboard.top(ranking_store, TREE, board, limit=2, cursor=page[onward])
+        assert empty["entries"] == [] and empty[onward] is None
+        again = leaderboard.top(ranking_store, TREE, board, limit=5, cursor=empty[back])
+        assert [e["playerId"] for e in again["entries"]] == kept
+        # with nothing left either side of the cursor, it points nowhere
+        removed(board, kept, offsets)
+        assert leaderboard.top(ranking_store, TREE, board, limit=2, cursor=page[onward]) == {
+            "entries": [], "nextCursor": None, "prevCursor": None}
+
+
 def paged_both_ways(store: RankingStore, board: str, expected: list[dict[str, Any]], limit: int,
                     season: int | None = None) -> None:
     """Every page of the board, by offset, by cursor down from the first page and up from the last,
@@ -491,14 +516,18 @@ def paged_both_ways(store: RankingStore, board: str, expected: list[dict[str, An
     def top(**asked: Any) -> Any:
         return leaderboard.top(store, TREE, board, limit=limit, season=season, **asked)
 
+    def turned(cursor: str) -> Any:
+        """The page a cursor leads to: in the season it names, none asked for beside it."""
+        return leaderboard.top(store, TREE, board, limit=limit, cursor=cursor)
+
     def cursors_lead_on(page: Any, first: int, last: int) -> None:
         """`page` lists expected[first:last]: its cursors lead to the `limit` entries either side."""
         assert (page["prevCursor"] is not None) == (first > 0 and last > first)
         assert (page["nextCursor"] is not None) == (last < len(expected) and last > first)
         if page["prevCursor"] is not None:
-            assert top(cursor=page["prevCursor"])["entries"] == expected[max(0, first - limit) : first]
+            assert turned(page["prevCursor"])["entries"] == expected[max(0, first - limit) : first]
         if page["nextCursor"] is not None:
-            assert top(cursor=page["nextCursor"])["entries"] == expected[last : last + limit]
+            assert turned(page["nextCursor"])["entries"] == expected[last : last + limit]
 
     for offset in range(len(expected) + 1):
         page = top(offset=offset)
@@ -509,11 +538,11 @@ def paged_both_ways(store: RankingStore, board: str, expected: list[dict[str, An
         down += page["entries"]
         if page["nextCursor"] is None:
             break
-        page = top(cursor=page["nextCursor"])
+        page = turned(page["nextCursor"])
     assert down == expected
     up = page["entries"]
     while page["prevCursor"] is not None:
-        page = top(cursor=page["prevCursor"])
+        page = turned(page["prevCursor"])
         up = page["entries"] + up
     assert up == expected
     for index, entry in enumerate(expected):

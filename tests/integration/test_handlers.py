@@ -318,18 +318,27 @@ def test_a_top_page_of_the_largest_metadata_fits_the_answer_lambda_carries(adapt
                   for i in range(start, start + 250)]
         assert call(capture.handler, "capture-scores.json", body=json.dumps(scores))["statusCode"] == 202
     assert _consume(adapters, "scores", ranking_worker.handler, "ranking-worker") == {"applied": 1000}
-    listed: list[str] = []
-    query: dict[str, str] = {"limit": "1000"}
-    while True:
-        answer = call(leaderboards.handler, "leaderboards-top.json", queryStringParameters=query,
-                      multiValueQueryStringParameters={name: [value] for name, value in query.items()})
-        assert answer["statusCode"] == 200 and len(json.dumps(answer)) <= LAMBDA_ANSWER_BYTES
-        page = body(answer)
-        listed += [entry["playerId"] for entry in page["entries"]]
-        if page["nextCursor"] is None:
-            break
-        query = {"limit": "1000", "cursor": page["nextCursor"]}
-    assert listed == [f"p-{i:04}" for i in reversed(range(1000))]
+
+    def paged(onward: str, query: dict[str, str]) -> list[str]:
+        """The players of the pages from `query` on, each page following the one before's `onward`
+        cursor, in the board's order."""
+        listed: list[str] = []
+        while True:
+            answer = call(leaderboards.handler, "leaderboards-top.json", queryStringParameters=query,
+                          multiValueQueryStringParameters={name: [value] for name, value in query.items()})
+            assert answer["statusCode"] == 200 and len(json.dumps(answer)) <= LAMBDA_ANSWER_BYTES
+            page = body(answer)
+            assert 0 < len(page["entries"]) < 1000  # a page stops short both ways
+            players = [entry["playerId"] for entry in page["entries"]]
+            listed = listed + players if onward == "nextCursor" else players + listed
+            if page[onward] is None:
+                return listed
+            query = {"limit": "1000", "cursor": page[onward]}
+
+    board_order = [f"p-{i:04}" for i in reversed(range(1000))]
+    assert paged("nextCursor", {"limit": "1000"}) == board_order
+    # and back up from the last entry: the pages above a cursor keep the entries nearest it
+    assert paged("prevCursor", {"limit": "1", "offset": "999"}) == board_order
 
 
 def _takes(metadata: dict[str, str]) -> bool:

@@ -25,6 +25,8 @@ from sqlalchemy.sql.elements import ClauseElement
 Engine = Literal["sqlite", "mysql"]
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+# the plain reads whose packed form came back cut short, told once a process
+_cut_short: set[str] = set()
 
 
 class _SqliteCompiler(SQLiteCompiler):
@@ -128,9 +130,12 @@ def read_rows(statement: Statement, engine: Engine, values: Mapping[str, Any],
         rows = []
     if len(rows) == count:
         return rows
-    # each such read costs a second one: the operator is told which setting to raise
-    log.warning("a packed read of %d rows came back cut short; reading them again row by row (raise "
-                "group_concat_max_len on MariaDB, max_allowed_packet on MySQL): %.200s", count, compiled.text)
+    plain = statement.plain.on(engine).text
+    if plain not in _cut_short:  # each such read costs a second one: the operator is told what to raise, once
+        _cut_short.add(plain)
+        log.warning("a packed read of %d rows came back cut short, and is read again row by row, as each of its kind "
+                    "will be: raise group_concat_max_len (MariaDB) or max_allowed_packet (MySQL). The read: %.300s",
+                    count, plain)
     return read_rows(statement.plain, engine, values, run)
 
 

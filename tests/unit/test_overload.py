@@ -188,7 +188,7 @@ def test_a_shed_request_whose_body_keeps_trickling_is_closed_after_the_body_time
                     break
             except TimeoutError:
                 sock.sendall(b" ")
-        assert 1.0 <= time.monotonic() - started < 5
+        assert 0.95 <= time.monotonic() - started < 2.5  # the loop's timers count whole milliseconds
 
 
 def test_bodies_still_arriving_are_bound_by_their_bytes_so_the_memory_held_is():

@@ -461,7 +461,7 @@ def top(store: RankingStore, tree: Tree, board: str, *, limit: int = 10, offset:
                       inclusive=at.inclusive, cursor=True)
     first = score_at(tree, store, key, settings.order, offset + 1)
     if first is None:
-        return {"entries": [], "nextCursor": None, "prevCursor": None}
+        return _page([], above=None, below=None, settings=settings, season=start)
     # before every player of that score, of whom `skip` are above the offset
     skip = offset - (rank_of(tree, store, key, settings.order, first) - 1)
     if skip > MAX_TIE_SKIP:
@@ -481,8 +481,9 @@ def _below(store: RankingStore, tree: Tree, settings: Stored, key: str, after: P
     # as many as Lambda can carry: 1,000 entries of metadata made of " and \ would be 6.4 MB there
     fits = within_bytes(carried_bytes(json.dumps(entry)) for entry in ranked[:limit])
     page = entries[:fits]
-    if not page:
-        return _led_past(store, key, settings, after, worse=True, season=season)
+    if not page:  # a cursor's, what was beyond it gone (an offset's score, found in the tree, holds players)
+        return _led_past(store, key, settings, after, worse=True, season=season) if cursor else \
+            _page([], above=None, below=None, settings=settings, season=season)
     # an offset's page has entries above it where it skipped some; a cursor's, where the board
     # still holds one better than its first
     above = _beyond(store, key, settings, page[0].position, worse=False) if cursor else \

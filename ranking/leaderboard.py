@@ -515,15 +515,13 @@ def around(store: RankingStore, tree: Tree, board: str, player_id: str, *, radiu
     record = _shown(store, key, [player_id]).get(player_id)
     if record is None:
         raise NotFound(f"player {player_id} has no score on {board}")
-    above = store.following(key, settings.order, record.position, worse=False, limit=radius)
-    below = store.following(key, settings.order, record.position, worse=True, limit=radius)
-    entries = [*reversed(above), record, *below]
-    # a side of fewer than `radius` entries is the board's end there
-    first, last = entries[0].position, entries[-1].position
+    # one more each side than shown: whether the board goes on there
+    above = store.following(key, settings.order, record.position, worse=False, limit=radius + 1)
+    below = store.following(key, settings.order, record.position, worse=True, limit=radius + 1)
+    entries = [*reversed(above[:radius]), record, *below[:radius]]
     return _page(_ranked(store, tree, settings, key, entries),
-                 above=_beyond(store, key, settings, first, worse=False) if len(above) == radius else None,
-                 below=_beyond(store, key, settings, last, worse=True) if len(below) == radius else None,
-                 settings=settings, season=start)
+                 above=entries[0].position if len(above) > radius else None,
+                 below=entries[-1].position if len(below) > radius else None, settings=settings, season=start)
 
 
 @with_config(ConfigDict(extra="forbid"))
